@@ -1,0 +1,17 @@
+"""User-facing errors. The CLI prints their message and exits 2; anything else is a bug (exit 1)."""
+
+
+class CurateError(Exception):
+    """A problem with the user's recipe or data, described well enough to fix it."""
+
+
+class RecipeError(CurateError):
+    """The recipe is invalid; `where` is the place in the YAML (e.g. `steps[2].exact_dedup.columns`)."""
+
+    def __init__(self, where: str, message: str):
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class InputError(CurateError):
+    """An input file cannot be read; the message names the file and, where known, the line/row and field."""

@@ -1,0 +1,112 @@
+"""The operator contract: Map, Filter and Global operators over pyarrow.RecordBatch.
+
+An operator is a class with a pydantic `Params` model, the columns it `requires` and
+`provides`, and the `resources` it needs. It never knows which engine runs it.
+
+- Map.process(batch) -> batch: adds or transforms columns.
+- Filter.keep(batch) -> Verdict: which rows stay; the engine traces the others with the reason.
+- Global.fit(batches, workdir) -> state, then Global.apply(batch, state) -> Verdict | batch,
+  for decisions that need the whole dataset (dedup, clustering, pruning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Union
+
+import numpy as np
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+
+class Params(BaseModel):
+    """Base of every operator's parameters; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Resources(BaseModel):
+    """What one instance of the operator needs; the engine sizes its workers from this."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_gb: float | None = None
+
+
+ReasonLike = Union[str, pa.Array, np.ndarray, list, None]
+
+
+@dataclass
+class Verdict:
+    """Which rows of a batch stay (`keep`), and for the others a reason and a detail.
+
+    `reason` and `detail` are either one string for every dropped row or one value per
+    row of the batch (values at kept rows are ignored).
+    """
+
+    keep: np.ndarray
+    reason: ReasonLike = None
+    detail: ReasonLike = None
+
+    def __post_init__(self):
+        if isinstance(self.keep, (pa.Array, pa.ChunkedArray)):
+            self.keep = self.keep.to_numpy(zero_copy_only=False)
+        self.keep = np.asarray(self.keep, dtype=bool)
+
+
+class Operator:
+    """Base of all operators. Subclasses set `name`, `Params` and, as needed, the rest."""
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    Params: ClassVar[type[Params]] = Params
+    resources: ClassVar[Resources] = Resources()
+    # Columns the operator reads and writes; instances may compute them from params.
+    requires: tuple[str, ...] = ()
+    provides: tuple[str, ...] = ()
+
+    def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
+        self.params = params if params is not None else self.Params()
+        self.seed = seed
+        self.text_column = text_column
+
+    def setup(self) -> None:
+        """Load what the operator needs once per worker (models, tables). Default: nothing."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params!r})"
+
+
+class Map(Operator):
+    kind = "map"
+    # True when the operator may emit more or fewer rows than it got (then it sets _parent_id).
+    changes_rows: ClassVar[bool] = False
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        raise NotImplementedError
+
+
+class Filter(Operator):
+    kind = "filter"
+
+    def keep(self, batch: pa.RecordBatch) -> Verdict:
+        raise NotImplementedError
+
+
+class Global(Operator):
+    """Sees the whole dataset in `fit`, then decides batch by batch in `apply`.
+
+    Batches given to `fit` and `apply` carry `_id` and `_ord` (the row's position in the
+    stage input, 0..n-1, the same in both passes) besides the columns in `requires`.
+    `fit` may write large state under `workdir`; the state it returns must pickle.
+    """
+
+    kind = "global"
+
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Any:
+        raise NotImplementedError
+
+    def apply(self, batch: pa.RecordBatch, state: Any) -> Verdict | pa.RecordBatch:
+        raise NotImplementedError

@@ -1,0 +1,212 @@
+"""YAML recipe -> validated Recipe. Everything is checked here, before any data is read.
+
+Places in error messages follow the YAML: `steps[2].exact_dedup.columns`, `input.path`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from curate import registry
+from curate.errors import RecipeError
+from curate.ops import Operator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputSpec(_Strict):
+    path: str | list[str] = Field(description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
+    format: Literal["parquet", "jsonl", "csv", "hf_disk", "hf"] | None = Field(None, description="Default: from the extension.")
+    text_column: str = "text"
+    id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
+    split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")
+    on_bad_row: Literal["trace", "fail"] = Field("trace", description="Unparseable rows: trace them, or stop the run.")
+    batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
+
+
+class OutputSpec(_Strict):
+    path: str
+    shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
+    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+    keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
+    trace_rows: bool = Field(True, description="Store each removed row in the trace beside its reason.")
+
+
+class Step(BaseModel):
+    """One validated step: the operator class, its params and its place in the recipe."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    index: int
+    name: str
+    op_class: type[Operator]
+    params: Any
+
+    @property
+    def label(self) -> str:
+        return f"{self.index:02d}_{self.name}"
+
+    def build(self, recipe: "Recipe") -> Operator:
+        return self.op_class(self.params, seed=recipe.seed, text_column=recipe.input.text_column)
+
+
+class Recipe(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    name: str = "run"
+    seed: int = 0
+    input: InputSpec
+    output: OutputSpec
+    steps: list[Step]
+    raw: dict = Field(repr=False)
+
+    def fingerprint(self) -> str:
+        """Hash of everything that decides the output (not of comments or key order)."""
+        canon = json.dumps(self.raw, sort_keys=True, default=str)
+        return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand_env(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _expand_env(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_env(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def sub(m: re.Match) -> str:
+        var, default = m.group(1), m.group(2)
+        if var in os.environ:
+            return os.environ[var]
+        if default is not None:
+            return default
+        raise RecipeError(where, f"environment variable {var} is not set")
+
+    return _ENV.sub(sub, value)
+
+
+_SET_KEY = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def apply_override(doc: dict, assignment: str) -> None:
+    """Apply `--set a.b[2].c=value` (or `a.b.2.c=value`); the value is parsed as YAML."""
+    key, sep, text = assignment.partition("=")
+    if not sep or not key:
+        raise RecipeError("--set", f"expected key=value, got {assignment!r}")
+    parts: list[str | int] = []
+    for name, idx in _SET_KEY.findall(key):
+        parts.append(int(idx) if idx else (int(name) if name.isdigit() else name))
+    value = yaml.safe_load(text) if text else ""
+    node: Any = doc
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                raise RecipeError(f"--set {key}", f"no list item {part} here")
+            if last:
+                node[part] = value
+            else:
+                node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise RecipeError(f"--set {key}", f"'{part}' is not a mapping key here")
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+
+
+def _loc(prefix: str, loc: tuple) -> str:
+    out = prefix
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _pydantic_error(prefix: str, err: ValidationError) -> RecipeError:
+    first = err.errors()[0]
+    where = _loc(prefix, first["loc"])
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown parameter"
+    elif "input" in first and first["type"] not in ("missing",):
+        msg += f" (got {first['input']!r})"
+    more = len(err.errors()) - 1
+    return RecipeError(where, msg + (f" (+{more} more problems)" if more else ""))
+
+
+def _parse_steps(raw_steps: Any) -> list[Step]:
+    if raw_steps is None:
+        raw_steps = []
+    if not isinstance(raw_steps, list):
+        raise RecipeError("steps", "must be a list of `- operator_name: {params}` items")
+    steps = []
+    for i, item in enumerate(raw_steps):
+        where = f"steps[{i}]"
+        if isinstance(item, str):
+            item = {item: {}}
+        if not isinstance(item, dict) or len(item) != 1:
+            raise RecipeError(where, "each step is a mapping with one key, the operator name")
+        (name, params), = item.items()
+        op_class = registry.get(str(name), where)
+        try:
+            parsed = op_class.Params.model_validate(params or {})
+        except ValidationError as e:
+            raise _pydantic_error(f"{where}.{name}", e) from None
+        steps.append(Step(index=i + 1, name=name, op_class=op_class, params=parsed))
+    return steps
+
+
+def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
+         input_path: str | None = None, output_path: str | None = None) -> Recipe:
+    """Read, override, expand and validate a recipe. Raises RecipeError with the place."""
+    if text is None:
+        p = Path(path)
+        if not p.is_file():
+            raise RecipeError("", f"recipe file not found: {p}")
+        text = p.read_text(encoding="utf-8")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise RecipeError(str(path or "recipe"), f"not valid YAML: {e}") from None
+    doc = doc or {}
+    if not isinstance(doc, dict):
+        raise RecipeError("", "a recipe is a YAML mapping with input, output and steps")
+    for assignment in overrides:
+        apply_override(doc, assignment)
+    if input_path:
+        doc.setdefault("input", {})
+        doc["input"] = {**(doc["input"] or {}), "path": input_path}
+    if output_path:
+        doc["output"] = {**(doc.get("output") or {}), "path": output_path}
+    doc = _expand_env(doc, "")
+    unknown = set(doc) - {"name", "seed", "input", "output", "steps"}
+    if unknown:
+        raise RecipeError(sorted(unknown)[0], "unknown top-level key (expected name, seed, input, output, steps)")
+    for key in ("input", "output"):
+        if not doc.get(key):
+            raise RecipeError(key, f"missing (give it in the recipe or with --{key})")
+    try:
+        inp = InputSpec.model_validate(doc["input"])
+    except ValidationError as e:
+        raise _pydantic_error("input", e) from None
+    try:
+        out = OutputSpec.model_validate(doc["output"])
+    except ValidationError as e:
+        raise _pydantic_error("output", e) from None
+    seed = doc.get("seed", 0)
+    if not isinstance(seed, int):
+        raise RecipeError("seed", f"must be an integer (got {seed!r})")
+    steps = _parse_steps(doc.get("steps"))
+    return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps, raw=doc)

@@ -1,0 +1,13 @@
+"""The operator library. CATALOG maps each operator name to "module:Class" (imported lazily)."""
+
+CATALOG: dict[str, str] = {
+    # filters/
+    "normalize_text": "operators.filters.normalize:NormalizeText",
+    "sql_filter": "operators.filters.sql:SqlFilter",
+    "select": "operators.filters.columns:Select",
+    "rename": "operators.filters.columns:Rename",
+    "cast": "operators.filters.columns:Cast",
+    "gopher_quality": "operators.filters.gopher:GopherQuality",
+    # dedup/
+    "exact_dedup": "operators.dedup.exact:ExactDedup",
+}
