@@ -1,0 +1,79 @@
+"""Builders of ADP event dicts (key order as the ADP reference writes them) and shared helpers."""
+
+from __future__ import annotations
+
+import xxhash
+
+
+def text_obs(content: str, source: str = "user", name: str | None = None) -> dict:
+    return {"class_": "text_observation", "content": content, "name": name, "source": source}
+
+
+def message(content: str, description: str | None = None) -> dict:
+    return {"class_": "message_action", "content": content, "description": description}
+
+
+def api(function: str, kwargs: dict, description: str | None = "") -> dict:
+    return {"class_": "api_action", "function": function, "kwargs": kwargs, "description": description}
+
+
+def code(language: str, content: str, description: str | None = "") -> dict:
+    return {"class_": "code_action", "language": language, "content": content, "description": description}
+
+
+def web_obs(axtree: str | None = None, html: str | None = None, url: str | None = None,
+            image: dict | None = None, viewport_size: list | None = None) -> dict:
+    return {"class_": "web_observation", "html": html, "axtree": axtree, "url": url,
+            "image_observation": image, "viewport_size": viewport_size}
+
+
+def trajectory(traj_id: str, content: list[dict], details: dict | None = None) -> dict:
+    return {"id": str(traj_id), "content": content, "details": details or {}}
+
+
+def pick(traj_id: str, choices: tuple[str, ...], salt: str = "") -> str:
+    """A deterministic stand-in for the reference's unseeded random.choice: same id, same pick."""
+    return choices[xxhash.xxh32_intdigest((salt + str(traj_id)).encode()) % len(choices)]
+
+
+class Unconvertible(ValueError):
+    """A raw record this converter cannot map to ADP; the message says why (it goes to the trace)."""
+
+
+# The reference closes some datasets with a success observation and a finish message drawn by an
+# unseeded random.choice from these lists; we draw deterministically from the same lists.
+CLOSING_OBSERVATIONS = (
+    "Task completed successfully.",
+    "Well done on successfully completing the task!",
+    "Your solution has been verified as correct. ",
+    "Your implementation satisfies the task requirements.",
+    "Congratulations! You have successfully solved the task.",
+)
+CLOSING_MESSAGES = (
+    "I have successfully completed the task.",
+    "I have fulfilled all the requirements of the task.",
+    "I've wrapped up the task successfully.",
+    "The objective has been achieved with no outstanding issues.",
+    "I did it! The task is now complete.",
+)
+
+
+def closing(traj_id: str, message_in_description: bool) -> list[dict]:
+    """[success observation, finish message]: the closing message goes either in the finish
+    message's description (content `<finish> </finish>`) or inside the finish tags."""
+    obs = text_obs(pick(traj_id, CLOSING_OBSERVATIONS, "obs"))
+    said = pick(traj_id, CLOSING_MESSAGES, "msg")
+    if message_in_description:
+        return [obs, message("<finish> </finish>", said)]
+    return [obs, message(f"<finish> {said} </finish>", "")]
+
+
+def turns(record: dict, key: str = "conversations") -> list[dict]:
+    """The record's list of {role, content} turns; an Unconvertible error when it is absent."""
+    conv = record.get(key)
+    if not isinstance(conv, list) or not conv:
+        raise Unconvertible(f"no '{key}' list of turns in the record")
+    for i, turn in enumerate(conv):
+        if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
+            raise Unconvertible(f"{key}[{i}] has no string 'content'")
+    return conv

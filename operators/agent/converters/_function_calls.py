@@ -1,0 +1,42 @@
+"""Parsing of the `<function=NAME><parameter=KEY>VALUE</parameter>...</function>` call format
+(SWE-agent / OpenHands function-calling text) into ADP actions."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from operators.agent.converters._events import api, code
+
+_FUNCTION = re.compile(r"<function=(?P<name>[\w.-]+)>(?P<body>.*?)(?:</function>|$)", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=(?P<key>[\w.-]+)>(?P<value>.*?)</parameter>", re.DOTALL)
+# Parameters whose values are JSON (lists / numbers), not text.
+_JSON_PARAMS = {"view_range", "insert_line"}
+
+
+def _value(key: str, value: str):
+    # The reference strips every parameter value (leading indentation of code included).
+    value = value.strip()
+    if key in _JSON_PARAMS:
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def split_call(text: str) -> tuple[str, str, dict] | None:
+    """(thought before the call, function name, kwargs) of the first call in `text`, or None."""
+    m = _FUNCTION.search(text)
+    if m is None:
+        return None
+    kwargs = {p["key"]: _value(p["key"], p["value"]) for p in _PARAMETER.finditer(m["body"])}
+    return text[: m.start()].strip(), m["name"], kwargs
+
+
+def call_event(thought: str, name: str, kwargs: dict, bash_tools: tuple[str, ...] = ("bash",)) -> dict:
+    """A bash tool call becomes a bash code_action; any other tool an api_action."""
+    description = thought or None
+    if name in bash_tools and set(kwargs) <= {"command"}:
+        return code("bash", kwargs.get("command", ""), description)
+    return api(name, kwargs, description)

@@ -1,0 +1,59 @@
+"""AgentInstruct ALFWorld -> ADP: household commands become api_action calls of the ALFWorld API."""
+
+from __future__ import annotations
+
+import re
+
+from operators.agent.converters._events import (Unconvertible, api, closing, message, text_obs, trajectory,
+                                                turns)
+
+# The reference drops the THOUGHT/ACTION format instructions (the SFT side has its own) and
+# ends the instruction with a confirmation question.
+_FORMAT_RULES = re.compile(r' You should choose from two actions: "THOUGHT" or "ACTION".*?ACTION: your next action\n"\. ',
+                           re.DOTALL)
+_TURN = re.compile(r"^\s*(?:THOUGHT:\s*(?P<thought>.*?)\s*)?ACTION:\s*(?P<action>.*?)\s*$", re.DOTALL)
+
+# command pattern -> (function, parameter names), tried in order.
+_COMMANDS = [
+    (re.compile(r"^go to (.+)$"), "go", ("location",)),
+    (re.compile(r"^take (.+) from (.+)$"), "take", ("item", "source")),
+    (re.compile(r"^put (.+) in/on (.+)$"), "put", ("item", "target")),
+    (re.compile(r"^open (.+)$"), "open", ("obj",)),
+    (re.compile(r"^close (.+)$"), "close", ("obj",)),
+    (re.compile(r"^heat (.+) with (.+)$"), "heat", ("item", "appliance")),
+    (re.compile(r"^cool (.+) with (.+)$"), "cool", ("item", "appliance")),
+    (re.compile(r"^clean (.+) with (.+)$"), "clean", ("item", "appliance")),
+    (re.compile(r"^use (.+)$"), "use", ("obj",)),
+    (re.compile(r"^toggle (.+)$"), "use", ("obj",)),
+    (re.compile(r"^examine (.+)$"), "examine", ("obj",)),
+    (re.compile(r"^look at (.+) under (.+)$"), "look_at_under", ("item", "reference")),
+    (re.compile(r"^inventory$"), "inventory", ()),
+    (re.compile(r"^look$"), "look", ()),
+]
+
+
+def command_call(command: str, description: str) -> dict:
+    for pattern, function, params in _COMMANDS:
+        m = pattern.match(command)
+        if m:
+            return api(function, {p: f'"{v}"' for p, v in zip(params, m.groups())}, description)
+    raise Unconvertible(f"unknown ALFWorld command {command!r}")
+
+
+def convert(record: dict, fallback_id: str) -> dict:
+    conv = turns(record)
+    traj_id = str(record.get("id") or fallback_id)
+    events = []
+    for i, turn in enumerate(conv):
+        text = turn["content"]
+        if turn.get("role") == "user":
+            if i == 0:
+                text = _FORMAT_RULES.sub("\n", text) + "\n\nOk? Understood?"
+            events.append(text_obs(text))
+            continue
+        m = _TURN.match(text)
+        if m:
+            events.append(command_call(m["action"], m["thought"] or ""))
+        else:
+            events.append(message(text))
+    return trajectory(traj_id, events + closing(traj_id, message_in_description=True))

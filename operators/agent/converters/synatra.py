@@ -1,0 +1,74 @@
+"""Synatra (synthetic single-step web actions) -> ADP: the page's accessibility tree plus the past
+actions become a web_observation, the predicted call an api_action with its comments as the thought."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from operators.agent.converters._events import Unconvertible, api, text_obs, trajectory, web_obs
+
+_INSTRUCTION = "Generate the next action given the an objective, the current web page, and previous actions. "
+_WEBSITE = re.compile(r'^# website\nwebsite = "(?P<v>.*?)"$', re.MULTILINE)
+_OBSERVATION = re.compile(r'# observation of the current web page\nobservation = """(?P<v>.*?)"""', re.DOTALL)
+_OBJECTIVE = re.compile(r'^# objective\nobjective = "(?P<v>.*)"$', re.MULTILINE)
+_PAST = re.compile(r"# past actions\n(?P<v>def solve\(\):.*)$", re.DOTALL)
+_CALL = re.compile(r"^(?P<fn>\w+)\((?P<args>.*)\)$")
+
+
+def _field(pattern: re.Pattern, prompt: str, name: str) -> str:
+    m = pattern.search(prompt)
+    if m is None:
+        raise Unconvertible(f"prompt has no {name}")
+    return m["v"]
+
+
+def parse_call(line: str) -> tuple[str, dict]:
+    """`click(element_id="93")` -> ("click", {"bid": '"93"'}): argument values keep their source text."""
+    m = _CALL.match(line.strip())
+    if m is None:
+        raise Unconvertible(f"not a function call: {line!r}")
+    try:
+        call = ast.parse(line.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise Unconvertible(f"unparseable action {line!r}: {e.msg}") from None
+    src = line.strip()
+    kwargs = {("bid" if k.arg == "element_id" else k.arg): ast.get_source_segment(src, k.value) for k in call.keywords}
+    for i, a in enumerate(call.args):
+        kwargs[f"arg{i}"] = ast.get_source_segment(src, a)
+    return m["fn"], kwargs
+
+
+def _thought(comments: list[str]) -> str:
+    out = []
+    for line in comments:
+        if line.startswith("# sub-task") and not line.endswith((".", "!", "?")):
+            line += "."
+        out.append(line + "\n\n")
+    return "".join(out)
+
+
+def convert(record: dict, fallback_id: str) -> dict:
+    prompt, response = record.get("prompt"), record.get("response")
+    if not isinstance(prompt, str) or not isinstance(response, str):
+        raise Unconvertible("record needs string 'prompt' and 'response'")
+    objective = _field(_OBJECTIVE, prompt, "objective")
+    website = _field(_WEBSITE, prompt, "website")
+    past = _field(_PAST, prompt, "past actions").replace("element_id=", "bid=")
+    axtree = _field(_OBSERVATION, prompt, "observation") + "\n\n# Previous Actions\n" + past
+    comments, action = [], None
+    for line in response.split("\n"):
+        if line.startswith("#"):
+            comments.append(line)
+        elif _CALL.match(line.strip()) and action is None:
+            action = line
+    if action is None:
+        raise Unconvertible("response has no action call")
+    fn, kwargs = parse_call(action)
+    traj_id = str(record.get("id") if record.get("id") is not None else fallback_id)
+    events = [
+        text_obs(f"{_INSTRUCTION}\n\nObjective: {objective}"),
+        web_obs(axtree=axtree, url=""),
+        api(fn, kwargs, _thought(comments)),
+    ]
+    return trajectory(traj_id, events, {"task_description": objective, "website": website})
