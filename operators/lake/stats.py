@@ -1,0 +1,179 @@
+"""Per-table statistics: schema, row count, and per-column min, max, nulls.
+
+Parquet tables: read from the footers only (row-group statistics, aggregated), no data
+scan. CSV/JSONL tables have no footer, so they are scanned once (the result is cached by
+fingerprint like the rest). Values are mapped to plain JSON numbers/strings by a
+monotone function per type family, so comparisons between tables stay sound.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import asdict, dataclass
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pyarrow.types as pt
+
+from .columns import type_family
+from .reader import TableReadError, arrow_schema, partition_types, read_table
+from .tables import Table
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+@dataclass
+class ColumnStats:
+    name: str
+    type: str
+    family: str
+    min: object = None  # None: unknown, or no non-null value
+    max: object = None
+    nulls: int | None = None  # None: unknown
+    values: int | None = None  # non-null values; None: unknown
+
+
+@dataclass
+class TableStats:
+    rows: int
+    distinct_rows: int | None  # known only for scanned (non-Parquet) tables
+    columns: list[ColumnStats]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TableStats:
+        return cls(d["rows"], d["distinct_rows"], [ColumnStats(**c) for c in d["columns"]])
+
+
+def comparable(value, family: str):
+    """A JSON value ordered like `value` within its family (None when there is no sound one)."""
+    if value is None:
+        return None
+    if family == "int":
+        return int(value)
+    if family == "float":
+        f = float(value)
+        return None if math.isnan(f) else f
+    if family == "string":
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return str(value)
+    if family == "binary":
+        return bytes(value).hex()  # hex keeps byte order
+    if family == "bool":
+        return bool(value)
+    if family == "date":
+        return value.toordinal()
+    if family.startswith("timestamp"):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return (value - _EPOCH) // _MICRO
+    if family == "time":
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+    return None
+
+
+def compute_stats(table: Table) -> TableStats:
+    if table.format == "parquet":
+        return _footer_stats(table)
+    return _scanned_stats(table)
+
+
+def _leaf_index(md: pq.FileMetaData) -> dict[str, int]:
+    """Top-level column name -> its Parquet leaf, for columns that are a single leaf."""
+    return {md.schema.column(i).path: i for i in range(md.num_columns)}
+
+
+def _footer_stats(table: Table) -> TableStats:
+    schema = arrow_schema(table)
+    ptypes = partition_types(table)
+    cols = {f.name: ColumnStats(f.name, str(f.type), type_family(f.type), nulls=0, values=0) for f in schema}
+    bounded = {name: True for name in cols}  # min/max still exact for this column
+    rows = 0
+    for i, f in enumerate(table.files):
+        try:
+            md = pq.ParquetFile(f.path).metadata
+        except Exception as e:
+            raise TableReadError(f"{f.path}: not a readable Parquet file ({e})") from e
+        rows += md.num_rows
+        leaves = _leaf_index(md)
+        for field in schema:
+            c = cols[field.name]
+            if field.name in ptypes:
+                _fold_partition(c, (table.partitions[i] or {}).get(field.name), ptypes[field.name], md.num_rows, bounded)
+                continue
+            leaf = leaves.get(field.name)
+            for g in range(md.num_row_groups):
+                rg = md.row_group(g)
+                st = rg.column(leaf).statistics if leaf is not None else None
+                _fold_chunk(c, st, rg.num_rows, bounded)
+    for name, c in cols.items():
+        if not bounded[name]:
+            c.min = c.max = None
+    return TableStats(rows=rows, distinct_rows=None, columns=list(cols.values()))
+
+
+def _fold(c: ColumnStats, lo, hi) -> None:
+    if lo is None or hi is None:
+        return
+    c.min = lo if c.min is None else min(c.min, lo)
+    c.max = hi if c.max is None else max(c.max, hi)
+
+
+def _fold_chunk(c: ColumnStats, st, num_rows: int, bounded: dict) -> None:
+    if st is None or not st.has_null_count:
+        c.nulls = c.values = None
+        bounded[c.name] = False
+        return
+    if c.nulls is not None:
+        c.nulls += st.null_count
+        c.values += num_rows - st.null_count
+    if num_rows - st.null_count == 0:
+        return
+    if not st.has_min_max:
+        bounded[c.name] = False
+        return
+    lo, hi = comparable(st.min, c.family), comparable(st.max, c.family)
+    if lo is None or hi is None:
+        bounded[c.name] = False
+        return
+    _fold(c, lo, hi)
+
+
+def _fold_partition(c: ColumnStats, raw: str | None, typ: pa.DataType, num_rows: int, bounded: dict) -> None:
+    if raw is None:
+        c.nulls += num_rows
+        return
+    c.values += num_rows
+    v = comparable(int(raw) if pt.is_integer(typ) else raw, c.family)
+    _fold(c, v, v)
+
+
+def _scanned_stats(table: Table) -> TableStats:
+    data = read_table(table)
+    cols = []
+    for name, arr in zip(data.column_names, data.columns):
+        fam = type_family(arr.type)
+        nulls = arr.null_count
+        c = ColumnStats(name, str(arr.type), fam, nulls=nulls, values=len(arr) - nulls)
+        if fam == "float":
+            arr = pc.filter(arr, pc.invert(pc.is_nan(arr)))
+        orderable = fam in ("int", "float", "string", "binary", "bool", "date", "time") or fam.startswith("timestamp")
+        if c.values and orderable:
+            mm = pc.min_max(arr)
+            c.min = comparable(mm["min"].as_py(), fam)
+            c.max = comparable(mm["max"].as_py(), fam)
+        cols.append(c)
+    con = duckdb.connect()
+    con.register("t", data)
+    distinct = con.execute("SELECT count(*) FROM (SELECT DISTINCT * FROM t)").fetchone()[0] if data.num_columns else 0
+    return TableStats(rows=data.num_rows, distinct_rows=distinct, columns=cols)
