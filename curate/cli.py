@@ -1,0 +1,154 @@
+"""The `curate` command. Errors in recipes or data print a message and exit 2; bugs exit 1.
+
+Heavy packages are imported inside the commands, so `curate --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
+err = Console(stderr=True)
+out = Console()
+_debug = False
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+    global _debug
+    _debug = debug
+
+
+def _fail(exc: BaseException) -> None:
+    from curate.errors import CurateError
+
+    if _debug:
+        err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
+        err.print_exception()
+    if isinstance(exc, CurateError):
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2)
+    if isinstance(exc, KeyboardInterrupt):
+        err.print("interrupted; continue with --resume")
+        raise typer.Exit(130)
+    err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", soft_wrap=True)
+    err.print("this is a bug in curate; run with --debug for the traceback")
+    raise typer.Exit(1)
+
+
+def _load(recipe: Path, overrides, input_path=None, output_path=None):
+    from curate import recipe as recipe_module
+
+    return recipe_module.load(recipe, overrides=overrides or [], input_path=input_path, output_path=output_path)
+
+
+@app.command()
+def run(
+    recipe: Path = typer.Argument(..., help="The recipe YAML."),
+    input: Optional[str] = typer.Option(None, "--input", "-i", help="Replace the recipe's input.path."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Replace the recipe's output.path."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value (repeatable)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in the same output."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output."),
+    workers: int = typer.Option(0, "--workers", "-w", help="Worker processes (default: one per core)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Process only the first N input rows."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and show the plan; read no data."),
+    keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
+) -> None:
+    """Run a recipe and print the per-step funnel."""
+    try:
+        r = _load(recipe, set_, input, output)
+        if dry_run:
+            _show_plan(r)
+            return
+        from curate.engine.local import RunOptions
+        from curate.progress import run_with_progress
+
+        manifest = run_with_progress(r, RunOptions(workers=workers, resume=resume, overwrite=overwrite,
+                                                   limit=limit, keep_work=keep_work), err)
+    except (Exception, KeyboardInterrupt) as e:
+        _fail(e)
+    from curate.progress import funnel_table
+
+    out.print(funnel_table(manifest))
+    out.print(f"wrote {manifest['rows_out']:,} rows to {Path(r.output.path) / 'data'} "
+              f"({manifest['data_files']} files) in {manifest['seconds']:.1f}s")
+
+
+def _show_plan(r) -> None:
+    from curate.engine import plan
+    from curate.io.sources import discover
+
+    sources = discover(r.input.path, r.input.format, r.input.split)
+    out.print(f"[bold]{r.name}[/]: {len(sources)} input files ({sources[0].format}, first: {sources[0].path})")
+    for stage in plan.stages(r.steps):
+        names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
+        out.print(f"  stage {stage.index}: " + " -> ".join(names))
+    out.print(f"  output: {r.output.path}")
+
+
+@app.command()
+def validate(
+    recipe: Path = typer.Argument(..., help="The recipe YAML."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value."),
+) -> None:
+    """Check a recipe (operators, parameters, types) without reading data."""
+    try:
+        r = _load(recipe, set_)
+    except Exception as e:
+        _fail(e)
+    out.print(f"ok: {recipe} ({len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'})")
+
+
+@app.command()
+def ops(name: Optional[str] = typer.Argument(None, help="An operator to describe.")) -> None:
+    """List operators, or show one operator's parameters with types, defaults and docs."""
+    from curate.describe import describe_operator, operator_list
+
+    try:
+        out.print(describe_operator(name) if name else operator_list())
+    except Exception as e:
+        _fail(e)
+
+
+@app.command()
+def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of Parquet, or a run directory.")) -> None:
+    """Schema, row count and per-column summary of a Parquet dataset or run directory."""
+    from curate.describe import inspect_path
+
+    try:
+        for renderable in inspect_path(path):
+            out.print(renderable)
+    except Exception as e:
+        _fail(e)
+
+
+@app.command()
+def demo(
+    directory: Path = typer.Argument(Path("data/demo"), help="Where to write the demo corpus."),
+    docs: int = typer.Option(20_000, help="Number of documents."),
+    files: int = typer.Option(8, help="Number of JSONL.gz files."),
+    seed: int = typer.Option(0, help="Random seed."),
+) -> None:
+    """Generate the demo corpus (English-like documents with planted duplicates and junk)."""
+    from curate.demo import generate
+
+    try:
+        paths = generate(directory, docs=docs, files=files, seed=seed)
+    except Exception as e:
+        _fail(e)
+    out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""The local engine: runs a recipe on this machine, streaming, over N worker processes.
+
+Layout of a run directory while it runs:
+  _work/run.json                 fingerprints of recipe and input (checked by --resume)
+  _work/stage-K/data/            the stage's output shards
+  _work/stage-K/trace/<step>/    removed rows, per task
+  _work/stage-K/done/            one marker per finished task, holding its stats
+  _work/stage-K/state.pkl        the stage's Global operator state, once fitted
+On success the last stage's shards become data/part-NNNNN.parquet, traces are merged
+into trace/<step>.parquet, manifest.json is written last, and _work/ is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import queue as queue_module
+import shutil
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.engine import plan
+from curate.engine.worker import READ_STEP, StageContext, done_path, run_task, run_task_in_worker, stage_dir, worker_init
+from curate.errors import CurateError
+from curate.io.sources import discover
+from curate.io.writer import atomic_write_bytes
+from curate.ops import Global
+from curate.recipe import Recipe
+from curate.trace import StepStats, check_conservation, merge_shards, versions, write_manifest
+
+
+@dataclass
+class RunOptions:
+    workers: int = 0  # 0: one per available core
+    resume: bool = False
+    overwrite: bool = False
+    limit: int | None = None
+    keep_work: bool = False
+
+
+@dataclass
+class Reporter:
+    """Callbacks the CLI uses for progress; all optional."""
+
+    rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
+    status: Callable[[str], None] = lambda message: None
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _prepare_output(recipe: Recipe, out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
+    """Create or check the run directory. Returns True when a finished run is already there."""
+    run_file = work / "run.json"
+    if opts.resume:
+        if (out / "manifest.json").is_file() and not work.exists():
+            return True
+        if run_file.is_file():
+            before = json.loads(run_file.read_text())
+            for key, what in (("recipe", "the recipe"), ("inputs", "the input files"), ("limit", "--limit")):
+                if before.get(key) != fingerprint[key]:
+                    raise CurateError(f"{out}: cannot resume: {what} changed since the interrupted run. "
+                                      f"Run again with --overwrite to start over.")
+            return False
+    elif out.exists() and any(out.iterdir()):
+        if not opts.overwrite:
+            raise CurateError(f"output {out} already exists and is not empty; use --resume to continue an "
+                              f"interrupted run or --overwrite to replace it")
+        shutil.rmtree(out)
+    work.mkdir(parents=True, exist_ok=True)
+    for stale in ("data", "data.tmp", "trace", "manifest.json"):
+        p = out / stale
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+    atomic_write_bytes(run_file, json.dumps(fingerprint).encode())
+    return False
+
+
+class _Pool:
+    """Runs tasks in worker processes (or inline for one worker) and relays their progress."""
+
+    def __init__(self, workers: int, reporter: Reporter):
+        self.workers = workers
+        self.reporter = reporter
+        self.executor = None
+        if workers > 1:
+            mp = multiprocessing.get_context("spawn")
+            self.queue = mp.Queue()
+            self.executor = ProcessPoolExecutor(workers, mp_context=mp, initializer=worker_init, initargs=(self.queue,))
+
+    def run(self, ctx: StageContext, tasks: list[plan.Task]) -> list[dict]:
+        if self.executor is None:
+            return [run_task(ctx, t, self.reporter.rows) for t in tasks]
+        futures = {self.executor.submit(run_task_in_worker, ctx, t): i for i, t in enumerate(tasks)}
+        results: list[dict | None] = [None] * len(tasks)
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                self._drain()
+                for f in done:
+                    results[futures[f]] = f.result()
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+        self._drain()
+        return results
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                label, rows_in, rows_out = self.queue.get_nowait()
+            except queue_module.Empty:
+                return
+            self.reporter.rows(label, rows_in, rows_out)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _shards(directory: Path, results: list[dict]) -> list[Path]:
+    return [directory / name for r in results for name in r["shards"]]
+
+
+def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> None:
+    """Fit the stage's Global operator over the previous stage's output, once (kept for resume)."""
+    state_file = ctx.work / "state.pkl"
+    if state_file.is_file():
+        return
+    step = ctx.stage.global_step
+    op: Global = step.build(ctx.recipe)
+    op.setup()
+    fit_dir = ctx.work / "fit"
+    if fit_dir.exists():
+        shutil.rmtree(fit_dir)
+    fit_dir.mkdir(parents=True)
+    columns = ["_id", *[c for c in op.requires if c != "_id"]]
+    reporter.status(f"fitting {step.label}")
+
+    def batches():
+        offset = 0
+        for shard in previous_shards:
+            pf = pq.ParquetFile(shard)
+            missing = [c for c in columns if c not in pf.schema_arrow.names]
+            if missing:
+                raise CurateError(f"steps[{step.index - 1}].{step.name} needs column '{missing[0]}', which the "
+                                  f"data does not have; columns are: {', '.join(pf.schema_arrow.names)}")
+            for batch in pf.iter_batches(batch_size=ctx.recipe.input.batch_rows, columns=columns):
+                ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
+                offset += batch.num_rows
+                yield batch.append_column("_ord", ords)
+
+    started = time.perf_counter()
+    state = op.fit(batches(), fit_dir)
+    atomic_write_bytes(state_file, pickle.dumps(state))
+    atomic_write_bytes(ctx.work / "fit_seconds.json", json.dumps(time.perf_counter() - started).encode())
+
+
+def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter()) -> dict:
+    """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data."""
+    started = time.perf_counter()
+    out = Path(recipe.output.path)
+    work = out / "_work"
+    sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
+    fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
+    if _prepare_output(recipe, out, work, fingerprint, opts):
+        reporter.status(f"{out} is already complete")
+        return json.loads((out / "manifest.json").read_text())
+    stages = plan.stages(recipe.steps)
+    workers = opts.workers or available_cores()
+    pool = _Pool(workers, reporter)
+    totals: dict[str, StepStats] = {}
+    fit_seconds: dict[str, float] = {}
+    try:
+        shards: list[Path] = []
+        for stage in stages:
+            ctx = StageContext(recipe, stage, stage_dir(work, stage.index), final=stage is stages[-1])
+            if stage.global_step is not None:
+                _fit(ctx, shards, reporter)
+                fit_seconds[stage.global_step.label] = json.loads((ctx.work / "fit_seconds.json").read_text())
+                tasks = plan.shard_tasks(stage.index, shards)
+            else:
+                tasks = plan.input_tasks(sources, opts.limit)
+            reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(workers, len(tasks))} workers")
+            results = pool.run(ctx, tasks)
+            for r in results:
+                for label, s in r["stats"].items():
+                    totals.setdefault(label, StepStats()).add(StepStats(**s))
+            shards = _shards(ctx.work / "data", results)
+    finally:
+        pool.close()
+    return _finish(recipe, out, work, stages, shards, totals, fit_seconds, started, opts)
+
+
+def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], shards: list[Path],
+            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
+    steps = []
+    ordered = [READ_STEP] + [s.label for s in recipe.steps]
+    for label in ordered:
+        s = totals.get(label, StepStats())
+        step = next((x for x in recipe.steps if x.label == label), None)
+        entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
+                 "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
+                 "seconds": round(s.seconds + fit_seconds.get(label, 0.0), 3), "reasons": s.reasons}
+        if step is not None and getattr(step.op_class, "changes_rows", False):
+            entry["changes_rows"] = True
+        steps.append(entry)
+    check_conservation(steps)
+
+    # Publish: data shards renamed in order, traces merged per step, manifest last.
+    # Hard links keep _work intact until the end, so a run killed while publishing resumes cleanly.
+    staging = out / "data.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for i, shard in enumerate(shards):
+        os.link(shard, staging / f"part-{i:05d}.parquet")
+    os.replace(staging, out / "data")
+    trace_dir = out / "trace"
+    traced = {}
+    for label in ordered:
+        parts = sorted(p for st in stages for p in (stage_dir(work, st.index) / "trace" / label).glob("*.parquet"))
+        if parts:
+            trace_dir.mkdir(parents=True, exist_ok=True)
+            traced[label] = merge_shards(parts, trace_dir / f"{label}.parquet")
+    for entry in steps:
+        if entry["removed"] != traced.get(entry["step"], 0):
+            raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
+                               f"{entry['removed']} were removed")
+    manifest = {
+        "name": recipe.name,
+        "recipe": recipe.display,
+        "recipe_fingerprint": recipe.fingerprint(),
+        "seed": recipe.seed,
+        "versions": versions(),
+        "limit": opts.limit,
+        "rows_in": steps[0]["rows_in"],
+        "rows_out": steps[-1]["rows_out"],
+        "steps": steps,
+        "data_files": len(shards),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    write_manifest(out / "manifest.json", manifest)
+    if not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest

@@ -1,0 +1,276 @@
+"""Run one task: read its rows, pass them through the stage's steps, write shards and trace.
+
+A task's outputs appear under their final names only once complete, and its `done` marker
+(with its stats) is written last, so a killed task is simply run again on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.engine.plan import Stage, Task
+from curate.errors import CurateError, InputError
+from curate.io.readers import BadRows, read_source
+from curate.io.writer import ShardWriter, atomic_write_bytes
+from curate.ops import Filter, Global, Map, Operator, Verdict
+from curate.recipe import Recipe
+from curate.trace import StepStats, TraceWriter, count_reasons, removed_rows
+
+READ_STEP = "00_read"
+Progress = Callable[[str, int, int], None]  # step label, rows in, rows out
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What every task of a stage needs; pickled once per task to the worker."""
+
+    recipe: Recipe
+    stage: Stage
+    work: Path  # this stage's work directory
+    final: bool  # the last stage writes the curated data (internal columns dropped)
+
+
+_operators: dict[tuple[str, int], list[Operator]] = {}
+_states: dict[str, object] = {}
+
+
+def stage_dir(work: Path, stage: int) -> Path:
+    return work / f"stage-{stage}"
+
+
+def done_path(ctx: StageContext, task: Task) -> Path:
+    return ctx.work / "done" / f"{task.name}.json"
+
+
+def _operators_for(ctx: StageContext) -> list[Operator]:
+    key = (str(ctx.work), ctx.stage.index)
+    if key not in _operators:
+        ops = [step.build(ctx.recipe) for step in ctx.stage.all_steps]
+        for op in ops:
+            op.setup()
+        _operators[key] = ops
+    return _operators[key]
+
+
+def load_state(ctx: StageContext):
+    path = str(ctx.work / "state.pkl")
+    if path not in _states:
+        with open(path, "rb") as f:
+            _states[path] = pickle.load(f)
+    return _states[path]
+
+
+def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces") -> Iterator[pa.RecordBatch]:
+    """The task's input batches; stage 0 reads sources (bad rows go to the `read` trace)."""
+    spec = ctx.recipe.input
+    if task.sources:
+        remaining = task.limit
+        read = stats.setdefault(READ_STEP, StepStats())
+        for source in task.sources:
+            for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
+                                          on_bad_row=spec.on_bad_row):
+                if bad is not None and len(bad):
+                    trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
+                    read.rows_in += len(bad)
+                    read.removed += len(bad)
+                    read.reasons["unparseable"] = read.reasons.get("unparseable", 0) + len(bad)
+                if batch is None or batch.num_rows == 0:
+                    continue
+                if remaining is not None:
+                    batch = batch.slice(0, remaining)
+                    remaining -= batch.num_rows
+                read.rows_in += batch.num_rows
+                read.rows_out += batch.num_rows
+                yield batch
+                if remaining == 0:
+                    return
+        return
+    offset = task.ord_offset
+    for shard in task.shards:
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=spec.batch_rows):
+            ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
+            offset += batch.num_rows
+            yield batch.append_column("_ord", ords)
+
+
+def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
+    n = len(bad)
+    return pa.RecordBatch.from_pydict({
+        "_id": pa.array([f"{path}:{line}" for line in bad.line], pa.string()),
+        "step": pa.array([READ_STEP] * n, pa.string()),
+        "reason": pa.array(["unparseable"] * n, pa.string()),
+        "detail": pa.array([f"{path}, line {line}: {err}" for line, err in zip(bad.line, bad.error)], pa.string()),
+        "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
+    })
+
+
+class Traces:
+    """The task's trace writers, one per step that removed something."""
+
+    def __init__(self, ctx: StageContext, task: Task):
+        self.dir = ctx.work / "trace"
+        self.task = task
+        self.writers: dict[str, TraceWriter] = {}
+
+    def write(self, label: str, batch: pa.RecordBatch) -> None:
+        if label not in self.writers:
+            self.writers[label] = TraceWriter(self.dir / label, self.task.name)
+        self.writers[label].write(batch)
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+
+    def abort(self) -> None:
+        for w in self.writers.values():
+            w.abort()
+
+
+def _check_columns(batch: pa.RecordBatch, op: Operator, step, ctx: StageContext, task: Task) -> None:
+    missing = [c for c in op.requires if c not in batch.schema.names]
+    if missing:
+        where = task.sources[0].path if task.sources else "the data"
+        hint = " (input.text_column)" if missing[0] == ctx.recipe.input.text_column else ""
+        raise InputError(f"{where}: steps[{step.index - 1}].{step.name} needs column '{missing[0]}'{hint}, "
+                         f"which is not there; columns are: {', '.join(n for n in batch.schema.names if n != '_ord')}")
+
+
+def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
+    if isinstance(op, Filter):
+        return op.keep(batch)
+    if isinstance(op, Map):
+        return op.process(batch)
+    return op.apply(batch, load_state(ctx))
+
+
+def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats: StepStats,
+             traces: Traces) -> pa.RecordBatch:
+    started = time.perf_counter()
+    rows_in = batch.num_rows
+    result = _apply(op, batch, ctx)
+    verdict = None
+    if isinstance(result, Verdict):
+        verdict = result
+    elif isinstance(result, tuple):
+        batch, verdict = result
+    else:
+        batch = result
+    if isinstance(op, Map) and not op.changes_rows and batch.num_rows != rows_in:
+        raise RuntimeError(f"{step.name} returned {batch.num_rows} rows for {rows_in}; a Map that changes the "
+                           f"row count must set changes_rows = True")
+    removed = 0
+    if verdict is not None:
+        keep = verdict.keep
+        if len(keep) != batch.num_rows:
+            raise RuntimeError(f"{step.name} returned a verdict for {len(keep)} rows, the batch has {batch.num_rows}")
+        removed = int((~keep).sum())
+        if removed:
+            gone = removed_rows(batch, keep, verdict.reason, verdict.detail, step.label, ctx.recipe.output.trace_rows)
+            traces.write(step.label, gone)
+            for reason, count in count_reasons(gone.column("reason")).items():
+                stats.reasons[reason] = stats.reasons.get(reason, 0) + count
+            batch = batch.filter(pa.array(keep))
+    stats.rows_in += rows_in
+    stats.rows_out += batch.num_rows
+    stats.removed += removed
+    stats.seconds += time.perf_counter() - started
+    return batch
+
+
+def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
+    if not ctx.final:
+        return batch.drop_columns(["_ord"]) if "_ord" in batch.schema.names else batch
+    keep = set(ctx.recipe.output.keep_columns) | {"_id"}
+    return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
+
+
+def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) -> dict:
+    """Run `task` unless its marker says it is done; returns its stats by step label."""
+    marker = done_path(ctx, task)
+    if marker.is_file():
+        return json.loads(marker.read_text())
+    ops = _operators_for(ctx)
+    steps = ctx.stage.all_steps
+    stats: dict[str, StepStats] = {}
+    traces = Traces(ctx, task)
+    out = ctx.recipe.output
+    data = ShardWriter(ctx.work / "data", task.name, shard_bytes=out.shard_mb << 20,
+                       compression=out.compression if ctx.final else "zstd")
+    checked = False
+    try:
+        for batch in _rows(ctx, task, stats, traces):
+            if progress and READ_STEP in stats:
+                progress(READ_STEP, batch.num_rows, batch.num_rows)
+            for op, step in zip(ops, steps):
+                if not checked:
+                    _check_columns(batch, op, step, ctx, task)
+                before = batch.num_rows
+                batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
+                if progress:
+                    progress(step.label, before, batch.num_rows)
+                if batch.num_rows == 0:
+                    break
+            checked = checked or batch.num_rows > 0
+            data.write(_output_columns(batch, ctx))
+        data.close()
+        traces.close()
+    except BaseException:
+        data.abort()
+        traces.abort()
+        raise
+    for step in steps:  # steps that saw no rows still report zeros
+        stats.setdefault(step.label, StepStats())
+    result = {"task": task.name, "shards": [p.name for p in data.paths],
+              "stats": {label: asdict(s) for label, s in stats.items()}}
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(marker, json.dumps(result).encode())
+    return result
+
+
+def worker_init(queue) -> None:
+    """Each worker process uses one core: the engine runs one worker per core."""
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(2)
+    global _queue
+    _queue = queue
+
+
+_queue = None
+
+
+def run_task_in_worker(ctx: StageContext, task: Task) -> dict:
+    def progress(label: str, rows_in: int, rows_out: int) -> None:
+        if _queue is not None:
+            _queue.put((label, rows_in, rows_out))
+
+    try:
+        return run_task(ctx, task, progress)
+    except CurateError:
+        raise
+    except Exception as e:  # keep the worker's traceback text: the parent cannot see it otherwise
+        import traceback
+
+        raise WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()) from None
+
+
+class WorkerError(RuntimeError):
+    """A bug raised in a worker process; `worker_traceback` is shown by `--debug`."""
+
+    def __init__(self, message: str, worker_traceback: str = ""):
+        super().__init__(message, worker_traceback)
+        self.worker_traceback = worker_traceback
+
+    def __str__(self) -> str:
+        return self.args[0]

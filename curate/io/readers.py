@@ -1,0 +1,232 @@
+"""Stream a Source as RecordBatches with an `_id` column; unparseable rows come back as BadRows.
+
+JSONL is parsed in multi-megabyte chunks by pyarrow; only a chunk that fails is re-read line by
+line, to name the bad lines exactly (file, line, field) without slowing the common case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+import xxhash
+
+from curate.errors import InputError
+from curate.io.sources import Source
+
+CHUNK_BYTES = 8 << 20
+
+
+@dataclass
+class BadRows:
+    """Rows a reader could not parse: where they were, their raw text and why."""
+
+    line: list[int] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    error: list[str] = field(default_factory=list)
+
+    def add(self, line: int, raw: bytes | str, error: str) -> None:
+        self.line.append(line)
+        self.raw.append(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+        self.error.append(error)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+
+Chunk = tuple[pa.RecordBatch | None, BadRows | None]
+
+
+def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
+                on_bad_row: str = "trace") -> Iterator[Chunk]:
+    """Batches of `source` with `_id` added (or taken from `id_column`), in file order."""
+    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream}
+    try:
+        if Path(source.path).stat().st_size == 0:
+            raise InputError(f"{source.path}: the file is empty")
+        row = 0
+        for batch, bad in readers[source.format](source, batch_rows, on_bad_row):
+            if bad is not None and len(bad) and on_bad_row == "fail":
+                raise InputError(f"{source.path}, line {bad.line[0]}: {bad.error[0]} "
+                                 f"(set input.on_bad_row: trace to send such rows to the trace instead)")
+            if batch is not None and batch.num_rows:
+                batch = _add_partition(batch, source)
+                batch = _add_id(batch, source, row, id_column)
+                row += batch.num_rows
+            yield batch, bad
+        if row == 0 and source.format != "parquet":
+            _no_rows(source)
+    except InputError:
+        raise
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError, UnicodeDecodeError) as e:
+        raise InputError(f"{source.path}: cannot read as {source.format}: {e}") from None
+
+
+def _no_rows(source: Source) -> None:
+    raise InputError(f"{source.path}: no rows could be read from this file")
+
+
+def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
+    for key, value in source.partition:
+        if key not in batch.schema.names:
+            batch = batch.append_column(key, pa.array([value] * batch.num_rows, pa.string()))
+    return batch
+
+
+def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | None) -> pa.RecordBatch:
+    if id_column:
+        if id_column not in batch.schema.names:
+            raise InputError(f"{source.path}: id column '{id_column}' (input.id_column) not found; "
+                             f"columns are: {', '.join(batch.schema.names)}")
+        ids = pc.cast(batch.column(id_column), pa.string())
+        if ids.null_count:
+            first = pc.index(pc.is_null(ids), True).as_py()
+            raise InputError(f"{source.path}, row {start + first}: id column '{id_column}' is null")
+    elif "_id" in batch.schema.names:  # already curated data keeps its ids
+        return batch
+    else:
+        prefix = xxhash.xxh3_64_hexdigest((source.name + repr(source.row_groups or "")).encode())[:12]
+        numbers = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64)).cast(pa.string())
+        ids = pc.binary_join_element_wise(prefix, numbers, ":")
+    if "_id" in batch.schema.names:
+        return batch.set_column(batch.schema.get_field_index("_id"), "_id", ids)
+    return batch.append_column("_id", ids)
+
+
+def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    try:
+        pf = pq.ParquetFile(source.path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InputError(f"{source.path}: not a readable Parquet file (truncated or not Parquet?): {e}") from None
+    groups = list(source.row_groups) if source.row_groups is not None else None
+    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
+        yield batch, None
+
+
+def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    with pa.memory_map(source.path) as mm:
+        for batch in pa.ipc.open_stream(mm):
+            yield batch, None
+
+
+def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    bad = BadRows()
+
+    def on_invalid(row) -> str:
+        bad.add(row.number if row.number is not None else -1, row.text,
+                f"expected {row.expected_columns} columns, got {row.actual_columns}")
+        return "skip"
+
+    delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
+    reader = pcsv.open_csv(source.path, read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
+                           parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid))
+    for batch in reader:
+        yield batch, bad if len(bad) else None
+        bad = BadRows()
+
+
+def _jsonl(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    schema: pa.Schema | None = None
+    line_no = 1  # line number of the first line of `data`
+    rest = b""
+    with pa.input_stream(source.path, compression="detect") as stream:
+        while True:
+            block = stream.read(CHUNK_BYTES)
+            data = rest + block
+            if block:
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    rest = data
+                    continue
+                data, rest = data[: cut + 1], data[cut + 1:]
+            elif not data.strip():
+                return
+            else:
+                rest = b""
+            table, bad, schema = _parse_jsonl_chunk(data, schema, line_no, source)
+            line_no += data.count(b"\n")
+            batches = table.to_batches(max_chunksize=batch_rows) if table is not None else []
+            if not batches:
+                yield None, bad
+            for i, batch in enumerate(batches):
+                yield batch, bad if i == 0 else None
+            if not block:
+                return
+
+
+def _parse_options(schema: pa.Schema | None) -> pjson.ParseOptions:
+    if schema is None:
+        return pjson.ParseOptions()
+    return pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+
+
+def _read_json(data: bytes, schema: pa.Schema | None) -> pa.Table:
+    return pjson.read_json(pa.BufferReader(data), read_options=pjson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                           parse_options=_parse_options(schema))
+
+
+def _settle(schema: pa.Schema) -> pa.Schema:
+    """The file's schema from its first rows; all-null fields become strings so later values fit."""
+    return pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema])
+
+
+def _parse_jsonl_chunk(data: bytes, schema: pa.Schema | None, first_line: int,
+                       source: Source) -> tuple[pa.Table | None, BadRows | None, pa.Schema]:
+    try:
+        table = _read_json(data, schema)
+        if schema is None:
+            schema = _settle(table.schema)
+            table = table.cast(schema)
+        return table, None, schema
+    except pa.ArrowInvalid:
+        pass
+    # Slow path, only for a chunk with a problem: find the bad lines one by one.
+    bad, good = BadRows(), []
+    for offset, line in enumerate(data.split(b"\n")):
+        if not line.strip():
+            continue
+        where = first_line + offset
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{source.path}, line {where}: not valid UTF-8 ({e.reason} at byte {e.start}); "
+                             f"convert the file to UTF-8") from None
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            bad.add(where, line, f"malformed JSON: {e}")
+            continue
+        if not isinstance(obj, dict):
+            bad.add(where, line, f"expected a JSON object, got {type(obj).__name__}")
+            continue
+        if schema is not None:
+            unknown = [k for k in obj if k not in schema.names]
+            if unknown:
+                bad.add(where, line, f"field '{unknown[0]}' is not in the file's schema (from its first rows: "
+                                     f"{', '.join(schema.names)})")
+                continue
+            try:
+                _read_json(line, schema)
+            except pa.ArrowInvalid as e:
+                bad.add(where, line, f"{e}".replace("JSON parse error: ", ""))
+                continue
+        good.append(line)
+    if not good:
+        return None, bad, schema
+    try:
+        table = _read_json(b"\n".join(good), schema)
+    except pa.ArrowInvalid as e:  # rows fine alone but not together: types differ between rows
+        last = first_line + data.count(b"\n")
+        raise InputError(f"{source.path}, lines {first_line}-{last}: fields change type between rows: {e}") from None
+    if schema is None:
+        schema = _settle(table.schema)
+        table = table.cast(schema)
+    return table, bad, schema

@@ -1,0 +1,157 @@
+"""The trace (every removed row, with its step, reason and detail), per-step stats, the manifest.
+
+Trace files are Parquet with columns `_id, step, reason, detail` and, when
+`output.trace_rows` is on, `row`: a struct of the removed row's columns, so removal is
+replayable and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curate.errors import CurateError
+from curate.io.writer import ShardWriter, atomic_write_bytes
+
+
+@dataclass
+class StepStats:
+    """Counts of one step in one task; summed over tasks for the manifest."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: "StepStats") -> None:
+        self.rows_in += other.rows_in
+        self.rows_out += other.rows_out
+        self.removed += other.removed
+        self.seconds += other.seconds
+        for k, v in other.reasons.items():
+            self.reasons[k] = self.reasons.get(k, 0) + v
+
+
+def _per_row(value, n: int) -> pa.Array:
+    if value is None:
+        return pa.nulls(n, pa.string())
+    if isinstance(value, str):
+        return pa.array([value] * n, pa.string())
+    arr = value if isinstance(value, (pa.Array, pa.ChunkedArray)) else pa.array(value)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.cast(pa.string())
+
+
+def removed_rows(batch: pa.RecordBatch, keep: np.ndarray, reason, detail, step: str,
+                 with_rows: bool) -> pa.RecordBatch:
+    """The trace batch for the rows of `batch` where `keep` is False."""
+    drop = ~keep
+    n = len(keep)
+    idx = pa.array(np.flatnonzero(drop))
+    reasons = _per_row(reason if reason is not None else step, n).take(idx)
+    details = _per_row(detail, n).take(idx)
+    columns = {
+        "_id": batch.column("_id").take(idx),
+        "step": pa.array([step] * len(idx), pa.string()),
+        "reason": reasons,
+        "detail": details,
+    }
+    if with_rows:
+        public = [name for name in batch.schema.names if not name.startswith("_")]
+        rows = batch.select(public).take(idx)
+        columns["row"] = pa.StructArray.from_arrays(rows.columns, names=public) if public else pa.nulls(len(idx))
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def count_reasons(reasons: pa.Array) -> dict[str, int]:
+    if len(reasons) == 0:
+        return {}
+    vc = pc.value_counts(reasons.fill_null("unknown"))
+    return {str(v["values"]): int(v["counts"]) for v in vc.to_pylist()}
+
+
+class TraceWriter:
+    """One task's trace for one step: a Parquet shard under `<work>/trace/<step>/`."""
+
+    def __init__(self, directory: Path, prefix: str):
+        self.writer = ShardWriter(directory, prefix, shard_bytes=1 << 40)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write(batch)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.abort()
+
+
+def merge_shards(parts: list[Path], target: Path) -> int:
+    """Concatenate Parquet shards into one file, streaming, atomically. Returns the row count."""
+    if not parts:
+        return 0
+    schemas = [pq.read_schema(p) for p in parts]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    tmp = target.with_name(target.name + ".tmp")
+    rows = 0
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for part in parts:
+            pf = pq.ParquetFile(part)
+            for batch in pf.iter_batches():
+                table = pa.Table.from_batches([batch])
+                for name in schema.names:
+                    if name not in table.schema.names:
+                        table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
+                writer.write_table(table.select(schema.names).cast(schema))
+                rows += batch.num_rows
+    tmp.replace(target)
+    return rows
+
+
+def check_conservation(steps: list[dict]) -> None:
+    """rows in = rows out + rows removed at every step, and each step gets what the last one gave."""
+    previous_out = None
+    for s in steps:
+        if s["rows_in"] != s["rows_out"] + s["removed"] and not s.get("changes_rows"):
+            raise RuntimeError(f"conservation violated at {s['step']}: {s['rows_in']} in != "
+                               f"{s['rows_out']} out + {s['removed']} removed")
+        if previous_out is not None and s["rows_in"] != previous_out:
+            raise RuntimeError(f"conservation violated before {s['step']}: got {s['rows_in']} rows, "
+                               f"the previous step gave {previous_out}")
+        previous_out = s["rows_out"]
+
+
+def versions() -> dict[str, str]:
+    import curate
+
+    out = {"curate": curate.__version__, "python": platform.python_version(), "pyarrow": pa.__version__}
+    return out
+
+
+def write_manifest(path: Path, content: dict) -> None:
+    atomic_write_bytes(path, json.dumps(content, indent=2, sort_keys=False, default=str).encode())
+
+
+def read_manifest(run_dir: Path) -> dict:
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        raise CurateError(f"{run_dir}: no manifest.json (not a finished curate run)")
+    return json.loads(path.read_text())
+
+
+def stats_dict(stats: StepStats) -> dict:
+    return asdict(stats)
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,92 @@
+"""exact_dedup: keep one row per identical (normalized) key; the others go to the trace.
+
+fit hashes the key columns to 128 bits (two seeded 64-bit hashes, vectorized by polars) and
+spills (hash, _ord, prefer) to Parquet; duckdb then picks the keeper of every group, so
+memory stays bounded however many rows there are. apply drops the other rows by `_ord`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Literal
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import Field
+
+from curate.ops import Global, Params, Verdict
+
+
+class ExactDedupParams(Params):
+    columns: list[str] | None = Field(None, description="Key columns; default: the text column.")
+    normalize: bool = Field(True, description="Compare text after Unicode NFC and whitespace collapsing.")
+    lowercase: bool = Field(False, description="Also ignore case.")
+    prefer: str | None = Field(None, description="Keep the row with the highest value of this column (then the first).")
+    prefer_order: Literal["desc", "asc"] = Field("desc", description="Whether the highest or lowest `prefer` wins.")
+    memory_mb: int = Field(1024, gt=0, description="Memory for grouping keys before spilling to disk.")
+
+
+def key_hashes(batch: pa.RecordBatch, columns: list[str], normalize: bool, lowercase: bool) -> pl.DataFrame:
+    """Two independent 64-bit hashes of each row's key (128 bits: collisions are negligible)."""
+    df = pl.from_arrow(batch.select(columns))
+    parts = []
+    for name in columns:
+        col = pl.col(name).cast(pl.String).fill_null("\x00")
+        if normalize:
+            col = col.str.normalize("NFC").str.replace_all(r"\s+", " ").str.strip_chars()
+        if lowercase:
+            col = col.str.to_lowercase()
+        parts.append(col)
+    key = pl.concat_str(parts, separator="\x1f") if len(parts) > 1 else parts[0]
+    return df.select(key.hash(seed=0x5EED).alias("h1"), key.hash(seed=0xC0FFEE).alias("h2"))
+
+
+class ExactDedup(Global):
+    name = "exact_dedup"
+    Params = ExactDedupParams
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.columns = list(self.params.columns or [self.text_column])
+        self.requires = tuple(self.columns + ([self.params.prefer] if self.params.prefer else []))
+
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path):
+        import duckdb
+
+        p = self.params
+        for i, batch in enumerate(batches):
+            keys = key_hashes(batch, self.columns, p.normalize, p.lowercase)
+            table = keys.to_arrow().append_column("_ord", batch.column("_ord")).append_column("_id", batch.column("_id"))
+            if p.prefer:
+                table = table.append_column("prefer", batch.column(p.prefer).cast(pa.float64()))
+            pq.write_table(table, workdir / f"keys-{i:06d}.parquet")
+        if not any(workdir.glob("keys-*.parquet")):
+            return {"ords": np.array([], np.int64), "keepers": []}
+        order = f"prefer {p.prefer_order.upper()} NULLS LAST, _ord" if p.prefer else "_ord"
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit='{p.memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'; "
+                    f"SET preserve_insertion_order=false")
+        removed = con.sql(f"""
+            SELECT _ord, keeper FROM (
+                SELECT _ord, first_value(_id) OVER w AS keeper, row_number() OVER w AS rank
+                FROM read_parquet('{workdir}/keys-*.parquet')
+                WINDOW w AS (PARTITION BY h1, h2 ORDER BY {order}))
+            WHERE rank > 1 ORDER BY _ord""").to_arrow_table()
+        con.close()
+        for f in workdir.glob("keys-*.parquet"):
+            f.unlink()
+        return {"ords": removed.column("_ord").to_numpy(), "keepers": removed.column("keeper").to_pylist()}
+
+    def apply(self, batch: pa.RecordBatch, state) -> Verdict:
+        ords = batch.column("_ord").to_numpy()
+        removed = state["ords"]
+        pos = np.searchsorted(removed, ords)
+        hit = np.zeros(len(ords), bool)
+        inside = pos < len(removed)
+        hit[inside] = removed[pos[inside]] == ords[inside]
+        detail = np.full(len(ords), None, dtype=object)
+        for i in np.flatnonzero(hit):
+            detail[i] = f"duplicate of {state['keepers'][pos[i]]}"
+        return Verdict(~hit, "exact_duplicate", pa.array(detail, pa.string()))

@@ -1,0 +1,81 @@
+"""select, rename and cast: column bookkeeping as Map steps. Internal `_` columns always pass."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from curate.errors import CurateError
+from curate.ops import Map, Params
+
+
+class SelectParams(Params):
+    columns: list[str] = Field(description="Columns to keep, in this order (internal `_` columns are kept too).")
+
+
+class Select(Map):
+    name = "select"
+    Params = SelectParams
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.requires = tuple(self.params.columns)
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        internal = [n for n in batch.schema.names if n.startswith("_") and n not in self.params.columns]
+        return batch.select(list(self.params.columns) + internal)
+
+
+class RenameParams(Params):
+    columns: dict[str, str] = Field(description="Old name -> new name.")
+
+
+class Rename(Map):
+    name = "rename"
+    Params = RenameParams
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.requires = tuple(self.params.columns)
+        self.provides = tuple(self.params.columns.values())
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.rename_columns([self.params.columns.get(n, n) for n in batch.schema.names])
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    try:
+        return pa.type_for_alias(name)
+    except ValueError:
+        raise ValueError(f"unknown Arrow type '{name}' (e.g. int64, float32, string, bool, timestamp[ms])") from None
+
+
+class CastParams(Params):
+    columns: dict[str, str] = Field(description="Column -> Arrow type name (int64, float32, string, bool, ...).")
+    safe: bool = Field(True, description="Fail on lossy casts (overflow, truncation) instead of wrapping.")
+
+    @field_validator("columns")
+    @classmethod
+    def known_types(cls, v: dict[str, str]) -> dict[str, str]:
+        for t in v.values():
+            _arrow_type(t)
+        return v
+
+
+class Cast(Map):
+    name = "cast"
+    Params = CastParams
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.requires = tuple(self.params.columns)
+        self.types = {c: _arrow_type(t) for c, t in self.params.columns.items()}
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        for name, to in self.types.items():
+            i = batch.schema.get_field_index(name)
+            try:
+                batch = batch.set_column(i, name, batch.column(i).cast(to, safe=self.params.safe))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise CurateError(f"cast: column '{name}' to {to}: {e}") from None
+        return batch

@@ -1,0 +1,60 @@
+"""sql_filter: keep the rows for which a duckdb SQL predicate is true (NULL counts as false)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from curate.ops import Filter, Params, Verdict
+
+
+class SqlFilterParams(Params):
+    where: str = Field(description="A SQL boolean expression over the batch's columns, e.g. `quality_gopher_words > 100`.")
+    reason: str = Field("sql_filter", description="Reason recorded in the trace for removed rows.")
+
+    @field_validator("where")
+    @classmethod
+    def one_expression(cls, v: str) -> str:
+        if ";" in v:
+            raise ValueError("must be a single expression (no ';')")
+        import duckdb
+
+        try:  # syntax only: columns are not known before the data is read
+            duckdb.execute("SELECT 1 FROM (SELECT 1) t WHERE false AND (" + v + ")")
+        except duckdb.ParserException as e:
+            raise ValueError(f"not a valid SQL expression: {e}") from None
+        except duckdb.Error:
+            pass  # unknown columns etc.: checked against the data
+        return v
+
+
+class SqlFilter(Filter):
+    name = "sql_filter"
+    Params = SqlFilterParams
+
+    def setup(self) -> None:
+        import duckdb
+
+        self.con = duckdb.connect()
+        self.con.execute("SET threads=1")
+
+    def keep(self, batch: pa.RecordBatch) -> Verdict:
+        from curate.errors import CurateError
+
+        import duckdb
+
+        if not hasattr(self, "con"):
+            self.setup()
+        # Select the positions of kept rows: correct whatever order duckdb returns them in.
+        numbered = batch.append_column("__row", pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+        self.con.register("batch", numbered)
+        try:
+            rows = self.con.sql(f"SELECT __row FROM batch WHERE ({self.params.where})").to_arrow_table()
+        except duckdb.Error as e:
+            raise CurateError(f"sql_filter where={self.params.where!r}: {e}") from None
+        finally:
+            self.con.unregister("batch")
+        keep = np.zeros(batch.num_rows, dtype=bool)
+        keep[rows.column(0).to_numpy()] = True
+        return Verdict(keep, self.params.reason, f"not ({self.params.where})")
