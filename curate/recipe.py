@@ -66,7 +66,8 @@ class Recipe(BaseModel):
     input: InputSpec
     output: OutputSpec
     steps: list[Step]
-    raw: dict = Field(repr=False)
+    raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
+    display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not of comments or key order)."""
@@ -190,6 +191,7 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
         doc["input"] = {**(doc["input"] or {}), "path": input_path}
     if output_path:
         doc["output"] = {**(doc.get("output") or {}), "path": output_path}
+    display = json.loads(json.dumps(doc, default=str))
     doc = _expand_env(doc, "")
     unknown = set(doc) - {"name", "seed", "input", "output", "steps"}
     if unknown:
@@ -209,4 +211,4 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     if not isinstance(seed, int):
         raise RecipeError("seed", f"must be an integer (got {seed!r})")
     steps = _parse_steps(doc.get("steps"))
-    return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps, raw=doc)
+    return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps, raw=doc, display=display)
