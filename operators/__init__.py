@@ -10,4 +10,6 @@ CATALOG: dict[str, str] = {
     "gopher_quality": "operators.filters.gopher:GopherQuality",
     # dedup/
     "exact_dedup": "operators.dedup.exact:ExactDedup",
+    "containment_dedup": "operators.dedup.containment:ContainmentDedup",
+    "minhash_dedup": "operators.dedup.minhash_dedup:MinhashDedup",
 }

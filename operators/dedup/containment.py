@@ -1,0 +1,107 @@
+"""containment_dedup: remove documents contained in larger ones (C(A,B) = |S(A)∩S(B)|/|S(A)| >= tau).
+
+fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples, all
+to disk); duckdb joins the band rows into candidate pairs; each pair is verified on the
+stored shingle samples; resolution removes every document with a verified edge to a
+better-ranked one. apply: looks the batch's _ords up in the decisions file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import Field
+
+from curate.ops import Global, Params, Verdict
+from operators.dedup import resolve, signature_pass
+from operators.dedup.db import connect
+from operators.dedup.decisions import Decisions
+from operators.dedup.lsh import ContainmentPlan, size_partition
+from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
+from operators.dedup.verify import containment, cutoffs
+
+
+class ContainmentParams(Params):
+    threshold: float = Field(0.8, gt=0.0, le=1.0, description="tau: remove A when |S(A)∩S(B)|/|S(A)| >= tau for a larger B.")
+    shingle: Literal["word", "char"] = Field("word", description="Shingle unit: word n-grams or character n-grams.")
+    ngram: int = Field(5, ge=1, le=MAX_NGRAM, description="n of the n-grams.")
+    lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
+    num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations per document.")
+    max_miss: float = Field(0.01, gt=0.0, lt=1.0, description="LSH design target: chance of missing a pair exactly at tau, worst size ratio of its partition pair.")
+    partition_ratio: float = Field(2.0, gt=1.0, description="Size partitions are geometric classes of this ratio (LSH Ensemble).")
+    verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for verification; exact for documents with fewer.")
+    prefer: str | None = Field(None, description="Numeric column: among equally large documents, the higher value is kept (then the smaller _id).")
+    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
+    workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
+    verify_chunk: int = Field(100_000, ge=1, description="Candidate pairs verified per chunk (bounds memory).")
+
+
+class ContainmentDedup(Global):
+    name = "containment_dedup"
+    Params = ContainmentParams
+
+    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
+        super().__init__(params, seed=seed, text_column=text_column)
+        self.requires = (text_column,) + ((self.params.prefer,) if self.params.prefer else ())
+        self.provides = ()
+
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
+        p = self.params
+        workdir = Path(workdir)
+        workers = p.workers or signature_pass.default_workers()
+        plan = ContainmentPlan(p.num_perm, p.threshold, p.max_miss, p.partition_ratio)
+        out = signature_pass.run(
+            batches, workdir,
+            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed),
+            num_perm=p.num_perm, text_column=self.text_column, prefer=p.prefer,
+            buckets=lambda ords, sig, sizes: plan.bucket_rows(ords, sig, size_partition(sizes, p.partition_ratio)),
+            sample=p.verify_sample, keep_sigs=False, workers=workers,
+        )
+        con = connect(workdir, p.memory_gb, workers)
+        # Larger documents first; then `prefer` (higher first); then _id.
+        rank = resolve.rank_table(con, out.docs_glob, "n DESC, prefer DESC NULLS LAST, _id")
+        con.register("plan", plan.table())
+        candidates = workdir / "candidates.parquet"
+        con.execute(f"""
+            COPY (
+              SELECT DISTINCT q.ord AS a, c.ord AS b
+              FROM read_parquet('{out.buckets_glob}') q
+              JOIN read_parquet('{out.buckets_glob}') c ON q.key = c.key AND q.r = c.r AND q.band = c.band
+              JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
+              WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
+            ) TO '{candidates}' (FORMAT parquet)
+        """)
+        edges_dir = workdir / "edges"
+        edges_dir.mkdir(exist_ok=True)
+        sizes = np.zeros(len(rank), np.int64)
+        n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
+        sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
+        cut = cutoffs(out.samples, sizes)
+        for i, chunk in enumerate(pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk)):
+            a = chunk.column("a").to_numpy()
+            b = chunk.column("b").to_numpy()
+            # Only the worse-ranked document of a pair can be removed, so only its containment matters.
+            child = np.where(rank[a] > rank[b], a, b)
+            parent = np.where(rank[a] > rank[b], b, a)
+            c = containment(out.samples, cut, child, parent)
+            ok = c >= p.threshold
+            pq.write_table(
+                pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]}),
+                edges_dir / f"part-{i:06d}.parquet",
+            )
+        decisions = workdir / "decisions.parquet"
+        edges_glob = str(edges_dir / "*.parquet")
+        if not any(edges_dir.iterdir()):
+            pq.write_table(pa.table({"child": pa.array([], pa.int64()), "parent": pa.array([], pa.int64()),
+                                     "containment": pa.array([], pa.float64())}), edges_dir / "part-000000.parquet")
+        resolve.containment_decisions(con, edges_glob, out.docs_glob, str(decisions))
+        removed = con.execute(f"SELECT count(*) FROM read_parquet('{decisions}')").fetchone()[0]
+        con.close()
+        return Decisions(str(decisions), reason="contained", removed=int(removed))
+
+    def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
+        return state.verdict(batch)

@@ -1,0 +1,64 @@
+"""MinHash signatures over shingle-hash sets, and LSH band keys from them.
+
+Permutation i is the affine map h -> a_i * h + b_i (mod 2^64, a_i odd, so a bijection of
+the already well-mixed 64-bit shingle hashes); the signature keeps each map's minimum.
+Values stay 64-bit: with 32 bits, the minima of large sets are small numbers and unrelated
+documents would collide in single-row bands.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from operators.dedup.shingles import ShingleSets, _POSITION_MULTIPLIERS, fmix64
+
+EMPTY = np.iinfo(np.uint64).max  # signature value of a row with no shingles
+
+
+def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (a, b) coefficients of `num_perm` affine permutations, fixed by `seed`."""
+    rng = np.random.default_rng([seed, 0x5EED])
+    a = rng.integers(0, 2**63, num_perm, dtype=np.int64).view(np.uint64) * np.uint64(2) + np.uint64(1)
+    b = rng.integers(0, 2**63, num_perm, dtype=np.int64).view(np.uint64) * np.uint64(2)
+    return a, b
+
+
+def signatures(sets: ShingleSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(rows, num_perm) uint64 MinHash signatures; rows without shingles are all EMPTY."""
+    sizes = sets.sizes
+    rows = len(sizes)
+    out = np.full((rows, len(a)), EMPTY, dtype=np.uint64)
+    nonempty = np.flatnonzero(sizes > 0)
+    if len(nonempty) == 0:
+        return out
+    starts = sets.offsets[nonempty]
+    h = sets.values
+    # One 1-D pass per permutation is faster than an (n, k) matrix: it stays in cache-sized
+    # temporaries and reduceat runs on contiguous memory.
+    for i in range(len(a)):
+        v = h * a[i]
+        v += b[i]
+        out[nonempty, i] = np.minimum.reduceat(v, starts)
+    return out
+
+
+def band_keys(sig: np.ndarray, rows_per_band: int, bands: int) -> np.ndarray:
+    """(rows, bands) uint64 keys; key t hashes signature columns [t*r, (t+1)*r).
+
+    With one row per band the key is the MinHash value itself.
+    """
+    r = rows_per_band
+    if bands * r > sig.shape[1]:
+        raise ValueError(f"{bands} bands x {r} rows need {bands * r} permutations, have {sig.shape[1]}")
+    block = sig[:, : bands * r].reshape(len(sig), bands, r)
+    if r == 1:
+        return np.ascontiguousarray(block[:, :, 0])
+    acc = block[:, :, 0] * _POSITION_MULTIPLIERS[0]
+    for j in range(1, r):
+        acc += block[:, :, j] * _POSITION_MULTIPLIERS[j % len(_POSITION_MULTIPLIERS)]
+    return fmix64(acc)
+
+
+def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
+    """Fraction of agreeing signature positions, row by row."""
+    return (sig_a == sig_b).mean(axis=1)

@@ -1,0 +1,102 @@
+"""minhash_dedup: classic symmetric Jaccard near-duplicate removal (the datatrove/text-dedup baseline).
+
+Same shingles, signatures and on-disk band rows as containment_dedup, with a fixed banding
+(default 14 bands x 8 rows, datatrove's). Documents sharing a band key are linked to the
+best-ranked member of that bucket (duckdb); a chunked union-find turns the links into
+components; each component keeps its best-ranked member (`prefer` column, then _id). The
+trace names the kept member and the Jaccard estimated from the two signatures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import Field
+
+from curate.ops import Global, Params, Verdict
+from operators.dedup import resolve, signature_pass
+from operators.dedup.db import connect
+from operators.dedup.decisions import Decisions
+from operators.dedup.lsh import JaccardPlan
+from operators.dedup.minhash import estimated_jaccard
+from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
+
+
+class MinhashParams(Params):
+    shingle: Literal["word", "char"] = Field("word", description="Shingle unit: word n-grams or character n-grams.")
+    ngram: int = Field(5, ge=1, le=MAX_NGRAM, description="n of the n-grams.")
+    lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
+    bands: int = Field(14, ge=1, description="LSH bands (datatrove's default: 14).")
+    rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); Jaccard threshold ~ (1/bands)^(1/rows).")
+    prefer: str | None = Field(None, description="Numeric column: within a duplicate cluster the highest value is kept (then the smallest _id).")
+    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
+    workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
+    edge_chunk: int = Field(1_000_000, ge=1, description="Candidate pairs per union-find chunk (bounds memory).")
+
+
+class MinhashDedup(Global):
+    name = "minhash_dedup"
+    Params = MinhashParams
+
+    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
+        super().__init__(params, seed=seed, text_column=text_column)
+        self.requires = (text_column,) + ((self.params.prefer,) if self.params.prefer else ())
+        self.provides = ()
+
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
+        p = self.params
+        workdir = Path(workdir)
+        workers = p.workers or signature_pass.default_workers()
+        plan = JaccardPlan(p.bands, p.rows_per_band)
+        out = signature_pass.run(
+            batches, workdir,
+            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed),
+            num_perm=plan.num_perm, text_column=self.text_column, prefer=p.prefer,
+            buckets=lambda ords, sig, sizes: plan.bucket_rows(ords, sig),
+            sample=None, keep_sigs=True, workers=workers,
+        )
+        con = connect(workdir, p.memory_gb, workers)
+        rank = resolve.rank_table(con, out.docs_glob, "prefer DESC NULLS LAST, _id")
+        links = workdir / "links.parquet"
+        # Star links (member -> best member of its bucket) connect a bucket with one edge per member.
+        con.execute(f"""
+            COPY (
+              SELECT DISTINCT rank AS u, head AS v FROM (
+                SELECT r.rank, min(r.rank) OVER (PARTITION BY k.band, k.key) AS head
+                FROM read_parquet('{out.buckets_glob}') k JOIN ranks r ON r._ord = k.ord
+              ) WHERE rank <> head
+            ) TO '{links}' (FORMAT parquet)
+        """)
+        chunks = (
+            (c.column("u").to_numpy(), c.column("v").to_numpy())
+            for c in pq.ParquetFile(links).iter_batches(batch_size=p.edge_chunk)
+        )
+        root = resolve.union_find(chunks, len(rank))
+        ord_of_rank = np.empty(len(rank), np.int64)
+        valid = rank >= 0
+        ord_of_rank[rank[valid]] = np.flatnonzero(valid)
+        dup_ranks = np.flatnonzero(root != np.arange(len(rank)))
+        dup = ord_of_rank[dup_ranks]
+        keeper = ord_of_rank[root[dup_ranks]]
+        jaccard = np.zeros(len(dup))
+        for s in range(0, len(dup), p.edge_chunk):
+            a, _ = out.sigs.gather(dup[s : s + p.edge_chunk])
+            b, _ = out.sigs.gather(keeper[s : s + p.edge_chunk])
+            jaccard[s : s + p.edge_chunk] = estimated_jaccard(a.reshape(-1, plan.num_perm), b.reshape(-1, plan.num_perm))
+        con.register("dups", pa.table({"_ord": dup, "keeper": keeper, "jaccard": jaccard}))
+        decisions = workdir / "decisions.parquet"
+        con.execute(f"""
+            COPY (
+              SELECT x._ord, json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
+              FROM dups x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper ORDER BY x._ord
+            ) TO '{decisions}' (FORMAT parquet)
+        """)
+        con.close()
+        return Decisions(str(decisions), reason="near_duplicate", removed=len(dup))
+
+    def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
+        return state.verdict(batch)

@@ -1,0 +1,126 @@
+"""The one pass over the text that both near-dedup operators share.
+
+Each batch is shingled, signed and banded in a worker thread (numpy and polars release the
+GIL, so threads use the cores without copying batches to other processes); the main thread
+writes the results in batch order, so the files do not depend on thread timing:
+
+  docs/part-N.parquet      _ord, _id, shingle count, size partition, prefer value
+  buckets/part-N.parquet   band rows: (r, band, key, ord, part)
+  samples.bin (+ index)    each row's smallest `sample` shingle hashes (all of them when fewer)
+  sigs.bin (+ index)       each row's MinHash signature (when asked)
+
+Memory is bounded by the batches in flight; everything that grows with the corpus is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from operators.dedup.minhash import permutations, signatures
+from operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
+from operators.dedup.store import RowStore, RowStoreWriter, ranges
+
+# (ords, signatures, set sizes) -> bucket rows for this batch
+BucketFn = Callable[[np.ndarray, np.ndarray, np.ndarray], pa.Table]
+
+
+@dataclass
+class PassOutput:
+    docs_glob: str
+    buckets_glob: str
+    samples: RowStore | None
+    sigs: RowStore | None
+    rows: int
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def run(
+    batches: Iterable[pa.RecordBatch],
+    workdir: Path,
+    *,
+    spec: ShingleSpec,
+    num_perm: int,
+    text_column: str,
+    prefer: str | None,
+    buckets: BucketFn,
+    sample: int | None,
+    keep_sigs: bool,
+    workers: int,
+) -> PassOutput:
+    workdir = Path(workdir)
+    (workdir / "docs").mkdir(parents=True, exist_ok=True)
+    (workdir / "buckets").mkdir(parents=True, exist_ok=True)
+    a, b = permutations(num_perm, spec.seed)
+
+    def work(batch: pa.RecordBatch):
+        sets = shingle_sets(batch.column(text_column), spec)
+        sig = signatures(sets, a, b)
+        ords = batch.column("_ord").to_numpy().astype(np.int64)
+        sizes = sets.sizes
+        has = sizes > 0  # empty documents are never candidates
+        docs = pa.table({
+            "_ord": ords,
+            "_id": batch.column("_id").cast(pa.string()),
+            "n": pa.array(sizes.astype(np.int64)),
+            "prefer": batch.column(prefer).cast(pa.float64()) if prefer else pa.nulls(len(ords), pa.float64()),
+        })
+        band_rows = buckets(ords[has], sig[has], sizes[has])
+        return ords, sets, sig, docs, band_rows
+
+    sample_writer = RowStoreWriter(workdir / "samples.bin") if sample else None
+    sig_writer = RowStoreWriter(workdir / "sigs.bin") if keep_sigs else None
+    rows = 0
+    index = 0
+
+    def write(result) -> None:
+        nonlocal rows, index
+        ords, sets, sig, docs, band_rows = result
+        pq.write_table(docs, workdir / "docs" / f"part-{index:06d}.parquet")
+        pq.write_table(band_rows, workdir / "buckets" / f"part-{index:06d}.parquet", compression="none")
+        if sample_writer is not None:
+            sample_writer.append(ords, *_head(sets, sample))
+        if sig_writer is not None:
+            sig_writer.append(ords, sig.reshape(-1), np.arange(len(ords) + 1, dtype=np.int64) * num_perm)
+        rows += len(ords)
+        index += 1
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(work, batch))
+            # Bounded look-ahead: at most two batches per worker in flight.
+            while len(pending) >= 2 * max(1, workers):
+                write(pending.popleft().result())
+        while pending:
+            write(pending.popleft().result())
+    return PassOutput(
+        docs_glob=str(workdir / "docs" / "*.parquet"),
+        buckets_glob=str(workdir / "buckets" / "*.parquet"),
+        samples=sample_writer.close() if sample_writer else None,
+        sigs=sig_writer.close() if sig_writer else None,
+        rows=rows,
+    )
+
+
+def _head(sets: ShingleSets, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's first (smallest) m hashes: a consistent sample, exact below m."""
+    sizes = sets.sizes
+    if sizes.max(initial=0) <= m:
+        return sets.values, sets.offsets
+    kept = np.minimum(sizes, m)
+    values = sets.values[ranges(sets.offsets[:-1], kept)]
+    offsets = np.zeros(len(kept) + 1, np.int64)
+    np.cumsum(kept, out=offsets[1:])
+    return values, offsets
