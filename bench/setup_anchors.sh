@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Creates the two anchor venvs that bench/bench_pipeline.py compares curate against:
+#   bench/.venvs/datatrove   datatrove[processing] (GopherQualityFilter, GopherRepetitionFilter, ExactDedup*)
+#   bench/.venvs/datajuicer  py-data-juicer (core install: its text filters + document_deduplicator)
+# Both venvs also get psutil (RSS sampling) and orjson.
+#
+# Tokenizers, offline: datatrove's English word tokenizer is SpaCyTokenizer("en"), i.e. spacy.blank("en"),
+# a rule-based tokenizer that ships inside the spacy wheel (no model download); we check it loads.
+# Data-Juicer's word filters run with `tokenization: false` (whitespace split, no sentencepiece model);
+# its stopwords_filter would download a stopwords list, so bench_pipeline.py writes a local stopwords.json
+# (the same 8 Gopher stop words curate and datatrove use) and passes it as `stopwords_dir`.
+# Re-running the script is safe: pip skips what is installed.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+dt="$here/.venvs/datatrove"
+[ -x "$dt/bin/python" ] || python3 -m venv "$dt"
+"$dt/bin/pip" install -q --upgrade pip
+"$dt/bin/pip" install -q "datatrove[processing]" spacy psutil orjson
+"$dt/bin/python" - <<'PY'
+import importlib.metadata as md
+from datatrove.utils.word_tokenizers import load_word_tokenizer
+words = load_word_tokenizer("en").word_tokenize("The cat sat on the mat, didn't it?")
+print("datatrove", md.version("datatrove"), "spacy", md.version("spacy"), "en tokenizer ok:", words)
+PY
+
+dj="$here/.venvs/datajuicer"
+[ -x "$dj/bin/python" ] || python3 -m venv "$dj"
+"$dj/bin/pip" install -q --upgrade pip
+# py-data-juicer 1.6.1 imports aiohttp at package import (data_juicer/utils/file_utils.py) without
+# declaring it; installing it is the only addition its core install needs for the ops we run.
+"$dj/bin/pip" install -q py-data-juicer aiohttp psutil orjson
+"$dj/bin/python" - <<'PY'
+import importlib.metadata as md
+from data_juicer.ops.filter import WordsNumFilter, StopWordsFilter, WordRepetitionFilter
+from data_juicer.ops.deduplicator import DocumentDeduplicator
+print("py-data-juicer", md.version("py-data-juicer"), "filters import ok")
+PY

@@ -1,0 +1,390 @@
+"""A deterministic synthetic corpus for demos, tests and benchmarks (no downloads).
+
+English-like documents (real function words plus a Zipf-distributed pseudo-word vocabulary, in
+capitalised sentences and paragraphs) that pass the Gopher quality and repetition rules, with planted
+defects named in the `planted` column so tests and benches can measure recall:
+
+- `duplicate`: a byte-exact copy of an earlier row (one unplanted original per group);
+- `duplicate_normalized`: a copy that differs only in case and whitespace (found after normalize_text);
+- one low-quality kind per Gopher rule (LOW_QUALITY_KINDS), each built to break that rule only.
+
+Every token of a chunk of documents is drawn at once with numpy and joined from pre-built surface
+forms, so a ~1 GB corpus takes minutes; files are independent and can be written in parallel.
+"""
+
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+DUPLICATE = "duplicate"
+DUPLICATE_NORMALIZED = "duplicate_normalized"
+LOW_QUALITY_KINDS = (
+    "too_short", "symbol_heavy", "bullet_spam", "ellipsis_lines", "repeated_lines",
+    "repeated_paragraphs", "repeated_ngrams", "non_alpha", "no_stop_words", "long_words",
+)
+PLANTED_KINDS = (DUPLICATE, DUPLICATE_NORMALIZED) + LOW_QUALITY_KINDS
+
+LOW_QUALITY_RATE = 0.10
+# Rows that copy a "popular" document from a shared pool; the first copy of each is the unplanted
+# original. With a pool of 2% of the corpus, 7% of rows referencing it leave ~5% duplicates.
+POOL_REFERENCE_RATE = 0.07
+POOL_FRACTION = 0.02
+NORMALIZED_SHARE = 0.10  # of the duplicate copies, those that differ in case/whitespace
+
+ROWS_PER_CHUNK = 4096  # rows generated and written together; fixed so output does not depend on workers
+GZIP_LEVEL = 3  # fast enough to write ~100 MB/s of JSON per core, ~3x smaller than the text
+
+# Gopher's stop words come first: they are the most frequent words, as in English.
+FUNCTION_WORDS = (
+    "the of and to a in that is was he for it with as his on be at by this had not are but from or have "
+    "an they which one you were her all she there would their we him been has when who will more no if "
+    "out so said what up its about into than them can only other new some could time these two may then "
+    "do first any my now such like our over man me even most made after also did many before must "
+    "through back years where much your way well down should because each just those people how too "
+    "little state good very make world still own see men work long get here between both life being "
+    "under never day same another know while last might us great old year off come since against go "
+    "came right used take three"
+).split()
+GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+
+_GOOD_WORDS = (60, 3000)  # good documents: long-tailed lengths in words, median ~380
+_GOOD_MEDIAN, _GOOD_SIGMA = 380, 0.85
+_SENTENCE_END_P = 1 / 14
+_COMMA_P = 0.05
+_PARAGRAPH_P = 0.2  # of sentence ends
+_QUESTION_P = 0.05  # of sentence ends
+_TABLE_BITS = 22  # resolution of the Zipf sampling table
+
+# Surface forms of a word: (suffix, capitalised); the form index of a token is punct * 2 + cap.
+_SUFFIXES = (" ", ", ", ". ", ".\n\n", "? ")
+_SPACE, _COMMA, _PERIOD, _PARAGRAPH, _QUESTION = range(5)
+
+
+class _Language:
+    """A vocabulary with Zipf frequencies and every surface form of each word, for bulk sampling."""
+
+    def __init__(self, words: list[str], zipf_s: float = 1.0):
+        self.words = words
+        self.size = len(words)
+        probs = 1.0 / np.arange(1, self.size + 1) ** zipf_s
+        cdf = np.cumsum(probs / probs.sum())
+        quantiles = (np.arange(1 << _TABLE_BITS) + 0.5) / (1 << _TABLE_BITS)
+        self.table = np.minimum(np.searchsorted(cdf, quantiles), self.size - 1).astype(np.int32)
+        forms = [w.capitalize() + s if cap else w + s for s in _SUFFIXES for cap in (False, True) for w in words]
+        self.surfaces = np.array(forms, dtype=object)
+        self.surface_len = np.fromiter((len(f) for f in forms), dtype=np.int64, count=len(forms))
+        # Word ids of the Gopher stop words, in GOPHER_STOP_WORDS order (None if the vocabulary lacks them).
+        has_stop_words = set(GOPHER_STOP_WORDS) <= set(words)
+        self.stop_ids = np.array([words.index(w) for w in GOPHER_STOP_WORDS]) if has_stop_words else None
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self.table[rng.integers(0, 1 << _TABLE_BITS, n)]
+
+    def texts(self, rng: np.random.Generator, n_words: np.ndarray, avoid: np.ndarray | None = None) -> list[str]:
+        """One text per entry of `n_words`: sentences and paragraphs of that many words.
+
+        `avoid`: word ids never to use (they are replaced by words from the vocabulary's tail).
+        """
+        n_words = np.asarray(n_words, dtype=np.int64)
+        if n_words.size == 0:
+            return []
+        total = int(n_words.sum())
+        ids = self.sample(rng, total)
+        if avoid is not None:
+            bad = np.isin(ids, avoid)
+            ids[bad] = rng.integers(self.size // 2, self.size, int(bad.sum()))
+        last = np.cumsum(n_words) - 1
+        ends = rng.random(total) < _SENTENCE_END_P
+        commas = rng.random(total) < _COMMA_P
+        if avoid is None and self.stop_ids is not None:
+            self._ensure_stop_words(ids, ends, commas, last - n_words + 1, n_words)
+        ends[last] = True
+        cap = np.empty(total, dtype=np.int64)
+        cap[0] = 1
+        cap[1:] = ends[:-1]
+        end_kind = rng.random(total)
+        punct = np.where(ends, np.where(end_kind < _PARAGRAPH_P, _PARAGRAPH,
+                                        np.where(end_kind < _PARAGRAPH_P + _QUESTION_P, _QUESTION, _PERIOD)),
+                         np.where(commas, _COMMA, _SPACE))
+        surface = (punct * 2 + cap) * self.size + ids
+        joined = "".join(self.surfaces[surface].tolist())
+        stops = np.cumsum(self.surface_len[surface])[last]
+        starts = np.concatenate(([0], stops[:-1]))
+        return [joined[a:b].rstrip() for a, b in zip(starts.tolist(), stops.tolist())]
+
+
+    def _ensure_stop_words(self, ids, ends, commas, first, n_words) -> None:
+        """Make every text of >= 3 words use two Gopher stop words as bare words (lower case, no
+        punctuation attached), as English does, so good documents pass that rule surely whatever the
+        word splitter: a text that lacks them gets "of the" as its 2nd and 3rd words, mid-sentence."""
+        stop = self.stop_ids
+        slot = np.full(self.size, -1)
+        slot[stop] = np.arange(stop.size)
+        doc = np.repeat(np.arange(n_words.size), n_words)
+        # A word is lower case unless it starts a sentence; the first word of a text always does.
+        lower = np.ones(ids.size, dtype=bool)
+        lower[1:] = ~ends[:-1]
+        lower[first] = False
+        hit = (slot[ids] >= 0) & lower & ~ends & ~commas
+        seen = np.zeros((n_words.size, stop.size), dtype=bool)
+        seen[doc[hit], slot[ids[hit]]] = True
+        fix = first[(seen.sum(axis=1) < 2) & (n_words >= 4)]
+        ids[fix + 1], ids[fix + 2] = stop[GOPHER_STOP_WORDS.index("of")], stop[GOPHER_STOP_WORDS.index("the")]
+        for i in (0, 1, 2):
+            ends[fix + i] = commas[fix + i] = False
+
+
+def _pseudo_words(rng: np.random.Generator, n: int, syllables: tuple[int, int]) -> list[str]:
+    """`n` distinct pronounceable pseudo-words, shorter ones first (short words are the frequent ones)."""
+    onsets = "b c d f g h l m n p r s t v w br cr dr st tr pl sh ch th gr".split() + [""]
+    vowels = "a e i o u ai ea ou io".split()
+    codas = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st"]
+    suffixes = ["", "", "", "", "ing", "ed", "er", "ly", "tion", "ment", "ness", "al"]
+    seen: set[str] = set(FUNCTION_WORDS)
+    out: list[str] = []
+    while len(out) < n:
+        k = 4 * n
+        count = rng.integers(syllables[0], syllables[1] + 1, k)
+        parts = [rng.choice(onsets, (k, syllables[1])), rng.choice(vowels, (k, syllables[1])),
+                 rng.choice(codas, (k, syllables[1]))]
+        sfx = rng.choice(suffixes, k)
+        for i in range(k):
+            word = "".join(parts[0][i, j] + parts[1][i, j] + parts[2][i, j] for j in range(count[i])) + sfx[i]
+            if word not in seen:
+                seen.add(word)
+                out.append(word)
+                if len(out) == n:
+                    break
+    noise = rng.random(n)
+    return [w for _, _, w in sorted(zip([len(w) for w in out], noise, out))]
+
+
+@lru_cache(maxsize=1)
+def _languages() -> tuple[_Language, _Language]:
+    """The corpus language and a long-word language (for `long_words`); fixed, independent of seed."""
+    rng = np.random.default_rng(20240601)
+    normal = _Language(list(FUNCTION_WORDS) + _pseudo_words(rng, 30_000, (1, 3)))
+    long = _Language(_pseudo_words(rng, 5_000, (5, 7)))
+    return normal, long
+
+
+def _good_lengths(rng: np.random.Generator, n: int) -> np.ndarray:
+    lengths = rng.lognormal(np.log(_GOOD_MEDIAN), _GOOD_SIGMA, n)
+    return np.clip(lengths, *_GOOD_WORDS).astype(np.int64)
+
+
+# --- low-quality kinds: each breaks one Gopher rule, and has >= 60 words unless it is `too_short` ---
+
+def _too_short(lang, rng, n):
+    return lang.texts(rng, rng.integers(10, 45, n))
+
+
+def _symbol_heavy(lang, rng, n):
+    # A quarter of the words become hashtags: "#" per word > 0.1.
+    return [_mark_words(t, rng, 0.25, lambda w: "#" + w) for t in lang.texts(rng, rng.integers(60, 400, n))]
+
+
+def _non_alpha(lang, rng, n):
+    # 40% of the words become numbers and symbols: < 80% of words contain a letter.
+    junk = np.array(["1,024", "3.14", "2024", "%", "$99", "404", "||", "0x1f", "12:30", "+/-", "7", "==>"])
+    return [_mark_words(t, rng, 0.4, lambda w: junk[rng.integers(len(junk))])
+            for t in lang.texts(rng, rng.integers(60, 400, n))]
+
+
+def _mark_words(text: str, rng: np.random.Generator, share: float, change) -> str:
+    words = text.split(" ")
+    hit = rng.random(len(words)) < share
+    return " ".join(change(w) if h else w for w, h in zip(words, hit.tolist()))
+
+
+def _lines_docs(lang, rng, n, lines_range, words_range, make_doc):
+    """Documents made of short lines: draws every line at once, then `make_doc(lines, rng)` per doc."""
+    counts = rng.integers(*lines_range, n)
+    lines = lang.texts(rng, rng.integers(*words_range, int(counts.sum())))
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    return [make_doc([ln.replace("\n\n", " ") for ln in lines[a:b]], rng) for a, b in zip(bounds, bounds[1:])]
+
+
+def _bullet_spam(lang, rng, n):
+    return _lines_docs(lang, rng, n, (20, 60), (4, 10),
+                       lambda lines, r: "\n".join(("• " if r.random() < 0.5 else "- ") + ln for ln in lines))
+
+
+def _ellipsis_lines(lang, rng, n):
+    # Half the lines trail off: > 30% of lines end with "...", but only ~4% of words are ellipses.
+    def doc(lines, r):
+        cut = r.permutation(len(lines)) < len(lines) // 2
+        return "\n".join(ln[:-1] + "..." if c else ln for ln, c in zip(lines, cut.tolist()))
+    return _lines_docs(lang, rng, n, (20, 50), (8, 20), doc)
+
+
+def _repeated_lines(lang, rng, n):
+    def doc(lines, r):
+        distinct = lines[: r.integers(3, 6)]
+        return "\n".join(distinct[i] for i in r.integers(0, len(distinct), len(lines)))
+    return _lines_docs(lang, rng, n, (20, 40), (10, 18), doc)
+
+
+def _repeated_paragraphs(lang, rng, n):
+    def doc(paragraphs, r):
+        distinct = paragraphs[: r.integers(2, 4)]
+        return "\n\n".join(distinct[i] for i in r.integers(0, len(distinct), r.integers(6, 11)))
+    return _lines_docs(lang, rng, n, (3, 4), (30, 80), doc)
+
+
+def _repeated_ngrams(lang, rng, n):
+    # A three-word phrase after a quarter of the words: its 3-gram covers ~40% of the text (limit 18%).
+    def spam(text, r):
+        phrase = " ".join(lang.words[i] for i in lang.sample(r, 3))
+        return _mark_words(text, r, 0.25, lambda w: f"{w} {phrase}")
+    return [spam(t, rng) for t in lang.texts(rng, rng.integers(100, 500, n))]
+
+
+def _no_stop_words(lang, rng, n):
+    return lang.texts(rng, rng.integers(60, 400, n), avoid=lang.stop_ids)
+
+
+def _long_words(lang, rng, n):
+    return _languages()[1].texts(rng, rng.integers(60, 400, n))
+
+
+_LOW_QUALITY = {
+    "too_short": _too_short, "symbol_heavy": _symbol_heavy, "bullet_spam": _bullet_spam,
+    "ellipsis_lines": _ellipsis_lines, "repeated_lines": _repeated_lines,
+    "repeated_paragraphs": _repeated_paragraphs, "repeated_ngrams": _repeated_ngrams,
+    "non_alpha": _non_alpha, "no_stop_words": _no_stop_words, "long_words": _long_words,
+}
+assert tuple(_LOW_QUALITY) == LOW_QUALITY_KINDS
+
+
+def _case_space_variant(text: str, rng: np.random.Generator) -> str:
+    """The same document with some spaces doubled, padded, and maybe lower-cased.
+
+    The random doubled spaces make two variants of one document (almost surely) differ from each other too,
+    so they are duplicates only after normalization.
+    """
+    words = text.split(" ")
+    seps = np.where(rng.random(len(words)) < 0.1, "  ", " ").tolist()
+    text = " " + "".join(w + s for w, s in zip(words, seps)).rstrip(" ") + " \n"
+    return text.lower() if rng.random() < 0.5 else text
+
+
+# --- the corpus plan: which row is what, decided for the whole corpus before any file is written ---
+
+_GOOD, _POOL_ORIGINAL, _POOL_DUPLICATE, _POOL_NORMALIZED = range(4)
+_LOW_QUALITY_BASE = 4  # kind code of LOW_QUALITY_KINDS[i] is 4 + i
+
+_DOMAINS = ("example.com", "news.example.org", "forum.example.net", "blog.example.io", "wiki.example.edu",
+            "shop.example.co", "docs.example.dev", "mirror.example.info")
+_SOURCES = ("web", "news", "forum", "blog", "wiki", "web", "docs", "web")
+
+
+@dataclass
+class _Plan:
+    seed: int
+    kind: np.ndarray  # int8 per row
+    pool_id: np.ndarray  # int32 per row, -1 unless the row copies a pool document
+    pool_texts: list[str]
+    file_bounds: list[int]  # rows of file i are file_bounds[i]:file_bounds[i + 1]
+
+
+def _plan(docs: int, files: int, seed: int) -> _Plan:
+    rng = np.random.default_rng([seed, 1])
+    u = rng.random(docs)
+    kind = np.full(docs, _GOOD, dtype=np.int8)
+    low = (u >= POOL_REFERENCE_RATE) & (u < POOL_REFERENCE_RATE + LOW_QUALITY_RATE)
+    kind[low] = _LOW_QUALITY_BASE + rng.integers(0, len(LOW_QUALITY_KINDS), int(low.sum()))
+    refs = np.flatnonzero(u < POOL_REFERENCE_RATE)
+    pool_size = max(1, round(docs * POOL_FRACTION))
+    pool_id = np.full(docs, -1, dtype=np.int32)
+    pool_id[refs] = rng.integers(0, pool_size, refs.size)
+    first = np.zeros(refs.size, dtype=bool)
+    first[np.unique(pool_id[refs], return_index=True)[1]] = True
+    normalized = rng.random(refs.size) < NORMALIZED_SHARE
+    kind[refs] = np.where(first, _POOL_ORIGINAL, np.where(normalized, _POOL_NORMALIZED, _POOL_DUPLICATE))
+    pool_rng = np.random.default_rng([seed, 2])
+    pool_texts = _languages()[0].texts(pool_rng, _good_lengths(pool_rng, pool_size))
+    bounds = np.linspace(0, docs, files + 1).round().astype(np.int64).tolist()
+    return _Plan(seed, kind, pool_id, pool_texts, bounds)
+
+
+def _chunk_rows(plan: _Plan, rng: np.random.Generator, rows: range) -> list[bytes]:
+    """The JSON lines of `rows` (global row numbers)."""
+    lang = _languages()[0]
+    kind = plan.kind[rows.start:rows.stop]
+    texts: list[str | None] = [None] * len(rows)
+    planted: list[str | None] = [None] * len(rows)
+    good = np.flatnonzero(kind == _GOOD)
+    for i, t in zip(good.tolist(), lang.texts(rng, _good_lengths(rng, good.size))):
+        texts[i] = t
+    for code, name in enumerate(LOW_QUALITY_KINDS, start=_LOW_QUALITY_BASE):
+        where = np.flatnonzero(kind == code).tolist()
+        for i, t in zip(where, _LOW_QUALITY[name](lang, rng, len(where))):
+            texts[i], planted[i] = t, name
+    for i in np.flatnonzero((kind >= _POOL_ORIGINAL) & (kind <= _POOL_NORMALIZED)).tolist():
+        k = kind[i]
+        text = plan.pool_texts[plan.pool_id[rows.start + i]]
+        if k == _POOL_NORMALIZED:
+            text, planted[i] = _case_space_variant(text, rng), DUPLICATE_NORMALIZED
+        elif k == _POOL_DUPLICATE:
+            planted[i] = DUPLICATE
+        texts[i] = text
+    site = rng.integers(0, len(_DOMAINS), len(rows)).tolist()
+    return [
+        orjson.dumps({"id": f"doc-{row:09d}", "text": texts[i],
+                      "url": f"https://{_DOMAINS[site[i]]}/p/{row:x}-{plan.seed}",
+                      "source": _SOURCES[site[i]], "planted": planted[i]}) + b"\n"
+        for i, row in enumerate(rows)
+    ]
+
+
+def _write_file(plan: _Plan, index: int, path: Path) -> Path:
+    rng = np.random.default_rng([plan.seed, 3, index])
+    lo, hi = plan.file_bounds[index], plan.file_bounds[index + 1]
+    tmp = path.with_name(path.name + ".tmp")
+    # mtime=0 and no file name in the header: the bytes depend only on the content.
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL,
+                                               filename="", mtime=0) as out:
+        for start in range(lo, hi, ROWS_PER_CHUNK):
+            out.writelines(_chunk_rows(plan, rng, range(start, min(start + ROWS_PER_CHUNK, hi))))
+    os.replace(tmp, path)
+    return path
+
+
+_FORKED_PLAN: _Plan | None = None  # the plan handed to forked workers without pickling it
+
+
+def _write_file_forked(index: int, path: Path) -> Path:
+    return _write_file(_FORKED_PLAN, index, path)
+
+
+def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int = 0,
+             workers: int = 1) -> list[Path]:
+    """Write `docs` rows over `files` files `out_dir/part-NNNN.jsonl.gz`; return their paths.
+
+    Columns: id, text, url, source, planted (a PLANTED_KINDS value, or null for a good row).
+    The same (docs, files, seed) always gives byte-identical files, whatever `workers` is.
+    """
+    if files < 1 or docs < files:
+        raise ValueError(f"need docs >= files >= 1, got docs={docs}, files={files}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = _plan(docs, files, seed)
+    paths = [out / f"part-{i:04d}.jsonl.gz" for i in range(files)]
+    if workers <= 1 or files == 1:
+        return [_write_file(plan, i, p) for i, p in enumerate(paths)]
+    global _FORKED_PLAN
+    _FORKED_PLAN = plan
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, files)) as pool:
+            return pool.starmap(_write_file_forked, enumerate(paths), chunksize=1)
+    finally:
+        _FORKED_PLAN = None
