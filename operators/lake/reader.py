@@ -112,7 +112,7 @@ def _short(schema: pa.Schema) -> str:
 @lru_cache(maxsize=256)
 def _nonparquet_schema(path: str, fmt: str, _mtime_ns: int) -> pa.Schema:
     try:
-        return duckdb.sql(f"SELECT * FROM {_nonparquet_source(path, fmt)} LIMIT 0").fetch_arrow_table().schema
+        return duckdb.sql(f"SELECT * FROM {_nonparquet_source(path, fmt)} LIMIT 0").to_arrow_table().schema
     except duckdb.Error as e:
         raise TableReadError(f"{path}: cannot read as {fmt.upper()} ({_first_line(e)})") from e
 
@@ -130,7 +130,7 @@ def read_table(table: Table, columns: list[str] | None = None) -> pa.Table:
             # One thread keeps duckdb's output in file order.
             con.execute("SET threads=1")
             src = _nonparquet_source(table.files[0].path, table.format)
-            return con.sql(f"SELECT {cols} FROM {src}").fetch_arrow_table()
+            return con.sql(f"SELECT {cols} FROM {src}").to_arrow_table()
         schema = arrow_schema(table)
         ptypes = partition_types(table)
         parts = []

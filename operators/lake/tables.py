@@ -164,3 +164,13 @@ def _discover(path: Path, base: Path, tables: list[Table], issues: list[dict]) -
                 _discover(Path(c.path), base, tables, issues)
     except (OSError, CurateError) as e:
         issues.append({"table": name, "path": str(path), "kind": "unreadable", "detail": str(e)})
+
+
+def table_at(path: str | Path) -> Table | None:
+    """The table whose data is at `path` now (same discovery rules as a scan), or None when gone."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    found, _ = discover([path])
+    resolved = str(path.resolve())
+    return next((t for t in found if t.path == resolved), None)
