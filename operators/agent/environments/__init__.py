@@ -1,0 +1,82 @@
+"""Per-dataset rendering environments for the SFT exporters (package data, one JSON file each).
+
+An environment says whether the dataset is web browsing (`web`), which tool runs its API
+calls (`tool`: execute_ipython_cell, execute_bash or browser), whether that tool has other
+functions besides the API (`also`), and the API documentation shown to the model (`docs`).
+Users may point to their own JSON file with the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import xxhash
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from curate.errors import CurateError
+
+_HERE = Path(__file__).parent
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    web: bool = False
+    tool: str | None = None
+    also: bool = False
+    docs: str = ""
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in _HERE.glob("*.json"))
+
+
+@lru_cache(maxsize=64)
+def load(name_or_path: str | None) -> Environment:
+    """The environment shipped as `name`, or read from a JSON file path; None: no API, not web."""
+    if not name_or_path:
+        return Environment()
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = _HERE / f"{name_or_path}.json"
+    if not path.is_file():
+        raise CurateError(f"unknown API environment {name_or_path!r}: not a file, and not one of {', '.join(names())}")
+    try:
+        return Environment.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as e:
+        raise CurateError(f"{path}: not a valid environment file ({e})") from None
+
+
+# Ways the reference introduces the API documentation; it draws one at random per trajectory,
+# we draw deterministically from the trajectory id.
+INTROS = (
+    "The environment {tool} provides the following pre-defined functions: ",
+    "Available functions in {tool}: ",
+    "Note that {tool} supports the following pre-defined functions: ",
+    "The following functions are defined and ready for use in {tool}: ",
+    "Below is a list of functions you can use in the {tool} environment. ",
+    "The toolkit for {tool} contains the following functions. ",
+    "In {tool}, you can use the following pre-defined functions: ",
+    "The following pre-defined functions are available in {tool}. ",
+)
+# The same, for a tool that has functions of its own besides the API.
+ALSO_INTROS = (
+    "The environment {tool} also provides the following pre-defined functions: ",
+    "Available functions in {tool}: ",
+    "Note that {tool} also supports the following pre-defined functions: ",
+    "The following functions are also defined and ready for use in {tool}: ",
+    "Below is a list of functions you can also use in the {tool} environment. ",
+    "The toolkit for {tool} also contains the following functions. ",
+    "In {tool}, you can also use the following pre-defined functions: ",
+    "The following pre-defined functions are also available in {tool}. ",
+)
+
+
+def api_intro(env: Environment, tool: str, traj_id: str, also: bool) -> str:
+    """The documentation block put before the first user message ('' when there is no API)."""
+    if not env.docs:
+        return ""
+    intros = ALSO_INTROS if also else INTROS
+    intro = intros[xxhash.xxh32_intdigest(str(traj_id).encode()) % len(intros)].format(tool=tool)
+    return f"{intro}\n\n{env.docs}\n\n"

@@ -1,0 +1,45 @@
+"""Shared pieces of the SFT exporters: finish messages, call rendering, turn assembly."""
+
+from __future__ import annotations
+
+import json
+import re
+
+_FINISH = re.compile(r"^<finish>(?P<said>.*)</finish>$", re.DOTALL)
+
+
+class Skip(ValueError):
+    """The trajectory cannot be rendered in this style; the message is the reason."""
+
+
+def finish_text(event: dict) -> str | None:
+    """The text inside `<finish> ... </finish>` of a finish message, else None."""
+    if event["class_"] != "message_action":
+        return None
+    m = _FINISH.match(event["content"])
+    return m["said"].strip() if m else None
+
+
+def literal(value) -> str:
+    """A kwarg value as Python source: ADP stores string arguments already quoted."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def call_source(function: str, kwargs: dict) -> str:
+    return f"{function}({', '.join(f'{k}={literal(v)}' for k, v in kwargs.items())})"
+
+
+def function_block(name: str, params: dict[str, str]) -> str:
+    """`<function=NAME>` with one `<parameter=KEY>` block per argument (the XML call format)."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<function={name}>\n{body}</function>"
+
+
+def with_thought(thought: str | None, text: str) -> str:
+    return f"{thought}\n\n{text}" if thought else text
+
+
+def is_action(event: dict) -> bool:
+    return event["class_"] in ("api_action", "code_action")

@@ -1,0 +1,107 @@
+"""ADP -> OpenHands SFT conversations (`{from: human|gpt, value}`).
+
+Actions become OpenHands function calls: bash code -> `execute_bash`, python (and other
+languages, wrapped as `lang("...")`) -> `execute_ipython_cell`, API calls -> a call of
+the dataset's API inside the environment's tool (`browser` for web data), the finish
+message -> `finish`. Observations that answer an action are prefixed with
+`EXECUTION RESULT of [tool]:`; web observations are rendered as OpenHands browser output.
+"""
+
+from __future__ import annotations
+
+from operators.agent.environments import Environment, api_intro
+from operators.agent.exporters._common import (Skip, call_source, finish_text, function_block, is_action,
+                                              literal, with_thought)
+
+# Tools OpenHands has natively: their calls keep their own name and parameters.
+NATIVE_TOOLS = {"str_replace_editor", "execute_bash", "execute_ipython_cell", "browser", "think"}
+# BrowserGym actions: outside web datasets they still run in OpenHands' browser tool.
+BROWSER_ACTIONS = {
+    "goto", "click", "dblclick", "fill", "type", "hover", "press", "keyboard_press", "scroll", "go_back",
+    "go_forward", "new_tab", "tab_close", "close_tab", "tab_focus", "select_option", "noop", "focus", "clear",
+    "drag_and_drop", "upload_file", "mouse_click", "mouse_move",
+}
+
+
+def _language_note(lang: str) -> str:
+    up = lang.upper()
+    return (f"In the execute_ipython_cell code environment, you can execute {lang} code by wrapping it in the "
+            f"following format: {lang}('YOUR {up} CODE')\nThe {lang} code must be provided as a quoted string "
+            f"inside the {lang}(...) function. Ensure 'YOUR {up} CODE' is valid {lang} code.\n\n")
+
+
+def _web_observation(event: dict, focused: str | None) -> str:
+    return (f"[Current URL: {event.get('url')}]\n[Focused element bid: {focused}]\n\n[Action executed successfully.]\n"
+            f"============== BEGIN accessibility tree ==============\n{event.get('axtree') or ''}\n"
+            f"============== END accessibility tree ==============\n")
+
+
+def _action(event: dict, env: Environment) -> tuple[str, str]:
+    """(tool name, rendered call) of an api_action or code_action."""
+    if event["class_"] == "code_action":
+        lang, code = event["language"], event["content"]
+        if lang in ("bash", "sh", "shell"):
+            return "execute_bash", function_block("execute_bash", {"command": code})
+        if lang in ("python", "ipython"):
+            return "execute_ipython_cell", function_block("execute_ipython_cell", {"code": code})
+        return "execute_ipython_cell", function_block("execute_ipython_cell", {"code": f'{lang}("{code}")'})
+    fn, kwargs = event["function"], event["kwargs"]
+    documented = bool(env.docs) and f"\n{fn}(" in f"\n{env.docs}"
+    if fn in NATIVE_TOOLS and not documented:
+        return fn, function_block(fn, {k: literal(v) for k, v in kwargs.items()})
+    if env.web or (fn in BROWSER_ACTIONS and not documented):
+        tool = "browser"
+    else:
+        tool = env.tool or "execute_ipython_cell"
+    param = "command" if tool == "execute_bash" else "code"
+    return tool, function_block(tool, {param: call_source(fn, kwargs)})
+
+
+def render(traj: dict, env: Environment) -> list[dict]:
+    events = traj["content"]
+    turns: list[list] = []  # [role, text]
+
+    def say(role: str, text: str) -> None:
+        if turns and turns[-1][0] == role:
+            turns[-1][1] += "\n\n" + text  # consecutive same-side events form one turn
+        else:
+            turns.append([role, text])
+
+    last_tool = None
+    focused = None  # bid the previous action acted on, shown with the next page
+    for i, e in enumerate(events):
+        cls = e["class_"]
+        after_action = i > 0 and is_action(events[i - 1])
+        prefix = f"EXECUTION RESULT of [{last_tool}]:\n" if after_action else ""
+        if cls == "text_observation":
+            if e["source"] == "agent":
+                say("gpt", e["content"])
+            else:
+                say("human", prefix + e["content"])
+        elif cls == "web_observation":
+            # Browser output is shown as the page itself, without an execution-result header.
+            say("human", _web_observation(e, focused))
+        elif cls == "image_observation":
+            raise Skip(f"event {i}: a bare image_observation has no OpenHands rendering")
+        elif is_action(e):
+            last_tool, call = _action(e, env)
+            focused = e["kwargs"].get("bid") if e["class_"] == "api_action" else None
+            say("gpt", with_thought(e.get("description"), call))
+        else:  # message_action
+            said = finish_text(e)
+            if said is None:
+                say("gpt", with_thought(e.get("description"), e["content"]))
+            else:
+                call = function_block("finish", {"message": said, "task_completed": "true"})
+                say("gpt", with_thought(e.get("description"), call))
+    if not turns or turns[0][0] != "human":
+        raise Skip("the conversation does not start with a user turn")
+    langs = []
+    for e in events:
+        if e["class_"] == "code_action" and e["language"] not in ("bash", "sh", "shell", "python", "ipython") \
+                and e["language"] not in langs:
+            langs.append(e["language"])
+    tool = env.tool or ("browser" if env.web else "execute_ipython_cell")
+    head = api_intro(env, tool, traj["id"], also=env.also) + "".join(_language_note(x) for x in langs)
+    turns[0][1] = head + turns[0][1]
+    return [{"from": role, "value": text} for role, text in turns]
