@@ -26,6 +26,8 @@ class Environment(BaseModel):
     tool: str | None = None
     also: bool = False
     docs: str = ""
+    # The SWE-agent rendering documents more functions for some datasets (None: same as `docs`).
+    sweagent_docs: str | None = None
 
 
 def names() -> list[str]:
@@ -73,10 +75,11 @@ ALSO_INTROS = (
 )
 
 
-def api_intro(env: Environment, tool: str, traj_id: str, also: bool) -> str:
+def api_intro(env: Environment, tool: str, traj_id: str, also: bool, docs: str | None = None) -> str:
     """The documentation block put before the first user message ('' when there is no API)."""
-    if not env.docs:
+    docs = env.docs if docs is None else docs
+    if not docs:
         return ""
     intros = ALSO_INTROS if also else INTROS
     intro = intros[xxhash.xxh32_intdigest(str(traj_id).encode()) % len(intros)].format(tool=tool)
-    return f"{intro}\n\n{env.docs}\n\n"
+    return f"{intro}\n\n{docs}\n\n"
