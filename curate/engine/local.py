@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.engine import plan
-from curate.engine.worker import READ_STEP, StageContext, done_path, run_task, run_task_in_worker, stage_dir, worker_init
+from curate.engine.worker import (READ_STEP, StageContext, check_columns, run_task, run_task_in_worker, stage_dir,
+                                  worker_init)
 from curate.errors import CurateError
 from curate.io.sources import discover
 from curate.io.writer import atomic_write_bytes
@@ -158,10 +159,7 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
         offset = 0
         for shard in previous_shards:
             pf = pq.ParquetFile(shard)
-            missing = [c for c in columns if c not in pf.schema_arrow.names]
-            if missing:
-                raise CurateError(f"steps[{step.index - 1}].{step.name} needs column '{missing[0]}', which the "
-                                  f"data does not have; columns are: {', '.join(pf.schema_arrow.names)}")
+            check_columns(pf.schema_arrow.names, op, step, ctx.recipe.input.text_column, "the data")
             for batch in pf.iter_batches(batch_size=ctx.recipe.input.batch_rows, columns=columns):
                 ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
                 offset += batch.num_rows

@@ -136,13 +136,13 @@ class Traces:
             w.abort()
 
 
-def _check_columns(batch: pa.RecordBatch, op: Operator, step, ctx: StageContext, task: Task) -> None:
-    missing = [c for c in op.requires if c not in batch.schema.names]
+def check_columns(names: list[str], op: Operator, step, text_column: str, where: str) -> None:
+    """A step that needs a column the data lacks is a user error naming step, column and what is there."""
+    missing = [c for c in op.requires if c not in names]
     if missing:
-        where = task.sources[0].path if task.sources else "the data"
-        hint = " (input.text_column)" if missing[0] == ctx.recipe.input.text_column else ""
+        hint = " (input.text_column)" if missing[0] == text_column else ""
         raise InputError(f"{where}: steps[{step.index - 1}].{step.name} needs column '{missing[0]}'{hint}, "
-                         f"which is not there; columns are: {', '.join(n for n in batch.schema.names if n != '_ord')}")
+                         f"which is not there; columns are: {', '.join(n for n in names if n != '_ord')}")
 
 
 def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
@@ -213,7 +213,8 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
                 progress(READ_STEP, batch.num_rows, batch.num_rows)
             for op, step in zip(ops, steps):
                 if not checked:
-                    _check_columns(batch, op, step, ctx, task)
+                    where = task.sources[0].path if task.sources else "the data"
+                    check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
                 before = batch.num_rows
                 batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
                 if progress:

@@ -181,12 +181,13 @@ def _settle(schema: pa.Schema) -> pa.Schema:
 def _parse_jsonl_chunk(data: bytes, schema: pa.Schema | None, first_line: int,
                        source: Source) -> tuple[pa.Table | None, BadRows | None, pa.Schema]:
     try:
+        data.decode("utf-8")  # pyarrow's JSON parser does not validate UTF-8
         table = _read_json(data, schema)
         if schema is None:
             schema = _settle(table.schema)
             table = table.cast(schema)
         return table, None, schema
-    except pa.ArrowInvalid:
+    except (pa.ArrowInvalid, UnicodeDecodeError):
         pass
     # Slow path, only for a chunk with a problem: find the bad lines one by one.
     bad, good = BadRows(), []
@@ -207,7 +208,9 @@ def _parse_jsonl_chunk(data: bytes, schema: pa.Schema | None, first_line: int,
         if not isinstance(obj, dict):
             bad.add(where, line, f"expected a JSON object, got {type(obj).__name__}")
             continue
-        if schema is not None:
+        if schema is None:  # the first good line sets the file's schema
+            schema = _settle(_read_json(line, None).schema)
+        else:
             unknown = [k for k in obj if k not in schema.names]
             if unknown:
                 bad.add(where, line, f"field '{unknown[0]}' is not in the file's schema (from its first rows: "
@@ -226,7 +229,4 @@ def _parse_jsonl_chunk(data: bytes, schema: pa.Schema | None, first_line: int,
     except pa.ArrowInvalid as e:  # rows fine alone but not together: types differ between rows
         last = first_line + data.count(b"\n")
         raise InputError(f"{source.path}, lines {first_line}-{last}: fields change type between rows: {e}") from None
-    if schema is None:
-        schema = _settle(table.schema)
-        table = table.cast(schema)
     return table, bad, schema

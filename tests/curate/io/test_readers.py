@@ -1,0 +1,132 @@
+"""Readers: every format streams with _id; bad input is named by file, line and field."""
+
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from curate.errors import InputError
+from curate.io.readers import read_source
+from curate.io.sources import discover
+from tests.conftest import write_jsonl
+
+ROWS = [{"text": f"document {i}", "n": i} for i in range(25)]
+
+
+def read_all(path, **kw):
+    batches, bad = [], []
+    for src in discover(str(path)):
+        for batch, b in read_source(src, batch_rows=10, **kw):
+            if batch is not None:
+                batches.append(batch)
+            if b is not None:
+                bad.extend(zip(b.line, b.error))
+    return pa.Table.from_batches(batches) if batches else None, bad
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.jsonl.gz", "a.jsonl.zst"])
+def test_jsonl_in_every_compression(tmp_path, name):
+    data = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    if name.endswith(".gz"):
+        data = gzip.compress(data)
+    elif name.endswith(".zst"):
+        data = zstandard.ZstdCompressor().compress(data)
+    (tmp_path / name).write_bytes(data)
+    table, bad = read_all(tmp_path / name)
+    assert table.column("n").to_pylist() == list(range(25)) and not bad
+    ids = table.column("_id").to_pylist()
+    assert len(set(ids)) == 25
+    assert read_all(tmp_path / name)[0].column("_id").to_pylist() == ids  # stable
+
+
+def test_id_column_becomes_id(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"key": 10 + i, "text": "x"} for i in range(3)])
+    src = discover(str(tmp_path / "a.jsonl"))[0]
+    batch, _ = next(read_source(src, id_column="key"))
+    assert batch.column("_id").to_pylist() == ["10", "11", "12"]
+
+
+def test_malformed_line_is_traced_with_its_line_number(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"text": "a"}\n{"text": "b"\n{"text": "c"}\n')
+    table, bad = read_all(p)
+    assert table.column("text").to_pylist() == ["a", "c"]
+    assert bad[0][0] == 2 and "malformed JSON" in bad[0][1]
+
+
+def test_malformed_line_fails_by_policy_naming_file_and_line(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"text": "a"}\n[1, 2]\n')
+    with pytest.raises(InputError, match=r"a\.jsonl, line 2: expected a JSON object"):
+        read_all(p, on_bad_row="fail")
+
+
+def test_field_not_in_first_rows_schema_is_named(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"text": "a"}\n{"text": "b", "surprise": 1}\n{"text": 5}\n')
+    table, bad = read_all(p)
+    assert table.column("text").to_pylist() == ["a"]
+    assert bad[0][0] == 2 and "'surprise'" in bad[0][1]
+    assert bad[1][0] == 3
+
+
+def test_non_utf8_file_is_an_error_naming_the_line(tmp_path):
+    p = tmp_path / "latin.jsonl"
+    p.write_bytes('{"text": "ok"}\n{"text": "caf\xe9"}\n'.encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin\.jsonl, line 2: not valid UTF-8"):
+        read_all(p)
+
+
+def test_empty_file_is_an_error(tmp_path):
+    (tmp_path / "e.jsonl").write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        read_all(tmp_path / "e.jsonl")
+
+
+def test_truncated_parquet_is_an_error(tmp_path):
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"text": ["a"] * 1000}), p)
+    p.write_bytes(p.read_bytes()[:-100])
+    with pytest.raises(InputError, match=r"t\.parquet: not a readable Parquet file"):
+        read_all(p)
+
+
+def test_parquet_directory_with_hive_partitions(tmp_path):
+    for lang in ("en", "fr"):
+        d = tmp_path / "ds" / f"lang={lang}"
+        d.mkdir(parents=True)
+        pq.write_table(pa.table({"text": [f"{lang}-1", f"{lang}-2"]}), d / "part-0.parquet")
+    table, _ = read_all(tmp_path / "ds")
+    assert table.column("lang").to_pylist() == ["en", "en", "fr", "fr"]
+    assert table.column("text").to_pylist() == ["en-1", "en-2", "fr-1", "fr-2"]
+
+
+def test_csv_with_a_bad_row_traced(tmp_path):
+    p = tmp_path / "a.csv"
+    p.write_text("text,n\nhello,1\nbad,2,3\nworld,4\n")
+    table, bad = read_all(p)
+    assert table.column("text").to_pylist() == ["hello", "world"]
+    assert len(bad) == 1 and "expected 2 columns" in bad[0][1]
+
+
+def test_hugging_face_save_to_disk_directory(tmp_path):
+    d = tmp_path / "hf"
+    d.mkdir()
+    table = pa.table({"text": ["a", "b", "c"]})
+    with pa.OSFile(str(d / "data-00000-of-00001.arrow"), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+        w.write_table(table)
+    (d / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}]}))
+    (d / "dataset_info.json").write_text("{}")
+    out, _ = read_all(d)
+    assert out.column("text").to_pylist() == ["a", "b", "c"]
+
+
+def test_glob_with_no_match_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no input files match"):
+        discover(str(tmp_path / "*.jsonl"))
+    with pytest.raises(InputError, match="input not found"):
+        discover(str(tmp_path / "missing.jsonl"))

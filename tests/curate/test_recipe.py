@@ -1,0 +1,89 @@
+"""Recipes are validated before any data is read, and errors name their place in the YAML."""
+
+import pytest
+
+from curate import recipe
+from curate.errors import RecipeError
+
+BASE = """
+name: t
+input: {path: in.jsonl}
+output: {path: out}
+steps:
+  - rename: {columns: {body: text}}
+  - sql_filter: {where: "length(text) > 3"}
+  - exact_dedup: {columns: [text]}
+"""
+
+
+def test_valid_recipe_builds_steps_in_order():
+    r = recipe.load(text=BASE)
+    assert [s.name for s in r.steps] == ["rename", "sql_filter", "exact_dedup"]
+    assert [s.label for s in r.steps] == ["01_rename", "02_sql_filter", "03_exact_dedup"]
+    assert r.input.text_column == "text" and r.seed == 0
+
+
+@pytest.mark.parametrize("bad, where, words", [
+    (BASE.replace("rename", "renam"), "steps[0]", "unknown operator 'renam'"),
+    (BASE.replace("{columns: [text]}", "{colums: [text]}"), "steps[2].exact_dedup.colums", "unknown parameter"),
+    (BASE.replace("{columns: [text]}", "{columns: 7}"), "steps[2].exact_dedup.columns", "list"),
+    (BASE.replace("input: {path: in.jsonl}", "input: {path: in.jsonl, batch_rows: -1}"), "input.batch_rows", "greater than 0"),
+    (BASE.replace("input: {path: in.jsonl}\n", ""), "input", "missing"),
+    (BASE + "extra: 1\n", "extra", "unknown top-level key"),
+    (BASE.replace('"length(text) > 3"', '"length(text > "'), "steps[1].sql_filter.where", "SQL"),
+])
+def test_errors_name_the_place(bad, where, words):
+    with pytest.raises(RecipeError) as e:
+        recipe.load(text=bad)
+    assert e.value.where == where
+    assert words in str(e.value)
+
+
+def test_unknown_operator_suggests_close_names():
+    with pytest.raises(RecipeError, match="Did you mean exact_dedup"):
+        recipe.load(text=BASE.replace("exact_dedup", "exact_dedupe"))
+
+
+def test_set_overrides_any_value_by_path():
+    r = recipe.load(text=BASE, overrides=["steps[2].exact_dedup.lowercase=true", "seed=7", "output.shard_mb=64"])
+    assert r.steps[2].params.lowercase is True and r.seed == 7 and r.output.shard_mb == 64
+    r = recipe.load(text=BASE, overrides=["steps.1.sql_filter.where=n > 2"])
+    assert r.steps[1].params.where == "n > 2"
+
+
+def test_set_to_a_missing_list_item_is_an_error():
+    with pytest.raises(RecipeError, match="no list item 9"):
+        recipe.load(text=BASE, overrides=["steps[9].x=1"])
+
+
+def test_env_variables_expand_and_stay_out_of_the_display(monkeypatch):
+    monkeypatch.setenv("CORPUS", "/data/corpus")
+    r = recipe.load(text=BASE.replace("in.jsonl", '"${CORPUS}/*.jsonl"'))
+    assert r.input.path == "/data/corpus/*.jsonl"
+    assert r.display["input"]["path"] == "${CORPUS}/*.jsonl"
+
+
+def test_missing_env_variable_names_place(monkeypatch):
+    monkeypatch.delenv("NOPE_NOT_SET", raising=False)
+    with pytest.raises(RecipeError) as e:
+        recipe.load(text=BASE.replace("path: out", 'path: "${NOPE_NOT_SET}"'))
+    assert e.value.where == "output.path" and "NOPE_NOT_SET" in str(e.value)
+    assert recipe.load(text=BASE.replace("path: out", 'path: "${NOPE_NOT_SET:-fallback}"')).output.path == "fallback"
+
+
+def test_command_line_input_and_output_replace_the_recipe():
+    text = "steps:\n  - exact_dedup: {}\n"
+    r = recipe.load(text=text, input_path="a.parquet", output_path="o")
+    assert r.input.path == "a.parquet" and r.output.path == "o"
+
+
+def test_fingerprint_follows_content_not_formatting():
+    a = recipe.load(text=BASE).fingerprint()
+    b = recipe.load(text=BASE.replace("name: t", "name:   t   # comment")).fingerprint()
+    c = recipe.load(text=BASE, overrides=["seed=1"]).fingerprint()
+    assert a == b != c
+
+
+def test_yaml_cannot_construct_python_objects():
+    with pytest.raises(RecipeError, match="not valid YAML"):
+        recipe.load(text="!!python/object/apply:os.system ['echo hi']")
