@@ -1,0 +1,200 @@
+"""Bulk measurement of Gopher's quality and repetition metrics for a whole batch of texts.
+
+Nothing here loops over documents in Python. A batch is tokenized once into a flat array of
+words (with the index of the document each word belongs to), words and lines are hashed to
+uint64 by polars, n-gram hashes are built by shifting the flat hash array, duplicates are
+found with hash-based polars ops, and per-document sums come from np.bincount.
+
+Definitions (Rae et al. 2021, appendix A; where the paper is silent, the choice is noted):
+- words are whitespace-separated tokens, exactly Python's `str.split()`;
+- lines are split on "\\n" and compared without surrounding whitespace; blank lines are
+  separators, not lines (they count in no line fraction);
+- a paragraph is a run of non-blank lines;
+- a repeated line/paragraph is one equal to an earlier one in the document (the first
+  occurrence is not counted); its character fractions are over all characters of the text;
+- n-gram character fractions are over the characters of the words (whitespace belongs to
+  no n-gram): the top n-gram's count times its characters, and the characters covered by
+  every occurrence of any n-gram that occurs more than once (overlaps counted once).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+# Every character Python's str.isspace() accepts, except the plain space itself.
+_WHITESPACE = [
+    "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u1680",
+    *(chr(c) for c in range(0x2000, 0x200B)), "\u2028", "\u2029", "\u202f", "\u205f", "\u3000",
+]
+_BULLET_LINE = r"^[•●○◦▪■□‣⁃\-*]"
+_ELLIPSES = ("...", "…")
+_SEED = 0x5EED
+# Odd 64-bit multipliers for polynomial hashing (they are invertible mod 2**64).
+_P = np.uint64(0x9E3779B97F4A7C15)
+_DOC = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+@dataclass
+class Words:
+    """The words of a batch, flat and in document order."""
+
+    doc: np.ndarray  # int64, index of the document each word is in (non-decreasing)
+    hash: np.ndarray  # uint64
+    chars: np.ndarray  # int64, length in characters
+    alpha: np.ndarray  # bool, has at least one alphabetic character
+
+    def take(self, mask: np.ndarray) -> Words:
+        return Words(self.doc[mask], self.hash[mask], self.chars[mask], self.alpha[mask])
+
+
+def split_words(text: pl.Series) -> Words:
+    spaced = text.str.replace_many(_WHITESPACE, [" "] * len(_WHITESPACE))
+    parts = spaced.str.split(" ")
+    flat = parts.explode()
+    doc = np.repeat(np.arange(len(text), dtype=np.int64), parts.list.len().to_numpy())
+    real = (flat.str.len_bytes() > 0).to_numpy()  # runs of spaces leave empty parts
+    words = flat.filter(pl.Series(real))
+    return Words(
+        doc=doc[real],
+        hash=words.hash(_SEED).to_numpy(),
+        chars=words.str.len_chars().to_numpy().astype(np.int64),
+        alpha=words.str.contains(r"\p{L}").to_numpy(),
+    )
+
+
+def _per_doc(doc: np.ndarray, n_docs: int, weights: np.ndarray | None = None) -> np.ndarray:
+    return np.bincount(doc, weights=weights, minlength=n_docs).astype(np.float64)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, with 0 where den is 0 (nothing to measure means nothing found)."""
+    return np.divide(num, den, out=np.zeros(len(num), np.float64), where=den > 0)
+
+
+def word_metrics(text: pl.Series, words: Words, stop_words: tuple[str, ...]) -> dict[str, np.ndarray]:
+    n = len(text)
+    count = _per_doc(words.doc, n)
+    hashes = text.str.count_matches("#", literal=True).to_numpy()
+    ellipses = sum(text.str.count_matches(e, literal=True).to_numpy() for e in _ELLIPSES)
+    # Stop words are matched as whole words, ignoring case ("The" is "the").
+    present = sum(text.str.contains(rf"(?i)\b{re.escape(w)}\b").to_numpy().astype(np.int64) for w in stop_words)
+    return {
+        "word_count": count,
+        "mean_word_length": _ratio(_per_doc(words.doc, n, words.chars), count),
+        "hash_word_ratio": _ratio(hashes, count),
+        "ellipsis_word_ratio": _ratio(ellipses, count),
+        "alpha_word_frac": _ratio(_per_doc(words.doc, n, words.alpha), count),
+        "stop_words": np.asarray(present, dtype=np.float64) * np.ones(n),
+    }
+
+
+def _first_seen(key: np.ndarray) -> np.ndarray:
+    return pl.Series(key, dtype=pl.UInt64).is_first_distinct().to_numpy()
+
+
+def line_metrics(text: pl.Series) -> dict[str, np.ndarray]:
+    """Bullet and ellipsis line fractions, and the duplicate line and paragraph fractions."""
+    n = len(text)
+    parts = text.str.split("\n")
+    lines = parts.explode().str.strip_chars()
+    doc = np.repeat(np.arange(n, dtype=np.int64), parts.list.len().to_numpy())
+    chars = lines.str.len_chars().to_numpy().astype(np.int64)
+    real = chars > 0
+    bullet = lines.str.contains(_BULLET_LINE).to_numpy()
+    ellipsis = np.logical_or.reduce([lines.str.ends_with(e).to_numpy() for e in _ELLIPSES])
+    key = lines.hash(_SEED).to_numpy() + doc.astype(np.uint64) * _DOC
+    n_lines = _per_doc(doc[real], n)
+    text_chars = text.str.len_chars().to_numpy().astype(np.float64)
+
+    dup_line = np.zeros(len(lines), bool)
+    dup_line[real] = ~_first_seen(key[real])
+
+    para_doc, para_key, para_chars = _paragraphs(doc, key, chars, real)
+    dup_para = ~_first_seen(para_key)
+    return {
+        "bullet_line_frac": _ratio(_per_doc(doc, n, bullet & real), n_lines),
+        "ellipsis_line_frac": _ratio(_per_doc(doc, n, ellipsis & real), n_lines),
+        "dup_line_frac": _ratio(_per_doc(doc, n, dup_line), n_lines),
+        "dup_para_frac": _ratio(_per_doc(para_doc, n, dup_para), _per_doc(para_doc, n)),
+        "dup_line_char_frac": _ratio(_per_doc(doc, n, chars * dup_line), text_chars),
+        "dup_para_char_frac": _ratio(_per_doc(para_doc, n, para_chars * dup_para), text_chars),
+    }
+
+
+def _paragraphs(doc: np.ndarray, key: np.ndarray, chars: np.ndarray, real: np.ndarray):
+    """Group runs of non-blank lines into paragraphs: (doc, hash keyed by doc, characters)."""
+    if not real.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    prev_real = np.concatenate([[False], real[:-1]])
+    new_doc = np.concatenate([[True], doc[1:] != doc[:-1]])
+    starts_para = real & (~prev_real | new_doc)
+    para = np.cumsum(starts_para)[real] - 1  # paragraph index of each non-blank line
+    starts = np.flatnonzero(np.concatenate([[True], para[1:] != para[:-1]]))
+    pos = np.arange(len(para)) - starts[para]  # line position within its paragraph
+    powers = np.cumprod(np.full(int(pos.max()) + 1, _P, dtype=np.uint64))
+    para_key = np.add.reduceat(key[real] * powers[pos], starts)
+    lines_in = np.diff(np.append(starts, len(para)))
+    para_chars = np.add.reduceat(chars[real], starts) + lines_in - 1  # joined by newlines
+    return doc[real][starts], para_key, para_chars
+
+
+def ngram_metrics(words: Words, n_docs: int, top_ns: tuple[int, ...], dup_ns: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Top n-gram character fractions for `top_ns` and duplicate ones for `dup_ns`.
+
+    An n-gram can occur twice only where its first n-1 words and its last n-1 words do, so
+    each n looks only at positions where both (n-1)-grams were duplicated: after the first
+    few n, almost nothing is left to hash.
+    """
+    out: dict[str, np.ndarray] = {}
+    total = _per_doc(words.doc, n_docs, words.chars)
+    cum_chars = np.concatenate([[0], np.cumsum(words.chars)])
+    n_words = len(words.doc)
+    gram = words.hash.copy()  # gram[i]: hash of the current n-gram starting at word i
+    dup = np.ones(n_words, bool)  # n-grams (for the previous n) that occur more than once
+    for n in range(2, max(top_ns + dup_ns, default=1) + 1):
+        gram = gram[:-1] * _P + words.hash[n - 1:]
+        valid = words.doc[: len(gram)] == words.doc[n - 1:]
+        cand = np.flatnonzero(valid & dup[:-1] & dup[1:])
+        key = gram[cand] + words.doc[cand].astype(np.uint64) * _DOC
+        is_dup = pl.Series(key, dtype=pl.UInt64).is_duplicated().to_numpy()
+        dup = np.zeros(len(gram), bool)
+        dup[cand[is_dup]] = True
+        gram_chars = cum_chars[n: len(gram) + n] - cum_chars[: len(gram)]
+        if n in top_ns:
+            out[f"top_{n}gram_char_frac"] = _ratio(_top_gram_chars(words.doc, valid, dup, key[is_dup], gram_chars, n_docs), total)
+        if n in dup_ns:
+            covered = _covered(np.flatnonzero(dup), n, n_words)
+            out[f"dup_{n}gram_char_frac"] = _ratio(_per_doc(words.doc, n_docs, words.chars * covered), total)
+    return out
+
+
+def _top_gram_chars(doc, valid, dup, dup_keys, gram_chars, n_docs) -> np.ndarray:
+    """Per document: count x characters of its most frequent n-gram (ties: the longest)."""
+    # Rank n-grams by (count, characters) packed into one integer; an n-gram that occurs
+    # once has count 1, so only the duplicated ones need counting.
+    rank = np.zeros(len(valid), np.int64)
+    rank[valid] = (1 << 32) | gram_chars[valid]
+    if len(dup_keys):
+        counts = pl.DataFrame({"k": dup_keys}).select(pl.len().over("k")).to_series().to_numpy()
+        rank[dup] = (counts.astype(np.int64) << 32) | gram_chars[dup]
+    best = _per_doc_max(doc[: len(valid)], rank, n_docs)
+    return ((best >> 32) * (best & 0xFFFFFFFF)).astype(np.float64)
+
+
+def _per_doc_max(doc: np.ndarray, values: np.ndarray, n_docs: int) -> np.ndarray:
+    """Maximum of `values` per document (0 for documents without values); `doc` is sorted."""
+    best = np.zeros(n_docs, values.dtype)
+    if len(values):
+        starts = np.flatnonzero(np.concatenate([[True], doc[1:] != doc[:-1]]))
+        best[doc[starts]] = np.maximum.reduceat(values, starts)
+    return best
+
+
+def _covered(starts: np.ndarray, n: int, n_words: int) -> np.ndarray:
+    """Which words lie inside at least one of the n-grams starting at `starts`."""
+    depth = np.bincount(starts, minlength=n_words + 1) - np.bincount(starts + n, minlength=n_words + n + 1)[: n_words + 1]
+    return np.cumsum(depth[:n_words]) > 0
