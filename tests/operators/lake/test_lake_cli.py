@@ -1,0 +1,89 @@
+"""`curate lake` through its Typer app: the whole flow, and user errors exiting 2 without a traceback."""
+
+from __future__ import annotations
+
+import shutil
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from operators.lake.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def lake(lake_root, tmp_path):
+    shutil.copytree(lake_root, tmp_path / "lake")
+    return tmp_path / "lake"
+
+
+def test_scan_plan_apply_restore(lake, tmp_path):
+    out, q = tmp_path / "scan", tmp_path / "q"
+    r = run("scan", lake, "-o", out, "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert "R2D2 funnel" in r.output and "top containers" in r.output and "unreadable" in r.output
+    funnel = orjson.loads((out / "funnel.json").read_bytes())
+    assert funnel["confirmed"] == len(orjson.loads((out / "containment.json").read_bytes()))
+    assert pq.read_table(out / "graph.parquet").num_rows == funnel["steps"][0]["left"]
+
+    access = tmp_path / "access.csv"
+    access.write_text("table,frequency\norders.parquet,5\n")
+    r = run("plan", out, "--access", access, "--latency", "10")
+    assert r.exit_code == 0, r.output
+    assert "milp (HiGHS)" in r.output
+    plan = orjson.loads((out / "plan.json").read_bytes())
+    assert plan["solver"] == "milp" and plan["deletions"]
+
+    r = run("apply", out / "plan.json", "--quarantine", q)
+    assert r.exit_code == 0 and "dry run" in r.output and not q.exists()
+    r = run("apply", out / "plan.json", "--quarantine", q, "--yes", "--purge")
+    assert r.exit_code == 0, r.output
+    gone = [d["table"] for d in plan["deletions"]]
+    assert not any((lake / t).exists() for t in gone)
+    r = run("restore", "--all", "--quarantine", q)
+    assert r.exit_code == 0, r.output
+    assert all((lake / t).exists() for t in gone)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["scan", "/no/such/lake", "-o", "OUT"], "no such file"),
+        (["plan", "NOT_A_SCAN"], "not a lake scan directory"),
+        (["apply", "BAD_PLAN"], "not a readable lake plan"),
+        (["restore", "missing_table", "--quarantine", "Q"], "not in quarantine"),
+        (["restore", "--quarantine", "Q"], "--all"),
+    ],
+)
+def test_user_errors_exit_2(tmp_path, args, message):
+    (tmp_path / "BAD_PLAN").write_text("{not json")
+    args = [str(tmp_path / a) if a in ("OUT", "NOT_A_SCAN", "BAD_PLAN", "Q") else a for a in args]
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_apply_after_change_exits_2(lake, tmp_path):
+    out = tmp_path / "scan"
+    assert run("scan", lake, "-o", out, "--no-progress").exit_code == 0
+    assert run("plan", out).exit_code == 0
+    (lake / "orders_copy.parquet").unlink()
+    r = run("apply", out / "plan.json", "--yes", "--quarantine", tmp_path / "q")
+    assert r.exit_code == 2 and "changed since the scan" in r.output
+
+
+def test_bad_access_file_exits_2(lake, tmp_path):
+    out = tmp_path / "scan"
+    assert run("scan", lake, "-o", out, "--no-progress").exit_code == 0
+    access = tmp_path / "access.json"
+    access.write_text('{"not_a_table.parquet": 1}')
+    r = run("plan", out, "--access", access)
+    assert r.exit_code == 2 and "unknown table names" in r.output
