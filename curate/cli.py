@@ -15,7 +15,7 @@ from rich.console import Console
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
 err = Console(stderr=True)
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 120)  # logs of batch jobs get full tables
 _debug = False
 
 
@@ -144,6 +144,16 @@ def demo(
     except Exception as e:
         _fail(e)
     out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
+
+
+def _subcommand_groups() -> None:
+    """Command groups that live with their operators (they import only typer and rich at load)."""
+    from operators.lake.cli import app as lake_app
+
+    app.add_typer(lake_app, name="lake")
+
+
+_subcommand_groups()
 
 
 def main() -> None:

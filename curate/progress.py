@@ -42,11 +42,12 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console) -> dic
 
 def funnel_table(manifest: dict) -> Table:
     table = Table(title=f"{manifest['name']}: {manifest['rows_in']:,} rows in, {manifest['rows_out']:,} out")
-    for col, justify in (("step", "left"), ("in", "right"), ("out", "right"), ("removed", "right"),
-                         ("%", "right"), ("seconds", "right"), ("top reasons", "left")):
-        table.add_column(col, justify=justify)
+    table.add_column("step", no_wrap=True)
+    for col in ("in", "out", "removed", "%", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("top reasons", overflow="fold")
     for s in manifest["steps"]:
-        reasons = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:3]
+        reasons = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:2]
         share = 100 * s["removed"] / s["rows_in"] if s["rows_in"] else 0.0
         table.add_row(s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}", f"{share:.1f}",
                       f"{s['seconds']:.2f}", ", ".join(f"{k} ({v:,})" for k, v in reasons))
