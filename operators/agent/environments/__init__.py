@@ -36,8 +36,14 @@ def names() -> list[str]:
 
 @lru_cache(maxsize=64)
 def load(name_or_path: str | None) -> Environment:
-    """The environment shipped as `name`, or read from a JSON file path; None: no API, not web."""
-    if not name_or_path:
+    """The environment shipped as `name`, or read from a JSON file path.
+
+    None, or the name of a source dataset that has no API (e.g. agenttuning_os), gives the
+    plain environment: no API documentation, not web.
+    """
+    from operators.agent.converters import CONVERTERS
+
+    if not name_or_path or (name_or_path in CONVERTERS and not (_HERE / f"{name_or_path}.json").is_file()):
         return Environment()
     path = Path(name_or_path)
     if not path.is_file():

@@ -1,0 +1,157 @@
+"""Pipeline operators: adp_convert (raw records -> ADP trajectory rows), adp_validate (drop rows
+that break the ADP schema) and adp_export (trajectory rows -> SFT rows). Row layouts: see rows.py.
+
+Records that cannot be converted, trajectories that do not validate and trajectories a style
+cannot render stay in the returned batch with keep=False, so the engine traces them with the
+reason (`unconvertible`, `invalid_adp`, `not_exportable`) and the message as detail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from curate.ops import Filter, Map, Params, Verdict
+from operators.agent import converters
+from operators.agent.exporters import STYLES, Exporter, Skip
+from operators.agent.rows import TRAJECTORY_SCHEMA, sft_schema, trajectory_doc, trajectory_row
+from operators.agent.schema import TrajectoryError, validate_trajectory
+
+
+class AdpConvertParams(Params):
+    source: str = Field(description="Source dataset converter, e.g. agenttuning_os, swe-smith, openai_chat, sharegpt.")
+    raw_column: str | None = Field(None, description="Column holding each raw record as a JSON string; "
+                                                     "default: the row's own columns are the record.")
+
+    @field_validator("source")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in converters.CONVERTERS:
+            raise ValueError(f"unknown ADP source {v!r}; known sources: {', '.join(converters.names())}")
+        return v
+
+
+class AdpConvert(Map):
+    """Raw dataset records -> ADP trajectory rows `id, content, details` (plus `_id`)."""
+
+    name = "adp_convert"
+    Params = AdpConvertParams
+    changes_rows = True  # per-step datasets (nnetnav) merge several records into one trajectory
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.converter = converters.get(self.params.source)
+        self.requires = (self.params.raw_column,) if self.params.raw_column else ()
+        self.provides = ("id", "content", "details")
+
+    def _records(self, batch: pa.RecordBatch) -> list:
+        if self.params.raw_column:
+            out = []
+            for raw in batch.column(self.params.raw_column).to_pylist():
+                try:
+                    out.append(orjson.loads(raw) if isinstance(raw, (str, bytes)) else raw)
+                except orjson.JSONDecodeError as e:
+                    out.append(f"{self.params.raw_column} is not valid JSON ({e})")
+            return out
+        cols = [n for n in batch.schema.names if not n.startswith("_")]
+        return batch.select(cols).to_pylist()
+
+    def process(self, batch: pa.RecordBatch):
+        ids = batch.column("_id").to_pylist() if "_id" in batch.schema.names else [str(i) for i in range(batch.num_rows)]
+        rows, keep, details, out_ids = [], [], [], []
+        for unit in converters.iter_convert(self.converter, self._records(batch), fallback_ids=ids):
+            out_ids.append(ids[unit.rows[0]])
+            if unit.trajectory is None:
+                rows.append({"id": None, "content": None, "details": None})
+                keep.append(False)
+                details.append(unit.error)
+            else:
+                rows.append(trajectory_row(unit.trajectory))
+                keep.append(True)
+                details.append(None)
+        body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
+        out = pa.RecordBatch.from_arrays([pa.array(out_ids, pa.string()), *body.columns],
+                                         names=["_id", *TRAJECTORY_SCHEMA.names])
+        return out, Verdict(np.array(keep, dtype=bool), "unconvertible", details)
+
+
+class AdpValidate(Filter):
+    """Keep trajectory rows that follow the ADP schema; the others go to the trace with the error."""
+
+    name = "adp_validate"
+    requires = ("id", "content", "details")
+
+    def keep(self, batch: pa.RecordBatch) -> Verdict:
+        keep, details = np.ones(batch.num_rows, dtype=bool), [None] * batch.num_rows
+        for i, row in enumerate(batch.select(list(self.requires)).to_pylist()):
+            message = validation_error(row)
+            if message:
+                keep[i], details[i] = False, message
+        return Verdict(keep, "invalid_adp", details)
+
+
+def validation_error(row: dict) -> str | None:
+    """None when the row is a valid ADP trajectory, else the located error message."""
+    try:
+        validate_trajectory(trajectory_doc(row))
+    except TrajectoryError as e:
+        return str(e)
+    except ValueError as e:
+        return f"trajectory {row.get('id')!r}: {e}"
+    return None
+
+
+class AdpExportParams(Params):
+    style: str = Field(description=f"Target SFT style: {', '.join(sorted(STYLES))}.")
+    system_prompt: str | None = Field(None, description="File with the system prompt; default: ours for the style.")
+    environment: str | None = Field(None, description="API environment: a shipped name (usually the source "
+                                                      "dataset) or a JSON file; gives the API docs and web flag.")
+    web: bool | None = Field(None, description="Treat the data as web browsing (default: from the environment).")
+
+    @field_validator("style")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in STYLES:
+            raise ValueError(f"unknown SFT style {v!r}; known styles: {', '.join(sorted(STYLES))}")
+        return v
+
+
+class AdpExport(Map):
+    """Trajectory rows -> SFT rows `id, system, conversations` (AgentLab: one row per action)."""
+
+    name = "adp_export"
+    Params = AdpExportParams
+    changes_rows = True
+    requires = ("id", "content", "details")
+    provides = ("id", "system", "conversations")
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        p = self.params
+        self.exporter = Exporter(p.style, system_prompt=p.system_prompt, environment=p.environment, web=p.web)
+        self.schema = sft_schema(p.style)
+
+    def process(self, batch: pa.RecordBatch):
+        ids = batch.column("_id").to_pylist() if "_id" in batch.schema.names else [None] * batch.num_rows
+        rows, out_ids, parents, keep, details = [], [], [], [], []
+        for row_id, row in zip(ids, batch.select(list(self.requires)).to_pylist()):
+            try:
+                records = self.exporter.export(trajectory_doc(row))
+                if not records:
+                    raise Skip("no sample to export")
+            except (Skip, ValueError, KeyError, TypeError) as e:
+                rows.append({"id": row.get("id"), "system": None, "conversations": None})
+                out_ids.append(row_id), parents.append(row_id), keep.append(False)
+                details.append(str(e) if isinstance(e, Skip) else f"{type(e).__name__}: {e}")
+                continue
+            for k, rec in enumerate(records):
+                rows.append(rec)
+                out_ids.append(row_id if len(records) == 1 else f"{row_id}-{k}")
+                parents.append(row_id), keep.append(True), details.append(None)
+        body = pa.RecordBatch.from_pylist(rows, schema=self.schema)
+        out = pa.RecordBatch.from_arrays(
+            [pa.array(out_ids, pa.string()), pa.array(parents, pa.string()), *body.columns],
+            names=["_id", "_parent_id", *self.schema.names])
+        return out, Verdict(np.array(keep, dtype=bool), "not_exportable", details)

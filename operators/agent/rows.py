@@ -1,0 +1,59 @@
+"""Arrow row layouts of ADP data in a curate pipeline.
+
+Trajectory rows (output of `adp_convert`, input of `adp_validate` and `adp_export`):
+    id       string   the trajectory id
+    content  string   the events as a JSON array (ADP event objects, in order)
+    details  string   the dataset-specific details as a JSON object of strings
+Keeping events as one JSON string keeps every dataset in one flat schema (events differ per
+class) and makes exact dedup of trajectories a plain string comparison on `content`.
+
+SFT rows (output of `adp_export`):
+    id             string
+    system         string                                  the target framework's system prompt
+    conversations  list<struct<from: string, value: string>>   OpenHands and SWE-agent styles
+                   list<struct<role: string, content: string>> AgentLab style
+
+In JSONL files written by `curate adp`, trajectories have their natural JSON form (content a
+list, details an object), like the ADP releases; readers accept both forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+TRAJECTORY_SCHEMA = pa.schema([("id", pa.string()), ("content", pa.string()), ("details", pa.string())])
+SHAREGPT_TURN = pa.struct([("from", pa.string()), ("value", pa.string())])
+CHAT_TURN = pa.struct([("role", pa.string()), ("content", pa.string())])
+
+
+def sft_schema(style: str) -> pa.Schema:
+    turn = CHAT_TURN if style == "agentlab" else SHAREGPT_TURN
+    return pa.schema([("id", pa.string()), ("system", pa.string()), ("conversations", pa.list_(turn))])
+
+
+def trajectory_row(traj: dict) -> dict:
+    """A trajectory dict in the Arrow layout (JSON-string content and details)."""
+    return {"id": traj["id"], "content": orjson.dumps(traj["content"]).decode(),
+            "details": orjson.dumps(traj.get("details") or {}).decode()}
+
+
+def _loads(value: Any, what: str) -> Any:
+    if isinstance(value, (str, bytes)):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError as e:
+            raise ValueError(f"{what} is not valid JSON ({e})") from None
+    return value
+
+
+def trajectory_doc(row: dict) -> dict:
+    """A trajectory from either layout (JSON strings or nested values), as plain dicts."""
+    doc = {k: v for k, v in row.items() if not k.startswith("_")}
+    if "content" in doc:
+        doc["content"] = _loads(doc["content"], "content")
+    if "details" in doc:
+        doc["details"] = _loads(doc["details"], "details") if doc["details"] is not None else {}
+    return doc
