@@ -30,8 +30,9 @@ def input_format(path: Path) -> str:
     raise InputError(f"{path}: unknown input format {suffix!r} (expected .json, .jsonl or .parquet)")
 
 
-def read_records(path: str | Path) -> Iterator[dict]:
-    """The records of `path` one by one; a malformed record is an InputError naming file and line."""
+def read_records(path: str | Path) -> Iterator[dict | InputError]:
+    """The records of `path` one by one. A malformed JSONL line comes as an InputError naming file
+    and line (in its place, so the stream goes on); an unreadable file raises one."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -62,7 +63,7 @@ def read_records(path: str | Path) -> Iterator[dict]:
             try:
                 yield orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                raise InputError(f"{path}, line {line_no}: not valid JSON ({e})") from None
+                yield InputError(f"{path}, line {line_no}: not valid JSON ({e})")
 
 
 class RecordWriter:

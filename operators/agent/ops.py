@@ -53,7 +53,7 @@ class AdpConvert(Map):
                 try:
                     out.append(orjson.loads(raw) if isinstance(raw, (str, bytes)) else raw)
                 except orjson.JSONDecodeError as e:
-                    out.append(f"{self.params.raw_column} is not valid JSON ({e})")
+                    out.append(ValueError(f"{self.params.raw_column} is not valid JSON ({e})"))
             return out
         cols = [n for n in batch.schema.names if not n.startswith("_")]
         return batch.select(cols).to_pylist()

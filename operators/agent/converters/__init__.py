@@ -76,10 +76,10 @@ def _safe(conv: Converter, unit: Any, fallback_id: str) -> tuple[dict | None, st
     try:
         traj = conv.convert(unit, fallback_id)
     except Unconvertible as e:
-        return None, f"unconvertible: {e}"
+        return None, str(e)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         # A record of an unexpected shape: report it, never stop the whole stream.
-        return None, f"unconvertible: {type(e).__name__}: {e}"
+        return None, f"{type(e).__name__}: {e}"
     return traj, None
 
 
@@ -94,7 +94,8 @@ def iter_convert(conv: Converter, records: Iterable[dict], start: int = 0,
     if conv.group_by is None:
         for pos, rec, fid in numbered:
             if not isinstance(rec, dict):
-                yield Converted([pos], None, f"unconvertible: record is a {type(rec).__name__}, not an object")
+                error = str(rec) if isinstance(rec, Exception) else f"record is a {type(rec).__name__}, not an object"
+                yield Converted([pos], None, error)
                 continue
             traj, err = _safe(conv, rec, fid)
             yield Converted([pos], traj, err)

@@ -1,0 +1,106 @@
+"""`curate adp`: convert raw agent datasets to ADP, validate ADP files, export ADP to SFT formats.
+
+Inputs are JSON, JSONL or Parquet; outputs JSONL or Parquet (by extension). Rejected records
+go to `<output>.rejected.jsonl` with their reasons; the counts are printed.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from curate.errors import CurateError
+
+app = typer.Typer(help="Agent Data Protocol: convert agent datasets to ADP, validate, export to SFT formats.",
+                  no_args_is_help=True)
+_out = Console(soft_wrap=True)
+_err = Console(stderr=True, soft_wrap=True)
+
+
+def _user_errors(fn):
+    """User errors exit 2 with their message and no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CurateError as e:
+            _err.print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _report(counts, output: Path | None, what: str) -> None:
+    from operators.agent.stream import rejected_path
+
+    _out.print(f"read {counts.read:,} records, wrote {counts.written:,} {what}"
+               + (f" to {output}" if output else ""), highlight=False)
+    if counts.rejected:
+        reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(counts.reasons.items()))
+        where = f" (see {rejected_path(output)})" if output else ""
+        _out.print(f"rejected {counts.rejected:,} ({reasons}){where}", highlight=False)
+
+
+@app.command()
+@_user_errors
+def convert(
+    input: Path = typer.Argument(..., help="Raw dataset file (.json, .jsonl or .parquet)."),
+    source: str = typer.Option(..., "--from", help="Source dataset converter (see `curate adp sources`)."),
+    output: Path = typer.Option(..., "-o", "--output", help="ADP output (.jsonl or .parquet)."),
+):
+    """Convert a raw agent dataset to ADP trajectories."""
+    from operators.agent.stream import convert_file
+
+    _report(convert_file(source, input, output), output, "trajectories")
+
+
+@app.command()
+@_user_errors
+def export(
+    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
+    style: str = typer.Option(..., "--to", help="SFT style: openhands, sweagent or agentlab."),
+    output: Path = typer.Option(..., "-o", "--output", help="SFT output (.jsonl or .parquet)."),
+    system_prompt: Optional[Path] = typer.Option(None, "--system-prompt", help="System prompt file (default: ours)."),
+    environment: Optional[str] = typer.Option(None, "--env", help="API environment: a shipped name (usually the "
+                                              "source dataset, see `curate adp sources`) or a JSON file."),
+    web: Optional[bool] = typer.Option(None, "--web/--no-web", help="Treat the data as web browsing "
+                                       "(default: from the environment)."),
+):
+    """Render ADP trajectories as SFT conversations in a framework's style."""
+    from operators.agent.stream import export_file
+
+    counts = export_file(style, input, output, str(system_prompt) if system_prompt else None, environment, web)
+    _report(counts, output, "samples")
+
+
+@app.command()
+@_user_errors
+def validate(
+    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
+    rejected: Optional[Path] = typer.Option(None, "--rejected", help="Write invalid records with reasons here."),
+):
+    """Check ADP trajectories against the schema; exits 1 when any is invalid."""
+    from operators.agent.stream import validate_file
+
+    counts, first = validate_file(input, rejected)
+    for line in first:
+        _out.print(line, highlight=False, markup=False)
+    _out.print(f"{counts.written:,} valid, {counts.rejected:,} invalid of {counts.read:,}", highlight=False)
+    if counts.rejected:
+        raise typer.Exit(1)
+
+
+@app.command()
+def sources():
+    """List the source converters, SFT styles and shipped API environments."""
+    from operators.agent import converters, environments
+    from operators.agent.exporters import STYLES
+
+    _out.print("sources: " + ", ".join(converters.names()), highlight=False)
+    _out.print("styles: " + ", ".join(sorted(STYLES)), highlight=False)
+    _out.print("environments: " + ", ".join(environments.names()), highlight=False)

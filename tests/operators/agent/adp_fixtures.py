@@ -1,0 +1,50 @@
+"""The ADP reference fixtures (shared/fixtures/adp): raw, standardized and SFT samples per dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(os.environ.get("ADP_FIXTURES", Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "adp"))
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"ADP fixtures not found at {FIXTURES}")
+
+# The fixture README: for these datasets the reference drew the closing observation and finish
+# message with an unseeded random choice, so the last two events may be any of the variants.
+RANDOM_CLOSING = {"agenttuning_alfworld", "agenttuning_kg", "agenttuning_webshop", "code_feedback", "swe-smith",
+                  "swe-gym_openhands_sampled_trajectories", "nebius_SWE-agent-trajectories"}
+
+
+def datasets() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
+
+
+def load(dataset: str, name: str):
+    path = FIXTURES / dataset / name
+    text = path.read_text(encoding="utf-8") if path.is_file() else None
+    return json.loads(text) if text else ([] if text == "" else None)
+
+
+def with_raw() -> list[str]:
+    return [d for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
+
+
+def sft_cases() -> list[tuple[str, str]]:
+    return [(d, style) for d in datasets() for style in ("openhands", "sweagent", "agentlab")
+            if (FIXTURES / d / "sft" / f"sample_sft_{style}.json").is_file()]
+
+
+def environment_for(dataset: str) -> str | None:
+    from operators.agent import environments
+
+    return dataset if dataset in environments.names() else None
+
+
+def intro_pattern() -> re.Pattern:
+    from operators.agent.environments import ALSO_INTROS, INTROS
+
+    alts = [re.escape(t).replace(re.escape("{tool}"), r"\w+") for t in INTROS + ALSO_INTROS]
+    return re.compile("^(?:" + "|".join(alts) + ")")

@@ -1,0 +1,49 @@
+"""Every converter reproduces the reference's standardized samples from the raw samples."""
+
+from __future__ import annotations
+
+import pytest
+
+from adp_fixtures import RANDOM_CLOSING, load, needs_fixtures, with_raw
+from operators.agent import converters
+from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
+from operators.agent.schema import validate_trajectory
+
+pytestmark = needs_fixtures
+
+
+@pytest.mark.parametrize("dataset", with_raw())
+def test_converter_matches_reference_std(dataset):
+    raw, std = load(dataset, "sample_raw.json"), load(dataset, "sample_std.json")
+    units = list(converters.iter_convert(converters.get(dataset), raw))
+    assert [u.error for u in units] == [None] * len(units)
+    ours = [u.trajectory for u in units]
+    assert [t["id"] for t in ours] == [t["id"] for t in std]
+    for mine, ref in zip(ours, std):
+        validate_trajectory(mine)
+        assert mine["details"] == ref["details"], mine["id"]
+        assert len(mine["content"]) == len(ref["content"]), mine["id"]
+        if dataset in RANDOM_CLOSING and ref["content"][-2]["content"] in CLOSING_OBSERVATIONS:
+            # The reference drew these two events at random; ours come from the same lists.
+            assert mine["content"][:-2] == ref["content"][:-2], mine["id"]
+            assert mine["content"][-2]["content"] in CLOSING_OBSERVATIONS
+            assert any(m in mine["content"][-1]["content"] + str(mine["content"][-1]["description"])
+                       for m in CLOSING_MESSAGES)
+        else:
+            assert mine["content"] == ref["content"], mine["id"]
+
+
+def test_nnetnav_wa_shares_the_live_format():
+    raw = load("nnetnav-live", "sample_raw.json")
+    live = [u.trajectory for u in converters.iter_convert(converters.get("nnetnav-live"), raw)]
+    wa = [u.trajectory for u in converters.iter_convert(converters.get("nnetnav-wa"), raw)]
+    assert [t["content"] for t in wa] == [t["content"] for t in live]
+    assert {t["details"]["source"] for t in wa} == {"nnetnav-wa"}
+
+
+@pytest.mark.parametrize("dataset", with_raw())
+def test_conversion_is_deterministic(dataset):
+    raw = load(dataset, "sample_raw.json")
+    conv = converters.get(dataset)
+    first = [u.trajectory for u in converters.iter_convert(conv, raw)]
+    assert [u.trajectory for u in converters.iter_convert(conv, raw)] == first
