@@ -148,8 +148,10 @@ def demo(
 
 def _subcommand_groups() -> None:
     """Command groups that live with their operators (they import only typer and rich at load)."""
+    from operators.agent.cli import app as adp_app
     from operators.lake.cli import app as lake_app
 
+    app.add_typer(adp_app, name="adp")
     app.add_typer(lake_app, name="lake")
 
 
