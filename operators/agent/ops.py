@@ -34,7 +34,12 @@ class AdpConvertParams(Params):
 
 
 class AdpConvert(Map):
-    """Raw dataset records -> ADP trajectory rows `id, content, details` (plus `_id`)."""
+    """Raw dataset records -> ADP trajectory rows `id, content, details` (plus `_id`).
+
+    Per-step datasets (nnetnav) join consecutive records with the same id; in a pipeline the
+    join happens within a batch, so a trajectory split across two batches comes out as two.
+    `curate adp convert` joins across the whole stream.
+    """
 
     name = "adp_convert"
     Params = AdpConvertParams

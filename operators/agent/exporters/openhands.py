@@ -36,6 +36,11 @@ def _web_observation(event: dict, focused: str | None) -> str:
             f"============== END accessibility tree ==============\n")
 
 
+def _api_tool(env: Environment) -> str:
+    """The tool that runs the dataset's API functions."""
+    return env.tool or ("browser" if env.web else "execute_ipython_cell")
+
+
 def _action(event: dict, env: Environment) -> tuple[str, str]:
     """(tool name, rendered call) of an api_action or code_action."""
     if event["class_"] == "code_action":
@@ -49,10 +54,7 @@ def _action(event: dict, env: Environment) -> tuple[str, str]:
     documented = bool(env.docs) and f"\n{fn}(" in f"\n{env.docs}"
     if fn in NATIVE_TOOLS and not documented:
         return fn, function_block(fn, {k: literal(v) for k, v in kwargs.items()})
-    if env.web or (fn in BROWSER_ACTIONS and not documented):
-        tool = "browser"
-    else:
-        tool = env.tool or "execute_ipython_cell"
+    tool = "browser" if env.web or (fn in BROWSER_ACTIONS and not documented) else _api_tool(env)
     param = "command" if tool == "execute_bash" else "code"
     return tool, function_block(tool, {param: call_source(fn, kwargs)})
 
@@ -96,12 +98,9 @@ def render(traj: dict, env: Environment) -> list[dict]:
                 say("gpt", with_thought(e.get("description"), call))
     if not turns or turns[0][0] != "human":
         raise Skip("the conversation does not start with a user turn")
-    langs = []
-    for e in events:
-        if e["class_"] == "code_action" and e["language"] not in ("bash", "sh", "shell", "python", "ipython") \
-                and e["language"] not in langs:
-            langs.append(e["language"])
-    tool = env.tool or ("browser" if env.web else "execute_ipython_cell")
-    head = api_intro(env, tool, traj["id"], also=env.also) + "".join(_language_note(x) for x in langs)
+    # Code in other languages runs through wrapper functions, documented before the task.
+    langs = list(dict.fromkeys(e["language"] for e in events if e["class_"] == "code_action"
+                               and e["language"] not in ("bash", "sh", "shell", "python", "ipython")))
+    head = api_intro(env, _api_tool(env), traj["id"], also=env.also) + "".join(_language_note(x) for x in langs)
     turns[0][1] = head + turns[0][1]
     return [{"from": role, "value": text} for role, text in turns]
