@@ -1,0 +1,139 @@
+"""ADP throughput and memory: convert and export 1M trajectories replicated from the fixtures.
+
+Raw records (and, for export, standardized trajectories) of every fixture dataset are cycled
+with fresh ids and fed as JSON lines through the same streaming code the `curate adp`
+commands use (parse, convert or validate+render, serialize one output line each); outputs are
+serialized and discarded so that disk size does not limit the run. Peak RSS is sampled every
+10% to show memory stays flat. One process, one core: the rates are per core.
+
+    python bench/adp_bench.py [--n 1000000] [--fixtures ../shared/fixtures/adp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import sys
+import time
+from itertools import cycle
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from operators.agent import converters, environments  # noqa: E402
+from operators.agent.exporters import Exporter, Skip  # noqa: E402
+from operators.agent.schema import validate_trajectory  # noqa: E402
+
+
+class NullSink:
+    """Serializes records like the JSONL writer, then drops them."""
+
+    def __init__(self):
+        self.count = self.bytes = 0
+
+    def write(self, record: dict) -> None:
+        self.bytes += len(orjson.dumps(record))
+        self.count += 1
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def raw_units(fixtures: Path) -> list[tuple[str, list[bytes]]]:
+    """(source, [raw record lines]) per trajectory of every dataset with raw samples."""
+    units = []
+    for d in sorted(p for p in fixtures.iterdir() if (p / "sample_raw.json").is_file()):
+        conv = converters.get(d.name)
+        records = json.loads((d / "sample_raw.json").read_text())
+        if conv.group_by:
+            groups: dict = {}
+            for r in records:
+                groups.setdefault(r[conv.group_by], []).append(r)
+            units += [(d.name, [orjson.dumps(r) for r in g]) for g in groups.values()]
+        else:
+            units += [(d.name, [orjson.dumps(r)]) for r in records]
+    return units
+
+
+def bench_convert(fixtures: Path, n: int) -> dict:
+    units = raw_units(fixtures)
+    sink, done, marks = NullSink(), 0, []
+    start = time.perf_counter()
+    for i, (source, lines) in zip(range(n), cycle(units)):
+        records = [orjson.loads(line) for line in lines]  # as read from a JSONL file
+        for r in records:
+            r["id"] = f"{source}-{i}"  # fresh ids, as a real 1M-row file would have
+        for unit in converters.iter_convert(converters.get(source), records):
+            if unit.trajectory is None:
+                raise RuntimeError(unit.error)
+            validate_trajectory(unit.trajectory)
+            sink.write(unit.trajectory)
+        done += 1
+        if done % max(1, n // 10) == 0:
+            marks.append((done, round(rss_mb()), round(peak_mb())))
+    secs = time.perf_counter() - start
+    return {"trajectories": done, "seconds": secs, "per_s": done / secs, "rss_marks": marks,
+            "out_mb": sink.bytes / 1e6, "datasets": len({u[0] for u in units})}
+
+
+def bench_export(fixtures: Path, n: int, style: str) -> dict:
+    exporters, items = {}, []
+    for d in sorted(p for p in fixtures.iterdir() if (p / "sample_std.json").is_file()):
+        env = d.name if d.name in environments.names() else None
+        exporters[d.name] = Exporter(style, environment=env)
+        items += [(d.name, orjson.dumps(t)) for t in json.loads((d / "sample_std.json").read_text())]
+    sink, done, skipped, marks = NullSink(), 0, 0, []
+    start = time.perf_counter()
+    for i, (name, line) in zip(range(n), cycle(items)):
+        traj = orjson.loads(line)
+        traj["id"] = f"{name}-{i}"
+        validate_trajectory(traj)
+        try:
+            for rec in exporters[name].export(traj):
+                sink.write(rec)
+        except Skip:
+            skipped += 1
+        done += 1
+        if done % max(1, n // 10) == 0:
+            marks.append((done, round(rss_mb()), round(peak_mb())))
+    secs = time.perf_counter() - start
+    return {"trajectories": done, "seconds": secs, "per_s": done / secs, "rss_marks": marks,
+            "samples": sink.count, "skipped": skipped, "out_mb": sink.bytes / 1e6}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--fixtures", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "adp")
+    ap.add_argument("--style", default="openhands")
+    ap.add_argument("--only", choices=["convert", "export"])
+    args = ap.parse_args()
+    print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}, "
+          f"n={args.n:,}", flush=True)
+    if args.only != "export":
+        r = bench_convert(args.fixtures, args.n)
+        print(f"convert: {r['trajectories']:,} trajectories from {r['datasets']} datasets in {r['seconds']:.1f}s = "
+              f"{r['per_s']:,.0f} trajectories/s per core; output {r['out_mb']:,.0f} MB serialized", flush=True)
+        print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
+    if args.only != "convert":
+        r = bench_export(args.fixtures, args.n, args.style)
+        print(f"export ({args.style}): {r['trajectories']:,} trajectories in {r['seconds']:.1f}s = {r['per_s']:,.0f} "
+              f"trajectories/s per core; {r['samples']:,} samples, {r['skipped']:,} skipped; output "
+              f"{r['out_mb']:,.0f} MB serialized", flush=True)
+        print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
