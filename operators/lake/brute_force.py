@@ -1,12 +1,15 @@
 """Ground truth for containment: every ordered pair of tables checked by the definition.
 
-Deliberately independent of the pipeline: no pruning, no duckdb; each table is loaded
-whole, every column cast to a canonical type of its family, and rows compared by value
-with polars. Quadratic in the number of tables: for tests and benchmarks only.
+Deliberately independent of the pipeline: no pruning, no statistics, no duckdb. Each table
+is loaded whole, every column cast to a canonical type of its family; every row of every
+projection a pair needs is hashed (polars, 64 bits, cached per table and column list) and
+B is contained in A when all of B's row hashes are among A's. Quadratic in the number of
+tables: for tests and benchmarks only.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -34,22 +37,33 @@ def _canonical(t: pa.Table) -> pl.DataFrame:
 
 def contained_pairs(tables: list[Table]) -> set[tuple[str, str]]:
     """{(container name, contained name)} for every pair where the contained table is non-empty."""
-    loaded = {t.name: read_table(t) for t in tables}
-    frames = {name: _canonical(data) for name, data in loaded.items()}
-    keys = {name: {column_key(f.name, f.type) for f in data.schema} for name, data in loaded.items()}
+    frames = {}
+    keys = {}
+    for t in tables:
+        data = read_table(t)
+        frames[t.name] = _canonical(data)
+        keys[t.name] = {column_key(f.name, f.type) for f in data.schema}
+    cache: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
+
+    def row_hashes(name: str, cols: tuple[str, ...]) -> np.ndarray:
+        if (name, cols) not in cache:
+            h = frames[name].select(cols).hash_rows(seed=0).to_numpy()
+            cache[(name, cols)] = np.unique(h)
+        return cache[(name, cols)]
+
     truth = set()
     for b in tables:
-        fb = frames[b.name]
-        if fb.height == 0:
+        if frames[b.name].height == 0:
             continue
-        distinct_b = fb.unique()
+        cols = tuple(frames[b.name].columns)
+        hb = row_hashes(b.name, cols)
         for a in tables:
             if a.name == b.name or not keys[b.name] <= keys[a.name]:
                 continue
-            proj = frames[a.name].select(fb.columns).unique()
-            if proj.height < distinct_b.height:
+            ha = row_hashes(a.name, cols)
+            if len(ha) < len(hb):
                 continue
-            missing = distinct_b.join(proj, on=fb.columns, how="anti", nulls_equal=True)
-            if missing.height == 0:
+            pos = np.searchsorted(ha, hb).clip(max=len(ha) - 1)
+            if bool((ha[pos] == hb).all()):
                 truth.add((a.name, b.name))
     return truth

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +81,12 @@ class _Steps:
                 self.progress.advance(task)
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
+    @contextmanager
+    def whole(self, name: str):
+        """A step done in one bulk operation: a bar that fills when it ends."""
+        for _ in self.run(name, [None]):
+            yield
+
 
 def _table_stats(t: Table, cache: ScanCache) -> dict:
     """Cached stats entry of a table: {"stats": ...} or {"error": ..., "kind": ...}."""
@@ -130,12 +136,10 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
             tables.append(t)
             stats.append(s)
 
-        t0 = time.perf_counter()
-        edges = schema_candidates(stats)
-        steps.seconds["schema index"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        prune_minmax(edges, stats)
-        steps.seconds["min-max"] = time.perf_counter() - t0
+        with steps.whole("schema index"):
+            edges = schema_candidates(stats)
+        with steps.whole("min-max"):
+            prune_minmax(edges, stats)
 
         con = duckdb.connect()
         if opts.threads:

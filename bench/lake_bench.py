@@ -1,0 +1,204 @@
+"""Benchmark of `curate lake scan` (R2D2 containment) on a generated lake.
+
+Generates a lake of N tables (default 1,000) from base tables with planted contained
+tables (row subsets by id range, date window or random sample; column projections; both;
+reordered and renamed columns; widened types; partitioned directories; CSV extracts; exact
+copies) and near-misses (one row changed, one value out of range, one extra column).
+Then: scan (timed, with the funnel), rescan of the unchanged lake (timed), and precision
+and recall of the confirmed edges against brute force.
+
+    python bench/lake_bench.py --tables 1000 --threads 2 --results bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from operators.lake.brute_force import contained_pairs  # noqa: E402
+from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
+from operators.lake.scan_output import write_scan  # noqa: E402
+
+DERIVED_PER_BASE = 24
+CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+
+def base_table(rng: np.random.Generator, domain: int, start: int, rows: int) -> pa.Table:
+    ids = np.arange(start, start + rows)
+    t0 = dt.datetime(2023, 1, 1)
+    c_values = [None if x < 0.05 else f"d{domain}-{int(x * 500)}" for x in rng.random(rows)]
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int32()),
+            "ts": pa.array([t0 + dt.timedelta(minutes=int(i) * 7) for i in ids], pa.timestamp("ms")),
+            "category": [CATEGORIES[k] for k in rng.integers(0, len(CATEGORIES), rows)],
+            f"d{domain}_a": np.round(rng.normal(100, 30, rows), 3),
+            f"d{domain}_b": pa.array(rng.integers(0, 1000, rows), pa.int32()),
+            f"d{domain}_c": c_values,
+        }
+    )
+
+
+def _write_partitioned(table: pa.Table, root: Path, key: str) -> None:
+    for value in sorted(set(table.column(key).to_pylist())):
+        part = table.filter(pc.equal(table.column(key), value)).drop_columns([key])
+        (root / f"{key}={value}").mkdir(parents=True)
+        pq.write_table(part, root / f"{key}={value}" / "part-0.parquet")
+
+
+def derive(rng: np.random.Generator, base: pa.Table, name: str, out: Path) -> None:
+    """Writes the 24 planted tables of one base (names start with `name`)."""
+    n = base.num_rows
+    cols = base.column_names
+
+    def id_window(frac):
+        lo = int(rng.integers(0, int(n * (1 - frac))))
+        return base.slice(lo, int(n * frac))
+
+    def sample(frac):
+        return base.take(np.sort(rng.choice(n, int(n * frac), replace=False)))
+
+    def some_columns(k):
+        return [cols[i] for i in sorted(rng.choice(len(cols), k, replace=False))]
+
+    tables: dict[str, pa.Table] = {}
+    for k in range(4):
+        tables[f"range{k}"] = id_window(rng.uniform(0.1, 0.5))
+    tables["days"] = base.filter(pc.less(base.column("ts"), base.column("ts")[n // 3]))
+    for k in range(2):
+        tables[f"sample{k}"] = sample(rng.uniform(0.05, 0.3))
+    for k in range(3):
+        tables[f"proj{k}"] = base.select(some_columns(int(rng.integers(2, 5))))
+    for k in range(3):
+        tables[f"both{k}"] = id_window(rng.uniform(0.1, 0.4)).select(some_columns(3))
+    for k in range(2):
+        t = sample(0.2).select(list(reversed(cols)))
+        tables[f"reordered{k}"] = t.rename_columns([c.upper() if i % 2 else c for i, c in enumerate(t.column_names)])
+    for k in range(2):
+        t = id_window(0.3)
+        target = pa.schema(
+            [pa.field(f.name, pa.int64() if f.type == pa.int32() else pa.large_string() if f.type == pa.string() else f.type) for f in t.schema]
+        )
+        tables[f"widened{k}"] = t.cast(target)
+    tables["copy"] = base
+    subset = id_window(0.2)
+    changed = subset.to_pydict()
+    changed["category"][len(changed["category"]) // 2] = "beta-x"  # inside the min-max range
+    tables["near_row_changed"] = pa.table(changed, schema=subset.schema)
+    oor = sample(0.1).to_pydict()
+    b_col = [c for c in cols if c.endswith("_b")][0]
+    oor[b_col][0] = 5000  # outside the range of the base
+    tables["near_out_of_range"] = pa.table(oor, schema=base.schema)
+    tables["near_extra_column"] = sample(0.1).append_column("extra", pa.array(rng.integers(0, 9, int(n * 0.1))))
+    for kind, t in tables.items():
+        pq.write_table(t, out / f"{name}_{kind}.parquet")
+    for k in range(2):
+        _write_partitioned(id_window(0.25), out / f"{name}_partitioned{k}", "category")
+    csv = sample(0.05).select(["id", "category", b_col])
+    pcsv.write_csv(csv, out / f"{name}_extract.csv")
+
+
+def generate(out: Path, n_tables: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_bases = max(1, n_tables // (DERIVED_PER_BASE + 1))
+    out.mkdir(parents=True)
+    for b in range(n_bases):
+        domain = b // 2  # two bases share each schema; their id ranges overlap in part
+        rows = int(rng.integers(3000, 12000))
+        start = 0 if b % 2 == 0 else int(rng.integers(2000, 8000))
+        base = base_table(rng, domain, start, rows)
+        pq.write_table(base, out / f"b{b:03d}.parquet")
+        derive(rng, base, f"b{b:03d}", out)
+    # Files the scan must report without stopping.
+    (out / "zz_broken.parquet").write_bytes(b"PAR1 truncated")
+    pq.write_table(base.schema.empty_table(), out / "zz_empty.parquet")
+    for k, values in ((1, pa.array([1, 2])), (2, pa.array(["x", "y"]))):
+        (out / "zz_mixed" / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"a": values}), out / "zz_mixed" / f"k={k}" / "part-0.parquet")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=Path(__file__).parent / ".data" / "lake_bench")
+    ap.add_argument("--no-brute-force", action="store_true")
+    ap.add_argument("--results", type=Path, help="append a section with the figures to this Markdown file")
+    args = ap.parse_args()
+
+    lake, out = args.workdir / f"lake_{args.tables}_{args.seed}", args.workdir / "scan"
+    if not lake.exists():
+        t = time.perf_counter()
+        generate(lake, args.tables, args.seed)
+        print(f"generated {lake} in {time.perf_counter() - t:.1f}s")
+    shutil.rmtree(out, ignore_errors=True)
+    opts = ScanOptions(threads=args.threads, progress=sys.stderr.isatty())
+
+    t = time.perf_counter()
+    first = scan_lake([lake], out, opts)
+    first_s = time.perf_counter() - t
+    write_scan(out, [str(lake)], opts, first)
+    t = time.perf_counter()
+    second = scan_lake([lake], out, opts)
+    rescan_s = time.perf_counter() - t
+
+    names = [x.name for x in first.tables]
+    confirmed = {(names[e.container], names[e.contained]) for e in first.confirmed()}
+    assert confirmed == {(names[e.container], names[e.contained]) for e in second.confirmed()}
+    lines = [
+        f"tables in graph: {len(first.tables)} ({sum(x.bytes for x in first.tables) / 1e6:.1f} MB), issues: {len(first.issues)}",
+        f"first scan: {first_s:.1f}s   rescan (unchanged): {rescan_s:.2f}s = {rescan_s / first_s:.1%} of the first",
+        "seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in first.seconds.items()),
+        "",
+        "| step | pairs seen | removed | left |",
+        "|---|---:|---:|---:|",
+    ]
+    for s in first.funnel["steps"]:
+        lines.append(f"| {s['step']} | {s['seen']:,} | {s['removed']:,} | {s['left']:,} |")
+    f = first.funnel
+    lines += [
+        "",
+        f"content step saw {f['content_fraction_of_pairs']:.2%} of all ordered pairs "
+        f"({f['content_fraction_of_schema_candidates']:.1%} of schema candidates); confirmed edges: {f['confirmed']}",
+    ]
+    if not args.no_brute_force:
+        t = time.perf_counter()
+        truth = contained_pairs(first.tables)
+        bf_s = time.perf_counter() - t
+        tp = len(confirmed & truth)
+        precision = tp / len(confirmed) if confirmed else 1.0
+        recall = tp / len(truth) if truth else 1.0
+        lines.append(
+            f"brute force ({bf_s:.0f}s): {len(truth)} true edges; precision {precision:.4f}, recall {recall:.4f}"
+            f" (false positives {len(confirmed - truth)}, misses {len(truth - confirmed)})"
+        )
+    report = "\n".join(lines)
+    print(report)
+    if args.results:
+        header = (
+            f"\n## lake scan (R2D2 containment)\n\n"
+            f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {os.cpu_count()} cores "
+            f"({platform.processor() or platform.machine()}), duckdb threads {args.threads}\n\n"
+            f"`python bench/lake_bench.py --tables {args.tables} --seed {args.seed} --threads {args.threads}`\n\n"
+        )
+        with open(args.results, "a") as fh:
+            fh.write(header + report + "\n")
+
+
+if __name__ == "__main__":
+    main()
