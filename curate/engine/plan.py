@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from curate.io.sources import Source
+from curate.io.sources import Source, split_parquet
 from curate.ops import Global
 from curate.recipe import Step
 
@@ -60,7 +60,7 @@ def stages(steps: list[Step]) -> list[Stage]:
 def input_tasks(sources: list[Source], limit: int | None) -> list[Task]:
     if limit is not None:  # the first N rows in input order: one sequential task
         return [Task(0, 0, tuple(sources), limit=limit)]
-    return [Task(0, i, (s,)) for i, s in enumerate(sources)]
+    return [Task(0, i, (s,)) for i, s in enumerate(split_parquet(sources))]
 
 
 def shard_tasks(stage: int, shards: list[Path]) -> list[Task]:

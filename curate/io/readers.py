@@ -93,8 +93,9 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     elif "_id" in batch.schema.names:  # already curated data keeps its ids
         return batch
     else:
-        prefix = xxhash.xxh3_64_hexdigest((source.name + repr(source.row_groups or "")).encode())[:12]
-        numbers = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64)).cast(pa.string())
+        prefix = xxhash.xxh3_64_hexdigest(source.name.encode())[:12]
+        first = source.first_row + start
+        numbers = pa.array(np.arange(first, first + batch.num_rows, dtype=np.int64)).cast(pa.string())
         ids = pc.binary_join_element_wise(prefix, numbers, ":")
     if "_id" in batch.schema.names:
         return batch.set_column(batch.schema.get_field_index("_id"), "_id", ids)

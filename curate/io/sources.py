@@ -28,6 +28,7 @@ class Source:
     name: str  # path relative to the input's base: used in _id and in messages
     partition: tuple[tuple[str, str], ...] = ()  # hive key=value pairs from the directory names
     row_groups: tuple[int, ...] | None = None  # Parquet only: a subset of row groups
+    first_row: int = 0  # the file's row number of this source's first row (for _id)
 
     def fingerprint(self) -> list:
         st = os.stat(self.path)
@@ -116,3 +117,31 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
             sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent)))
     return sources
+
+
+def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[Source]:
+    """Split large Parquet files into runs of row groups of about `target_bytes`, so one big
+    file still keeps every worker busy. Row numbers (and so `_id`s) do not depend on the split."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for src in sources:
+        if src.format != "parquet" or src.row_groups is not None or os.path.getsize(src.path) <= target_bytes:
+            out.append(src)
+            continue
+        try:
+            meta = pq.ParquetFile(src.path).metadata
+        except Exception:  # unreadable: the reader reports it with the file name
+            out.append(src)
+            continue
+        groups, size, row, first = [], 0, 0, 0
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            if groups and size + rg.total_byte_size > target_bytes:
+                out.append(Source(src.path, src.format, src.name, src.partition, tuple(groups), first))
+                groups, size, first = [], 0, row
+            groups.append(i)
+            size += rg.total_byte_size
+            row += rg.num_rows
+        out.append(Source(src.path, src.format, src.name, src.partition, tuple(groups), first))
+    return out

@@ -130,3 +130,15 @@ def test_glob_with_no_match_is_an_error(tmp_path):
         discover(str(tmp_path / "*.jsonl"))
     with pytest.raises(InputError, match="input not found"):
         discover(str(tmp_path / "missing.jsonl"))
+
+
+def test_large_parquet_splits_by_row_group_with_the_same_ids(tmp_path):
+    from curate.io.sources import split_parquet
+
+    p = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(1000)]}), p, row_group_size=100)
+    whole = discover(str(p))
+    parts = split_parquet(whole, target_bytes=1)
+    assert len(parts) == 10 and parts[3].first_row == 300
+    ids = lambda srcs: [i for s in srcs for b, _ in read_source(s) for i in b.column("_id").to_pylist()]
+    assert ids(parts) == ids(whole)
