@@ -55,7 +55,9 @@ FUNCTION_WORDS = (
 ).split()
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
-_GOOD_WORDS = (60, 3000)  # good documents: long-tailed lengths in words, median ~380
+# Good documents: long-tailed lengths in words, median ~380. At least 100 words because in shorter
+# texts four long words in a row can cover 16% of the characters, failing Gopher's top-4-gram rule.
+_GOOD_WORDS = (100, 3000)
 _GOOD_MEDIAN, _GOOD_SIGMA = 380, 0.85
 _SENTENCE_END_P = 1 / 14
 _COMMA_P = 0.05

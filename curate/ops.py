@@ -104,6 +104,14 @@ class Global(Operator):
     """
 
     kind = "global"
+    # Input columns `fit` reads besides what `prepare` made; None means `requires`.
+    fit_columns: tuple[str, ...] | None = None
+
+    def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array] | None:
+        """Optional per-row work for `fit` (hashing, signatures), run in parallel by the workers
+        of the stage before, as each batch is written. The columns returned are stored with the
+        rows and handed to `fit` under the same names, so `fit` need not read the text again."""
+        return None
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Any:
         raise NotImplementedError

@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.engine import plan
-from curate.engine.worker import (READ_STEP, StageContext, check_columns, run_task, run_task_in_worker, stage_dir,
-                                  worker_init)
+from curate.engine.worker import (READ_STEP, StageContext, check_columns, prepared_name, run_task, run_task_in_worker,
+                                  stage_dir, worker_init)
 from curate.errors import CurateError
 from curate.io.sources import discover
 from curate.io.writer import atomic_write_bytes
@@ -63,7 +63,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _prepare_output(recipe: Recipe, out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
+def _open_run_dir(recipe: Recipe, out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
     """Create or check the run directory. Returns True when a finished run is already there."""
     run_file = work / "run.json"
     if opts.resume:
@@ -152,15 +152,19 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
     if fit_dir.exists():
         shutil.rmtree(fit_dir)
     fit_dir.mkdir(parents=True)
-    columns = ["_id", *[c for c in op.requires if c != "_id"]]
-    reporter.status(f"fitting {step.label}")
+    raw = op.requires if op.fit_columns is None else op.fit_columns
+    prefix = prepared_name(step, "")
 
     def batches():
         offset = 0
         for shard in previous_shards:
             pf = pq.ParquetFile(shard)
-            check_columns(pf.schema_arrow.names, op, step, ctx.recipe.input.text_column, "the data")
+            names = pf.schema_arrow.names
+            check_columns(names, op, step, ctx.recipe.input.text_column, "the data")
+            prepared = [n for n in names if n.startswith(prefix)]
+            columns = ["_id", *[c for c in raw if c != "_id"], *prepared]
             for batch in pf.iter_batches(batch_size=ctx.recipe.input.batch_rows, columns=columns):
+                batch = batch.rename_columns([n.removeprefix(prefix) for n in batch.schema.names])
                 ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
                 offset += batch.num_rows
                 yield batch.append_column("_ord", ords)
@@ -178,7 +182,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     work = out / "_work"
     sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    if _prepare_output(recipe, out, work, fingerprint, opts):
+    if _open_run_dir(recipe, out, work, fingerprint, opts):
         reporter.status(f"{out} is already complete")
         return json.loads((out / "manifest.json").read_text())
     stages = plan.stages(recipe.steps)
@@ -188,8 +192,9 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     fit_seconds: dict[str, float] = {}
     try:
         shards: list[Path] = []
-        for stage in stages:
-            ctx = StageContext(recipe, stage, stage_dir(work, stage.index), final=stage is stages[-1])
+        for stage, after in zip(stages, stages[1:] + [None]):
+            ctx = StageContext(recipe, stage, stage_dir(work, stage.index), final=after is None,
+                               next_global=after.global_step if after else None)
             if stage.global_step is not None:
                 _fit(ctx, shards, reporter)
                 fit_seconds[stage.global_step.label] = json.loads((ctx.work / "fit_seconds.json").read_text())
@@ -213,6 +218,7 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], sha
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
     for label in ordered:
         s = totals.get(label, StepStats())
+        s.seconds += totals.get(f"prepare:{label}", StepStats()).seconds
         step = next((x for x in recipe.steps if x.label == label), None)
         entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
                  "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,

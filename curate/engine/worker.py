@@ -23,7 +23,7 @@ from curate.errors import CurateError, InputError
 from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter, atomic_write_bytes
 from curate.ops import Filter, Global, Map, Operator, Verdict
-from curate.recipe import Recipe
+from curate.recipe import Recipe, Step
 from curate.trace import StepStats, TraceWriter, count_reasons, removed_rows
 
 READ_STEP = "00_read"
@@ -38,6 +38,7 @@ class StageContext:
     stage: Stage
     work: Path  # this stage's work directory
     final: bool  # the last stage writes the curated data (internal columns dropped)
+    next_global: Step | None = None  # the next stage's Global step, whose `prepare` runs here
 
 
 _operators: dict[tuple[str, int], list[Operator]] = {}
@@ -53,9 +54,11 @@ def done_path(ctx: StageContext, task: Task) -> Path:
 
 
 def _operators_for(ctx: StageContext) -> list[Operator]:
+    """The stage's operators (and, last, the next Global's, for `prepare`), built once per worker."""
     key = (str(ctx.work), ctx.stage.index)
     if key not in _operators:
-        ops = [step.build(ctx.recipe) for step in ctx.stage.all_steps]
+        steps = list(ctx.stage.all_steps) + ([ctx.next_global] if ctx.next_global else [])
+        ops = [step.build(ctx.recipe) for step in steps]
         for op in ops:
             op.setup()
         _operators[key] = ops
@@ -187,9 +190,26 @@ def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats
     return batch
 
 
+def _prepare(op: Global, step: Step, batch: pa.RecordBatch, ctx: StageContext,
+             stats: dict[str, StepStats]) -> pa.RecordBatch:
+    """Run the next Global's `prepare` on rows about to be written; its seconds count as that step's."""
+    started = time.perf_counter()
+    check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, "the data")
+    for name, column in (op.prepare(batch) or {}).items():
+        batch = batch.append_column(prepared_name(step, name), column)
+    stats.setdefault(f"prepare:{step.label}", StepStats()).seconds += time.perf_counter() - started
+    return batch
+
+
+def prepared_name(step: Step, name: str) -> str:
+    """Where a step's prepared column is stored: unique per step, internal (dropped from output)."""
+    return f"_prepared{step.index}_{name}"
+
+
 def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
     if not ctx.final:
-        return batch.drop_columns(["_ord"]) if "_ord" in batch.schema.names else batch
+        used = prepared_name(ctx.stage.global_step, "") if ctx.stage.global_step else None
+        return batch.select([n for n in batch.schema.names if n != "_ord" and not (used and n.startswith(used))])
     keep = set(ctx.recipe.output.keep_columns) | {"_id"}
     return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
 
@@ -201,6 +221,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
         return json.loads(marker.read_text())
     ops = _operators_for(ctx)
     steps = ctx.stage.all_steps
+    preparer = ops[len(steps)] if ctx.next_global else None
     stats: dict[str, StepStats] = {}
     traces = Traces(ctx, task)
     out = ctx.recipe.output
@@ -222,6 +243,8 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
                 if batch.num_rows == 0:
                     break
             checked = checked or batch.num_rows > 0
+            if preparer is not None and batch.num_rows:
+                batch = _prepare(preparer, ctx.next_global, batch, ctx, stats)
             data.write(_output_columns(batch, ctx))
         data.close()
         traces.close()

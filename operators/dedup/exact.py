@@ -1,8 +1,9 @@
 """exact_dedup: keep one row per identical (normalized) key; the others go to the trace.
 
-fit hashes the key columns to 128 bits (two seeded 64-bit hashes, vectorized by polars) and
-spills (hash, _ord, prefer) to Parquet; duckdb then picks the keeper of every group, so
-memory stays bounded however many rows there are. apply drops the other rows by `_ord`.
+prepare hashes the key columns to 128 bits (two seeded 64-bit hashes, vectorized by polars) in
+the workers, in parallel; fit spills (hash, _ord, prefer) to Parquet and duckdb picks the keeper
+of every group, so memory stays bounded however many rows there are. apply drops the other
+rows by `_ord`.
 """
 
 from __future__ import annotations
@@ -58,14 +59,19 @@ class ExactDedup(Global):
         super().__init__(params, **kw)
         self.columns = list(self.params.columns or [self.text_column])
         self.requires = tuple(self.columns + ([self.params.prefer] if self.params.prefer else []))
+        self.fit_columns = (self.params.prefer,) if self.params.prefer else ()
+
+    def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        keys = key_hashes(batch, self.columns, self.params.normalize, self.params.lowercase)
+        return {"h1": keys["h1"].to_arrow(), "h2": keys["h2"].to_arrow()}
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path):
         import duckdb
 
         p = self.params
         for i, batch in enumerate(batches):
-            keys = key_hashes(batch, self.columns, p.normalize, p.lowercase)
-            table = keys.to_arrow().append_column("_ord", batch.column("_ord")).append_column("_id", batch.column("_id"))
+            table = pa.table({"h1": batch.column("h1"), "h2": batch.column("h2"), "_ord": batch.column("_ord"),
+                              "_id": batch.column("_id")})
             if p.prefer:
                 table = table.append_column("prefer", batch.column(p.prefer).cast(pa.float64()))
             pq.write_table(table, workdir / f"keys-{i:06d}.parquet")

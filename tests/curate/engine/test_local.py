@@ -153,3 +153,14 @@ def test_conservation_and_keep_first_semantics_hold_for_any_input(tmp_path_facto
     assert [(g["text"], g["n"]) for g in got] == expected
     for s in m["steps"]:
         assert s["rows_in"] == s["rows_out"] + s["removed"]
+
+
+def test_consecutive_global_steps_keep_their_prepared_columns_apart(tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t, "n": n} for t, n in
+                                             [("a", 1), ("a", 2), ("b", 1), ("c", 3), ("d", 3)]])
+    steps = "steps:\n  - exact_dedup: {}\n  - exact_dedup: {columns: [n]}\n"
+    m = run(load(str(tmp_path / "in" / "a.jsonl"), tmp_path / "o", steps=steps), RunOptions(workers=1))
+    data = pq.read_table(tmp_path / "o" / "data")
+    assert data.column("text").to_pylist() == ["a", "c"]  # then b (n=1 like a) and d (n=3 like c) go
+    assert data.column_names == ["text", "n", "_id"]
+    assert [s["removed"] for s in m["steps"]] == [0, 1, 2]

@@ -10,7 +10,11 @@ def dedup(rows: dict, tmp_path, **params):
                              "_ord": list(range(len(rows["text"])))})
     tmp_path.mkdir(parents=True, exist_ok=True)
     op = ExactDedup(ExactDedup.Params(**params))
-    state = op.fit([batch.slice(0, 2), batch.slice(2)], tmp_path)  # split batches: order is by _ord
+    prepared = [b for b in (batch.slice(0, 2), batch.slice(2))]  # split batches: order is by _ord
+    for i, b in enumerate(prepared):
+        for name, col in op.prepare(b).items():
+            prepared[i] = prepared[i].append_column(name, col)
+    state = op.fit(prepared, tmp_path)
     return op.apply(batch, state)
 
 
