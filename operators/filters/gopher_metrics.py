@@ -7,6 +7,7 @@ found with hash-based polars ops, and per-document sums come from np.bincount.
 
 Definitions (Rae et al. 2021, appendix A; where the paper is silent, the choice is noted):
 - words are whitespace-separated tokens, exactly Python's `str.split()`;
+- a stop word is present when it occurs as a whole word, in any case;
 - lines are split on "\\n" and compared without surrounding whitespace; blank lines are
   separators, not lines (they count in no line fraction);
 - a paragraph is a run of non-blank lines;
@@ -75,20 +76,27 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(len(num), np.float64), where=den > 0)
 
 
+def _whole_word(word: str) -> str:
+    return rf"(?i)(?:^|\W){re.escape(word)}(?:\W|$)"
+
+
 def word_metrics(text: pl.Series, words: Words, stop_words: tuple[str, ...]) -> dict[str, np.ndarray]:
     n = len(text)
     count = _per_doc(words.doc, n)
     hashes = text.str.count_matches("#", literal=True).to_numpy()
     ellipses = sum(text.str.count_matches(e, literal=True).to_numpy() for e in _ELLIPSES)
-    # Stop words are matched as whole words, ignoring case ("The" is "the").
-    present = sum(text.str.contains(rf"(?i)\b{re.escape(w)}\b").to_numpy().astype(np.int64) for w in stop_words)
+    # Stop words are matched as whole words, ignoring case ("The" is "the"); the bounds are
+    # non-word characters rather than \b so that a stop word may end in punctuation ("c++").
+    present = np.zeros(n)
+    for word in stop_words:
+        present += text.str.contains(_whole_word(word)).to_numpy()
     return {
         "word_count": count,
         "mean_word_length": _ratio(_per_doc(words.doc, n, words.chars), count),
         "hash_word_ratio": _ratio(hashes, count),
         "ellipsis_word_ratio": _ratio(ellipses, count),
         "alpha_word_frac": _ratio(_per_doc(words.doc, n, words.alpha), count),
-        "stop_words": np.asarray(present, dtype=np.float64) * np.ones(n),
+        "stop_words": present,
     }
 
 

@@ -49,7 +49,7 @@ def reference_metrics(text: str, stop_words=("the", "be", "to", "of", "and", "th
         "bullet_line_frac": _frac(sum(line.startswith(BULLETS) for line in lines), len(lines)),
         "ellipsis_line_frac": _frac(sum(line.endswith(("...", "…")) for line in lines), len(lines)),
         "alpha_word_frac": _frac(sum(any(c.isalpha() for c in w) for w in words), n),
-        "stop_words": sum(bool(re.search(rf"(?i)\b{re.escape(s)}\b", text)) for s in stop_words),
+        "stop_words": sum(bool(re.search(rf"(?i)(?:^|\W){re.escape(s)}(?:\W|$)", text)) for s in stop_words),
         "dup_line_frac": _frac(len(_repeats(lines)), len(lines)),
         "dup_para_frac": _frac(len(_repeats(paragraphs)), len(paragraphs)),
         "dup_line_char_frac": _frac(sum(len(x) for x in _repeats(lines)), len(text)),

@@ -85,6 +85,8 @@ def test_stop_words_are_whole_words_in_any_case():
             "a festival, even when rain falls.")
     check(text, "stop_words", "stop_words=0 < 2")
     check(text.replace("Everyone", "WITH everyone"), "stop_words", "stop_words=1 < 2")
+    custom = GopherQuality(GopherQuality.Params(stop_words=("don't", "c++", "a b", "the")))
+    assert custom.measure(pa.array(["I don't like c++ or a b, thereafter"]))["stop_words"].tolist() == [3]
 
 
 def test_duplicate_lines_and_paragraphs():
