@@ -16,7 +16,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dt="$here/.venvs/datatrove"
 [ -x "$dt/bin/python" ] || python3 -m venv "$dt"
 "$dt/bin/pip" install -q --upgrade pip
-"$dt/bin/pip" install -q "datatrove[processing]" spacy psutil orjson
+"$dt/bin/pip" install -q "datatrove[processing]" spacy pyarrow psutil orjson
 "$dt/bin/python" - <<'PY'
 import importlib.metadata as md
 from datatrove.utils.word_tokenizers import load_word_tokenizer
@@ -28,8 +28,9 @@ dj="$here/.venvs/datajuicer"
 [ -x "$dj/bin/python" ] || python3 -m venv "$dj"
 "$dj/bin/pip" install -q --upgrade pip
 # py-data-juicer 1.6.1 imports aiohttp at package import (data_juicer/utils/file_utils.py) without
-# declaring it; installing it is the only addition its core install needs for the ops we run.
-"$dj/bin/pip" install -q py-data-juicer aiohttp psutil orjson
+# declaring it. Its executor also needs ray and torch, which its lazy loader would install with uv in
+# the middle of the first run (we saw it do so); installing them here keeps downloads out of the timings.
+"$dj/bin/pip" install -q py-data-juicer aiohttp ray torch psutil orjson
 "$dj/bin/python" - <<'PY'
 import importlib.metadata as md
 from data_juicer.ops.filter import WordsNumFilter, StopWordsFilter, WordRepetitionFilter

@@ -126,7 +126,7 @@ def test_good_documents_pass_the_gopher_rules(corpus):
     _, rows = corpus
     good = [r["text"] for r in rows if r["planted"] is None]
     for text in good:
-        assert 50 <= len(_words(text)) <= 3000
+        assert 100 <= len(_words(text)) <= 3000
         assert _stop_words(text) >= 2
         assert 3 <= _mean_word_len(text) <= 10
     for text in good[::10]:  # the n-gram rules are slow to measure in Python: a tenth of the docs
@@ -142,3 +142,15 @@ def test_each_low_quality_kind_breaks_its_rule(corpus, kind):
     assert texts and all(BREAKS_ITS_RULE[kind](t) for t in texts)
     if kind != "too_short":
         assert all(len(_words(t)) >= 50 for t in texts)
+
+
+def test_curate_gopher_quality_removes_the_low_quality_rows_and_only_them(corpus):
+    gopher = pytest.importorskip("operators.filters.gopher")
+    paths, _ = corpus
+    table = pjson.read_json(paths[0])
+    verdict = gopher.GopherQuality().keep(table.combine_chunks().to_batches()[0])
+    planted = table.column("planted").to_pylist()
+    removed = {p for p, keep in zip(planted, verdict.keep.tolist()) if not keep}
+    kept = {p for p, keep in zip(planted, verdict.keep.tolist()) if keep}
+    assert removed == set(demo.LOW_QUALITY_KINDS)
+    assert None in kept and kept <= {None, demo.DUPLICATE, demo.DUPLICATE_NORMALIZED}

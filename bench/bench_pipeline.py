@@ -1,0 +1,136 @@
+"""curate vs datatrove vs Data-Juicer: Gopher quality filtering + exact dedup on the same demo corpus files.
+
+    python bench/bench_pipeline.py [--files K] [--workers 2] [--tools curate,datatrove,datajuicer]
+
+Reads the first K files (default: all) of the demo corpus in bench/.data/corpus (1M docs, 64 JSONL.gz
+files, ~1.3 GB; generated on first use). Every tool gets the same files through a folder of symlinks,
+and `--workers` processes: curate `--workers`, datatrove LocalPipelineExecutor tasks=workers=N,
+Data-Juicer np=N. Reports wall seconds, docs/s (input docs / wall), peak RSS of the process tree,
+docs kept, curate's speed-up over each anchor (target >= 3x), and curate's recall of the planted rows.
+Set up the anchors first: bash bench/setup_anchors.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import harness as h
+
+ANCHORS = {"datatrove": "anchor_datatrove.py", "datajuicer": "anchor_datajuicer.py"}
+
+
+def link_inputs(files, folder):
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for f in files:
+        (folder / f.name).symlink_to(f)
+    return folder
+
+
+def run_curate(inputs, work, workers):
+    out = work / "curate-out"
+    recipe = h.write_recipe(work / "recipe.yaml", str(inputs / "*.jsonl.gz"), out, ["gopher_quality", "exact_dedup"])
+    m = h.curate_run(recipe, "--workers", str(workers), "--overwrite", log=work / "curate.log")
+    h.require_ok(m, "curate run")
+    return m, h.parquet_rows(out / "data"), _recall(out)
+
+
+def _recall(out):
+    """Share of each planted group curate removed (from the trace: removed rows keep their columns)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    kept = ds.dataset(out / "data").to_table(columns=["planted"]).column("planted")
+    kept_counts = {r["values"]: r["counts"] for r in pc.value_counts(kept).to_pylist()}
+    manifest = json.loads((out / "manifest.json").read_text())
+    return kept_counts, manifest
+
+
+def run_anchor(name, inputs, work, workers):
+    python = h.VENVS / name / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"{python} is missing: run bash bench/setup_anchors.sh first")
+    m = h.run_measured([str(python), str(h.BENCH / ANCHORS[name]), str(inputs), str(work / f"{name}-work"),
+                        str(workers)], log=work / f"{name}.log")
+    h.require_ok(m, name)
+    return m, json.loads(m.output.strip().splitlines()[-1])["kept"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=0, help="use the first K corpus files (default: all)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--tools", default="curate,datatrove,datajuicer")
+    args = ap.parse_args()
+    tools = args.tools.split(",")
+
+    corpus = h.corpus()
+    files = h.corpus_files(corpus)[: args.files or None]
+    work = h.RUNS / "pipeline"
+    inputs = link_inputs(files, work / "input")
+    docs = sum(1 for _ in _lines(files))
+    gb = h.size_gb(files)
+    print(f"{len(files)} files, {docs:,} docs, {gb:.2f} GB gz; workers {args.workers}; load {h.load()}")
+
+    results = {}
+    if "curate" in tools:
+        m, kept, (kept_planted, manifest) = run_curate(inputs, work, args.workers)
+        results["curate"] = (m, kept)
+    for name in ANCHORS:
+        if name in tools:
+            results[name] = run_anchor(name, inputs, work, args.workers)
+            print(name, results[name][0].seconds, results[name][1])
+
+    rows = []
+    for name, (m, kept) in results.items():
+        ratio = ""
+        if name != "curate" and "curate" in results:
+            ratio = f"{m.seconds / results['curate'][0].seconds:.1f}x"
+        rows.append([name, f"{m.seconds:.1f}", f"{docs / m.seconds:,.0f}", f"{m.peak_rss_gb:.2f}", f"{kept:,}",
+                     ratio])
+    body = [f"Input: {len(files)} demo-corpus files, {docs:,} docs, {gb:.2f} GB JSONL.gz; "
+            f"{args.workers} workers per tool; load average at the end {h.load()}.", "",
+            h.table(["tool", "wall s", "docs/s", "peak RSS GB (tree)", "docs kept", "curate speed-up (target >= 3x)"],
+                    rows)]
+    if "curate" in results:
+        planted = _planted_totals(files)
+        recall = [[k, f"{n:,}", f"{n - kept_planted.get(k, 0):,}", f"{(n - kept_planted.get(k, 0)) / n:.3f}"]
+                  for k, n in sorted(planted.items()) if k is not None]
+        steps = [[s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['seconds']:.1f}"]
+                 for s in manifest.get("steps", [])]
+        body += ["", "curate per step (manifest.json):", "", h.table(["step", "rows in", "rows out", "seconds"], steps),
+                 "", "curate recall of the planted rows (duplicate_normalized is not expected: no normalize_text):",
+                 "", h.table(["planted", "rows", "removed", "recall"], recall)]
+    body += ["", "datatrove: JsonlReader -> GopherRepetitionFilter -> GopherQualityFilter -> JsonlWriter -> "
+             "ExactDedupSignature | ExactFindDedups | JsonlReader -> ExactDedupFilter -> ParquetWriter(zstd); "
+             "tokenizer spacy.blank('en'). Data-Juicer: words_num, special_characters, alphanumeric, stopwords "
+             "(Gopher's 8 words, local file), character_repetition, word_repetition filters (tokenization off) + "
+             "document_deduplicator; no mean-word-length filter exists in Data-Juicer. Kept counts differ because "
+             "the rule sets differ (see bench/anchor_*.py)."]
+    print()
+    h.append_results("bench_pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer", "\n".join(body))
+
+
+def _lines(files):
+    import gzip
+
+    for f in files:
+        with gzip.open(f, "rb") as fh:
+            yield from fh
+
+
+def _planted_totals(files):
+    import collections
+
+    import orjson
+
+    counts = collections.Counter()
+    for line in _lines(files):
+        counts[orjson.loads(line)["planted"]] += 1
+    return counts
+
+
+if __name__ == "__main__":
+    main()

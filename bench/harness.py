@@ -1,0 +1,166 @@
+"""What the bench scripts share: the demo corpus on disk, timed runs with peak memory, and RESULTS.md.
+
+Scripts run from the repository root with the system python (`python bench/bench_x.py`); curate is
+run as a subprocess (`python -m curate.cli run ...`), the anchors with their venvs' interpreters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+DATA = BENCH / ".data"
+RUNS = BENCH / ".runs"
+VENVS = BENCH / ".venvs"
+RESULTS = BENCH / "RESULTS.md"
+CURATE = [sys.executable, "-m", "curate.cli"]
+
+sys.path.insert(0, str(REPO))
+
+
+def corpus(docs: int = 1_000_000, files: int = 64, seed: int = 0, workers: int = 2) -> Path:
+    """The demo corpus with these parameters under bench/.data/, generated once and reused."""
+    from curate.demo import generate
+
+    name = "corpus" if (docs, files, seed) == (1_000_000, 64, 0) else f"corpus-{docs}-{files}-{seed}"
+    folder = DATA / name
+    marker = folder / "corpus.json"
+    wanted = {"docs": docs, "files": files, "seed": seed}
+    if marker.exists() and json.loads(marker.read_text()) == wanted:
+        return folder
+    start = time.perf_counter()
+    generate(folder, docs=docs, files=files, seed=seed, workers=workers)
+    marker.write_text(json.dumps(wanted))
+    print(f"generated {folder} in {time.perf_counter() - start:.0f}s")
+    return folder
+
+
+def corpus_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("part-*.jsonl.gz"))
+
+
+def size_gb(paths) -> float:
+    return sum(p.stat().st_size for p in paths) / 1e9
+
+
+@dataclass
+class Measured:
+    seconds: float
+    peak_rss_gb: float  # the most the whole process tree held at once (sampled every 0.1 s)
+    returncode: int
+    output: str
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Resident memory of `root` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1] is the parent pid
+        rss[pid] = int(fields[21]) * page  # fields[21] is rss in pages
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, log: Path | None = None,
+                 kill_after: float | None = None) -> Measured:
+    """Run `cmd`, timing it and sampling the peak RSS of its process tree; output goes to `log`.
+
+    `kill_after`: SIGKILL the whole process group after that many seconds (for the resume bench).
+    """
+    log = log or RUNS / "last.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, **(env or {})}
+    peak = 0
+    with open(log, "w") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss_bytes(proc.pid))
+            if kill_after is not None and time.perf_counter() - start > kill_after:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                break
+            time.sleep(0.1)
+        seconds = time.perf_counter() - start
+    return Measured(seconds, peak / 1e9, proc.returncode, log.read_text(errors="replace"))
+
+
+def curate_run(recipe: Path, *args: str, log: Path | None = None, kill_after: float | None = None) -> Measured:
+    return run_measured([*CURATE, "run", str(recipe), *args], log=log, kill_after=kill_after)
+
+
+def write_recipe(path: Path, input_glob: str, output: Path, steps: list[str]) -> Path:
+    """A recipe reading the demo corpus columns, with `steps` (operator names, default params)."""
+    lines = ["name: bench", f"input: {{path: {json.dumps(input_glob)}, text_column: text, id_column: id}}",
+             f"output: {{path: {json.dumps(str(output))}}}"]
+    lines += ["steps:"] + [f"  - {s}: {{}}" for s in steps] if steps else ["steps: []"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def parquet_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in sorted(folder.glob("*.parquet")))
+
+
+def require_ok(m: Measured, what: str) -> None:
+    if m.returncode != 0:
+        raise SystemExit(f"{what} failed (exit {m.returncode}); last output:\n{m.output[-3000:]}")
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """A Markdown table (also readable printed)."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in cells])
+
+
+def machine() -> str:
+    mem_kb = next(int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal"))
+    return (f"`{' '.join(platform.uname())}`; nproc {os.cpu_count()} (usable {len(os.sched_getaffinity(0))}); "
+            f"RAM {mem_kb / 2**20:.1f} GiB; Python {platform.python_version()}")
+
+
+def append_results(title: str, body: str) -> None:
+    """Append a dated section to bench/RESULTS.md (never rewriting what others wrote)."""
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    section = f"\n## {title} ({now})\n\nMachine: {machine()}\n\nCommand: `{command}`\n\n{body.strip()}\n"
+    if not RESULTS.exists():
+        RESULTS.write_text("# Benchmark results\n\nSections are appended by the bench scripts; newest last.\n")
+    with open(RESULTS, "a") as f:
+        f.write(section)
+    print(section)
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages: the cores are shared, so every result says how busy they were."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
