@@ -154,43 +154,52 @@ def ngram_metrics(words: Words, n_docs: int, top_ns: tuple[int, ...], dup_ns: tu
     """Top n-gram character fractions for `top_ns` and duplicate ones for `dup_ns`.
 
     An n-gram can occur twice only where its first n-1 words and its last n-1 words do, so
-    each n looks only at positions where both (n-1)-grams were duplicated: after the first
-    few n, almost nothing is left to hash.
+    each n hashes and counts only the positions where both (n-1)-grams were duplicated:
+    after the first few n, almost nothing is left.
     """
     out: dict[str, np.ndarray] = {}
     total = _per_doc(words.doc, n_docs, words.chars)
     cum_chars = np.concatenate([[0], np.cumsum(words.chars)])
     n_words = len(words.doc)
-    gram = words.hash.copy()  # gram[i]: hash of the current n-gram starting at word i
-    dup = np.ones(n_words, bool)  # n-grams (for the previous n) that occur more than once
+    # Start of every (n-1)-gram that occurs more than once, and its hash (for n=2: every word).
+    pos, gram = np.arange(n_words), words.hash
     for n in range(2, max(top_ns + dup_ns, default=1) + 1):
-        gram = gram[:-1] * _P + words.hash[n - 1:]
-        valid = words.doc[: len(gram)] == words.doc[n - 1:]
-        cand = np.flatnonzero(valid & dup[:-1] & dup[1:])
-        key = gram[cand] + words.doc[cand].astype(np.uint64) * _DOC
+        dup_before = np.zeros(n_words + 1, bool)
+        dup_before[pos] = True
+        inside = pos + n - 1 < n_words
+        pos, gram = pos[inside], gram[inside]
+        extend = dup_before[pos + 1] & (words.doc[pos] == words.doc[pos + n - 1])
+        pos = pos[extend]
+        gram = gram[extend] * _P + words.hash[pos + n - 1]
+        key = gram + words.doc[pos].astype(np.uint64) * _DOC
         is_dup = pl.Series(key, dtype=pl.UInt64).is_duplicated().to_numpy()
-        dup = np.zeros(len(gram), bool)
-        dup[cand[is_dup]] = True
-        gram_chars = cum_chars[n: len(gram) + n] - cum_chars[: len(gram)]
+        pos, gram, key = pos[is_dup], gram[is_dup], key[is_dup]
+        gram_chars = cum_chars[pos + n] - cum_chars[pos]
         if n in top_ns:
-            out[f"top_{n}gram_char_frac"] = _ratio(_top_gram_chars(words.doc, valid, dup, key[is_dup], gram_chars, n_docs), total)
+            out[f"top_{n}gram_char_frac"] = _ratio(_top_gram_chars(words, cum_chars, n, pos, key, gram_chars, n_docs), total)
         if n in dup_ns:
-            covered = _covered(np.flatnonzero(dup), n, n_words)
-            out[f"dup_{n}gram_char_frac"] = _ratio(_per_doc(words.doc, n_docs, words.chars * covered), total)
+            out[f"dup_{n}gram_char_frac"] = _ratio(_covered_chars(words.doc, cum_chars, n, pos, n_docs), total)
     return out
 
 
-def _top_gram_chars(doc, valid, dup, dup_keys, gram_chars, n_docs) -> np.ndarray:
+def _top_gram_chars(words: Words, cum_chars, n, dup_pos, dup_keys, dup_chars, n_docs) -> np.ndarray:
     """Per document: count x characters of its most frequent n-gram (ties: the longest)."""
-    # Rank n-grams by (count, characters) packed into one integer; an n-gram that occurs
-    # once has count 1, so only the duplicated ones need counting.
-    rank = np.zeros(len(valid), np.int64)
-    rank[valid] = (1 << 32) | gram_chars[valid]
+    # Rank n-grams by (count, characters) packed into one integer. Any n-gram has count at
+    # least 1, so the longest n-gram of a document ranks it when nothing repeats.
+    starts = np.flatnonzero(words.doc[: len(words.doc) - n + 1] == words.doc[n - 1:])
+    best = _per_doc_max(words.doc[starts], (1 << 32) | (cum_chars[starts + n] - cum_chars[starts]), n_docs)
     if len(dup_keys):
         counts = pl.DataFrame({"k": dup_keys}).select(pl.len().over("k")).to_series().to_numpy()
-        rank[dup] = (counts.astype(np.int64) << 32) | gram_chars[dup]
-    best = _per_doc_max(doc[: len(valid)], rank, n_docs)
+        best = np.maximum(best, _per_doc_max(words.doc[dup_pos], (counts.astype(np.int64) << 32) | dup_chars, n_docs))
     return ((best >> 32) * (best & 0xFFFFFFFF)).astype(np.float64)
+
+
+def _covered_chars(doc: np.ndarray, cum_chars: np.ndarray, n: int, starts: np.ndarray, n_docs: int) -> np.ndarray:
+    """Per document: characters of the words inside at least one n-gram starting at `starts`."""
+    # With sorted starts, n-gram k adds the words up to the next start (or its own end, if
+    # sooner); n-grams never cross documents, so the next start bounds nothing across them.
+    ends = np.minimum(starts + n, np.append(starts[1:], np.iinfo(np.int64).max))
+    return _per_doc(doc[starts], n_docs, cum_chars[ends] - cum_chars[starts])
 
 
 def _per_doc_max(doc: np.ndarray, values: np.ndarray, n_docs: int) -> np.ndarray:
@@ -200,9 +209,3 @@ def _per_doc_max(doc: np.ndarray, values: np.ndarray, n_docs: int) -> np.ndarray
         starts = np.flatnonzero(np.concatenate([[True], doc[1:] != doc[:-1]]))
         best[doc[starts]] = np.maximum.reduceat(values, starts)
     return best
-
-
-def _covered(starts: np.ndarray, n: int, n_words: int) -> np.ndarray:
-    """Which words lie inside at least one of the n-grams starting at `starts`."""
-    depth = np.bincount(starts, minlength=n_words + 1) - np.bincount(starts + n, minlength=n_words + n + 1)[: n_words + 1]
-    return np.cumsum(depth[:n_words]) > 0
