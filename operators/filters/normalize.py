@@ -18,7 +18,10 @@ from curate.ops import Map, Params
 # Category Cc except tab, line feed and carriage return (those are whitespace, handled below).
 _CONTROL = r"[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{9F}]"
 # Horizontal whitespace: tab, vertical tab, form feed and every Unicode space separator (Zs).
-_HSPACE = r"[\t\x{0B}\x{0C}\p{Zs}]"
+# A run of two or more, or a single one that is not a plain space, becomes one space; matching
+# every lone space too would rewrite every word boundary and be ten times slower.
+_HSPACE_RUN = (r"[\t\x{0B}\x{0C}\p{Zs}]{2,}"
+               r"|[\t\x{0B}\x{0C}\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}]")
 
 
 class NormalizeTextParams(Params):
@@ -53,7 +56,7 @@ class NormalizeText(Map):
             text = pc.utf8_normalize(text, p.unicode_form)
         if p.whitespace:
             text = pc.replace_substring_regex(text, r"\r\n?", "\n")
-            text = pc.replace_substring_regex(text, _HSPACE + "+", " ")
+            text = pc.replace_substring_regex(text, _HSPACE_RUN, " ")
             text = pc.replace_substring_regex(text, r" \n", "\n")  # one space left per line end
             text = pc.replace_substring_regex(text, r"\n{3,}", "\n\n")
             text = pc.utf8_trim_whitespace(text)
