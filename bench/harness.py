@@ -22,27 +22,32 @@ BENCH = REPO / "bench"
 DATA = BENCH / ".data"
 RUNS = BENCH / ".runs"
 VENVS = BENCH / ".venvs"
-RESULTS = BENCH / "RESULTS.md"
+# BENCH_RESULTS=path sends a smoke run's sections elsewhere.
+RESULTS = Path(os.environ.get("BENCH_RESULTS", BENCH / "RESULTS.md"))
 CURATE = [sys.executable, "-m", "curate.cli"]
 
 sys.path.insert(0, str(REPO))
 
 
-def corpus(docs: int = 1_000_000, files: int = 64, seed: int = 0, workers: int = 2) -> Path:
-    """The demo corpus with these parameters under bench/.data/, generated once and reused."""
+# The benches' corpus: ~1.8 GB of JSONL.gz, ~4.4 GB of JSON lines; its first files make smaller inputs.
+# BENCH_CORPUS=DOCS,FILES picks a smaller corpus for a smoke run of the scripts.
+_docs, _files = map(int, os.environ.get("BENCH_CORPUS", "1400000,96").split(","))
+CORPUS = {"docs": _docs, "files": _files, "seed": 0}
+CORPUS_DIR = DATA / ("corpus" if (_docs, _files) == (1_400_000, 96) else f"corpus-{_docs}-{_files}")
+
+
+def corpus(workers: int = 2) -> Path:
+    """The benches' demo corpus (CORPUS) under bench/.data/, generated once and reused."""
     from curate.demo import generate
 
-    name = "corpus" if (docs, files, seed) == (1_000_000, 64, 0) else f"corpus-{docs}-{files}-{seed}"
-    folder = DATA / name
-    marker = folder / "corpus.json"
-    wanted = {"docs": docs, "files": files, "seed": seed}
-    if marker.exists() and json.loads(marker.read_text()) == wanted:
-        return folder
+    marker = CORPUS_DIR / "corpus.json"
+    if marker.exists() and json.loads(marker.read_text()) == CORPUS:
+        return CORPUS_DIR
     start = time.perf_counter()
-    generate(folder, docs=docs, files=files, seed=seed, workers=workers)
-    marker.write_text(json.dumps(wanted))
-    print(f"generated {folder} in {time.perf_counter() - start:.0f}s")
-    return folder
+    generate(CORPUS_DIR, **CORPUS, workers=workers)
+    marker.write_text(json.dumps(CORPUS))
+    print(f"generated {CORPUS_DIR} in {time.perf_counter() - start:.0f}s")
+    return CORPUS_DIR
 
 
 def corpus_files(folder: Path) -> list[Path]:
@@ -145,14 +150,16 @@ def table(headers: list[str], rows: list[list]) -> str:
 
 def machine() -> str:
     mem_kb = next(int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal"))
-    return (f"`{' '.join(platform.uname())}`; nproc {os.cpu_count()} (usable {len(os.sched_getaffinity(0))}); "
+    uname = subprocess.run(["uname", "-a"], capture_output=True, text=True).stdout.strip()
+    return (f"`{uname}`; nproc {os.cpu_count()} (usable {len(os.sched_getaffinity(0))}); "
             f"RAM {mem_kb / 2**20:.1f} GiB; Python {platform.python_version()}")
 
 
 def append_results(title: str, body: str) -> None:
     """Append a dated section to bench/RESULTS.md (never rewriting what others wrote)."""
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    env = "".join(f"{k}={os.environ[k]} " for k in ("BENCH_CORPUS",) if k in os.environ)
+    command = env + "python " + " ".join(shlex.quote(a) for a in sys.argv)
     section = f"\n## {title} ({now})\n\nMachine: {machine()}\n\nCommand: `{command}`\n\n{body.strip()}\n"
     if not RESULTS.exists():
         RESULTS.write_text("# Benchmark results\n\nSections are appended by the bench scripts; newest last.\n")
