@@ -104,14 +104,20 @@ class _Pool:
             self.queue = mp.Queue()
             self.executor = ProcessPoolExecutor(workers, mp_context=mp, initializer=worker_init, initargs=(self.queue,))
 
-    def run(self, ctx: StageContext, tasks: list[plan.Task]) -> list[dict]:
-        if self.executor is None:
+    def run(self, ctx: StageContext, tasks: list[plan.Task], parallel: int) -> list[dict]:
+        """Run `tasks`, at most `parallel` at a time; results in task order."""
+        if self.executor is None or parallel == 1:
             return [run_task(ctx, t, self.reporter.rows) for t in tasks]
-        futures = {self.executor.submit(run_task_in_worker, ctx, t): i for i, t in enumerate(tasks)}
         results: list[dict | None] = [None] * len(tasks)
-        pending = set(futures)
+        queued = list(enumerate(tasks))
+        futures, pending = {}, set()
         try:
-            while pending:
+            while queued or pending:
+                while queued and len(pending) < parallel:
+                    i, task = queued.pop(0)
+                    future = self.executor.submit(run_task_in_worker, ctx, task)
+                    futures[future] = i
+                    pending.add(future)
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 self._drain()
                 for f in done:
@@ -134,6 +140,18 @@ class _Pool:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def stage_parallelism(stage: plan.Stage, workers: int) -> int:
+    """How many of the stage's tasks may run at once, from the resources its operators declare."""
+    cores = available_cores()
+    need_cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
+    parallel = min(workers, max(1, int(cores // need_cpus)))
+    need_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0])
+    if need_gb:
+        total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        parallel = min(parallel, max(1, int(total_gb // need_gb)))
+    return parallel
 
 
 def _shards(directory: Path, results: list[dict]) -> list[Path]:
@@ -201,8 +219,9 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
                 tasks = plan.shard_tasks(stage.index, shards)
             else:
                 tasks = plan.input_tasks(sources, opts.limit)
-            reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(workers, len(tasks))} workers")
-            results = pool.run(ctx, tasks)
+            parallel = stage_parallelism(stage, workers)
+            reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
+            results = pool.run(ctx, tasks, parallel)
             for r in results:
                 for label, s in r["stats"].items():
                     totals.setdefault(label, StepStats()).add(StepStats(**s))

@@ -164,3 +164,18 @@ def test_consecutive_global_steps_keep_their_prepared_columns_apart(tmp_path):
     assert data.column("text").to_pylist() == ["a", "c"]  # then b (n=1 like a) and d (n=3 like c) go
     assert data.column_names == ["text", "n", "_id"]
     assert [s["removed"] for s in m["steps"]] == [0, 1, 2]
+
+
+def test_declared_resources_limit_parallel_tasks(monkeypatch):
+    from curate.engine import local, plan
+    from curate.ops import Map, Resources
+    from curate.recipe import Step
+
+    class Heavy(Map):
+        name = "heavy"
+        resources = Resources(cpus=4, memory_gb=1)
+
+    monkeypatch.setattr(local, "available_cores", lambda: 8)
+    stage = plan.Stage(0, None, (Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params()),))
+    assert local.stage_parallelism(stage, workers=8) == 2
+    assert local.stage_parallelism(plan.Stage(0, None, ()), workers=8) == 8
