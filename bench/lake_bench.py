@@ -29,7 +29,13 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from operators.lake.apply import apply_plan  # noqa: E402
 from operators.lake.brute_force import contained_pairs  # noqa: E402
+from operators.lake.plan_file import make_plan  # noqa: E402
+from operators.lake.quarantine import Quarantine  # noqa: E402
+from operators.lake.reader import TableReadError, read_table  # noqa: E402
+from operators.lake.restore import restore_tables  # noqa: E402
+from operators.lake.tables import discover  # noqa: E402
 from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
 from operators.lake.scan_output import write_scan  # noqa: E402
 
@@ -131,6 +137,51 @@ def generate(out: Path, n_tables: int, seed: int) -> None:
         pq.write_table(pa.table({"a": values}), out / "zz_mixed" / f"k={k}" / "part-0.parquet")
 
 
+def snapshot(lake: Path) -> dict[str, pa.Table]:
+    out = {}
+    for t in discover([lake])[0]:
+        try:
+            out[t.name] = read_table(t)
+        except TableReadError:
+            pass  # the planted unreadable tables
+    return out
+
+
+def round_trip(lake: Path, scan_dir: Path, workdir: Path) -> str:
+    """Plans, applies (with purge) and restores every deletion; checks every table is back exactly."""
+    before = snapshot(lake)
+    t = time.perf_counter()
+    plan = make_plan(scan_dir, latency=0.5, lam=1000.0)
+    plan_s = time.perf_counter() - t
+    quarantine = Quarantine(workdir / "quarantine")
+    shutil.rmtree(quarantine.root, ignore_errors=True)
+    t = time.perf_counter()
+    report = apply_plan(plan, quarantine, yes=True, purge=True)
+    apply_s = time.perf_counter() - t
+    t = time.perf_counter()
+    restored = restore_tables(quarantine, None)
+    restore_s = time.perf_counter() - t
+    after = snapshot(lake)
+    exact = after.keys() == before.keys() and all(after[k].equals(v, check_metadata=True) for k, v in before.items())
+    return (
+        f"- plan ({plan['note']}, {plan_s:.1f}s): delete {len(plan['deletions'])} tables, "
+        f"{plan['bytes_saved'] / 1e6:.1f} of {plan['bytes_total'] / 1e6:.1f} MB\n"
+        f"- apply --yes --purge: {len(report.moved)} moved, {len(report.skipped)} kept, {apply_s:.0f}s; "
+        f"restore --all: {len(restored)} rebuilt, {restore_s:.0f}s; "
+        f"every table equal to before (rows, order, schema): {exact}"
+    )
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", type=int, default=1000)
@@ -138,6 +189,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=Path(__file__).parent / ".data" / "lake_bench")
     ap.add_argument("--no-brute-force", action="store_true")
+    ap.add_argument("--round-trip", action="store_true", help="also plan, apply and restore every deletion")
     ap.add_argument("--results", type=Path, help="append a section with the figures to this Markdown file")
     args = ap.parse_args()
 
@@ -161,9 +213,9 @@ def main() -> None:
     confirmed = {(names[e.container], names[e.contained]) for e in first.confirmed()}
     assert confirmed == {(names[e.container], names[e.contained]) for e in second.confirmed()}
     lines = [
-        f"tables in graph: {len(first.tables)} ({sum(x.bytes for x in first.tables) / 1e6:.1f} MB), issues: {len(first.issues)}",
-        f"first scan: {first_s:.1f}s   rescan (unchanged): {rescan_s:.2f}s = {rescan_s / first_s:.1%} of the first",
-        "seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in first.seconds.items()),
+        f"- tables in graph: {len(first.tables)} ({sum(x.bytes for x in first.tables) / 1e6:.1f} MB), issues: {len(first.issues)}",
+        f"- first scan: {first_s:.1f}s   rescan (unchanged): {rescan_s:.2f}s = {rescan_s / first_s:.1%} of the first",
+        "- seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in first.seconds.items()),
         "",
         "| step | pairs seen | removed | left |",
         "|---|---:|---:|---:|",
@@ -173,7 +225,7 @@ def main() -> None:
     f = first.funnel
     lines += [
         "",
-        f"content step saw {f['content_fraction_of_pairs']:.2%} of all ordered pairs "
+        f"- content step saw {f['content_fraction_of_pairs']:.2%} of all ordered pairs "
         f"({f['content_fraction_of_schema_candidates']:.1%} of schema candidates); confirmed edges: {f['confirmed']}",
     ]
     if not args.no_brute_force:
@@ -184,20 +236,23 @@ def main() -> None:
         precision = tp / len(confirmed) if confirmed else 1.0
         recall = tp / len(truth) if truth else 1.0
         lines.append(
-            f"brute force ({bf_s:.0f}s): {len(truth)} true edges; precision {precision:.4f}, recall {recall:.4f}"
+            f"- brute force ({bf_s:.0f}s): {len(truth)} true edges; precision {precision:.4f}, recall {recall:.4f}"
             f" (false positives {len(confirmed - truth)}, misses {len(truth - confirmed)})"
         )
+    if args.round_trip:
+        lines.append(round_trip(lake, out, args.workdir))
     report = "\n".join(lines)
     print(report)
     if args.results:
         header = (
             f"\n## lake scan (R2D2 containment)\n\n"
             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {os.cpu_count()} cores "
-            f"({platform.processor() or platform.machine()}), duckdb threads {args.threads}\n\n"
-            f"`python bench/lake_bench.py --tables {args.tables} --seed {args.seed} --threads {args.threads}`\n\n"
+            f"({cpu_model()}), duckdb threads {args.threads}\n\n"
+            f"`python bench/lake_bench.py {' '.join(sys.argv[1:])}`\n\n"
         )
+        new = not args.results.exists()
         with open(args.results, "a") as fh:
-            fh.write(header + report + "\n")
+            fh.write(("# Benchmark results\n" if new else "") + header + report + "\n")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -96,6 +97,9 @@ def _table_stats(t: Table, cache: ScanCache) -> dict:
             entry = {"stats": compute_stats(t).to_dict()}
         except TableReadError as e:
             entry = {"error": str(e), "kind": e.kind}
+        except (OSError, ValueError, OverflowError, pa.ArrowException, duckdb.Error) as e:
+            # Whatever else a bad file raises: report the table, keep scanning the lake.
+            entry = {"error": f"{t.path}: {type(e).__name__}: {e}", "kind": "unreadable"}
         cache.put_table(t.fingerprint, entry)
     return entry
 

@@ -142,7 +142,10 @@ def _fold_chunk(c: ColumnStats, st, num_rows: int, bounded: dict) -> None:
     if not st.has_min_max:
         bounded[c.name] = False
         return
-    lo, hi = comparable(st.min, c.family), comparable(st.max, c.family)
+    try:
+        lo, hi = comparable(st.min, c.family), comparable(st.max, c.family)
+    except (ValueError, OverflowError, pa.ArrowException):
+        lo = hi = None  # e.g. a timestamp outside Python's datetime range: no bound, no pruning
     if lo is None or hi is None:
         bounded[c.name] = False
         return
@@ -170,8 +173,11 @@ def _scanned_stats(table: Table) -> TableStats:
         orderable = fam in ("int", "float", "string", "binary", "bool", "date", "time") or fam.startswith("timestamp")
         if c.values and orderable:
             mm = pc.min_max(arr)
-            c.min = comparable(mm["min"].as_py(), fam)
-            c.max = comparable(mm["max"].as_py(), fam)
+            try:
+                c.min = comparable(mm["min"].as_py(), fam)
+                c.max = comparable(mm["max"].as_py(), fam)
+            except (ValueError, OverflowError, pa.ArrowException):
+                c.min = c.max = None
         cols.append(c)
     con = duckdb.connect()
     con.register("t", data)

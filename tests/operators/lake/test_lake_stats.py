@@ -62,3 +62,12 @@ def test_csv_and_jsonl_stats_come_from_one_scan(tmp_path):
     a, d = s.columns
     assert (a.nulls, a.min, a.max) == (1, 2, 2)
     assert (d.family, d.min) == ("date", dt.date(2024, 1, 1).toordinal())
+
+
+def test_values_without_a_python_form_give_no_bound(tmp_path):
+    # ~12,000 years after 1970: valid Arrow, beyond datetime.max; the stats must not fail the scan
+    far = 12_000 * 365 * 86400 * 10**6
+    pq.write_table(pa.table({"t": pa.array([0, far], pa.timestamp("us"))}), tmp_path / "far.parquet")
+    (t,), _ = discover([tmp_path / "far.parquet"])
+    (c,) = compute_stats(t).columns
+    assert (c.min, c.max, c.values) == (None, None, 2)
