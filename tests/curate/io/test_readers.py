@@ -142,3 +142,21 @@ def test_large_parquet_splits_by_row_group_with_the_same_ids(tmp_path):
     assert len(parts) == 10 and parts[3].first_row == 300
     ids = lambda srcs: [i for s in srcs for b, _ in read_source(s) for i in b.column("_id").to_pylist()]
     assert ids(parts) == ids(whole)
+
+
+def test_real_hugging_face_datasets_on_disk_and_through_the_cache(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    ds = datasets.Dataset.from_dict({"text": ["a", "b", "c"]})
+    datasets.DatasetDict({"train": ds, "test": ds.select([2])}).save_to_disk(str(tmp_path / "dict"))
+    srcs = discover(str(tmp_path / "dict"), None, "test")
+    assert [r["text"] for s in srcs for b, _ in read_source(s) for r in b.to_pylist()] == ["c"]
+    with pytest.raises(InputError, match="choose one with input.split"):
+        discover(str(tmp_path / "dict"))
+    # A dataset name resolved by `datasets` (here a local folder, as no hub is reachable).
+    write_jsonl(tmp_path / "hub" / "train.jsonl", [{"text": "x"}, {"text": "y"}])
+    srcs = discover(f"hf:{tmp_path / 'hub'}", None, "train")
+    assert [r["text"] for s in srcs for b, _ in read_source(s) for r in b.to_pylist()] == ["x", "y"]
+    with pytest.raises(InputError, match="not available locally"):
+        discover("hf:no-such-org/no-such-dataset")
