@@ -8,6 +8,8 @@ better-ranked one. apply: looks the batch's _ords up in the decisions file.
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 from typing import Iterable, Literal
 
@@ -24,6 +26,8 @@ from operators.dedup.lsh import ContainmentPlan, size_partition
 from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
 from operators.dedup.verify import containment, cutoffs
 
+log = logging.getLogger(__name__)
+
 
 class ContainmentParams(Params):
     threshold: float = Field(0.8, gt=0.0, le=1.0, description="tau: remove A when |S(A)∩S(B)|/|S(A)| >= tau for a larger B.")
@@ -32,9 +36,10 @@ class ContainmentParams(Params):
     lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
     num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations per document.")
     max_miss: float = Field(0.01, gt=0.0, lt=1.0, description="LSH design target: chance of missing a pair exactly at tau, worst size ratio of its partition pair.")
-    partition_ratio: float = Field(2.0, gt=1.0, description="Size partitions are geometric classes of this ratio (LSH Ensemble).")
+    partition_ratio: float = Field(1.41, gt=1.0, description="Size partitions are geometric classes of this ratio (LSH Ensemble).")
     verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for verification; exact for documents with fewer.")
     prefer: str | None = Field(None, description="Numeric column: among equally large documents, the higher value is kept (then the smaller _id).")
+    prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
     memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
     workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
     verify_chunk: int = Field(100_000, ge=1, description="Candidate pairs verified per chunk (bounds memory).")
@@ -54,6 +59,7 @@ class ContainmentDedup(Global):
         workdir = Path(workdir)
         workers = p.workers or signature_pass.default_workers()
         plan = ContainmentPlan(p.num_perm, p.threshold, p.max_miss, p.partition_ratio)
+        started = time.monotonic()
         out = signature_pass.run(
             batches, workdir,
             spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed),
@@ -61,9 +67,10 @@ class ContainmentDedup(Global):
             buckets=lambda ords, sig, sizes: plan.bucket_rows(ords, sig, size_partition(sizes, p.partition_ratio)),
             sample=p.verify_sample, keep_sigs=False, workers=workers,
         )
+        log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
         con = connect(workdir, p.memory_gb, workers)
-        # Larger documents first; then `prefer` (higher first); then _id.
-        rank = resolve.rank_table(con, out.docs_glob, "n DESC, prefer DESC NULLS LAST, _id")
+        # Larger documents first; then `prefer` (per prefer_order); then _id.
+        rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
         con.register("plan", plan.table())
         candidates = workdir / "candidates.parquet"
         con.execute(f"""
@@ -75,6 +82,8 @@ class ContainmentDedup(Global):
               WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
             ) TO '{candidates}' (FORMAT parquet)
         """)
+        n_candidates = pq.ParquetFile(candidates).metadata.num_rows
+        log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         edges_dir = workdir / "edges"
         edges_dir.mkdir(exist_ok=True)
         sizes = np.zeros(len(rank), np.int64)
@@ -93,6 +102,7 @@ class ContainmentDedup(Global):
                 pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]}),
                 edges_dir / f"part-{i:06d}.parquet",
             )
+        log.info("containment_dedup: verified at %.1fs", time.monotonic() - started)
         decisions = workdir / "decisions.parquet"
         edges_glob = str(edges_dir / "*.parquet")
         if not any(edges_dir.iterdir()):
@@ -101,6 +111,7 @@ class ContainmentDedup(Global):
         resolve.containment_decisions(con, edges_glob, out.docs_glob, str(decisions))
         removed = con.execute(f"SELECT count(*) FROM read_parquet('{decisions}')").fetchone()[0]
         con.close()
+        log.info("containment_dedup: %d removed at %.1fs", removed, time.monotonic() - started)
         return Decisions(str(decisions), reason="contained", removed=int(removed))
 
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:

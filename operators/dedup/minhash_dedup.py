@@ -33,6 +33,7 @@ class MinhashParams(Params):
     bands: int = Field(14, ge=1, description="LSH bands (datatrove's default: 14).")
     rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); Jaccard threshold ~ (1/bands)^(1/rows).")
     prefer: str | None = Field(None, description="Numeric column: within a duplicate cluster the highest value is kept (then the smallest _id).")
+    prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
     memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
     workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
     edge_chunk: int = Field(1_000_000, ge=1, description="Candidate pairs per union-find chunk (bounds memory).")
@@ -60,7 +61,7 @@ class MinhashDedup(Global):
             sample=None, keep_sigs=True, workers=workers,
         )
         con = connect(workdir, p.memory_gb, workers)
-        rank = resolve.rank_table(con, out.docs_glob, "prefer DESC NULLS LAST, _id")
+        rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links.parquet"
         # Star links (member -> best member of its bucket) connect a bucket with one edge per member.
         con.execute(f"""

@@ -2,17 +2,22 @@
 
 Each document keeps its `m` smallest shingle hashes (all of them when it has fewer). For a
 pair, T is the smaller of the two documents' cut-offs (the m-th smallest hash, or +inf when
-nothing was cut), and containment is measured on {h <= T} of both sets: that is the same
-uniform hash sample on both sides, so the result is exact whenever neither document has more
-than m shingles and an unbiased sample estimate otherwise.
+nothing was cut), and containment is measured on the child's hashes <= T: the same uniform
+hash sample of both sets (the parent's stored hashes include all of its hashes <= T), so the
+result is exact whenever neither document has more than m shingles and an unbiased sample
+estimate otherwise.
+
+Vectorized: the parents of a chunk are laid out once as one sorted key array
+(parent slot << 32 | top 32 hash bits), every child hash of every pair is looked up in it
+with one searchsorted, and a hit counts only when the full 64-bit hashes agree too (keys
+that share their top bits are probed in turn).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
-from operators.dedup.store import RowStore
+from operators.dedup.store import RowStore, ranges
 
 UNCUT = np.iinfo(np.uint64).max
 
@@ -33,16 +38,39 @@ def cutoffs(store: RowStore, sizes: np.ndarray) -> np.ndarray:
 
 def containment(store: RowStore, cut: np.ndarray, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """|S(child) ∩ S(parent)| / |S(child)| for each pair (on the common hash sample)."""
+    if len(child) == 0:
+        return np.zeros(0)
     limit = np.minimum(cut[child], cut[parent])
-    cv, co = store.gather(child)
-    pv, po = store.gather(parent)
-    pair_c = np.repeat(np.arange(len(child), dtype=np.int64), np.diff(co))
-    pair_p = np.repeat(np.arange(len(parent), dtype=np.int64), np.diff(po))
-    keep_c = cv <= limit[pair_c]
-    keep_p = pv <= limit[pair_p]
-    sample_size = np.bincount(pair_c[keep_c], minlength=len(child))
-    both = pl.DataFrame({"pair": pair_c[keep_c], "h": cv[keep_c]}).join(
-        pl.DataFrame({"pair": pair_p[keep_p], "h": pv[keep_p]}), on=["pair", "h"], how="inner"
-    )
-    shared = np.bincount(both["pair"].to_numpy(), minlength=len(child))
+    parents, slot = np.unique(parent, return_inverse=True)
+    pv, po = store.gather(parents)
+    pkeys = (np.repeat(np.arange(len(parents), dtype=np.uint64), np.diff(po)) << np.uint64(32)) | (pv >> np.uint64(32))
+    # Child hashes, pair by pair (a child may appear in many pairs).
+    children, cslot = np.unique(child, return_inverse=True)
+    cv, co = store.gather(children)
+    lengths = np.diff(co)[cslot]
+    element = ranges(co[:-1][cslot], lengths)
+    pair = np.repeat(np.arange(len(child), dtype=np.int64), lengths)
+    h = cv[element]
+    in_sample = h <= limit[pair]
+    h, pair = h[in_sample], pair[in_sample]
+    qkeys = (slot[pair].astype(np.uint64) << np.uint64(32)) | (h >> np.uint64(32))
+    hit = _lookup(pkeys, pv, qkeys, h)
+    sample_size = np.bincount(pair, minlength=len(child))
+    shared = np.bincount(pair[hit], minlength=len(child))
     return np.divide(shared, sample_size, out=np.zeros(len(child)), where=sample_size > 0)
+
+
+def _lookup(pkeys: np.ndarray, pv: np.ndarray, qkeys: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """For each query, whether (its key, its full hash) is among (pkeys, pv); pkeys sorted."""
+    hit = np.zeros(len(qkeys), bool)
+    probe = np.searchsorted(pkeys, qkeys)
+    live = np.flatnonzero(probe < len(pkeys))
+    live = live[pkeys[probe[live]] == qkeys[live]]
+    while len(live):
+        match = pv[probe[live]] == h[live]
+        hit[live[match]] = True
+        live = live[~match]
+        probe[live] += 1
+        live = live[probe[live] < len(pkeys)]
+        live = live[pkeys[probe[live]] == qkeys[live]]
+    return hit

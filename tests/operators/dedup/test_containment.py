@@ -1,0 +1,133 @@
+"""containment_dedup against brute force, on planted cases, and for determinism."""
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from pydantic import ValidationError
+
+from operators.dedup.containment import ContainmentDedup
+from tests.operators.dedup.helpers import brute_force_removed, run
+
+VOCAB = [f"w{i}" for i in range(400)]
+
+
+def doc(rnd: random.Random, n: int) -> list[str]:
+    return [rnd.choice(VOCAB) for _ in range(n)]
+
+
+def removed(verdict) -> dict[int, dict]:
+    return {i: json.loads(d) for i, (k, d) in enumerate(zip(verdict.keep, verdict.detail.to_pylist())) if not k}
+
+
+@st.composite
+def corpora(draw):
+    """Random documents plus excerpts, edited excerpts and near-copies of some of them."""
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    base = [doc(rnd, rnd.randint(3, 120)) for _ in range(draw(st.integers(2, 14)))]
+    texts = [" ".join(d) for d in base]
+    for _ in range(draw(st.integers(0, 10))):
+        src = rnd.choice(base)
+        k = max(1, int(len(src) * rnd.uniform(0.2, 1.0)))
+        start = rnd.randint(0, len(src) - k)
+        span = list(src[start : start + k])
+        if rnd.random() < 0.5:
+            span[rnd.randrange(len(span))] = rnd.choice(VOCAB)  # a light edit
+        texts.append(" ".join(w.upper() if rnd.random() < 0.1 else w for w in span))
+    rnd.shuffle(texts)
+    return texts, draw(st.sampled_from([0.5, 0.8, 0.9]))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(corpora())
+def test_agrees_with_brute_force_containment(tmp_path_factory, case):
+    texts, tau = case
+    ids = [f"id{i:04d}" for i in range(len(texts))]
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(threshold=tau)), texts, tmp_path_factory.mktemp("c"), ids=ids)
+    truth = brute_force_removed(texts, ids, tau)
+    got = removed(verdict)
+    assert set(got) <= set(truth)  # verification is exact on small documents: no false removal
+    assert len(set(truth) - set(got)) <= len(truth) // 10  # LSH may miss a few near tau, not more
+    for i, d in got.items():
+        assert d["containment"] >= tau
+        assert d["container"] in ids and d["container"] != ids[i]
+
+
+BASE = " ".join(doc(random.Random(1), 300))
+OTHER = " ".join(doc(random.Random(2), 250))
+
+
+def test_planted_cases(tmp_path):
+    words = BASE.split()
+    excerpt = " ".join(words[100:160])  # 20% of the document, verbatim
+    edited = "  ".join(w.upper() for w in words[30:240])  # 70%, case and whitespace changed
+    licence = " ".join(doc(random.Random(3), 40))
+    texts = [BASE, excerpt, edited, OTHER, licence + " " + " ".join(doc(random.Random(4), 200)),
+             licence + " " + " ".join(doc(random.Random(5), 200)), ""]
+    verdict, state = run(ContainmentDedup(), texts, tmp_path)
+    got = removed(verdict)
+    assert set(got) == {1, 2}  # boilerplate sharers, the unrelated doc and the empty doc stay
+    assert got[1] == {"container": "id0000", "containment": 1.0}
+    assert got[2]["container"] == "id0000" and got[2]["containment"] == 1.0
+    assert verdict.reason == "contained" and state.removed == 2
+
+
+def test_mutual_near_duplicates_keep_exactly_one(tmp_path):
+    words = BASE.split()
+    a = " ".join(words)
+    b = " ".join(words[:150] + ["changed"] + words[151:])  # one word replaced: same size, C ~ 0.98 both ways
+    verdict, _ = run(ContainmentDedup(), [b, a, a.upper()], tmp_path)
+    assert verdict.keep.sum() == 1
+
+
+def test_prefer_column_breaks_size_ties(tmp_path):
+    texts = [BASE, BASE.upper(), BASE + " "]
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(prefer="q")), texts, tmp_path, extra={"q": [0.1, 0.9, 0.5]})
+    assert verdict.keep.tolist() == [False, True, False]
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(prefer="q", prefer_order="asc")), texts, tmp_path / "asc",
+                     extra={"q": [0.1, 0.9, 0.5]})
+    assert verdict.keep.tolist() == [True, False, False]
+
+
+def test_larger_document_wins_over_prefer(tmp_path):
+    words = BASE.split()
+    texts = [" ".join(words[:200]), BASE]
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(prefer="q")), texts, tmp_path, extra={"q": [1.0, 0.0]})
+    assert verdict.keep.tolist() == [False, True]
+
+
+def test_sampled_verification_of_long_documents(tmp_path):
+    long = " ".join(doc(random.Random(9), 3000))
+    part = " ".join(long.split()[500:1500])
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(verify_sample=256)), [part, long, OTHER], tmp_path)
+    got = removed(verdict)
+    assert set(got) == {0} and got[0]["containment"] == 1.0
+
+
+def test_char_shingles(tmp_path):
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(shingle="char", ngram=7)),
+                     ["def add(a, b):\n    return a + b", "import os\n\ndef add(a, b):\n  return a + b\n\nprint(add(1, 2))"],
+                     tmp_path)
+    assert verdict.keep.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("batch_rows,workers", [(1, 1), (4, 2), (100, 2)])
+def test_deterministic_across_batching_and_threads(tmp_path, batch_rows, workers):
+    rnd = random.Random(7)
+    base = [doc(rnd, rnd.randint(20, 150)) for _ in range(30)]
+    texts = [" ".join(d) for d in base] + [" ".join(d[: len(d) // 2]) for d in base[:10]] + [" ".join(d) for d in base[10:15]]
+    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=workers)), texts, tmp_path, batch_rows=batch_rows)
+    reference, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=1)), texts, tmp_path / "ref", batch_rows=9)
+    assert verdict.keep.tolist() == reference.keep.tolist()
+    assert verdict.detail.to_pylist() == reference.detail.to_pylist()
+    assert (~verdict.keep).sum() == 15
+
+
+def test_params_and_columns():
+    op = ContainmentDedup(ContainmentDedup.Params(prefer="score"), text_column="body")
+    assert op.requires == ("body", "score") and op.provides == ()
+    with pytest.raises(ValidationError):
+        ContainmentDedup.Params(threshold=1.5)
+    with pytest.raises(ValidationError):
+        ContainmentDedup.Params(shingle="token")

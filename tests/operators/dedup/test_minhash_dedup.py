@@ -1,0 +1,43 @@
+"""minhash_dedup: the Jaccard baseline removes near-copies, keeps one per cluster, misses excerpts."""
+
+import json
+import random
+
+from operators.dedup.minhash_dedup import MinhashDedup
+from tests.operators.dedup.helpers import run
+
+VOCAB = [f"w{i}" for i in range(400)]
+
+
+def doc(seed: int, n: int) -> list[str]:
+    rnd = random.Random(seed)
+    return [rnd.choice(VOCAB) for _ in range(n)]
+
+
+def test_near_copies_go_excerpts_and_unrelated_stay(tmp_path):
+    a = doc(1, 400)
+    copy = a[:200] + ["edit"] + a[201:]
+    excerpt = a[100:180]  # contained in a, but Jaccard ~0.2: the baseline keeps it
+    texts = [" ".join(a), " ".join(copy).upper(), " ".join(excerpt), " ".join(doc(2, 300))]
+    verdict, state = run(MinhashDedup(), texts, tmp_path)
+    assert verdict.keep.tolist() == [True, False, True, True]
+    detail = json.loads(verdict.detail[1].as_py())
+    assert detail["duplicate_of"] == "id0000" and detail["jaccard_estimate"] > 0.8
+    assert verdict.reason == "near_duplicate" and state.removed == 1
+
+
+def test_cluster_keeps_the_preferred_member(tmp_path):
+    a = doc(3, 300)
+    variants = [" ".join(a[:i] + ["x"] + a[i + 1 :]) for i in (10, 150, 290)]
+    texts = variants + [" ".join(doc(4, 300))]
+    verdict, _ = run(MinhashDedup(MinhashDedup.Params(prefer="q")), texts, tmp_path, extra={"q": [0.2, 0.9, 0.5, 0.0]})
+    assert verdict.keep.tolist() == [False, True, False, True]
+
+
+def test_deterministic(tmp_path):
+    texts = [" ".join(doc(s, 200)) for s in range(20)]
+    texts += [t.upper() for t in texts[:8]]
+    v1, _ = run(MinhashDedup(MinhashDedup.Params(workers=1)), texts, tmp_path / "a", batch_rows=3)
+    v2, _ = run(MinhashDedup(MinhashDedup.Params(workers=2)), texts, tmp_path / "b", batch_rows=50)
+    assert v1.keep.tolist() == v2.keep.tolist() and v1.detail.to_pylist() == v2.detail.to_pylist()
+    assert (~v1.keep).sum() == 8 and v1.keep[:20].all()
