@@ -16,6 +16,10 @@ Definitions (Rae et al. 2021, appendix A; where the paper is silent, the choice 
 - n-gram character fractions are over the characters of the words (whitespace belongs to
   no n-gram): the top n-gram's count times its characters, and the characters covered by
   every occurrence of any n-gram that occurs more than once (overlaps counted once).
+
+Words, lines and n-grams are compared by 64-bit hash (mixed with the document index); two
+different n-grams of one document collide with probability ~2**-64, far below anything a
+decision could notice.
 """
 
 from __future__ import annotations
@@ -186,7 +190,8 @@ def _top_gram_chars(words: Words, cum_chars, n, dup_pos, dup_keys, dup_chars, n_
     """Per document: count x characters of its most frequent n-gram (ties: the longest)."""
     # Rank n-grams by (count, characters) packed into one integer. Any n-gram has count at
     # least 1, so the longest n-gram of a document ranks it when nothing repeats.
-    starts = np.flatnonzero(words.doc[: len(words.doc) - n + 1] == words.doc[n - 1:])
+    n_grams = max(len(words.doc) - n + 1, 0)
+    starts = np.flatnonzero(words.doc[:n_grams] == words.doc[n - 1: n - 1 + n_grams])
     best = _per_doc_max(words.doc[starts], (1 << 32) | (cum_chars[starts + n] - cum_chars[starts]), n_docs)
     if len(dup_keys):
         counts = pl.DataFrame({"k": dup_keys}).select(pl.len().over("k")).to_series().to_numpy()

@@ -141,6 +141,14 @@ def test_unicode_text():
     assert v.keep.tolist() == [True]
 
 
+def test_documents_shorter_than_the_n_grams():
+    op = GopherQuality(GopherQuality.Params(scores=True, max_top_ngram_char_frac={7: 0.5}))
+    measured = op.measure(pa.array(["a b c d", "x", "", "p q r s t u v w"]))
+    assert measured["top_7gram_char_frac"].tolist() == [0, 0, 0, 7 / 8]
+    assert measured["dup_5gram_char_frac"].tolist() == [0, 0, 0, 0]
+    assert op.measure(pa.array(["a b c d"]))["top_7gram_char_frac"].tolist() == [0]  # whole batch too short
+
+
 def test_disabled_rules_do_not_run():
     _, v = verdict(["tiny"], min_words=None, min_mean_word_length=None, min_stop_words=None,
                    max_top_ngram_char_frac={}, max_dup_ngram_char_frac={})
