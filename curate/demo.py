@@ -122,7 +122,6 @@ class _Language:
         starts = np.concatenate(([0], stops[:-1]))
         return [joined[a:b].rstrip() for a, b in zip(starts.tolist(), stops.tolist())]
 
-
     def _ensure_stop_words(self, ids, ends, commas, first, n_words) -> None:
         """Make every text of >= 3 words use two Gopher stop words as bare words (lower case, no
         punctuation attached), as English does, so good documents pass that rule surely whatever the
@@ -138,7 +137,7 @@ class _Language:
         hit = (slot[ids] >= 0) & lower & ~ends & ~commas
         seen = np.zeros((n_words.size, stop.size), dtype=bool)
         seen[doc[hit], slot[ids[hit]]] = True
-        fix = first[(seen.sum(axis=1) < 2) & (n_words >= 4)]
+        fix = first[(seen.sum(axis=1) < 2) & (n_words >= 3)]
         ids[fix + 1], ids[fix + 2] = stop[GOPHER_STOP_WORDS.index("of")], stop[GOPHER_STOP_WORDS.index("the")]
         for i in (0, 1, 2):
             ends[fix + i] = commas[fix + i] = False
