@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from curate.errors import InputError
 from curate.ops import Filter, Params, Verdict
 from operators.filters import gopher_metrics as gm
 
@@ -136,7 +137,11 @@ class GopherQuality(Filter):
         return metrics
 
     def keep(self, batch: pa.RecordBatch):
-        metrics = self.measure(batch.column(self.text_column))
+        column = batch.column(self.text_column)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_string_view(column.type)):
+            raise InputError(f"gopher_quality: column '{self.text_column}' must be text, it is {column.type}")
+        metrics = self.measure(column)
         n = batch.num_rows
         first_failed = np.full(n, -1)
         for i, rule in enumerate(self.rules):

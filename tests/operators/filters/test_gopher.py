@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from curate.errors import InputError
 from gopher_reference import reference_metrics
 from operators.filters.gopher import GopherQuality
 
@@ -162,6 +163,19 @@ def test_scores_columns_and_provides():
     # With scores on, rows removed early are still fully measured.
     assert out.column("quality_gopher_dup_10gram_char_frac").null_count == 0
     assert GopherQuality().provides == ()
+
+
+def test_a_non_text_column_is_a_clear_error():
+    with pytest.raises(InputError, match="must be text"):
+        GopherQuality().keep(pa.RecordBatch.from_pydict({"text": [1, 2]}))
+
+
+def test_other_text_column_and_string_types():
+    op = GopherQuality(text_column="body")
+    assert op.requires == ("body",)
+    for kind in (pa.large_string(), pa.string_view()):
+        batch = pa.RecordBatch.from_pydict({"body": pa.array([GOOD, "tiny"], kind)})
+        assert op.keep(batch).keep.tolist() == [True, False]
 
 
 def test_bad_params():
