@@ -137,6 +137,8 @@ class GopherQuality(Filter):
         return metrics
 
     def keep(self, batch: pa.RecordBatch):
+        """The verdict; with `scores`, (the batch with the score columns, the verdict), which the
+        engine accepts from a filter, so the kept rows carry their scores on."""
         column = batch.column(self.text_column)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                 or pa.types.is_string_view(column.type)):
