@@ -4,7 +4,8 @@ Raw records (and, for export, standardized trajectories) of every fixture datase
 with fresh ids and fed as JSON lines through the same streaming code the `curate adp`
 commands use (parse, convert or validate+render, serialize one output line each); outputs are
 serialized and discarded so that disk size does not limit the run. Peak RSS is sampled every
-10% to show memory stays flat. One process, one core: the rates are per core.
+10% to show memory stays flat. One process, one core: the rates are per core (reported per wall second and per CPU second,
+the steadier figure on a shared machine).
 
     python bench/adp_bench.py [--n 1000000] [--fixtures ../shared/fixtures/adp]
 """
@@ -67,10 +68,16 @@ def raw_units(fixtures: Path) -> list[tuple[str, list[bytes]]]:
     return units
 
 
+def _mark(marks: list, done: int, what: str) -> None:
+    marks.append((done, round(rss_mb()), round(peak_mb())))
+    print(f"  {what}: {done:,} done, RSS {marks[-1][1]} MB, peak {marks[-1][2]} MB, "
+          f"{time.process_time():.0f} CPU-s", flush=True)
+
+
 def bench_convert(fixtures: Path, n: int) -> dict:
     units = raw_units(fixtures)
     sink, done, marks = NullSink(), 0, []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i, (source, lines) in zip(range(n), cycle(units)):
         records = [orjson.loads(line) for line in lines]  # as read from a JSONL file
         for r in records:
@@ -82,10 +89,10 @@ def bench_convert(fixtures: Path, n: int) -> dict:
             sink.write(unit.trajectory)
         done += 1
         if done % max(1, n // 10) == 0:
-            marks.append((done, round(rss_mb()), round(peak_mb())))
-    secs = time.perf_counter() - start
-    return {"trajectories": done, "seconds": secs, "per_s": done / secs, "rss_marks": marks,
-            "out_mb": sink.bytes / 1e6, "datasets": len({u[0] for u in units})}
+            _mark(marks, done, "convert")
+    secs, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"trajectories": done, "seconds": secs, "cpu": cpu, "per_s": done / secs, "per_cpu_s": done / cpu,
+            "rss_marks": marks, "out_mb": sink.bytes / 1e6, "datasets": len({u[0] for u in units})}
 
 
 def bench_export(fixtures: Path, n: int, style: str) -> dict:
@@ -95,7 +102,7 @@ def bench_export(fixtures: Path, n: int, style: str) -> dict:
         exporters[d.name] = Exporter(style, environment=env)
         items += [(d.name, orjson.dumps(t)) for t in json.loads((d / "sample_std.json").read_text())]
     sink, done, skipped, marks = NullSink(), 0, 0, []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i, (name, line) in zip(range(n), cycle(items)):
         traj = orjson.loads(line)
         traj["id"] = f"{name}-{i}"
@@ -107,10 +114,10 @@ def bench_export(fixtures: Path, n: int, style: str) -> dict:
             skipped += 1
         done += 1
         if done % max(1, n // 10) == 0:
-            marks.append((done, round(rss_mb()), round(peak_mb())))
-    secs = time.perf_counter() - start
-    return {"trajectories": done, "seconds": secs, "per_s": done / secs, "rss_marks": marks,
-            "samples": sink.count, "skipped": skipped, "out_mb": sink.bytes / 1e6}
+            _mark(marks, done, "export")
+    secs, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"trajectories": done, "seconds": secs, "cpu": cpu, "per_s": done / secs, "per_cpu_s": done / cpu,
+            "rss_marks": marks, "samples": sink.count, "skipped": skipped, "out_mb": sink.bytes / 1e6}
 
 
 def main() -> None:
@@ -124,14 +131,15 @@ def main() -> None:
           f"n={args.n:,}", flush=True)
     if args.only != "export":
         r = bench_convert(args.fixtures, args.n)
-        print(f"convert: {r['trajectories']:,} trajectories from {r['datasets']} datasets in {r['seconds']:.1f}s = "
-              f"{r['per_s']:,.0f} trajectories/s per core; output {r['out_mb']:,.0f} MB serialized", flush=True)
+        print(f"convert: {r['trajectories']:,} trajectories from {r['datasets']} datasets in {r['seconds']:.1f}s wall, "
+              f"{r['cpu']:.1f} CPU-s = {r['per_s']:,.0f}/s wall, {r['per_cpu_s']:,.0f} trajectories per CPU-second "
+              f"(one core); output {r['out_mb']:,.0f} MB serialized", flush=True)
         print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
     if args.only != "convert":
         r = bench_export(args.fixtures, args.n, args.style)
-        print(f"export ({args.style}): {r['trajectories']:,} trajectories in {r['seconds']:.1f}s = {r['per_s']:,.0f} "
-              f"trajectories/s per core; {r['samples']:,} samples, {r['skipped']:,} skipped; output "
-              f"{r['out_mb']:,.0f} MB serialized", flush=True)
+        print(f"export ({args.style}): {r['trajectories']:,} trajectories in {r['seconds']:.1f}s wall, {r['cpu']:.1f} "
+              f"CPU-s = {r['per_s']:,.0f}/s wall, {r['per_cpu_s']:,.0f} trajectories per CPU-second (one core); "
+              f"{r['samples']:,} samples, {r['skipped']:,} skipped; output {r['out_mb']:,.0f} MB serialized", flush=True)
         print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
 
 
