@@ -13,6 +13,8 @@ from curate.errors import CurateError
 
 from .quarantine import DEFAULT_QUARANTINE
 
+DEFAULT_LAMBDA = 1e6  # 1 MB of storage is worth one second of rebuild per access
+
 app = typer.Typer(
     help="Dataset containment across a data lake (R2D2): scan, plan deletions, apply, restore.",
     no_args_is_help=True,
@@ -54,6 +56,8 @@ def scan(
 
     if sample < 1:
         raise CurateError("--sample must be at least 1")
+    if out.exists() and not out.is_dir():
+        raise CurateError(f"{out}: exists and is not a directory")
     opts = ScanOptions(sample=sample, seed=seed, verify=verify, threads=threads, cache=cache, progress=progress)
     result = scan_lake([str(p) for p in paths], out, opts)
     write_scan(out, [str(p) for p in paths], opts, result)
@@ -68,7 +72,9 @@ def plan(
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Plan file (default: SCAN_DIR/plan.json)."),
     access: Optional[Path] = typer.Option(None, help="Access frequencies: CSV table,frequency or JSON {table: f}."),
     latency: Optional[float] = typer.Option(None, help="Latency bound L: max seconds to rebuild a deleted table."),
-    lam: float = typer.Option(0.0, "--lambda", help="Bytes of storage worth one second of rebuild per access."),
+    lam: float = typer.Option(
+        DEFAULT_LAMBDA, "--lambda", help="Bytes of storage worth one second of rebuild time per access (default 1 MB)."
+    ),
     scan_rate: float = typer.Option(200.0, help="MB/s a rebuild scans its container at (rebuild time estimate)."),
     solver: str = typer.Option("auto", help="auto (exact up to --max-exact tables, greedy above), milp or greedy."),
     max_exact: int = typer.Option(3000, help="Largest number of candidate tables solved exactly."),
@@ -79,8 +85,8 @@ def plan(
 
     if solver not in ("auto", "milp", "greedy"):
         raise CurateError(f"--solver must be auto, milp or greedy, not {solver!r}")
-    if scan_rate <= 0:
-        raise CurateError("--scan-rate must be positive")
+    if scan_rate <= 0 or lam < 0:
+        raise CurateError("--scan-rate must be positive and --lambda non-negative")
     result = make_plan(
         scan_dir,
         access=access,

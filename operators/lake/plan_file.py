@@ -47,7 +47,7 @@ def make_plan(
     *,
     access: str | Path | None = None,
     latency: float = float("inf"),
-    lam: float = 0.0,
+    lam: float = 1e6,
     scan_rate_mb_s: float = 200.0,
     method: str = "auto",
     max_exact: int = 3000,

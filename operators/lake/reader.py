@@ -67,7 +67,8 @@ def duckdb_source(table: Table) -> str:
         return _nonparquet_source(table.files[0].path, table.format)
     files = "[" + ", ".join(quote_str(f.path) for f in table.files) + "]"
     if not table.partitioned or not table.partitions or not table.partitions[0]:
-        return f"read_parquet({files})"
+        # Explicitly off: duckdb would otherwise read `k=v` segments of the lake's own path as columns.
+        return f"read_parquet({files}, hive_partitioning=false)"
     types = ", ".join(
         f"{quote_str(k)}: {'BIGINT' if t == pa.int64() else 'VARCHAR'}" for k, t in partition_types(table).items()
     )
