@@ -80,6 +80,9 @@ class Operator:
 
 
 class Map(Operator):
+    """`process` returns the new batch, or (batch, Verdict) to send rows it cannot handle (of
+    the returned batch) to the trace with a reason."""
+
     kind = "map"
     # True when the operator may emit more or fewer rows than it got (then it sets _parent_id).
     changes_rows: ClassVar[bool] = False
@@ -89,9 +92,12 @@ class Map(Operator):
 
 
 class Filter(Operator):
+    """`keep` returns a Verdict, or (batch, Verdict) to also add columns (e.g. the scores it
+    measured) to the rows it keeps."""
+
     kind = "filter"
 
-    def keep(self, batch: pa.RecordBatch) -> Verdict:
+    def keep(self, batch: pa.RecordBatch) -> Verdict | tuple[pa.RecordBatch, Verdict]:
         raise NotImplementedError
 
 
