@@ -109,8 +109,9 @@ def _quarantine_one(d: dict, quarantine: Quarantine, entries: dict, purge: bool)
         "container_path": a.path,
         "container_fingerprint": a.fingerprint,
         "columns": mapping,
-        "positions": str(slot / "positions.parquet"),
-        "quarantined": str(moved_to),
+        # relative to the quarantine, so the quarantine can be moved as a whole
+        "positions": (slot / "positions.parquet").relative_to(quarantine.root).as_posix(),
+        "quarantined": moved_to.relative_to(quarantine.root).as_posix(),
         "applied": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     entries[d["table"]] = entry

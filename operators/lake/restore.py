@@ -35,18 +35,19 @@ def restore_tables(quarantine: Quarantine, names: list[str] | None) -> list[Rest
         raise CurateError(f"not in quarantine {quarantine.root}: {', '.join(unknown)} (deleted tables: {known})")
     done = []
     for name in names:
-        done.append(_restore_one(entries[name]))
+        done.append(_restore_one(entries[name], quarantine.root))
         del entries[name]
         quarantine.save(entries)
     return done
 
 
-def _restore_one(entry: dict) -> Restored:
+def _restore_one(entry: dict, root: Path) -> Restored:
     path = Path(entry["path"])
     if path.exists():
         raise CurateError(f"{path}: exists already; refusing to overwrite it with the restored table")
     container = table_at(entry["container_path"])
-    copy = Path(entry["quarantined"]) if entry.get("quarantined") else None
+    copy = root / entry["quarantined"] if entry.get("quarantined") else None
+    slot = (root / entry["positions"]).parent
     if container is None or container.fingerprint != entry["container_fingerprint"]:
         if copy is None or not copy.exists():
             raise CurateError(
@@ -54,14 +55,14 @@ def _restore_one(entry: dict) -> Restored:
                 "and the quarantined copy was purged; it cannot be rebuilt exactly"
             )
         shutil.move(copy, path)
-        shutil.rmtree(Path(entry["positions"]).parent, ignore_errors=True)
+        shutil.rmtree(slot, ignore_errors=True)
         return Restored(entry["table"], str(path), entry["rows"], "quarantine")
-    positions = pq.read_table(entry["positions"]).column("position").to_numpy()
+    positions = pq.read_table(root / entry["positions"]).column("position").to_numpy()
     data = rebuild(container, positions, entry["columns"], schema_from_text(entry["schema"]))
     write_rebuilt(data, path, entry["layout"], entry["partition_keys"])
     restored = table_at(path)
     if restored is None or read_table(restored).num_rows != entry["rows"]:
         raise CurateError(f"{path}: the restored table does not have the {entry['rows']} rows it had")
     # The positions and any quarantined copy are no longer needed.
-    shutil.rmtree(Path(entry["positions"]).parent, ignore_errors=True)
+    shutil.rmtree(slot, ignore_errors=True)
     return Restored(entry["table"], str(path), entry["rows"], "container")

@@ -105,3 +105,21 @@ def test_restore_refuses_what_it_cannot_rebuild(planned):
     with pytest.raises(CurateError, match="cannot be rebuilt exactly"):
         restore_tables(quarantine, ["rows_subset.parquet"])
     assert "rows_subset.parquet" in quarantine.entries()  # still recorded, nothing lost
+
+
+def test_a_moved_quarantine_still_restores(planned, tmp_path):
+    lake, plan, quarantine = planned
+    before = snapshot(lake)
+    apply_plan(plan, quarantine, yes=True)
+    moved = Quarantine(shutil.move(quarantine.root, tmp_path / "elsewhere"))
+    restore_tables(moved, None)
+    after = snapshot(lake)
+    assert all(after[k].equals(v, check_metadata=True) for k, v in before.items())
+    assert not any(p.is_dir() for p in moved.root.iterdir())  # slots cleaned up
+
+
+def test_a_second_apply_of_the_same_plan_is_refused(planned):
+    _, plan, quarantine = planned
+    apply_plan(plan, quarantine, yes=True)
+    with pytest.raises(CurateError, match="is gone"):
+        apply_plan(plan, quarantine, yes=True)
