@@ -44,7 +44,8 @@ def _recall(out):
     import pyarrow.dataset as ds
 
     kept = ds.dataset(out / "data").to_table(columns=["planted"]).column("planted")
-    kept_counts = {r["values"]: r["counts"] for r in pc.value_counts(kept).to_pylist()}
+    kept_counts = {r["values"]: r["counts"] for r in pc.value_counts(kept).to_pylist() if r["values"] is not None}
+    kept_counts[None] = kept.null_count
     manifest = json.loads((out / "manifest.json").read_text())
     return kept_counts, manifest
 
@@ -104,12 +105,15 @@ def main():
             h.table(["tool", "wall s", "docs/s", "peak RSS GB (tree)", "docs kept", "curate speed-up (target >= 3x)"],
                     rows)]
     if "curate" in results:
-        recall = [[k, f"{n:,}", f"{n - kept_planted.get(k, 0):,}", f"{(n - kept_planted.get(k, 0)) / n:.3f}"]
-                  for k, n in sorted(planted.items()) if k is not None]
+        recall = [[k or "(good: false positives)", f"{n:,}", f"{n - kept_planted.get(k, 0):,}",
+                   f"{(n - kept_planted.get(k, 0)) / n:.4f}"]
+                  for k, n in sorted(planted.items(), key=lambda kv: kv[0] or "~")]
         steps = [[s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['seconds']:.1f}"]
                  for s in manifest.get("steps", [])]
         body += ["", "curate per step (manifest.json):", "", h.table(["step", "rows in", "rows out", "seconds"], steps),
-                 "", "curate recall of the planted rows (duplicate_normalized is not expected: no normalize_text):",
+                 "", "curate recall of the planted rows (exact_dedup's default normalization, NFC + whitespace collapse, "
+                 "catches the duplicate_normalized rows that differ in whitespace only; those lower-cased need "
+                 "lowercase: true):",
                  "", h.table(["planted", "rows", "removed", "recall"], recall)]
     body += ["", "datatrove: JsonlReader -> GopherRepetitionFilter -> GopherQualityFilter -> JsonlWriter -> "
              "ExactDedupSignature | ExactFindDedups | JsonlReader -> ExactDedupFilter -> ParquetWriter(zstd); "
