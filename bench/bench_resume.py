@@ -1,9 +1,10 @@
 """Crash and resume: a >= 1M-row `curate run` killed with SIGKILL several times, then finished with --resume.
 
     python bench/bench_resume.py [--files 69] [--kills 4] [--seed 0] [--workers 2]
+                                  [--steps gopher_quality,exact_dedup]
 
-First an uninterrupted run (gopher_quality + exact_dedup) of the first `--files` corpus files (69 of
-the 96 hold ~1.0M rows). Then the same recipe into another output: a fresh run and `--kills - 1`
+First an uninterrupted run (recipe: `--steps`) of the first `--files` corpus files (69 of the 96
+hold ~1.0M rows). Then the same recipe into another output: a fresh run and `--kills - 1`
 `--resume` runs, each SIGKILLed (the whole process group: driver and workers) after a random share
 (10-60%, seeded) of the uninterrupted run's wall time, then a final `--resume` to the end. Pass: the
 data files are byte-identical (sha256) to the uninterrupted run's, and the row counts match.
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--kills", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--steps", default="gopher_quality,exact_dedup", help="the recipe's operators, in order")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     work = h.RUNS / "resume"
@@ -38,7 +40,7 @@ def main():
     inputs.mkdir(parents=True)
     for f in h.corpus_files(h.corpus())[: args.files]:
         (inputs / f.name).symlink_to(f)
-    steps = ["gopher_quality", "exact_dedup"]
+    steps = args.steps.split(",")
     glob = str(inputs / "*.jsonl.gz")
     ref_recipe = h.write_recipe(work / "recipe-ref.yaml", glob, work / "ref", steps)
     res_recipe = h.write_recipe(work / "recipe-resumed.yaml", glob, work / "resumed", steps)
@@ -70,7 +72,7 @@ def main():
                 [(s["step"], s["rows_out"]) for s in res_manifest["steps"]]
     identical = ref_hashes == res_hashes and bool(ref_hashes)
     body = "\n".join([
-        f"{args.files} corpus files, {rows_in:,} rows; gopher_quality + exact_dedup, --workers {args.workers}; "
+        f"{args.files} corpus files, {rows_in:,} rows; steps {' + '.join(steps)}, --workers {args.workers}; "
         f"uninterrupted run {ref.seconds:.1f}s; kill seed {args.seed}; load average at the end {h.load()}.", "",
         h.table(["attempt", "flags", "SIGKILL after s", "outcome"], attempts), "",
         f"Data files: {len(ref_hashes)} in the uninterrupted run, {len(res_hashes)} after resuming; "
