@@ -23,6 +23,10 @@ from .reader import TableReadError, arrow_schema, partition_types, read_table
 from .tables import Table
 
 _EPOCH = dt.datetime(1970, 1, 1)
+# Writers cut long string/binary statistics (polars at 64 bytes, duckdb at 256), and a cut
+# bound from one writer compared with an exact one from another could prune a true edge.
+# A bound this long may have been cut, so it is not used.
+TRUNCATION_BYTES = 64
 _MICRO = dt.timedelta(microseconds=1)
 
 
@@ -61,14 +65,15 @@ def comparable(value, family: str):
         f = float(value)
         return None if math.isnan(f) else f
     if family == "string":
-        if isinstance(value, bytes):
-            try:
-                return value.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return str(value)
+        raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
+        if len(raw) >= TRUNCATION_BYTES:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     if family == "binary":
-        return bytes(value).hex()  # hex keeps byte order
+        return None if len(value) >= TRUNCATION_BYTES else bytes(value).hex()  # hex keeps byte order
     if family == "bool":
         return bool(value)
     if family == "date":
@@ -97,7 +102,8 @@ def _footer_stats(table: Table) -> TableStats:
     schema = arrow_schema(table)
     ptypes = partition_types(table)
     cols = {f.name: ColumnStats(f.name, str(f.type), type_family(f.type), nulls=0, values=0) for f in schema}
-    bounded = {name: True for name in cols}  # min/max still exact for this column
+    # Whether each bound is still sound for the column: one chunk without it spoils it.
+    sound = {name: {"min": True, "max": True} for name in cols}
     rows = 0
     for i, f in enumerate(table.files):
         try:
@@ -109,30 +115,40 @@ def _footer_stats(table: Table) -> TableStats:
         for field in schema:
             c = cols[field.name]
             if field.name in ptypes:
-                _fold_partition(c, (table.partitions[i] or {}).get(field.name), ptypes[field.name], md.num_rows, bounded)
+                _fold_partition(c, (table.partitions[i] or {}).get(field.name), ptypes[field.name], md.num_rows, sound)
                 continue
             leaf = leaves.get(field.name)
             for g in range(md.num_row_groups):
                 rg = md.row_group(g)
                 st = rg.column(leaf).statistics if leaf is not None else None
-                _fold_chunk(c, st, rg.num_rows, bounded)
+                _fold_chunk(c, st, rg.num_rows, sound)
     for name, c in cols.items():
-        if not bounded[name]:
-            c.min = c.max = None
+        if not sound[name]["min"]:
+            c.min = None
+        if not sound[name]["max"]:
+            c.max = None
     return TableStats(rows=rows, distinct_rows=None, columns=list(cols.values()))
 
 
-def _fold(c: ColumnStats, lo, hi) -> None:
-    if lo is None or hi is None:
+def _fold_bound(c: ColumnStats, which: str, value, sound: dict) -> None:
+    if value is None:
+        sound[c.name][which] = False
         return
-    c.min = lo if c.min is None else min(c.min, lo)
-    c.max = hi if c.max is None else max(c.max, hi)
+    current = getattr(c, which)
+    setattr(c, which, value if current is None else (min if which == "min" else max)(current, value))
 
 
-def _fold_chunk(c: ColumnStats, st, num_rows: int, bounded: dict) -> None:
+def _chunk_bound(st, which: str, family: str):
+    try:
+        return comparable(getattr(st, which), family)
+    except (ValueError, OverflowError, pa.ArrowException):
+        return None  # e.g. a timestamp beyond Python's datetime range, a cut UTF-8 sequence
+
+
+def _fold_chunk(c: ColumnStats, st, num_rows: int, sound: dict) -> None:
     if st is None or not st.has_null_count:
         c.nulls = c.values = None
-        bounded[c.name] = False
+        sound[c.name]["min"] = sound[c.name]["max"] = False
         return
     if c.nulls is not None:
         c.nulls += st.null_count
@@ -140,25 +156,20 @@ def _fold_chunk(c: ColumnStats, st, num_rows: int, bounded: dict) -> None:
     if num_rows - st.null_count == 0:
         return
     if not st.has_min_max:
-        bounded[c.name] = False
+        sound[c.name]["min"] = sound[c.name]["max"] = False
         return
-    try:
-        lo, hi = comparable(st.min, c.family), comparable(st.max, c.family)
-    except (ValueError, OverflowError, pa.ArrowException):
-        lo = hi = None  # e.g. a timestamp outside Python's datetime range: no bound, no pruning
-    if lo is None or hi is None:
-        bounded[c.name] = False
-        return
-    _fold(c, lo, hi)
+    for which in ("min", "max"):
+        _fold_bound(c, which, _chunk_bound(st, which, c.family), sound)
 
 
-def _fold_partition(c: ColumnStats, raw: str | None, typ: pa.DataType, num_rows: int, bounded: dict) -> None:
+def _fold_partition(c: ColumnStats, raw: str | None, typ: pa.DataType, num_rows: int, sound: dict) -> None:
     if raw is None:
         c.nulls += num_rows
         return
     c.values += num_rows
     v = comparable(int(raw) if pt.is_integer(typ) else raw, c.family)
-    _fold(c, v, v)
+    for which in ("min", "max"):
+        _fold_bound(c, which, v, sound)
 
 
 def _scanned_stats(table: Table) -> TableStats:

@@ -113,3 +113,16 @@ def test_missing_root_is_a_user_error(tmp_path):
 
     with pytest.raises(CurateError, match="no such file"):
         scan_lake([tmp_path / "nope"], tmp_path / "out", ScanOptions(progress=False))
+
+
+def test_truncated_string_statistics_never_prune_a_true_edge(tmp_path):
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # polars cuts string statistics at 64 bytes, pyarrow writes them whole
+    values = ["a" * 100 + str(i) for i in range(50)]
+    pq.write_table(pa.table({"s": values}), tmp_path / "exact.parquet")
+    pl.DataFrame({"s": values[:20]}).write_parquet(tmp_path / "cut.parquet")
+    r = scan_lake([tmp_path], tmp_path / "out", ScanOptions(progress=False))
+    assert ("exact.parquet", "cut.parquet") in confirmed_names(r)

@@ -70,4 +70,10 @@ def test_values_without_a_python_form_give_no_bound(tmp_path):
     pq.write_table(pa.table({"t": pa.array([0, far], pa.timestamp("us"))}), tmp_path / "far.parquet")
     (t,), _ = discover([tmp_path / "far.parquet"])
     (c,) = compute_stats(t).columns
-    assert (c.min, c.max, c.values) == (None, None, 2)
+    assert (c.min, c.max, c.values) == (0, None, 2)  # the epoch bound is fine; the far one is dropped
+
+
+def test_long_strings_give_no_bound():
+    assert comparable("x" * 63, "string") == "x" * 63
+    assert comparable("x" * 64, "string") is None
+    assert comparable(b"\x00" * 64, "binary") is None
