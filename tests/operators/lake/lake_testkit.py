@@ -108,6 +108,7 @@ def make_lake(root: Path) -> Path:
     (mixed / "k=2").mkdir(parents=True)
     pq.write_table(pa.table({"a": [1, 2]}), mixed / "k=1" / "part-0.parquet")
     pq.write_table(pa.table({"a": ["x", "y"]}), mixed / "k=2" / "part-0.parquet")
+    (root / "bad_lines.jsonl").write_text('{"user": "u1", "age": 20}\n{"user": "u2", "age": \n')
     (root / "README.txt").write_text("not a table")
     return root
 

@@ -57,7 +57,12 @@ def test_funnel_is_consistent(scanned):
 
 def test_unreadable_empty_and_mixed_tables_are_reported(scanned):
     kinds = {i["table"]: i["kind"] for i in scanned.issues}
-    assert kinds == {"broken.parquet": "unreadable", "empty.parquet": "empty", "mixed": "mixed_schema"}
+    assert kinds == {
+        "broken.parquet": "unreadable",
+        "bad_lines.jsonl": "unreadable",
+        "empty.parquet": "empty",
+        "mixed": "mixed_schema",
+    }
     assert "README.txt" not in {t.name for t in scanned.tables}
 
 
