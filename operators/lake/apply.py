@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from curate.errors import CurateError
 
 from .quarantine import Quarantine
-from .rebuild import file_layout, rebuild, row_positions, schema_to_text, table_schema
+from .rebuild import file_layout, read_container, rebuild, row_positions, schema_to_text, table_schema
 from .reader import TableReadError, read_table
 from .tables import Table, table_at
 
@@ -85,9 +85,13 @@ def _quarantine_one(d: dict, quarantine: Quarantine, entries: dict, purge: bool)
     b, a = _current(d["path"]), _current(d["container_path"])
     mapping = d["columns"]
     schema, partition_keys = table_schema(b)
-    positions = row_positions(a, b, mapping)
+    container = read_container(a, mapping)
     original = read_table(b)
-    rebuilt = rebuild(a, positions, mapping, schema)
+    try:
+        positions = row_positions(container, original.select(list(mapping)))
+    except CurateError as e:
+        raise CurateError(f"{b.path}: not rebuildable from {a.path} ({e})") from e
+    rebuilt = rebuild(container, positions, schema)
     if not rebuilt.equals(original, check_metadata=True):
         raise CurateError(f"{b.path}: a rebuild from {a.path} would not equal the original; not deleted")
     slot = quarantine.slot(b.path)

@@ -31,32 +31,38 @@ def schema_from_text(text: str) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-def row_positions(a: Table, b: Table, mapping: dict[str, str]) -> np.ndarray:
-    """For each row of B in order, the first row of A whose mapped columns are equal."""
-    b_cols = list(mapping)
-    a_data = read_table(a, [mapping[c] for c in b_cols]).rename_columns([f"__c{k}" for k in range(len(b_cols))])
-    a_data = a_data.append_column("__a", pa.array(np.arange(a_data.num_rows, dtype=np.int64)))
-    b_data = read_table(b, b_cols).rename_columns([f"__c{k}" for k in range(len(b_cols))])
-    b_data = b_data.append_column("__b", pa.array(np.arange(b_data.num_rows, dtype=np.int64)))
-    keys = ", ".join(f"__c{k}" for k in range(len(b_cols)))
-    on = " AND ".join(f"b.__c{k} IS NOT DISTINCT FROM a.__c{k}" for k in range(len(b_cols)))
+def read_container(a: Table, mapping: dict[str, str]) -> pa.Table:
+    """A's columns that B maps to, in B's column order and under B's names."""
+    return read_table(a, list(mapping.values())).rename_columns(list(mapping))
+
+
+def row_positions(container: pa.Table, b: pa.Table) -> np.ndarray:
+    """For each row of B in order, the first row of the container with equal columns.
+
+    Both tables carry B's column names; values compare null-safe, across widened types.
+    """
+    n = len(b.column_names)
+    keyed = [f"__c{k}" for k in range(n)]
+    a_rows = container.select(b.column_names).rename_columns(keyed)
+    a_rows = a_rows.append_column("__a", pa.array(np.arange(a_rows.num_rows, dtype=np.int64)))
+    b_rows = b.rename_columns(keyed).append_column("__b", pa.array(np.arange(b.num_rows, dtype=np.int64)))
+    keys = ", ".join(keyed)
+    on = " AND ".join(f"b.{k} IS NOT DISTINCT FROM a.{k}" for k in keyed)
     con = duckdb.connect()
-    con.register("a_rows", a_data)
-    con.register("b_rows", b_data)
+    con.register("a_rows", a_rows)
+    con.register("b_rows", b_rows)
     pos = con.sql(
         f"SELECT a.__a FROM b_rows b LEFT JOIN (SELECT {keys}, min(__a) AS __a FROM a_rows GROUP BY {keys}) a "
         f"ON {on} ORDER BY b.__b"
     ).to_arrow_table().column(0)
     if pos.null_count:
-        raise CurateError(f"{b.path}: {pos.null_count} rows have no equal row in {a.path}; it is not contained")
+        raise CurateError(f"{pos.null_count} rows have no equal row in the container; the table is not contained")
     return pos.to_numpy()
 
 
-def rebuild(a: Table, positions: np.ndarray, mapping: dict[str, str], schema: pa.Schema) -> pa.Table:
-    """B as an Arrow table: A's mapped columns at `positions`, renamed and cast to B's schema."""
-    b_cols = list(mapping)
-    a_data = read_table(a, [mapping[c] for c in b_cols]).take(pa.array(positions))
-    return a_data.rename_columns(b_cols).select(schema.names).cast(schema)
+def rebuild(container: pa.Table, positions: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """B as an Arrow table: the container's rows at `positions`, cast to B's schema."""
+    return container.take(pa.array(positions)).select(schema.names).cast(schema)
 
 
 def file_layout(b: Table) -> list[dict]:

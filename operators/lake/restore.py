@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from curate.errors import CurateError
 
 from .quarantine import Quarantine
-from .rebuild import rebuild, schema_from_text, write_rebuilt
+from .rebuild import read_container, rebuild, schema_from_text, write_rebuilt
 from .reader import read_table
 from .tables import table_at
 
@@ -58,7 +58,7 @@ def _restore_one(entry: dict, root: Path) -> Restored:
         shutil.rmtree(slot, ignore_errors=True)
         return Restored(entry["table"], str(path), entry["rows"], "quarantine")
     positions = pq.read_table(root / entry["positions"]).column("position").to_numpy()
-    data = rebuild(container, positions, entry["columns"], schema_from_text(entry["schema"]))
+    data = rebuild(read_container(container, entry["columns"]), positions, schema_from_text(entry["schema"]))
     write_rebuilt(data, path, entry["layout"], entry["partition_keys"])
     restored = table_at(path)
     if restored is None or read_table(restored).num_rows != entry["rows"]:
