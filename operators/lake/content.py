@@ -29,7 +29,7 @@ def sample_rows(con: duckdb.DuckDBPyConnection, b: Table, columns: list[str], si
     distinct = f"SELECT DISTINCT {cols} FROM {duckdb_source(b)}"
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {SAMPLE_TABLE} AS "
-        f"SELECT row_number() OVER () AS __k, * FROM ({distinct}) USING SAMPLE reservoir({int(size)} ROWS) REPEATABLE ({int(seed)})"
+        f"SELECT row_number() OVER () AS __lake_k, * FROM ({distinct}) USING SAMPLE reservoir({int(size)} ROWS) REPEATABLE ({int(seed)})"
     )
     sampled = con.execute(f"SELECT count(*) FROM {SAMPLE_TABLE}").fetchone()[0]
     if sampled < size:
@@ -43,7 +43,7 @@ def missing_in(con: duckdb.DuckDBPyConnection, a: Table, mapping: list[tuple[str
     a_cols = ", ".join(f"{quote_ident(ac)} AS __c{i}" for i, (_, ac) in enumerate(mapping))
     on = " AND ".join(f"s.{quote_ident(bc)} IS NOT DISTINCT FROM a.__c{i}" for i, (bc, _) in enumerate(mapping))
     matched, total = con.execute(
-        f"SELECT (SELECT count(DISTINCT s.__k) FROM {SAMPLE_TABLE} s JOIN (SELECT {a_cols} FROM {duckdb_source(a)}) a ON {on}),"
+        f"SELECT (SELECT count(DISTINCT s.__lake_k) FROM {SAMPLE_TABLE} s JOIN (SELECT {a_cols} FROM {duckdb_source(a)}) a ON {on}),"
         f" (SELECT count(*) FROM {SAMPLE_TABLE})"
     ).fetchone()
     return total - matched
