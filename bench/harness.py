@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import shlex
 import subprocess
 import sys
@@ -62,6 +63,7 @@ def size_gb(paths) -> float:
 class Measured:
     seconds: float
     peak_rss_gb: float  # the most the whole process tree held at once (sampled every 0.1 s)
+    cpu_seconds: float  # user + system CPU of the whole tree: steadier than wall time on shared cores
     returncode: int
     output: str
 
@@ -100,6 +102,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
     peak = 0
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
@@ -112,7 +115,9 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
                 break
             time.sleep(0.1)
         seconds = time.perf_counter() - start
-    return Measured(seconds, peak / 1e9, proc.returncode, log.read_text(errors="replace"))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # counts every descendant that was waited for
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"))
 
 
 def curate_run(recipe: Path, *args: str, log: Path | None = None, kill_after: float | None = None) -> Measured:
