@@ -7,7 +7,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 venv="$here/.venvs/dedup"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
-"$venv/bin/pip" install -q "datatrove[processing]" text-dedup pyarrow polars duckdb numpy pydantic pyyaml xxhash psutil
+"$venv/bin/pip" install -q "datatrove[processing]" spacy orjson text-dedup pyarrow polars duckdb numpy pydantic pyyaml xxhash psutil
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 for name in ("datatrove", "text-dedup"):

@@ -1,9 +1,9 @@
 """containment_dedup: remove documents contained in larger ones (C(A,B) = |S(A)∩S(B)|/|S(A)| >= tau).
 
 fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples, all
-to disk); duckdb joins the band rows into candidate pairs; each pair is verified on the
-stored shingle samples; resolution removes every document with a verified edge to a
-better-ranked one. apply: looks the batch's _ords up in the decisions file.
+to disk); duckdb joins the band rows into candidate pairs; each pair is screened on a small
+hash sample and, unless clearly below tau, verified on the stored shingle samples;
+resolution removes every document with a verified edge to a better-ranked one. apply: looks the batch's _ords up in the decisions file.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from operators.dedup.db import connect
 from operators.dedup.decisions import Decisions
 from operators.dedup.lsh import ContainmentPlan, size_partition
 from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
-from operators.dedup.verify import containment, cutoffs
+from operators.dedup.verify import containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class ContainmentParams(Params):
     prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
     memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
     workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
+    screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
+    screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
     verify_chunk: int = Field(100_000, ge=1, description="Candidate pairs verified per chunk (bounds memory).")
 
 
@@ -90,13 +92,18 @@ class ContainmentDedup(Global):
         n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
         sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
         cut = cutoffs(out.samples, sizes)
+        head_cut = cutoffs(out.samples, sizes, p.screen_sample) if p.screen_sample else None
         for i, chunk in enumerate(pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk)):
             a = chunk.column("a").to_numpy()
             b = chunk.column("b").to_numpy()
             # Only the worse-ranked document of a pair can be removed, so only its containment matters.
             child = np.where(rank[a] > rank[b], a, b)
             parent = np.where(rank[a] > rank[b], b, a)
-            c = containment(out.samples, cut, child, parent)
+            if head_cut is None:
+                c = containment(out.samples, cut, child, parent)
+            else:
+                c = screened_containment(out.samples, cut, head_cut, child, parent, p.screen_sample,
+                                         p.threshold - p.screen_margin)
             ok = c >= p.threshold
             pq.write_table(
                 pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]}),

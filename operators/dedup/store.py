@@ -57,9 +57,10 @@ class RowStore:
         self.starts = np.load(self.path.with_suffix(".starts.npy"))
         self.lengths = np.load(self.path.with_suffix(".lengths.npy"))
 
-    def gather(self, ords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(values, offsets) for rows `ords`, in that order (rows may repeat)."""
-        lengths = self.lengths[ords]
+    def gather(self, ords: np.ndarray, head: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(values, offsets) for rows `ords`, in that order (rows may repeat); with `head`,
+        only each row's first `head` values."""
+        lengths = self.lengths[ords] if head is None else np.minimum(self.lengths[ords], head)
         offsets = np.zeros(len(ords) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         if offsets[-1] == 0:

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from operators.dedup.store import RowStoreWriter, ranges
-from operators.dedup.verify import containment, cutoffs
+from operators.dedup.verify import containment, cutoffs, screened_containment
 
 hashes = st.lists(st.integers(0, 2**64 - 1), max_size=40, unique=True).map(lambda v: np.sort(np.array(v, np.uint64)))
 
@@ -50,3 +50,22 @@ def test_containment_is_exact_on_the_common_sample(tmp_path_factory, rows, m):
         assert c == want
         if m is None:
             assert c == len(set(rows[a].tolist()) & set(rows[b].tolist())) / len(rows[a])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=20, max_size=200, unique=True), st.integers(0, 2**32), st.sampled_from([4, 16]))
+def test_screening_keeps_contained_children_and_exact_values(tmp_path_factory, universe, seed, head):
+    rnd = np.random.default_rng(seed)
+    big = np.sort(np.array(universe, np.uint64))
+    part = np.sort(rnd.choice(big, size=max(1, len(big) // 3), replace=False))
+    other = np.sort(np.concatenate([part[: len(part) // 2], rnd.integers(0, 2**63, 30).astype(np.uint64)]))
+    rows = [big, part, np.unique(other)]
+    store = write(tmp_path_factory.mktemp("h"), rows)
+    sizes = np.array([len(r) for r in rows])
+    cut, head_cut = cutoffs(store, sizes), cutoffs(store, sizes, head)
+    child, parent = np.array([1, 2, 2]), np.array([0, 0, 1])
+    exact = containment(store, cut, child, parent)
+    screened = screened_containment(store, cut, head_cut, child, parent, head, floor=0.5)
+    assert screened[0] == exact[0] == 1.0  # a contained child is never screened out
+    for e, s in zip(exact, screened):
+        assert s == e or s < 0.5  # either verified exactly, or screened out below the floor
