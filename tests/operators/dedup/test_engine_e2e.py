@@ -1,0 +1,41 @@
+"""containment_dedup and minhash_dedup through the local engine: trace, conservation, details."""
+
+import json
+import random
+
+import pyarrow.parquet as pq
+
+from curate import recipe
+from curate.engine.local import RunOptions, run
+from tests.conftest import write_jsonl
+
+VOCAB = [f"w{i}" for i in range(500)]
+
+
+def test_recipe_with_both_near_dedup_steps(tmp_path):
+    rnd = random.Random(0)
+    docs = [" ".join(rnd.choice(VOCAB) for _ in range(rnd.randint(80, 200))) for _ in range(40)]
+    rows = [{"id": f"d{i}", "text": t} for i, t in enumerate(docs)]
+    rows += [{"id": f"x{i}", "text": " ".join(docs[i].split()[10:50]).upper()} for i in range(10)]  # excerpts
+    rows += [{"id": f"c{i}", "text": docs[i] + " tail"} for i in range(10, 15)]  # near-copies, slightly larger
+    write_jsonl(tmp_path / "in" / "part.jsonl", rows)
+    r = recipe.load(text=f"""
+input: {{path: '{tmp_path / "in" / "*.jsonl"}', id_column: id, batch_rows: 16}}
+output: {{path: '{tmp_path / "out"}'}}
+steps:
+  - containment_dedup: {{threshold: 0.8}}
+  - minhash_dedup: {{}}
+""")
+    manifest = run(r, RunOptions(workers=1))
+    out = tmp_path / "out"
+    kept = set(pq.read_table(out / "data").column("_id").to_pylist())
+    trace = pq.read_table(out / "trace" / "01_containment_dedup.parquet")
+    gone = dict(zip(trace.column("_id").to_pylist(), trace.column("detail").to_pylist()))
+    # Excerpts and the smaller member of each near-copy pair are contained; the rest stays.
+    assert set(gone) == {f"x{i}" for i in range(10)} | {f"d{i}" for i in range(10, 15)}
+    assert json.loads(gone["x3"]) == {"container": "d3", "containment": 1.0}
+    assert json.loads(gone["d12"])["container"] == "c12"
+    assert set(trace.column("reason").to_pylist()) == {"contained"}
+    assert kept == {r["id"] for r in rows} - set(gone)
+    for step in manifest["steps"]:
+        assert step["rows_in"] == step["rows_out"] + step["removed"]
