@@ -40,6 +40,13 @@ from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
 from operators.lake.scan_output import write_scan  # noqa: E402
 
 DERIVED_PER_BASE = 24
+LAKE_DESCRIPTION = (
+    "Lake: base tables (two per schema, overlapping id ranges), each with 24 planted tables: id-range, date-window "
+    "and random row subsets, column projections, both, reordered+renamed columns, widened types (int32->int64, "
+    "string->large_string), hive-partitioned directories, CSV extracts, an exact copy, and 3 near-misses (one row "
+    "changed inside the range, one value out of range, one extra column); plus an unreadable, an empty and a "
+    "mixed-schema table."
+)
 CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
 
@@ -248,7 +255,7 @@ def main() -> None:
             f"\n## lake scan (R2D2 containment)\n\n"
             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {os.cpu_count()} cores "
             f"({cpu_model()}), duckdb threads {args.threads}\n\n"
-            f"`python bench/lake_bench.py {' '.join(sys.argv[1:])}`\n\n"
+            f"`python bench/lake_bench.py {' '.join(sys.argv[1:])}`\n\n{LAKE_DESCRIPTION}\n\n"
         )
         new = not args.results.exists()
         with open(args.results, "a") as fh:
