@@ -136,6 +136,8 @@ def _lines(files):
 
 
 def _planted_totals(files):
+    """Rows of the input per planted kind (None: good rows). The input is the corpus's first files, which
+    hold the original of every duplicate in them (an original is the first copy in corpus order)."""
     import collections
 
     import orjson
