@@ -75,31 +75,36 @@ class ExactDedup(Global):
             if p.prefer:
                 table = table.append_column("prefer", batch.column(p.prefer).cast(pa.float64()))
             pq.write_table(table, workdir / f"keys-{i:06d}.parquet")
+        removed_path = workdir / "removed.parquet"
         if not any(workdir.glob("keys-*.parquet")):
-            return {"ords": np.array([], np.int64), "keepers": []}
+            return {"removed": None}
         order = f"prefer {p.prefer_order.upper()} NULLS LAST, _ord" if p.prefer else "_ord"
         con = duckdb.connect()
-        con.execute(f"SET memory_limit='{p.memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'; "
-                    f"SET preserve_insertion_order=false")
-        removed = con.sql(f"""
-            SELECT _ord, keeper FROM (
-                SELECT _ord, first_value(_id) OVER w AS keeper, row_number() OVER w AS rank
-                FROM read_parquet('{workdir}/keys-*.parquet')
-                WINDOW w AS (PARTITION BY h1, h2 ORDER BY {order}))
-            WHERE rank > 1 ORDER BY _ord""").to_arrow_table()
+        con.execute(f"SET memory_limit='{p.memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'")
+        # Sorted by _ord in row groups, so apply reads only the rows of its own range.
+        con.execute(f"""
+            COPY (SELECT _ord, keeper FROM (
+                    SELECT _ord, first_value(_id) OVER w AS keeper, row_number() OVER w AS rank
+                    FROM read_parquet('{workdir}/keys-*.parquet')
+                    WINDOW w AS (PARTITION BY h1, h2 ORDER BY {order}))
+                  WHERE rank > 1 ORDER BY _ord)
+            TO '{removed_path}' (FORMAT parquet, ROW_GROUP_SIZE 65536)""")
         con.close()
         for f in workdir.glob("keys-*.parquet"):
             f.unlink()
-        return {"ords": removed.column("_ord").to_numpy(), "keepers": removed.column("keeper").to_pylist()}
+        return {"removed": str(removed_path)}
 
     def apply(self, batch: pa.RecordBatch, state) -> Verdict:
         ords = batch.column("_ord").to_numpy()
-        removed = state["ords"]
-        pos = np.searchsorted(removed, ords)
         hit = np.zeros(len(ords), bool)
-        inside = pos < len(removed)
-        hit[inside] = removed[pos[inside]] == ords[inside]
         detail = np.full(len(ords), None, dtype=object)
-        for i in np.flatnonzero(hit):
-            detail[i] = f"duplicate of {state['keepers'][pos[i]]}"
+        if state["removed"] is not None and len(ords):
+            removed = pq.read_table(state["removed"], filters=[("_ord", ">=", int(ords.min())),
+                                                               ("_ord", "<=", int(ords.max()))])
+            removed_ords = removed.column("_ord").to_numpy()
+            pos = np.minimum(np.searchsorted(ords, removed_ords), len(ords) - 1)  # ords increase in a batch
+            match = ords[pos] == removed_ords
+            keepers = removed.column("keeper").to_pylist()
+            hit[pos[match]] = True
+            detail[pos[match]] = ["duplicate of " + k for k, m in zip(keepers, match) if m]
         return Verdict(~hit, "exact_duplicate", pa.array(detail, pa.string()))
