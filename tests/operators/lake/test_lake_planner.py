@@ -39,7 +39,7 @@ def best_by_enumeration(inp: PlanInput) -> float:
     return best
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(plan_inputs())
 def test_milp_is_valid_and_optimal(inp):
     plan = solve(inp, method="milp")

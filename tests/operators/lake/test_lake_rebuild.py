@@ -13,7 +13,7 @@ from operators.lake.rebuild import rebuild, row_positions
 rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(-5, 5)), st.one_of(st.none(), st.sampled_from("abc"))), min_size=1, max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(rows, st.data())
 def test_rebuild_of_rows_drawn_from_the_container_is_exact(container_rows, data):
     picks = data.draw(st.lists(st.integers(0, len(container_rows) - 1), max_size=60))
