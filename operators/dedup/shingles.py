@@ -24,6 +24,11 @@ _POSITION_MULTIPLIERS = np.array(
     dtype=np.uint64,
 )
 MAX_NGRAM = len(_POSITION_MULTIPLIERS)
+# Shingle hashes keep 52 bits so that (row, hash) packs into one uint64 sort key; two
+# distinct shingles of a pair collide with probability 2^-52.
+HASH_BITS = 52
+HASH_MASK = (1 << HASH_BITS) - 1
+ROWS_PER_SORT = 1 << (64 - HASH_BITS)
 
 
 def fmix64(x: np.ndarray) -> np.ndarray:
@@ -64,7 +69,11 @@ class ShingleSets:
 
 def normalize(texts: pl.Series, spec: ShingleSpec) -> pl.Series:
     """Unicode NFKC, optional lowercase; whitespace is collapsed by tokenization (words) or here (chars)."""
-    out = texts.fill_null("").str.normalize("NFKC")
+    out = texts.fill_null("")
+    # NFKC is costly and a no-op on ASCII: apply it to the other rows only.
+    non_ascii = out.str.contains(r"[^\x00-\x7F]").arg_true()
+    if len(non_ascii):
+        out = out.scatter(non_ascii, out.gather(non_ascii).str.normalize("NFKC"))
     if spec.lowercase:
         out = out.str.to_lowercase()
     if spec.kind == "char":
@@ -111,18 +120,26 @@ def shingle_sets(texts: pa.Array | pa.ChunkedArray | pl.Series, spec: ShingleSpe
         part = padded[start + j] * _POSITION_MULTIPLIERS[j]
         part[short & (lengths[owner] <= j)] = 0
         acc += part
-    hashes = fmix64(acc ^ np.uint64(n))
+    hashes = fmix64(acc ^ np.uint64(n)) >> np.uint64(64 - HASH_BITS)
     return _row_sets(owner, hashes, rows)
 
 
 def _row_sets(owner: np.ndarray, hashes: np.ndarray, rows: int) -> ShingleSets:
-    """Sort by (row, hash) and drop repeats, so each row holds a set."""
-    frame = pl.DataFrame({"row": owner, "h": hashes}).sort(["row", "h"])
-    owner = frame["row"].to_numpy()
-    hashes = frame["h"].to_numpy()
-    first = np.ones(len(hashes), bool)
-    first[1:] = (hashes[1:] != hashes[:-1]) | (owner[1:] != owner[:-1])
-    counts = np.bincount(owner[first], minlength=rows)
+    """Sort by (row, hash) and drop repeats, so each row holds a set.
+
+    `owner` is ascending. Row and hash are packed into one uint64 key (ROW_BITS + HASH_BITS),
+    so one flat numpy sort does it, ROWS_PER_SORT rows at a time.
+    """
+    values, counts = [], np.zeros(rows, np.int64)
+    bounds = np.searchsorted(owner, np.arange(0, rows + ROWS_PER_SORT, ROWS_PER_SORT))
+    for first_row, lo, hi in zip(range(0, rows, ROWS_PER_SORT), bounds[:-1], bounds[1:]):
+        key = ((owner[lo:hi] - first_row).astype(np.uint64) << np.uint64(HASH_BITS)) | hashes[lo:hi]
+        key.sort()
+        fresh = np.ones(len(key), bool)
+        fresh[1:] = key[1:] != key[:-1]
+        key = key[fresh]
+        counts += np.bincount((key >> np.uint64(HASH_BITS)).astype(np.int64) + first_row, minlength=rows)
+        values.append(key & np.uint64(HASH_MASK))
     offsets = np.zeros(rows + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return ShingleSets(np.ascontiguousarray(hashes[first], dtype=np.uint64), offsets)
+    return ShingleSets(np.concatenate(values) if values else np.zeros(0, np.uint64), offsets)
