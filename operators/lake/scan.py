@@ -124,7 +124,7 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
     start = time.perf_counter()
     with _progress(opts.progress) as progress:
         steps = _Steps(progress)
-        found, issues = discover(list(roots))
+        found, issues = discover(list(roots), exclude=[out])
         tables: list[Table] = []
         stats: list[TableStats] = []
         for t in steps.run("statistics (footers)", found):

@@ -123,16 +123,18 @@ def _partitioned_table(name: str, path: Path) -> Table:
     )
 
 
-def discover(roots: list[str | Path]) -> tuple[list[Table], list[dict]]:
-    """Find the tables under `roots`; returns (tables, issues). A missing root is a user error."""
+def discover(roots: list[str | Path], exclude: list[str | Path] = ()) -> tuple[list[Table], list[dict]]:
+    """Find the tables under `roots`, skipping the `exclude` directories (e.g. the scan's own
+    output inside the lake); returns (tables, issues). A missing root is a user error."""
     tables: list[Table] = []
     issues: list[dict] = []
+    skip = {Path(p).resolve() for p in exclude}
     for root in roots:
         root = Path(root)
         if not root.exists():
             raise CurateError(f"{root}: no such file or directory")
         base = root.parent if root.is_file() else root
-        _discover(root, base, tables, issues)
+        _discover(root, base, tables, issues, skip)
     # Two roots may name the same table; keep the first.
     seen: set[str] = set()
     unique = []
@@ -148,8 +150,10 @@ def discover(roots: list[str | Path]) -> tuple[list[Table], list[dict]]:
     return sorted(unique, key=lambda t: t.name), issues
 
 
-def _discover(path: Path, base: Path, tables: list[Table], issues: list[dict]) -> None:
+def _discover(path: Path, base: Path, tables: list[Table], issues: list[dict], skip: set[Path]) -> None:
     name = path.relative_to(base).as_posix() if path != base else path.name
+    if skip and path.resolve() in skip:
+        return
     try:
         if path.is_file():
             fmt = _format_of(path.name)
@@ -161,7 +165,7 @@ def _discover(path: Path, base: Path, tables: list[Table], issues: list[dict]) -
             return
         for c in sorted(os.scandir(path), key=lambda e: e.name):
             if not _hidden(c.name):
-                _discover(Path(c.path), base, tables, issues)
+                _discover(Path(c.path), base, tables, issues, skip)
     except (OSError, CurateError) as e:
         issues.append({"table": name, "path": str(path), "kind": "unreadable", "detail": str(e)})
 

@@ -131,3 +131,14 @@ def test_truncated_string_statistics_never_prune_a_true_edge(tmp_path):
     pl.DataFrame({"s": values[:20]}).write_parquet(tmp_path / "cut.parquet")
     r = scan_lake([tmp_path], tmp_path / "out", ScanOptions(progress=False))
     assert ("exact.parquet", "cut.parquet") in confirmed_names(r)
+
+
+def test_the_scan_output_inside_the_lake_is_not_a_table(lake_root, tmp_path):
+    lake = tmp_path / "lake"
+    shutil.copytree(lake_root, lake)
+    first = scan_lake([lake], lake / "scan", ScanOptions(progress=False))
+    from operators.lake.scan_output import write_scan
+
+    write_scan(lake / "scan", [str(lake)], ScanOptions(), first)
+    again = scan_lake([lake], lake / "scan", ScanOptions(progress=False))
+    assert {t.name for t in again.tables} == {t.name for t in first.tables}
