@@ -11,6 +11,7 @@ import pytest
 from operators.lake import content, scan as scan_mod
 from operators.lake.brute_force import contained_pairs
 from operators.lake.scan import ScanOptions, scan_lake
+from operators.lake.scan_output import write_scan
 from lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
 
 
@@ -137,8 +138,6 @@ def test_the_scan_output_inside_the_lake_is_not_a_table(lake_root, tmp_path):
     lake = tmp_path / "lake"
     shutil.copytree(lake_root, lake)
     first = scan_lake([lake], lake / "scan", ScanOptions(progress=False))
-    from operators.lake.scan_output import write_scan
-
     write_scan(lake / "scan", [str(lake)], ScanOptions(), first)
     again = scan_lake([lake], lake / "scan", ScanOptions(progress=False))
     assert {t.name for t in again.tables} == {t.name for t in first.tables}
