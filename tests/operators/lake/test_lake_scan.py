@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from operators.lake import content, scan as scan_mod
@@ -122,10 +125,6 @@ def test_missing_root_is_a_user_error(tmp_path):
 
 
 def test_truncated_string_statistics_never_prune_a_true_edge(tmp_path):
-    import polars as pl
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     # polars cuts string statistics at 64 bytes, pyarrow writes them whole
     values = ["a" * 100 + str(i) for i in range(50)]
     pq.write_table(pa.table({"s": values}), tmp_path / "exact.parquet")
