@@ -82,3 +82,15 @@ def test_a_malformed_input_line_is_rejected_by_file_and_line(tmp_path):
     assert result.exit_code == 0 and "wrote 2 trajectories" in result.output
     (rejected,) = [json.loads(x) for x in (tmp_path / "o.jsonl.rejected.jsonl").read_text().splitlines()]
     assert rejected["reason"] == "unparseable" and "bad.jsonl, line 2: not valid JSON" in rejected["detail"]
+
+
+def test_raw_parquet_input_streams_like_jsonl(tmp_path):
+    import pyarrow as pa
+
+    raw = load("agenttuning_kg", "sample_raw.json")
+    src = tmp_path / "kg.parquet"
+    pq.write_table(pa.Table.from_pylist(raw), src)
+    out = tmp_path / "kg.jsonl"
+    assert "wrote 5 trajectories" in run("convert", "--from", "agenttuning_kg", src, "-o", out).output
+    ours = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [t["content"][:-2] for t in ours] == [t["content"][:-2] for t in load("agenttuning_kg", "sample_std.json")]
