@@ -78,6 +78,9 @@ def _hf_disk_sources(root: Path, split: str | None) -> list[Source]:
 
 
 def _hf_cache_sources(name: str, split: str | None) -> list[Source]:
+    # Only the local cache is read: never wait on a hub (set before `datasets` reads its config).
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     try:
         import datasets  # optional extra: curate[hf]
     except ImportError:

@@ -145,9 +145,13 @@ def test_large_parquet_splits_by_row_group_with_the_same_ids(tmp_path):
 
 
 def test_real_hugging_face_datasets_on_disk_and_through_the_cache(tmp_path, monkeypatch):
-    datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    datasets = pytest.importorskip("datasets")
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):  # in case datasets was imported earlier
+        if hasattr(datasets.config, flag):
+            monkeypatch.setattr(datasets.config, flag, True)
     ds = datasets.Dataset.from_dict({"text": ["a", "b", "c"]})
     datasets.DatasetDict({"train": ds, "test": ds.select([2])}).save_to_disk(str(tmp_path / "dict"))
     srcs = discover(str(tmp_path / "dict"), None, "test")
