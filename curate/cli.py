@@ -12,34 +12,17 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from curate import cli_errors
+from curate.cli_errors import handle_errors
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
-err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 120)  # logs of batch jobs get full tables
-_debug = False
 
 
 @app.callback()
 def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
-    global _debug
-    _debug = debug
-
-
-def _fail(exc: BaseException) -> None:
-    from curate.errors import CurateError
-
-    if _debug:
-        err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
-        err.print_exception()
-    if isinstance(exc, CurateError):
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(2)
-    if isinstance(exc, KeyboardInterrupt):
-        err.print("interrupted; continue with --resume")
-        raise typer.Exit(130)
-    err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", soft_wrap=True)
-    err.print("this is a bug in curate; run with --debug for the traceback")
-    raise typer.Exit(1)
+    cli_errors.show_tracebacks = debug
 
 
 def _load(recipe: Path, overrides, input_path=None, output_path=None):
@@ -49,6 +32,7 @@ def _load(recipe: Path, overrides, input_path=None, output_path=None):
 
 
 @app.command()
+@handle_errors
 def run(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
     input: Optional[str] = typer.Option(None, "--input", "-i", help="Replace the recipe's input.path."),
@@ -62,19 +46,15 @@ def run(
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
 ) -> None:
     """Run a recipe and print the per-step funnel."""
-    try:
-        r = _load(recipe, set_, input, output)
-        if dry_run:
-            _show_plan(r)
-            return
-        from curate.engine.local import RunOptions
-        from curate.progress import run_with_progress
+    r = _load(recipe, set_, input, output)
+    if dry_run:
+        _show_plan(r)
+        return
+    from curate.engine.local import RunOptions
+    from curate.progress import funnel_table, run_with_progress
 
-        manifest = run_with_progress(r, RunOptions(workers=workers, resume=resume, overwrite=overwrite,
-                                                   limit=limit, keep_work=keep_work), err)
-    except (Exception, KeyboardInterrupt) as e:
-        _fail(e)
-    from curate.progress import funnel_table
+    manifest = run_with_progress(r, RunOptions(workers=workers, resume=resume, overwrite=overwrite,
+                                               limit=limit, keep_work=keep_work), cli_errors.err)
 
     out.print(funnel_table(manifest))
     out.print(f"wrote {manifest['rows_out']:,} rows to {Path(r.output.path) / 'data'} "
@@ -94,42 +74,37 @@ def _show_plan(r) -> None:
 
 
 @app.command()
+@handle_errors
 def validate(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value."),
 ) -> None:
     """Check a recipe (operators, parameters, types) without reading data."""
-    try:
-        r = _load(recipe, set_)
-    except Exception as e:
-        _fail(e)
+    r = _load(recipe, set_)
     out.print(f"ok: {recipe} ({len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'})")
 
 
 @app.command()
+@handle_errors
 def ops(name: Optional[str] = typer.Argument(None, help="An operator to describe.")) -> None:
     """List operators, or show one operator's parameters with types, defaults and docs."""
     from curate.describe import describe_operator, operator_list
 
-    try:
-        out.print(describe_operator(name) if name else operator_list())
-    except Exception as e:
-        _fail(e)
+    out.print(describe_operator(name) if name else operator_list())
 
 
 @app.command()
+@handle_errors
 def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of Parquet, or a run directory.")) -> None:
     """Schema, row count and per-column summary of a Parquet dataset or run directory."""
     from curate.describe import inspect_path
 
-    try:
-        for renderable in inspect_path(path):
-            out.print(renderable)
-    except Exception as e:
-        _fail(e)
+    for renderable in inspect_path(path):
+        out.print(renderable)
 
 
 @app.command()
+@handle_errors
 def demo(
     directory: Path = typer.Argument(Path("data/demo"), help="Where to write the demo corpus."),
     docs: int = typer.Option(20_000, help="Number of documents."),
@@ -139,10 +114,7 @@ def demo(
     """Generate the demo corpus (English-like documents with planted duplicates and junk)."""
     from curate.demo import generate
 
-    try:
-        paths = generate(directory, docs=docs, files=files, seed=seed)
-    except Exception as e:
-        _fail(e)
+    paths = generate(directory, docs=docs, files=files, seed=seed)
     out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
 
 

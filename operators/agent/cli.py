@@ -6,33 +6,17 @@ go to `<output>.rejected.jsonl` with their reasons; the counts are printed.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 
-from curate.errors import CurateError
+from curate.cli_errors import handle_errors
 
 app = typer.Typer(help="Agent Data Protocol: convert agent datasets to ADP, validate, export to SFT formats.",
                   no_args_is_help=True)
 _out = Console(soft_wrap=True)
-_err = Console(stderr=True, soft_wrap=True)
-
-
-def _user_errors(fn):
-    """User errors exit 2 with their message and no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CurateError as e:
-            _err.print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 def _report(counts, output: Path | None, what: str) -> None:
@@ -47,7 +31,7 @@ def _report(counts, output: Path | None, what: str) -> None:
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def convert(
     input: Path = typer.Argument(..., help="Raw dataset file (.json, .jsonl or .parquet)."),
     source: str = typer.Option(..., "--from", help="Source dataset converter (see `curate adp sources`)."),
@@ -60,7 +44,7 @@ def convert(
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def export(
     input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
     style: str = typer.Option(..., "--to", help="SFT style: openhands, sweagent or agentlab."),
@@ -79,7 +63,7 @@ def export(
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def validate(
     input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
     rejected: Optional[Path] = typer.Option(None, "--rejected", help="Write invalid records with reasons here."),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 
+from curate.cli_errors import handle_errors
 from curate.errors import CurateError
 
 from .quarantine import DEFAULT_QUARANTINE
@@ -23,22 +23,8 @@ _out = Console()
 _err = Console(stderr=True)
 
 
-def _user_errors(fn):
-    """User errors exit 2 with their message and no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CurateError as e:
-            _err.print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
 @app.command()
-@_user_errors
+@handle_errors
 def scan(
     paths: list[Path] = typer.Argument(..., help="Lake roots, table files or partitioned table directories."),
     out: Path = typer.Option(..., "-o", "--out", help="Directory for the graph, funnel and tables."),
@@ -66,7 +52,7 @@ def scan(
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def plan(
     scan_dir: Path = typer.Argument(..., help="Output directory of `curate lake scan`."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Plan file (default: SCAN_DIR/plan.json)."),
@@ -103,7 +89,7 @@ def plan(
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def apply(
     plan_file: Path = typer.Argument(..., help="Plan written by `curate lake plan`."),
     yes: bool = typer.Option(False, "--yes", help="Really move the tables out of the lake."),
@@ -131,7 +117,7 @@ def apply(
 
 
 @app.command()
-@_user_errors
+@handle_errors
 def restore(
     names: Optional[list[str]] = typer.Argument(None, help="Names of deleted tables (as in the plan)."),
     all_: bool = typer.Option(False, "--all", help="Restore every deleted table."),

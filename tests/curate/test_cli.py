@@ -101,3 +101,17 @@ def test_help_imports_no_heavy_packages():
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "HEAVY []" in out
+
+
+def test_a_bug_exits_1_with_one_line_and_no_traceback(cli, monkeypatch):
+    import curate.describe
+
+    def broken():
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(curate.describe, "operator_list", broken)
+    res = cli("ops")
+    assert res.exit_code == 1
+    assert "internal error: ZeroDivisionError: oops" in res.stderr and "Traceback" not in res.output
+    res = cli("--debug", "ops")
+    assert res.exit_code == 1 and "Traceback" in res.stderr

@@ -4,7 +4,6 @@ import gzip
 import json
 
 import pyarrow as pa
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 import zstandard

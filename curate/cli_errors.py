@@ -1,0 +1,45 @@
+"""How every curate command ends on an error: the user's problems (CurateError) print a message
+and exit 2, bugs print one line and exit 1; `curate --debug` adds the traceback."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+import typer
+from rich.console import Console
+
+err = Console(stderr=True, soft_wrap=True)
+show_tracebacks = False
+
+
+def fail(exc: BaseException) -> None:
+    from curate.errors import CurateError
+
+    if show_tracebacks:
+        err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
+        err.print_exception()
+    if isinstance(exc, CurateError):
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2)
+    if isinstance(exc, KeyboardInterrupt):
+        err.print("interrupted; continue with --resume")
+        raise typer.Exit(130)
+    err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
+    err.print("this is a bug in curate; run with --debug for the traceback")
+    raise typer.Exit(1)
+
+
+def handle_errors(command):
+    """Decorate a Typer command so that no error reaches the user as a raw traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except (Exception, KeyboardInterrupt) as e:
+            fail(e)
+
+    return wrapper
