@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from rich.table import Table
@@ -16,6 +17,12 @@ def _type_name(annotation) -> str:
     return text or str(annotation).replace("typing.", "")
 
 
+def summary(cls) -> str:
+    """The first line of the operator's docstring (else of its module's)."""
+    doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
 def operator_list() -> Table:
     table = Table(title="operators (curate ops NAME for parameters)")
     table.add_column("name")
@@ -27,15 +34,13 @@ def operator_list() -> Table:
         except ImportError as e:  # an operator whose optional extra is not installed
             table.add_row(name, "?", f"(unavailable: {e})")
             continue
-        doc = (cls.__doc__ or __import__("sys").modules[cls.__module__].__doc__ or "").strip().splitlines()
-        table.add_row(name, cls.kind, doc[0] if doc else "")
+        table.add_row(name, cls.kind, summary(cls))
     return table
 
 
 def describe_operator(name: str) -> Table:
     cls = registry.get(name, "curate ops")
-    module_doc = (__import__("sys").modules[cls.__module__].__doc__ or "").strip()
-    table = Table(title=f"{name} ({cls.kind}): {module_doc.splitlines()[0] if module_doc else ''}", title_justify="left")
+    table = Table(title=f"{name} ({cls.kind}): {summary(cls)}", title_justify="left")
     for col in ("parameter", "type", "default", "description"):
         table.add_column(col)
     for field_name, info in cls.Params.model_fields.items():

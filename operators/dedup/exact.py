@@ -52,6 +52,8 @@ def key_hashes(batch: pa.RecordBatch, columns: list[str], normalize: bool, lower
 
 
 class ExactDedup(Global):
+    """Keep one row per identical (normalized) key: the first, or the best by `prefer`."""
+
     name = "exact_dedup"
     Params = ExactDedupParams
 

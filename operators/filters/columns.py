@@ -14,6 +14,8 @@ class SelectParams(Params):
 
 
 class Select(Map):
+    """Keep only the listed columns, in that order."""
+
     name = "select"
     Params = SelectParams
 
@@ -31,6 +33,8 @@ class RenameParams(Params):
 
 
 class Rename(Map):
+    """Rename columns."""
+
     name = "rename"
     Params = RenameParams
 
@@ -63,6 +67,8 @@ class CastParams(Params):
 
 
 class Cast(Map):
+    """Cast columns to Arrow types."""
+
     name = "cast"
     Params = CastParams
 

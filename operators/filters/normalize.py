@@ -38,7 +38,7 @@ class NormalizeTextParams(Params):
 
 
 class NormalizeText(Map):
-    """Rewrites the text column in place; no other column changes."""
+    """Unicode normalization and whitespace cleanup of the text column (in place; nothing else changes)."""
 
     name = "normalize_text"
     Params = NormalizeTextParams

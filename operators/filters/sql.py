@@ -30,6 +30,8 @@ class SqlFilterParams(Params):
 
 
 class SqlFilter(Filter):
+    """Keep rows where a duckdb SQL predicate is true (NULL counts as false)."""
+
     name = "sql_filter"
     Params = SqlFilterParams
 
