@@ -88,7 +88,8 @@ def run(
         nonlocal rows, index
         ords, sets, sig, docs, band_rows = result
         pq.write_table(docs, workdir / "docs" / f"part-{index:06d}.parquet")
-        pq.write_table(band_rows, workdir / "buckets" / f"part-{index:06d}.parquet", compression="none")
+        pq.write_table(band_rows, workdir / "buckets" / f"part-{index:06d}.parquet", compression="none",
+                       use_dictionary=False)  # random 64-bit keys: dictionaries only cost time
         if sample_writer is not None:
             sample_writer.append(ords, *_head(sets, sample))
         if sig_writer is not None:
