@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import os
 import platform
-import resource
 import shlex
 import subprocess
 import sys
@@ -63,33 +62,42 @@ def size_gb(paths) -> float:
 class Measured:
     seconds: float
     peak_rss_gb: float  # the most the whole process tree held at once (sampled every 0.1 s)
-    cpu_seconds: float  # user + system CPU of the whole tree: steadier than wall time on shared cores
+    cpu_seconds: float  # user + system CPU of every process of the tree: steadier than wall time on shared cores
     returncode: int
     output: str
 
 
-def _tree_rss_bytes(root: int) -> int:
-    """Resident memory of `root` and all its descendants, from /proc."""
+def _tree_sample(root: int, cpu_ticks: dict[int, int]) -> int:
+    """Resident bytes of `root` and all its descendants, from /proc; records each one's CPU ticks so far.
+
+    CPU is read per process, not from getrusage, because pools whose workers are never waited for
+    (datatrove's forkserver) leave no trace in RUSAGE_CHILDREN.
+    """
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    stats: dict[int, list[str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                fields = f.read().rsplit(")", 1)[1].split()  # fields[i] is stat field i + 3
         except OSError:
             continue
         pid = int(entry)
-        children.setdefault(int(fields[1]), []).append(pid)  # fields[1] is the parent pid
-        rss[pid] = int(fields[21]) * page  # fields[21] is rss in pages
-    total, stack = 0, [root]
+        children.setdefault(int(fields[1]), []).append(pid)
+        stats[pid] = fields
+    rss, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in stats:
+            rss += int(stats[pid][21]) * _PAGE
+            cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(stats[pid][11]) + int(stats[pid][12]))  # utime + stime
         stack.extend(children.get(pid, ()))
-    return total
+    return rss
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, log: Path | None = None,
@@ -101,22 +109,20 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     log = log or RUNS / "last.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
-    peak = 0
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, cpu_ticks = 0, {}
     with open(log, "w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         while proc.poll() is None:
-            peak = max(peak, _tree_rss_bytes(proc.pid))
+            peak = max(peak, _tree_sample(proc.pid, cpu_ticks))
             if kill_after is not None and time.perf_counter() - start > kill_after:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 break
             time.sleep(0.1)
         seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # counts every descendant that was waited for
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = sum(cpu_ticks.values()) / _TICK  # misses at most the last 0.1 s of each process
     return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"))
 
 
