@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 
-import click
 import typer
 from rich.console import Console
 
@@ -37,9 +36,9 @@ def handle_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
         except (Exception, KeyboardInterrupt) as e:
+            if type(e).__module__.split(".")[0] in ("typer", "click"):  # exits and usage errors: Typer's job
+                raise
             fail(e)
 
     return wrapper
