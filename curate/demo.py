@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from curate.errors import CurateError
+
 DUPLICATE = "duplicate"
 DUPLICATE_NORMALIZED = "duplicate_normalized"
 LOW_QUALITY_KINDS = (
@@ -375,7 +377,7 @@ def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int 
     The same (docs, files, seed) always gives byte-identical files, whatever `workers` is.
     """
     if files < 1 or docs < files:
-        raise ValueError(f"need docs >= files >= 1, got docs={docs}, files={files}")
+        raise CurateError(f"the demo corpus needs docs >= files >= 1, got docs={docs}, files={files}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = _plan(docs, files, seed)

@@ -9,6 +9,7 @@ import pyarrow.json as pjson
 import pytest
 
 from curate import demo
+from curate.errors import CurateError
 
 
 def _rows(paths):
@@ -31,7 +32,7 @@ def test_same_seed_gives_same_bytes_whatever_the_workers(tmp_path):
 
 
 def test_rejects_more_files_than_docs(tmp_path):
-    with pytest.raises(ValueError, match="docs >= files"):
+    with pytest.raises(CurateError, match="docs >= files"):
         demo.generate(tmp_path, docs=3, files=4)
 
 
