@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,12 +56,15 @@ def tree_rss(pid: int) -> int:
 def measured(cmd: list[str]) -> tuple[dict, float, int]:
     """Run cmd; (its last stdout line as JSON, wall seconds, peak tree RSS bytes)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss(proc.pid))
-        time.sleep(0.2)
-    out = proc.stdout.read()
+    # stdout goes to a file: a pipe read only at exit would block a child printing more than its buffer.
+    with tempfile.TemporaryFile("w+") as stdout:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(0.2)
+        stdout.seek(0)
+        out = stdout.read()
     if proc.returncode:
         raise RuntimeError(f"{cmd[:3]} failed with {proc.returncode}")
     return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - started, peak

@@ -74,16 +74,7 @@ class ContainmentDedup(Global):
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
         con.register("plan", plan.table())
-        candidates = workdir / "candidates.parquet"
-        con.execute(f"""
-            COPY (
-              SELECT DISTINCT q.ord AS a, c.ord AS b
-              FROM read_parquet('{out.buckets_glob}') q
-              JOIN read_parquet('{out.buckets_glob}') c ON q.key = c.key AND q.r = c.r AND q.band = c.band
-              JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
-              WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
-            ) TO '{candidates}' (FORMAT parquet)
-        """)
+        candidates = _candidate_pairs(con, out, workdir)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         edges_dir = workdir / "edges"
@@ -123,3 +114,30 @@ class ContainmentDedup(Global):
 
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
         return state.verdict(batch)
+
+
+def _candidate_pairs(con, out: signature_pass.PassOutput, workdir: Path) -> Path:
+    """Distinct (a, b) pairs sharing a band key, where the plan bands that partition pair.
+
+    Each band group is joined on its own (its hash table fits the memory budget), then the
+    pairs found by several groups are made distinct.
+    """
+    parts = workdir / "candidate_parts"
+    parts.mkdir(exist_ok=True)
+    for i, group in enumerate(out.bucket_groups):
+        rows = f"{out.buckets_dir / group}/*.parquet"
+        con.execute(f"""
+            COPY (
+              SELECT DISTINCT q.ord AS a, c.ord AS b
+              FROM read_parquet('{rows}') q
+              JOIN read_parquet('{rows}') c ON q.key = c.key AND q.band = c.band
+              JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
+              WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
+            ) TO '{parts / f"part-{i:05d}.parquet"}' (FORMAT parquet)
+        """)
+    candidates = workdir / "candidates.parquet"
+    if out.bucket_groups:
+        con.execute(f"COPY (SELECT DISTINCT a, b FROM read_parquet('{parts}/*.parquet')) TO '{candidates}' (FORMAT parquet)")
+    else:
+        pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), candidates)
+    return candidates

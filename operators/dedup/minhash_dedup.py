@@ -64,14 +64,17 @@ class MinhashDedup(Global):
         rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links.parquet"
         # Star links (member -> best member of its bucket) connect a bucket with one edge per member.
-        con.execute(f"""
-            COPY (
-              SELECT DISTINCT rank AS u, head AS v FROM (
-                SELECT r.rank, min(r.rank) OVER (PARTITION BY k.band, k.key) AS head
-                FROM read_parquet('{out.buckets_glob}') k JOIN ranks r ON r._ord = k.ord
-              ) WHERE rank <> head
-            ) TO '{links}' (FORMAT parquet)
-        """)
+        if out.bucket_groups:
+            con.execute(f"""
+                COPY (
+                  SELECT DISTINCT rank AS u, head AS v FROM (
+                    SELECT r.rank, min(r.rank) OVER (PARTITION BY k.band, k.key) AS head
+                    FROM read_parquet('{out.buckets_dir}/*/*.parquet') k JOIN ranks r ON r._ord = k.ord
+                  ) WHERE rank <> head
+                ) TO '{links}' (FORMAT parquet)
+            """)
+        else:  # no document has a shingle
+            pq.write_table(pa.table({"u": pa.array([], pa.int64()), "v": pa.array([], pa.int64())}), links)
         chunks = (
             (c.column("u").to_numpy(), c.column("v").to_numpy())
             for c in pq.ParquetFile(links).iter_batches(batch_size=p.edge_chunk)

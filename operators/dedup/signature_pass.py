@@ -5,7 +5,8 @@ GIL, so threads use the cores without copying batches to other processes); the m
 writes the results in batch order, so the files do not depend on thread timing:
 
   docs/part-N.parquet      _ord, _id, shingle count, size partition, prefer value
-  buckets/part-N.parquet   band rows: (r, band, key, ord, part)
+  buckets/rR-gG/part-N.parquet  band rows (r, band, key, ord, part), grouped by rows per band R
+                           and band group G, so each group can be joined on its own in memory
   samples.bin (+ index)    each row's smallest `sample` shingle hashes (all of them when fewer)
   sigs.bin (+ index)       each row's MinHash signature (when asked)
 
@@ -30,13 +31,17 @@ from operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
 from operators.dedup.store import RowStore, RowStoreWriter, ranges
 
 # (ords, signatures, set sizes) -> bucket rows for this batch
+# Bands per on-disk group: a group of 8 bands holds 8 rows per document, small enough for
+# duckdb to join in memory at millions of documents.
+BANDS_PER_GROUP = 8
 BucketFn = Callable[[np.ndarray, np.ndarray, np.ndarray], pa.Table]
 
 
 @dataclass
 class PassOutput:
     docs_glob: str
-    buckets_glob: str
+    buckets_dir: Path
+    bucket_groups: list[str]  # sub-directories of buckets_dir
     samples: RowStore | None
     sigs: RowStore | None
     rows: int
@@ -88,8 +93,7 @@ def run(
         nonlocal rows, index
         ords, sets, sig, docs, band_rows = result
         pq.write_table(docs, workdir / "docs" / f"part-{index:06d}.parquet")
-        pq.write_table(band_rows, workdir / "buckets" / f"part-{index:06d}.parquet", compression="none",
-                       use_dictionary=False)  # random 64-bit keys: dictionaries only cost time
+        _write_band_groups(band_rows, workdir / "buckets", index)
         if sample_writer is not None:
             sample_writer.append(ords, *_head(sets, sample))
         if sig_writer is not None:
@@ -108,11 +112,25 @@ def run(
             write(pending.popleft().result())
     return PassOutput(
         docs_glob=str(workdir / "docs" / "*.parquet"),
-        buckets_glob=str(workdir / "buckets" / "*.parquet"),
+        buckets_dir=workdir / "buckets",
+        bucket_groups=sorted(d.name for d in (workdir / "buckets").iterdir() if d.is_dir()),
         samples=sample_writer.close() if sample_writer else None,
         sigs=sig_writer.close() if sig_writer else None,
         rows=rows,
     )
+
+
+def _write_band_groups(rows: pa.Table, root: Path, index: int) -> None:
+    """Split a batch's band rows by (rows per band, band // BANDS_PER_GROUP) into their directories."""
+    group = rows.column("r").to_numpy().astype(np.int64) * 65536 + rows.column("band").to_numpy() // BANDS_PER_GROUP
+    order = np.argsort(group, kind="stable")
+    keys, starts = np.unique(group[order], return_index=True)
+    for key, lo, hi in zip(keys, starts, np.append(starts[1:], len(order))):
+        directory = root / f"r{key // 65536}-g{key % 65536:04d}"
+        directory.mkdir(exist_ok=True)
+        # Random 64-bit keys: compression and dictionaries only cost time.
+        pq.write_table(rows.take(order[lo:hi]), directory / f"part-{index:06d}.parquet", compression="none",
+                       use_dictionary=False)
 
 
 def _head(sets: ShingleSets, m: int) -> tuple[np.ndarray, np.ndarray]:

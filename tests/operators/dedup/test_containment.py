@@ -131,3 +131,8 @@ def test_params_and_columns():
         ContainmentDedup.Params(threshold=1.5)
     with pytest.raises(ValidationError):
         ContainmentDedup.Params(shingle="token")
+
+
+def test_corpus_without_shingles(tmp_path):
+    verdict, state = run(ContainmentDedup(), ["", None, "   ", "!!"], tmp_path)
+    assert verdict.keep.all() and state.removed == 0

@@ -41,3 +41,8 @@ def test_deterministic(tmp_path):
     v2, _ = run(MinhashDedup(MinhashDedup.Params(workers=2)), texts, tmp_path / "b", batch_rows=50)
     assert v1.keep.tolist() == v2.keep.tolist() and v1.detail.to_pylist() == v2.detail.to_pylist()
     assert (~v1.keep).sum() == 8 and v1.keep[:20].all()
+
+
+def test_corpus_without_shingles(tmp_path):
+    verdict, state = run(MinhashDedup(), ["", None, "  "], tmp_path)
+    assert verdict.keep.all() and state.removed == 0
