@@ -44,7 +44,7 @@ class ContainmentParams(Params):
     workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
     screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
     screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
-    verify_chunk: int = Field(100_000, ge=1, description="Candidate pairs verified per chunk (bounds memory).")
+    verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
 
 
 class ContainmentDedup(Global):
