@@ -110,11 +110,12 @@ def demo(
     docs: int = typer.Option(20_000, help="Number of documents."),
     files: int = typer.Option(8, help="Number of JSONL.gz files."),
     seed: int = typer.Option(0, help="Random seed."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Processes writing files (same bytes whatever the number)."),
 ) -> None:
     """Generate the demo corpus (English-like documents with planted duplicates and junk)."""
     from curate.demo import generate
 
-    paths = generate(directory, docs=docs, files=files, seed=seed)
+    paths = generate(directory, docs=docs, files=files, seed=seed, workers=workers)
     out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
 
 

@@ -14,7 +14,8 @@ Definitions (Rae et al. 2021, appendix A; where the paper is silent, the choice 
 - a repeated line/paragraph is one equal to an earlier one in the document (the first
   occurrence is not counted); its character fractions are over all characters of the text;
 - n-gram character fractions are over the characters of the words (whitespace belongs to
-  no n-gram): the top n-gram's count times its characters, and the characters covered by
+  no n-gram): the top repeated n-gram's count times its characters (0 when none repeats,
+  so a short document of long words does not fail without repeating anything), and the characters covered by
   every occurrence of any n-gram that occurs more than once (overlaps counted once).
 
 Words, lines and n-grams are compared by 64-bit hash (mixed with the document index); two
@@ -187,15 +188,15 @@ def ngram_metrics(words: Words, n_docs: int, top_ns: tuple[int, ...], dup_ns: tu
 
 
 def _top_gram_chars(words: Words, cum_chars, n, dup_pos, dup_keys, dup_chars, n_docs) -> np.ndarray:
-    """Per document: count x characters of its most frequent n-gram (ties: the longest)."""
-    # Rank n-grams by (count, characters) packed into one integer. Any n-gram has count at
-    # least 1, so the longest n-gram of a document ranks it when nothing repeats.
-    n_grams = max(len(words.doc) - n + 1, 0)
-    starts = np.flatnonzero(words.doc[:n_grams] == words.doc[n - 1: n - 1 + n_grams])
-    best = _per_doc_max(words.doc[starts], (1 << 32) | (cum_chars[starts + n] - cum_chars[starts]), n_docs)
+    """Per document: count x characters of its most frequent repeated n-gram (ties: the longest).
+
+    An n-gram that occurs once is no repetition: a document with none repeated scores 0 (else
+    a short document of long words would fail the rule without repeating anything)."""
+    # Rank n-grams by (count, characters) packed into one integer.
+    best = np.zeros(n_docs, np.int64)
     if len(dup_keys):
         counts = pl.DataFrame({"k": dup_keys}).select(pl.len().over("k")).to_series().to_numpy()
-        best = np.maximum(best, _per_doc_max(words.doc[dup_pos], (counts.astype(np.int64) << 32) | dup_chars, n_docs))
+        best = _per_doc_max(words.doc[dup_pos], (counts.astype(np.int64) << 32) | dup_chars, n_docs)
     return ((best >> 32) * (best & 0xFFFFFFFF)).astype(np.float64)
 
 

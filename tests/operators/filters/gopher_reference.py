@@ -59,7 +59,7 @@ def reference_metrics(text: str, stop_words=("the", "be", "to", "of", "and", "th
         grams = [tuple(words[i:i + size]) for i in range(n - size + 1)]
         counts = Counter(grams)
         if size in top_ns:
-            best = max(((c, sum(map(len, g))) for g, c in counts.items()), default=(0, 0))
+            best = max(((c, sum(map(len, g))) for g, c in counts.items() if c > 1), default=(0, 0))
             out[f"top_{size}gram_char_frac"] = _frac(best[0] * best[1], word_chars)
         if size in dup_ns:
             covered = set()

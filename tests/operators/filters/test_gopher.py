@@ -144,9 +144,10 @@ def test_unicode_text():
 
 def test_documents_shorter_than_the_n_grams():
     op = GopherQuality(GopherQuality.Params(scores=True, max_top_ngram_char_frac={7: 0.5}))
-    measured = op.measure(pa.array(["a b c d", "x", "", "p q r s t u v w"]))
-    assert measured["top_7gram_char_frac"].tolist() == [0, 0, 0, 7 / 8]
-    assert measured["dup_5gram_char_frac"].tolist() == [0, 0, 0, 0]
+    measured = op.measure(pa.array(["a b c d", "x", "", "p q r s t u v w", "a b c d e f g a b c d e f g"]))
+    # An n-gram that occurs once is no repetition; a 7-gram twice covers every character.
+    assert measured["top_7gram_char_frac"].tolist() == [0, 0, 0, 0, 1.0]
+    assert measured["dup_5gram_char_frac"].tolist() == [0, 0, 0, 0, 1.0]
     assert op.measure(pa.array(["a b c d"]))["top_7gram_char_frac"].tolist() == [0]  # whole batch too short
 
 
