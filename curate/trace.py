@@ -96,7 +96,7 @@ class TraceWriter:
         self.writer.abort()
 
 
-def merge_shards(parts: list[Path], target: Path) -> int:
+def merge_shards(parts: list[Path], target: Path, compression: str | None = "zstd") -> int:
     """Concatenate Parquet shards into one file, streaming, atomically. Returns the row count."""
     if not parts:
         return 0
@@ -104,7 +104,7 @@ def merge_shards(parts: list[Path], target: Path) -> int:
     schema = pa.unify_schemas(schemas, promote_options="permissive")
     tmp = target.with_name(target.name + ".tmp")
     rows = 0
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(tmp, schema, compression=compression, write_statistics=True) as writer:
         for part in parts:
             pf = pq.ParquetFile(part)
             for batch in pf.iter_batches():

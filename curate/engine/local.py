@@ -231,6 +231,22 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     return _finish(recipe, out, work, stages, shards, totals, fit_seconds, started, opts)
 
 
+def _shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
+    """Consecutive shards with one schema, grouped up to `target_bytes` each: small per-task
+    shards become files of about the target size, in order."""
+    groups: list[list[Path]] = []
+    size, schema = 0, None
+    for shard in shards:
+        shard_size, shard_schema = shard.stat().st_size, pq.read_schema(shard)
+        if groups and size + shard_size <= target_bytes and shard_schema == schema:
+            groups[-1].append(shard)
+            size += shard_size
+        else:
+            groups.append([shard])
+            size, schema = shard_size, shard_schema
+    return groups
+
+
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], shards: list[Path],
             totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
     steps = []
@@ -248,12 +264,18 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], sha
     check_conservation(steps)
 
     # Publish: data shards renamed in order, traces merged per step, manifest last.
-    # Hard links keep _work intact until the end, so a run killed while publishing resumes cleanly.
+    # _work stays intact until the end (large shards are hard-linked, small ones merged into
+    # new files), so a run killed while publishing resumes cleanly.
     staging = out / "data.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for i, shard in enumerate(shards):
-        os.link(shard, staging / f"part-{i:05d}.parquet")
+    compression = None if recipe.output.compression == "none" else recipe.output.compression
+    for i, group in enumerate(_shard_groups(shards, recipe.output.shard_mb << 20)):
+        target = staging / f"part-{i:05d}.parquet"
+        if len(group) == 1:
+            os.link(group[0], target)
+        else:
+            merge_shards(group, target, compression)
     os.replace(staging, out / "data")
     trace_dir = out / "trace"
     traced = {}
@@ -276,7 +298,7 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], sha
         "rows_in": steps[0]["rows_in"],
         "rows_out": steps[-1]["rows_out"],
         "steps": steps,
-        "data_files": len(shards),
+        "data_files": len(list((out / "data").glob("*.parquet"))),
         "seconds": round(time.perf_counter() - started, 3),
     }
     write_manifest(out / "manifest.json", manifest)

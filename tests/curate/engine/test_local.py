@@ -179,3 +179,18 @@ def test_declared_resources_limit_parallel_tasks(monkeypatch):
     stage = plan.Stage(0, None, (Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params()),))
     assert local.stage_parallelism(stage, workers=8) == 2
     assert local.stage_parallelism(plan.Stage(0, None, ()), workers=8) == 8
+
+
+def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
+    inp = corpus(tmp_path / "in", files=4)
+    run(load(inp, tmp_path / "one", steps="steps: []"), RunOptions(workers=2))
+    files = sorted((tmp_path / "one" / "data").glob("*.parquet"))
+    assert [f.name for f in files] == ["part-00000.parquet"]
+    assert pq.read_table(files[0]).column("n").to_pylist() == list(range(800))
+    from curate.engine.local import _shard_groups
+
+    run(load(inp, tmp_path / "parts", steps="steps: []"), RunOptions(workers=1, keep_work=True))
+    shards = sorted((tmp_path / "parts" / "_work" / "stage-0" / "data").glob("*.parquet"))
+    size = shards[0].stat().st_size
+    assert [len(g) for g in _shard_groups(shards, 2 * size + size // 2)] == [2, 2]
+    assert [len(g) for g in _shard_groups(shards, 1)] == [1, 1, 1, 1]
