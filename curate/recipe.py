@@ -37,6 +37,8 @@ class InputSpec(_Strict):
 class OutputSpec(_Strict):
     path: str
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
+    merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
+                                                  "(costs one more read and write of the output).")
     compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
     trace_rows: bool = Field(True, description="Store each removed row in the trace beside its reason.")

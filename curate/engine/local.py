@@ -129,6 +129,12 @@ class _Pool:
         self._drain()
         return results
 
+    def map(self, fn, *iterables) -> list:
+        """fn over the items, in the worker processes when there are several."""
+        if self.executor is None:
+            return [fn(*args) for args in zip(*iterables)]
+        return list(self.executor.map(fn, *iterables))
+
     def _drain(self) -> None:
         while True:
             try:
@@ -226,9 +232,10 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
                 for label, s in r["stats"].items():
                     totals.setdefault(label, StepStats()).add(StepStats(**s))
             shards = _shards(ctx.work / "data", results)
+        _stage_data(recipe, out, shards, pool)
     finally:
         pool.close()
-    return _finish(recipe, out, work, stages, shards, totals, fit_seconds, started, opts)
+    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts)
 
 
 def _shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
@@ -247,7 +254,26 @@ def _shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
     return groups
 
 
-def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], shards: list[Path],
+def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: _Pool) -> None:
+    """The final shards as `data.tmp/part-NNNNN.parquet`: large ones hard-linked, runs of small
+    ones merged (in the workers). _work stays intact until the end, so a run killed while
+    publishing resumes cleanly."""
+    staging = out / "data.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    compression = None if recipe.output.compression == "none" else recipe.output.compression
+    merges = []
+    groups = _shard_groups(shards, recipe.output.shard_mb << 20) if recipe.output.merge_shards else [[s] for s in shards]
+    for i, group in enumerate(groups):
+        target = staging / f"part-{i:05d}.parquet"
+        if len(group) == 1:
+            os.link(group[0], target)
+        else:
+            merges.append((group, target))
+    pool.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
+
+
+def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
             totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
@@ -263,20 +289,8 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage], sha
         steps.append(entry)
     check_conservation(steps)
 
-    # Publish: data shards renamed in order, traces merged per step, manifest last.
-    # _work stays intact until the end (large shards are hard-linked, small ones merged into
-    # new files), so a run killed while publishing resumes cleanly.
-    staging = out / "data.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    compression = None if recipe.output.compression == "none" else recipe.output.compression
-    for i, group in enumerate(_shard_groups(shards, recipe.output.shard_mb << 20)):
-        target = staging / f"part-{i:05d}.parquet"
-        if len(group) == 1:
-            os.link(group[0], target)
-        else:
-            merge_shards(group, target, compression)
-    os.replace(staging, out / "data")
+    # Publish: the staged data, traces merged per step, manifest last.
+    os.replace(out / "data.tmp", out / "data")
     trace_dir = out / "trace"
     traced = {}
     for label in ordered:

@@ -183,7 +183,9 @@ def test_declared_resources_limit_parallel_tasks(monkeypatch):
 
 def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
     inp = corpus(tmp_path / "in", files=4)
-    run(load(inp, tmp_path / "one", steps="steps: []"), RunOptions(workers=2))
+    run(load(inp, tmp_path / "four", steps="steps: []"), RunOptions(workers=2))
+    assert len(list((tmp_path / "four" / "data").glob("*.parquet"))) == 4  # by default, one per task
+    run(load(inp, tmp_path / "one", steps="steps: []", overrides=["output.merge_shards=true"]), RunOptions(workers=2))
     files = sorted((tmp_path / "one" / "data").glob("*.parquet"))
     assert [f.name for f in files] == ["part-00000.parquet"]
     assert pq.read_table(files[0]).column("n").to_pylist() == list(range(800))
