@@ -11,50 +11,41 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import Global, Params, Verdict
+from curate.ops import Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import Decisions
+from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import ContainmentPlan, size_partition
-from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
+from operators.dedup.shingles import ShingleSpec
 from operators.dedup.verify import containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
 
 
-class ContainmentParams(Params):
+class ContainmentParams(NearDedupParams):
     threshold: float = Field(0.8, gt=0.0, le=1.0, description="tau: remove A when |S(A)∩S(B)|/|S(A)| >= tau for a larger B.")
-    shingle: Literal["word", "char"] = Field("word", description="Shingle unit: word n-grams or character n-grams.")
-    ngram: int = Field(5, ge=1, le=MAX_NGRAM, description="n of the n-grams.")
-    lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
     num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations per document.")
     max_miss: float = Field(0.01, gt=0.0, lt=1.0, description="LSH design target: chance of missing a pair exactly at tau, worst size ratio of its partition pair.")
     partition_ratio: float = Field(1.41, gt=1.0, description="Size partitions are geometric classes of this ratio (LSH Ensemble).")
     verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for verification; exact for documents with fewer.")
-    prefer: str | None = Field(None, description="Numeric column: among equally large documents, the higher value is kept (then the smaller _id).")
-    prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
-    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
-    workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
     screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
     screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
     verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
 
 
-class ContainmentDedup(Global):
+class ContainmentDedup(NearDedup):
+    """Remove documents contained in larger ones: |S(A)∩S(B)|/|S(A)| >= tau (trace names the container)."""
+
     name = "containment_dedup"
     Params = ContainmentParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,) + ((self.params.prefer,) if self.params.prefer else ())
-        self.provides = ()
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
         p = self.params

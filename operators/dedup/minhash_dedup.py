@@ -10,43 +10,34 @@ trace names the kept member and the Jaccard estimated from the two signatures.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import Global, Params, Verdict
+from curate.ops import Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import Decisions
+from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import JaccardPlan
 from operators.dedup.minhash import estimated_jaccard
-from operators.dedup.shingles import MAX_NGRAM, ShingleSpec
+from operators.dedup.shingles import ShingleSpec
 
 
-class MinhashParams(Params):
-    shingle: Literal["word", "char"] = Field("word", description="Shingle unit: word n-grams or character n-grams.")
-    ngram: int = Field(5, ge=1, le=MAX_NGRAM, description="n of the n-grams.")
-    lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
+class MinhashParams(NearDedupParams):
     bands: int = Field(14, ge=1, description="LSH bands (datatrove's default: 14).")
     rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); Jaccard threshold ~ (1/bands)^(1/rows).")
-    prefer: str | None = Field(None, description="Numeric column: within a duplicate cluster the highest value is kept (then the smallest _id).")
-    prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
-    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
-    workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
     edge_chunk: int = Field(1_000_000, ge=1, description="Candidate pairs per union-find chunk (bounds memory).")
 
 
-class MinhashDedup(Global):
+class MinhashDedup(NearDedup):
+    """Remove Jaccard near-duplicates (MinHash LSH), keeping the best-ranked document of each cluster."""
+
     name = "minhash_dedup"
     Params = MinhashParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,) + ((self.params.prefer,) if self.params.prefer else ())
-        self.provides = ()
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
         p = self.params
