@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.errors import CurateError
 from curate.io.writer import ShardWriter, atomic_write_bytes
 
 
@@ -140,18 +138,3 @@ def versions() -> dict[str, str]:
 
 def write_manifest(path: Path, content: dict) -> None:
     atomic_write_bytes(path, json.dumps(content, indent=2, sort_keys=False, default=str).encode())
-
-
-def read_manifest(run_dir: Path) -> dict:
-    path = Path(run_dir) / "manifest.json"
-    if not path.is_file():
-        raise CurateError(f"{run_dir}: no manifest.json (not a finished curate run)")
-    return json.loads(path.read_text())
-
-
-def stats_dict(stats: StepStats) -> dict:
-    return asdict(stats)
-
-
-def now() -> float:
-    return time.perf_counter()

@@ -63,15 +63,11 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 row += batch.num_rows
             yield batch, bad
         if row == 0 and source.format != "parquet":
-            _no_rows(source)
+            raise InputError(f"{source.path}: no rows could be read from this file")
     except InputError:
         raise
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError, UnicodeDecodeError) as e:
         raise InputError(f"{source.path}: cannot read as {source.format}: {e}") from None
-
-
-def _no_rows(source: Source) -> None:
-    raise InputError(f"{source.path}: no rows could be read from this file")
 
 
 def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
