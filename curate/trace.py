@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.io.writer import ShardWriter, atomic_write_bytes
+from curate.io.writer import atomic_write_bytes
 
 
 @dataclass
@@ -76,22 +76,6 @@ def count_reasons(reasons: pa.Array) -> dict[str, int]:
         return {}
     vc = pc.value_counts(reasons.fill_null("unknown"))
     return {str(v["values"]): int(v["counts"]) for v in vc.to_pylist()}
-
-
-class TraceWriter:
-    """One task's trace for one step: a Parquet shard under `<work>/trace/<step>/`."""
-
-    def __init__(self, directory: Path, prefix: str):
-        self.writer = ShardWriter(directory, prefix, shard_bytes=1 << 40)
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        self.writer.write(batch)
-
-    def close(self) -> None:
-        self.writer.close()
-
-    def abort(self) -> None:
-        self.writer.abort()
 
 
 def merge_shards(parts: list[Path], target: Path, compression: str | None = "zstd") -> int:

@@ -63,7 +63,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _open_run_dir(recipe: Recipe, out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
+def _open_run_dir(out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
     """Create or check the run directory. Returns True when a finished run is already there."""
     run_file = work / "run.json"
     if opts.resume:
@@ -96,7 +96,6 @@ class _Pool:
     """Runs tasks in worker processes (or inline for one worker) and relays their progress."""
 
     def __init__(self, workers: int, reporter: Reporter):
-        self.workers = workers
         self.reporter = reporter
         self.executor = None
         if workers > 1:
@@ -206,7 +205,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     work = out / "_work"
     sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    if _open_run_dir(recipe, out, work, fingerprint, opts):
+    if _open_run_dir(out, work, fingerprint, opts):
         reporter.status(f"{out} is already complete")
         return json.loads((out / "manifest.json").read_text())
     stages = plan.stages(recipe.steps)

@@ -24,7 +24,7 @@ from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter, atomic_write_bytes
 from curate.ops import Filter, Global, Map, Operator, Verdict
 from curate.recipe import Recipe, Step
-from curate.trace import StepStats, TraceWriter, count_reasons, removed_rows
+from curate.trace import StepStats, count_reasons, removed_rows
 
 READ_STEP = "00_read"
 Progress = Callable[[str, int, int], None]  # step label, rows in, rows out
@@ -123,11 +123,11 @@ class Traces:
     def __init__(self, ctx: StageContext, task: Task):
         self.dir = ctx.work / "trace"
         self.task = task
-        self.writers: dict[str, TraceWriter] = {}
+        self.writers: dict[str, ShardWriter] = {}  # one trace shard per step, however large
 
     def write(self, label: str, batch: pa.RecordBatch) -> None:
         if label not in self.writers:
-            self.writers[label] = TraceWriter(self.dir / label, self.task.name)
+            self.writers[label] = ShardWriter(self.dir / label, self.task.name, shard_bytes=1 << 40)
         self.writers[label].write(batch)
 
     def close(self) -> None:

@@ -1,0 +1,35 @@
+"""On a terminal, a run shows a bar per step with rows and rows/s; the funnel table follows the manifest."""
+
+import io
+
+from rich.console import Console
+
+from curate import recipe
+from curate.engine.local import RunOptions
+from curate.progress import funnel_table, run_with_progress
+from tests.conftest import write_jsonl
+
+
+def test_progress_shows_rows_per_second_for_each_step(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in ["x", "y", "x"] * 50])
+    r = recipe.load(text=f"input: {{path: '{tmp_path}/a.jsonl'}}\noutput: {{path: '{tmp_path}/o'}}\n"
+                         "steps:\n  - sql_filter: {where: \"text <> 'y'\"}\n  - exact_dedup: {}\n")
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120, color_system=None, highlight=False)
+    manifest = run_with_progress(r, RunOptions(workers=1), console)
+    shown = screen.getvalue()
+    for label, counts in (("00_read", "150 rows in, 150 kept"), ("01_sql_filter", "150 rows in, 100 kept"),
+                          ("02_exact_dedup", "100 rows in, 1 kept")):
+        assert label in shown and counts in shown
+    table = io.StringIO()
+    Console(file=table, width=150).print(funnel_table(manifest))
+    assert "exact_duplicate (99)" in table.getvalue()
+
+
+def test_rows_per_second_column_renders_the_measured_speed():
+    from types import SimpleNamespace
+
+    from curate.progress import _RowsPerSecond
+
+    assert str(_RowsPerSecond().render(SimpleNamespace(finished_speed=None, speed=12345.6))) == "12,346 rows/s"
+    assert str(_RowsPerSecond().render(SimpleNamespace(finished_speed=None, speed=None))) == ""
