@@ -2,14 +2,18 @@
 
 fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples, all
 to disk); duckdb joins the band rows into candidate pairs; each pair is screened on a small
-hash sample and, unless clearly below tau, verified on the stored shingle samples;
-resolution removes every document with a verified edge to a better-ranked one. apply: looks the batch's _ords up in the decisions file.
+hash sample and, unless clearly below tau, verified on the stored shingle samples (chunks of
+pairs in parallel threads); resolution removes every document with a verified edge to a
+better-ranked one. apply: looks the batch's _ords up in the decisions file.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Iterable
 
@@ -25,6 +29,8 @@ from operators.dedup.decisions import Decisions
 from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import ContainmentPlan, size_partition
 from operators.dedup.shingles import ShingleSpec
+from operators.dedup.store import RowStore
+from operators.dedup.threads import default_workers, ordered_map
 from operators.dedup.verify import containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
@@ -39,6 +45,9 @@ class ContainmentParams(NearDedupParams):
     screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
     screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
     verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
+    sample_map_gb: float = Field(2.0, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) mapped during "
+                                                         "verification while it is at most this size: faster random reads, "
+                                                         "resident up to the file's size. Larger files are mapped per chunk.")
 
 
 class ContainmentDedup(NearDedup):
@@ -50,7 +59,7 @@ class ContainmentDedup(NearDedup):
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
         p = self.params
         workdir = Path(workdir)
-        workers = p.workers or signature_pass.default_workers()
+        workers = p.workers or default_workers()
         plan = ContainmentPlan(p.num_perm, p.threshold, p.max_miss, p.partition_ratio)
         started = time.monotonic()
         out = signature_pass.run(
@@ -68,47 +77,64 @@ class ContainmentDedup(NearDedup):
         candidates = _candidate_pairs(con, out, workdir)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
-        edges_dir = workdir / "edges"
-        edges_dir.mkdir(exist_ok=True)
         sizes = np.zeros(len(rank), np.int64)
         n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
         sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
-        cut = cutoffs(out.samples, sizes)
-        head_cut = cutoffs(out.samples, sizes, p.screen_sample) if p.screen_sample else None
-        for i, chunk in enumerate(pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk)):
-            a = chunk.column("a").to_numpy()
-            b = chunk.column("b").to_numpy()
-            # Only the worse-ranked document of a pair can be removed, so only its containment matters.
-            child = np.where(rank[a] > rank[b], a, b)
-            parent = np.where(rank[a] > rank[b], b, a)
-            if head_cut is None:
-                c = containment(out.samples, cut, child, parent)
-            else:
-                c = screened_containment(out.samples, cut, head_cut, child, parent, p.screen_sample,
-                                         p.threshold - p.screen_margin)
-            ok = c >= p.threshold
-            pq.write_table(
-                pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]}),
-                edges_dir / f"part-{i:06d}.parquet",
-            )
+        edges_dir = self._verify(out.samples, sizes, rank, candidates, workdir / "edges", workers)
         log.info("containment_dedup: verified at %.1fs", time.monotonic() - started)
         decisions = workdir / "decisions.parquet"
-        edges_glob = str(edges_dir / "*.parquet")
-        if not any(edges_dir.iterdir()):
-            pq.write_table(pa.table({"child": pa.array([], pa.int64()), "parent": pa.array([], pa.int64()),
-                                     "containment": pa.array([], pa.float64())}), edges_dir / "part-000000.parquet")
-        resolve.containment_decisions(con, edges_glob, out.docs_glob, str(decisions))
+        resolve.containment_decisions(con, str(edges_dir / "*.parquet"), out.docs_glob, str(decisions))
         removed = con.execute(f"SELECT count(*) FROM read_parquet('{decisions}')").fetchone()[0]
         con.close()
         log.info("containment_dedup: %d removed at %.1fs", removed, time.monotonic() - started)
         return Decisions(str(decisions), reason="contained", removed=int(removed))
+
+    def _verify(self, samples: RowStore, sizes: np.ndarray, rank: np.ndarray, candidates: Path, edges_dir: Path,
+                workers: int) -> Path:
+        """Verified edges (child, parent, containment) as Parquet parts, one per candidate chunk.
+
+        Chunks are verified in `workers` threads (numpy releases the GIL in the heavy parts)
+        and written in chunk order, so the files do not depend on thread timing.
+        """
+        p = self.params
+        edges_dir.mkdir(exist_ok=True)
+        # Random reads over a map kept open are several times faster than re-mapping per chunk;
+        # past the budget, each gather maps afresh so resident memory stays bounded.
+        keep = samples.nbytes <= p.sample_map_gb * 2**30
+        with samples.kept_mapped() if keep else nullcontext(), ThreadPoolExecutor(max(1, workers)) as pool:
+            cut = cutoffs(samples, sizes)
+            head_cut = cutoffs(samples, sizes, p.screen_sample) if p.screen_sample else None
+            verify = partial(self._verify_chunk, samples, cut, head_cut, rank)
+            chunks = pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk)
+            for i, edges in enumerate(ordered_map(pool, verify, chunks, ahead=max(1, workers) + 1)):
+                pq.write_table(edges, edges_dir / f"part-{i:06d}.parquet")
+        if not any(edges_dir.iterdir()):
+            pq.write_table(pa.table({"child": pa.array([], pa.int64()), "parent": pa.array([], pa.int64()),
+                                     "containment": pa.array([], pa.float64())}), edges_dir / "part-000000.parquet")
+        return edges_dir
+
+    def _verify_chunk(self, samples: RowStore, cut: np.ndarray, head_cut: np.ndarray | None, rank: np.ndarray,
+                      chunk: pa.RecordBatch) -> pa.Table:
+        p = self.params
+        a = chunk.column("a").to_numpy()
+        b = chunk.column("b").to_numpy()
+        # Only the worse-ranked document of a pair can be removed, so only its containment matters.
+        child = np.where(rank[a] > rank[b], a, b)
+        parent = np.where(rank[a] > rank[b], b, a)
+        if head_cut is None:
+            c = containment(samples, cut, child, parent)
+        else:
+            c = screened_containment(samples, cut, head_cut, child, parent, p.screen_sample,
+                                     p.threshold - p.screen_margin)
+        ok = c >= p.threshold
+        return pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]})
 
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
         return state.verdict(batch)
 
 
 def _candidate_pairs(con, out: signature_pass.PassOutput, workdir: Path) -> Path:
-    """Distinct (a, b) pairs sharing a band key, where the plan bands that partition pair.
+    """Distinct (a, b) pairs sharing a band key, where the plan bands that partition pair, by b.
 
     Each band group is joined on its own (its hash table fits the memory budget), then the
     pairs found by several groups are made distinct.
@@ -128,7 +154,9 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, workdir: Path) -> Path
         """)
     candidates = workdir / "candidates.parquet"
     if out.bucket_groups:
-        con.execute(f"COPY (SELECT DISTINCT a, b FROM read_parquet('{parts}/*.parquet')) TO '{candidates}' (FORMAT parquet)")
+        # Sorted by candidate: a verification chunk then reads its parents from one narrow
+        # stretch of the sample file, which halves its cost at a million rows (cache misses).
+        con.execute(f"COPY (SELECT DISTINCT a, b FROM read_parquet('{parts}/*.parquet') ORDER BY b, a) TO '{candidates}' (FORMAT parquet)")
     else:
         pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), candidates)
     return candidates

@@ -25,6 +25,7 @@ from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import JaccardPlan
 from operators.dedup.minhash import estimated_jaccard
 from operators.dedup.shingles import ShingleSpec
+from operators.dedup.threads import default_workers
 
 
 class MinhashParams(NearDedupParams):
@@ -42,7 +43,7 @@ class MinhashDedup(NearDedup):
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
         p = self.params
         workdir = Path(workdir)
-        workers = p.workers or signature_pass.default_workers()
+        workers = p.workers or default_workers()
         plan = JaccardPlan(p.bands, p.rows_per_band)
         out = signature_pass.run(
             batches, workdir,

@@ -7,7 +7,8 @@ writes the results in batch order, so the files do not depend on thread timing:
   docs/part-N.parquet      _ord, _id, shingle count, size partition, prefer value
   buckets/rR-gG/part-N.parquet  band rows (r, band, key, ord, part), grouped by rows per band R
                            and band group G, so each group can be joined on its own in memory
-  samples.bin (+ index)    each row's smallest `sample` shingle hashes (all of them when fewer)
+  samples.bin (+ index)    each row's smallest `sample` shingle hashes (all of them when fewer),
+                           as 32-bit sample values (verify.sample_values)
   sigs.bin (+ index)       each row's MinHash signature (when asked)
 
 Memory is bounded by the batches in flight; everything that grows with the corpus is on disk.
@@ -15,8 +16,6 @@ Memory is bounded by the batches in flight; everything that grows with the corpu
 
 from __future__ import annotations
 
-import os
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,9 @@ import pyarrow.parquet as pq
 
 from operators.dedup.minhash import permutations, signatures
 from operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
+from operators.dedup.threads import ordered_map
 from operators.dedup.store import RowStore, RowStoreWriter, ranges
+from operators.dedup.verify import SAMPLE_DTYPE, sample_values
 
 # (ords, signatures, set sizes) -> bucket rows for this batch
 # Bands per on-disk group: a group of 8 bands holds 8 rows per document, small enough for
@@ -45,10 +46,6 @@ class PassOutput:
     samples: RowStore | None
     sigs: RowStore | None
     rows: int
-
-
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def run(
@@ -84,7 +81,7 @@ def run(
         band_rows = buckets(ords[has], sig[has], sizes[has])
         return ords, sets, sig, docs, band_rows
 
-    sample_writer = RowStoreWriter(workdir / "samples.bin") if sample else None
+    sample_writer = RowStoreWriter(workdir / "samples.bin", SAMPLE_DTYPE) if sample else None
     sig_writer = RowStoreWriter(workdir / "sigs.bin") if keep_sigs else None
     rows = 0
     index = 0
@@ -102,14 +99,9 @@ def run(
         index += 1
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        pending: deque = deque()
-        for batch in batches:
-            pending.append(pool.submit(work, batch))
-            # Bounded look-ahead: at most two batches per worker in flight.
-            while len(pending) >= 2 * max(1, workers):
-                write(pending.popleft().result())
-        while pending:
-            write(pending.popleft().result())
+        # Two batches per worker in flight: the workers never wait on the writer.
+        for result in ordered_map(pool, work, batches, ahead=2 * max(1, workers)):
+            write(result)
     return PassOutput(
         docs_glob=str(workdir / "docs" / "*.parquet"),
         buckets_dir=workdir / "buckets",
@@ -134,12 +126,12 @@ def _write_band_groups(rows: pa.Table, root: Path, index: int) -> None:
 
 
 def _head(sets: ShingleSets, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's first (smallest) m hashes: a consistent sample, exact below m."""
+    """Each row's first (smallest) m hashes as sample values: a consistent sample, exact below m."""
     sizes = sets.sizes
     if sizes.max(initial=0) <= m:
-        return sets.values, sets.offsets
+        return sample_values(sets.values), sets.offsets
     kept = np.minimum(sizes, m)
-    values = sets.values[ranges(sets.offsets[:-1], kept)]
+    values = sample_values(sets.values[ranges(sets.offsets[:-1], kept)])
     offsets = np.zeros(len(kept) + 1, np.int64)
     np.cumsum(kept, out=offsets[1:])
     return values, offsets

@@ -1,15 +1,26 @@
-"""Per-row uint64 arrays (shingle samples, signatures) kept on disk, keyed by _ord.
+"""Per-row arrays (shingle samples, signatures) kept on disk, keyed by _ord.
 
 Values are appended to one flat file as batches arrive (in any order); only the index
-(start and length per _ord, 16 bytes a row) is held in memory. Reads map the file for the
-duration of one gather, so resident memory stays bounded by what a gather touches.
+(start and length per _ord, 16 bytes a row) is held in memory.
+
+Reads go through a read-only memory map. Pages of a mapped file count in the process's
+resident memory for as long as they stay mapped, so by default each gather maps the file
+afresh and unmaps it, a block of rows at a time (resident memory bounded by the block).
+Inside `kept_mapped()` the map stays open across gathers: random reads no longer pay for
+re-mapping pages, and resident memory grows up to the file's size (clean page-cache pages,
+which the kernel can reclaim). Callers choose by the file's size against their budget.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+# Rows per fresh mapping: a row touches at most its own pages plus the kernel's fault-around
+# window (64 KB), so one block keeps at most ~4096 x 80 KB = 320 MB resident.
+ROWS_PER_MAP = 4096
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -24,15 +35,16 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class RowStoreWriter:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, dtype=np.uint64):
         self.path = Path(path)
+        self.dtype = np.dtype(dtype)
         self._file = open(self.path, "wb")
         self._written = 0
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def append(self, ords: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> None:
         """Row ords[i] owns values[offsets[i]:offsets[i+1]]."""
-        self._file.write(np.ascontiguousarray(values, dtype=np.uint64).tobytes())
+        self._file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
         self._parts.append((ords.astype(np.int64), offsets[:-1] + self._written, np.diff(offsets)))
         self._written += len(values)
 
@@ -46,16 +58,34 @@ class RowStoreWriter:
             lengths[ords] = n
         np.save(self.path.with_suffix(".starts.npy"), starts)
         np.save(self.path.with_suffix(".lengths.npy"), lengths)
-        return RowStore(self.path)
+        return RowStore(self.path, self.dtype)
 
 
 class RowStore:
     """Read side: gather the arrays of many rows at once."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, dtype=np.uint64):
         self.path = Path(path)
+        self.dtype = np.dtype(dtype)
         self.starts = np.load(self.path.with_suffix(".starts.npy"))
         self.lengths = np.load(self.path.with_suffix(".lengths.npy"))
+        self._kept: np.memmap | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.path.stat().st_size
+
+    @contextmanager
+    def kept_mapped(self):
+        """Keep one map open for the gathers inside the block (thread-safe: reads only)."""
+        if self.nbytes == 0:
+            yield self
+            return
+        self._kept = np.memmap(self.path, dtype=self.dtype, mode="r")
+        try:
+            yield self
+        finally:
+            self._kept = None  # the last reference: unmaps
 
     def gather(self, ords: np.ndarray, head: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(values, offsets) for rows `ords`, in that order (rows may repeat); with `head`,
@@ -63,11 +93,22 @@ class RowStore:
         lengths = self.lengths[ords] if head is None else np.minimum(self.lengths[ords], head)
         offsets = np.zeros(len(ords) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        if offsets[-1] == 0:
-            return np.zeros(0, np.uint64), offsets
-        data = np.memmap(self.path, dtype=np.uint64, mode="r")
-        try:
-            values = np.array(data[ranges(self.starts[ords], lengths)])
-        finally:
-            del data
-        return values, offsets
+        return self.read(self.starts[ords], lengths), offsets
+
+    def read(self, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The values at flat positions [starts[i], starts[i] + lengths[i]), concatenated."""
+        if int(lengths.sum()) == 0:
+            return np.zeros(0, self.dtype)
+        if self._kept is not None:
+            return self._kept[ranges(starts, lengths)]
+        out = np.empty(int(lengths.sum()), self.dtype)
+        at = 0
+        for lo in range(0, len(starts), ROWS_PER_MAP):
+            positions = ranges(starts[lo : lo + ROWS_PER_MAP], lengths[lo : lo + ROWS_PER_MAP])
+            data = np.memmap(self.path, dtype=self.dtype, mode="r")
+            try:
+                out[at : at + len(positions)] = data[positions]
+            finally:
+                del data  # unmapped: its pages leave this process's resident memory
+            at += len(positions)
+        return out

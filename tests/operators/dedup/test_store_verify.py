@@ -1,14 +1,18 @@
+from contextlib import nullcontext
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from operators.dedup import store as store_module
 from operators.dedup.store import RowStoreWriter, ranges
-from operators.dedup.verify import containment, cutoffs, screened_containment
+from operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, sample_values, screened_containment
 
-hashes = st.lists(st.integers(0, 2**64 - 1), max_size=40, unique=True).map(lambda v: np.sort(np.array(v, np.uint64)))
+# Sample values as the signature pass stores them (sorted 32-bit values).
+hashes = st.lists(st.integers(0, 2**32 - 2), max_size=40, unique=True).map(lambda v: np.sort(np.array(v, SAMPLE_DTYPE)))
 
 
 def write(tmp_path, rows, m=None, order=None):
-    w = RowStoreWriter(tmp_path / "s.bin")
+    w = RowStoreWriter(tmp_path / "s.bin", SAMPLE_DTYPE)
     order = order if order is not None else list(range(len(rows)))
     for o in order:  # rows arrive in any order
         r = rows[o] if m is None else rows[o][:m]
@@ -21,15 +25,34 @@ def test_ranges():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(hashes, min_size=1, max_size=6), st.randoms())
-def test_gather_round_trip(tmp_path_factory, rows, rnd):
+@given(st.lists(hashes, min_size=1, max_size=6), st.randoms(), st.booleans())
+def test_gather_round_trip(tmp_path_factory, rows, rnd, kept):
     order = list(range(len(rows)))
     rnd.shuffle(order)
     store = write(tmp_path_factory.mktemp("s"), rows, order=order)
     ask = np.array([rnd.randrange(len(rows)) for _ in range(8)])
-    values, offsets = store.gather(ask)
+    with store.kept_mapped() if kept else nullcontext():
+        values, offsets = store.gather(ask)
     for i, o in enumerate(ask):
         assert values[offsets[i] : offsets[i + 1]].tolist() == rows[o].tolist()
+
+
+def test_gather_maps_block_by_block(tmp_path, monkeypatch):
+    """Past ROWS_PER_MAP rows a gather maps the file once per block; the values are the same."""
+    rows = [np.arange(i, i + i % 5, dtype=SAMPLE_DTYPE) for i in range(50)]
+    store = write(tmp_path, rows)
+    ask = np.array(list(range(49, -1, -1)) * 2)
+    whole, offsets = store.gather(ask)
+    monkeypatch.setattr(store_module, "ROWS_PER_MAP", 3)
+    blocked, _ = store.gather(ask)
+    assert blocked.tolist() == whole.tolist()
+    assert whole[offsets[1] : offsets[2]].tolist() == rows[48].tolist()
+
+
+def test_sample_values_keep_the_order_of_hashes():
+    h = np.sort(np.random.default_rng(0).integers(0, 2**52, 1000, dtype=np.uint64))
+    v = sample_values(h)
+    assert v.dtype == SAMPLE_DTYPE and (np.diff(v.astype(np.int64)) >= 0).all()
 
 
 @settings(max_examples=40, deadline=None)
@@ -53,12 +76,12 @@ def test_containment_is_exact_on_the_common_sample(tmp_path_factory, rows, m):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.integers(0, 2**64 - 1), min_size=20, max_size=200, unique=True), st.integers(0, 2**32), st.sampled_from([4, 16]))
+@given(st.lists(st.integers(0, 2**32 - 2), min_size=20, max_size=200, unique=True), st.integers(0, 2**32), st.sampled_from([4, 16]))
 def test_screening_keeps_contained_children_and_exact_values(tmp_path_factory, universe, seed, head):
     rnd = np.random.default_rng(seed)
-    big = np.sort(np.array(universe, np.uint64))
+    big = np.sort(np.array(universe, SAMPLE_DTYPE))
     part = np.sort(rnd.choice(big, size=max(1, len(big) // 3), replace=False))
-    other = np.sort(np.concatenate([part[: len(part) // 2], rnd.integers(0, 2**63, 30).astype(np.uint64)]))
+    other = np.sort(np.concatenate([part[: len(part) // 2], rnd.integers(0, 2**32 - 1, 30).astype(SAMPLE_DTYPE)]))
     rows = [big, part, np.unique(other)]
     store = write(tmp_path_factory.mktemp("h"), rows)
     sizes = np.array([len(r) for r in rows])
