@@ -112,12 +112,14 @@ def test_char_shingles(tmp_path):
     assert verdict.keep.tolist() == [False, True]
 
 
-@pytest.mark.parametrize("batch_rows,workers", [(1, 1), (4, 2), (100, 2)])
-def test_deterministic_across_batching_and_threads(tmp_path, batch_rows, workers):
+@pytest.mark.parametrize("batch_rows,workers,chunk,map_gb", [(1, 1, 25_000, 2.0), (4, 2, 7, 0.0), (100, 2, 7, 2.0)])
+def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, batch_rows, workers, chunk, map_gb):
+    """Batches, threads, verification chunks and whether the sample file stays mapped change nothing."""
     rnd = random.Random(7)
     base = [doc(rnd, rnd.randint(20, 150)) for _ in range(30)]
     texts = [" ".join(d) for d in base] + [" ".join(d[: len(d) // 2]) for d in base[:10]] + [" ".join(d) for d in base[10:15]]
-    verdict, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=workers)), texts, tmp_path, batch_rows=batch_rows)
+    params = ContainmentDedup.Params(workers=workers, verify_chunk=chunk, sample_map_gb=map_gb)
+    verdict, _ = run(ContainmentDedup(params), texts, tmp_path, batch_rows=batch_rows)
     reference, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=1)), texts, tmp_path / "ref", batch_rows=9)
     assert verdict.keep.tolist() == reference.keep.tolist()
     assert verdict.detail.to_pylist() == reference.detail.to_pylist()
