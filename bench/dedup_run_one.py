@@ -1,6 +1,8 @@
 """One curate dedup run in its own process (for the speed bench): fit, apply, write kept rows.
 
-Prints JSON {removed, seconds}.
+Default: the operator driven directly over the corpus files. --engine: the same step as a
+one-step recipe through the local engine (`curate run`: stage shards, worker processes,
+trace, manifest). Prints JSON {removed, seconds}.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ def main() -> None:
     ap.add_argument("data", type=Path)
     ap.add_argument("work", type=Path)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--engine", action="store_true", help="run as a recipe through the local engine")
     args = ap.parse_args()
+    if args.engine:
+        return run_engine(args)
     shutil.rmtree(args.work, ignore_errors=True)
     (args.work / "out").mkdir(parents=True)
     cls = ContainmentDedup if args.op == "containment_dedup" else MinhashDedup
@@ -48,6 +53,22 @@ def main() -> None:
         writer.write_batch(kept)
     if writer is not None:
         writer.close()
+    print(json.dumps({"removed": removed, "seconds": time.perf_counter() - started}))
+
+
+def run_engine(args) -> None:
+    from curate import recipe
+    from curate.engine.local import RunOptions, run
+
+    r = recipe.load(text=f"""
+input: {{path: '{args.data}/*.parquet', id_column: id}}
+output: {{path: '{args.work}'}}
+steps:
+  - {args.op}: {{workers: {args.workers}}}
+""")
+    started = time.perf_counter()
+    manifest = run(r, RunOptions(workers=args.workers, overwrite=True))
+    removed = sum(step["removed"] for step in manifest["steps"])
     print(json.dumps({"removed": removed, "seconds": time.perf_counter() - started}))
 
 

@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--reuse-anchor", action="store_true", help="reuse datatrove's last measurement (bench/.runs) instead of re-running it")
     ap.add_argument("--op", default="containment_dedup", choices=["containment_dedup", "minhash_dedup"])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--engine", action="store_true", help="curate runs as a one-step recipe through the local engine (curate run)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--results", type=Path)
     args = ap.parse_args()
@@ -94,8 +95,9 @@ def main() -> None:
     for size in sorted(args.sizes):
         data = corpus(size, args.seed)
         result, seconds, peak = measured([sys.executable, str(HERE / "dedup_run_one.py"), args.op, str(data),
-                                          str(HERE / ".runs" / f"speed-{size}"), "--workers", str(args.workers)])
-        rows.append((f"curate {args.op}", size, seconds, peak, result["removed"]))
+                                          str(HERE / ".runs" / f"speed-{size}"), "--workers", str(args.workers),
+                                          *(["--engine"] if args.engine else [])])
+        rows.append((f"curate {args.op}{' (curate run)' if args.engine else ''}", size, seconds, peak, result["removed"]))
     cache = HERE / ".runs" / f"dedup-speed-datatrove-{args.anchor_docs}-w{args.workers}.json"
     if args.reuse_anchor and cache.exists():
         rows.append(tuple(json.loads(cache.read_text())))
@@ -128,7 +130,9 @@ def main() -> None:
     print(body)
     if args.results:
         command = "python bench/dedup_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        write_section(args.results, f"dedup-speed-{args.op}", f"Dedup speed and memory ({args.op}, {args.workers} workers)", body, command)
+        via = "-engine" if args.engine else ""
+        title = f"Dedup speed and memory ({args.op}{', through curate run' if args.engine else ''}, {args.workers} workers)"
+        write_section(args.results, f"dedup-speed-{args.op}{via}", title, body, command)
 
 
 if __name__ == "__main__":

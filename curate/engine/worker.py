@@ -287,6 +287,10 @@ def run_task_in_worker(ctx: StageContext, task: Task) -> dict:
         import traceback
 
         raise WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()) from None
+    finally:
+        # Idle workers wait while the parent fits a Global: hand Arrow's cached buffers back to
+        # the OS so they do not sit on memory the fit could use.
+        pa.default_memory_pool().release_unused()
 
 
 class WorkerError(RuntimeError):
