@@ -3,7 +3,7 @@
 prepare hashes the key columns to 128 bits (two seeded 64-bit hashes, vectorized by polars) in
 the workers, in parallel; fit spills (hash, _ord, prefer) to Parquet and duckdb picks the keeper
 of every group, so memory stays bounded however many rows there are. apply drops the other
-rows by `_ord`.
+rows by `_ord` (operators/dedup/decisions.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Literal
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +18,7 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from curate.ops import Global, Params, Verdict
+from operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
 class ExactDedupParams(Params):
@@ -79,34 +79,22 @@ class ExactDedup(Global):
             pq.write_table(table, workdir / f"keys-{i:06d}.parquet")
         removed_path = workdir / "removed.parquet"
         if not any(workdir.glob("keys-*.parquet")):
-            return {"removed": None}
+            return Decisions(str(removed_path), reason="exact_duplicate", removed=0)
         order = f"prefer {p.prefer_order.upper()} NULLS LAST, _ord" if p.prefer else "_ord"
         con = duckdb.connect()
         con.execute(f"SET memory_limit='{p.memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'")
-        # Sorted by _ord in row groups, so apply reads only the rows of its own range.
         con.execute(f"""
-            COPY (SELECT _ord, keeper FROM (
+            COPY (SELECT _ord, 'duplicate of ' || keeper AS detail FROM (
                     SELECT _ord, first_value(_id) OVER w AS keeper, row_number() OVER w AS rank
                     FROM read_parquet('{workdir}/keys-*.parquet')
                     WINDOW w AS (PARTITION BY h1, h2 ORDER BY {order}))
                   WHERE rank > 1 ORDER BY _ord)
-            TO '{removed_path}' (FORMAT parquet, ROW_GROUP_SIZE 65536)""")
+            TO '{removed_path}' {COPY_OPTIONS}""")
+        removed = con.execute(f"SELECT count(*) FROM read_parquet('{removed_path}')").fetchone()[0]
         con.close()
         for f in workdir.glob("keys-*.parquet"):
             f.unlink()
-        return {"removed": str(removed_path)}
+        return Decisions(str(removed_path), reason="exact_duplicate", removed=int(removed))
 
-    def apply(self, batch: pa.RecordBatch, state) -> Verdict:
-        ords = batch.column("_ord").to_numpy()
-        hit = np.zeros(len(ords), bool)
-        detail = np.full(len(ords), None, dtype=object)
-        if state["removed"] is not None and len(ords):
-            removed = pq.read_table(state["removed"], filters=[("_ord", ">=", int(ords.min())),
-                                                               ("_ord", "<=", int(ords.max()))])
-            removed_ords = removed.column("_ord").to_numpy()
-            pos = np.minimum(np.searchsorted(ords, removed_ords), len(ords) - 1)  # ords increase in a batch
-            match = ords[pos] == removed_ords
-            keepers = removed.column("keeper").to_pylist()
-            hit[pos[match]] = True
-            detail[pos[match]] = ["duplicate of " + k for k, m in zip(keepers, match) if m]
-        return Verdict(~hit, "exact_duplicate", pa.array(detail, pa.string()))
+    def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
+        return state.verdict(batch)

@@ -20,7 +20,7 @@ from pydantic import Field
 from curate.ops import Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
-from operators.dedup.decisions import Decisions
+from operators.dedup.decisions import COPY_OPTIONS, Decisions
 from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import JaccardPlan
 from operators.dedup.minhash import estimated_jaccard
@@ -89,7 +89,7 @@ class MinhashDedup(NearDedup):
             COPY (
               SELECT x._ord, json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
               FROM dups x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper ORDER BY x._ord
-            ) TO '{decisions}' (FORMAT parquet)
+            ) TO '{decisions}' {COPY_OPTIONS}
         """)
         con.close()
         return Decisions(str(decisions), reason="near_duplicate", removed=len(dup))

@@ -17,6 +17,8 @@ from typing import Iterable
 import duckdb
 import numpy as np
 
+from operators.dedup.decisions import COPY_OPTIONS
+
 
 def rank_table(con: duckdb.DuckDBPyConnection, docs_glob: str, order_by: str) -> np.ndarray:
     """Create table `ranks(_ord, rank)` ordered by `order_by`; return rank indexed by _ord."""
@@ -46,7 +48,7 @@ def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs_
                  json_object('container', d._id, 'containment', round(c.containment, 4))::VARCHAR AS detail
           FROM choice c JOIN read_parquet('{docs_glob}') d ON d._ord = c.parent
           WHERE k = 1 ORDER BY _ord
-        ) TO '{out}' (FORMAT parquet)
+        ) TO '{out}' {COPY_OPTIONS}
     """)
 
 
