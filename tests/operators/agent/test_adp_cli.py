@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from adp_fixtures import FIXTURES, load, needs_fixtures
+from tests.operators.agent.adp_fixtures import FIXTURES, load, needs_fixtures
 from operators.agent.cli import app
 
 pytestmark = needs_fixtures

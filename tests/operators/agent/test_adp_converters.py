@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adp_fixtures import RANDOM_CLOSING, load, needs_fixtures, with_raw
+from tests.operators.agent.adp_fixtures import RANDOM_CLOSING, load, needs_fixtures, with_raw
 from operators.agent import converters
 from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
 from operators.agent.schema import validate_trajectory

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from adp_fixtures import RANDOM_CLOSING, environment_for, intro_pattern, load, needs_fixtures, sft_cases
+from tests.operators.agent.adp_fixtures import RANDOM_CLOSING, environment_for, intro_pattern, load, needs_fixtures, sft_cases
 from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
 from operators.agent.exporters import Exporter, Skip
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adp_fixtures import load, needs_fixtures
+from tests.operators.agent.adp_fixtures import load, needs_fixtures
 from curate import recipe as recipes
 from curate.errors import RecipeError
 from operators.agent.ops import AdpConvert, AdpExport, AdpValidate

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from curate.errors import InputError
-from gopher_reference import reference_metrics
+from tests.operators.filters.gopher_reference import reference_metrics
 from operators.filters.gopher import GopherQuality
 
 GOOD = ("The old lighthouse on the northern cape has guided fishing boats home for more than a century. "

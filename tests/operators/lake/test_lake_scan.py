@@ -15,7 +15,7 @@ from operators.lake import content, scan as scan_mod
 from operators.lake.brute_force import contained_pairs
 from operators.lake.scan import ScanOptions, scan_lake
 from operators.lake.scan_output import write_scan
-from lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
+from tests.operators.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
 
 
 @pytest.fixture(scope="module")
