@@ -4,6 +4,8 @@ and exit 2, bugs print one line and exit 1; `curate --debug` adds the traceback.
 from __future__ import annotations
 
 import functools
+import signal
+import threading
 
 import typer
 from rich.console import Console
@@ -13,20 +15,34 @@ show_tracebacks = False
 
 
 def fail(exc: BaseException) -> None:
-    from curate.errors import CurateError
+    from concurrent.futures.process import BrokenProcessPool
+
+    from curate.errors import CurateError, Interrupted
 
     if show_tracebacks:
         err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
         err.print_exception()
     if isinstance(exc, CurateError):
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        if getattr(exc, "hint", None):
+            err.print(exc.hint, highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
         err.print("interrupted; continue with --resume")
-        raise typer.Exit(130)
+        raise typer.Exit(143 if isinstance(exc, Interrupted) else 130)
+    if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
+        err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
+                  f"Continue with --resume", highlight=False)
+        raise typer.Exit(1)
     err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
     err.print("this is a bug in curate; run with --debug for the traceback")
     raise typer.Exit(1)
+
+
+def _raise_interrupted(signum, frame) -> None:
+    from curate.errors import Interrupted
+
+    raise Interrupted()
 
 
 def handle_errors(command):
@@ -34,6 +50,8 @@ def handle_errors(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        if threading.current_thread() is threading.main_thread():  # signal handlers live there only
+            signal.signal(signal.SIGTERM, _raise_interrupted)
         try:
             return command(*args, **kwargs)
         except (Exception, KeyboardInterrupt) as e:

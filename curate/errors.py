@@ -15,3 +15,11 @@ class RecipeError(CurateError):
 
 class InputError(CurateError):
     """An input file cannot be read; the message names the file and, where known, the line/row and field."""
+
+
+class NoSpace(CurateError):
+    """The disk filled up (ENOSPC) in a worker; the runner reports where and how much is needed."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM, raised in the main process like Ctrl-C's KeyboardInterrupt; the CLI exits 143."""

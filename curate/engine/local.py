@@ -12,6 +12,7 @@ into trace/<step>.parquet, manifest.json is written last, and _work/ is removed.
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -29,9 +30,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.engine import plan
+from curate.engine.failpoints import failpoint
+from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.worker import (READ_STEP, StageContext, check_columns, prepared_name, run_task, run_task_in_worker,
                                   stage_dir, worker_init)
-from curate.errors import CurateError
+from curate.errors import CurateError, NoSpace
 from curate.io.sources import discover
 from curate.io.writer import atomic_write_bytes
 from curate.ops import Global
@@ -63,45 +66,17 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _open_run_dir(out: Path, work: Path, fingerprint: dict, opts: RunOptions) -> bool:
-    """Create or check the run directory. Returns True when a finished run is already there."""
-    run_file = work / "run.json"
-    if opts.resume:
-        if (out / "manifest.json").is_file() and not work.exists():
-            return True
-        if run_file.is_file():
-            before = json.loads(run_file.read_text())
-            for key, what in (("recipe", "the recipe"), ("inputs", "the input files"), ("limit", "--limit")):
-                if before.get(key) != fingerprint[key]:
-                    raise CurateError(f"{out}: cannot resume: {what} changed since the interrupted run. "
-                                      f"Run again with --overwrite to start over.")
-            return False
-    elif out.exists() and any(out.iterdir()):
-        if not opts.overwrite:
-            raise CurateError(f"output {out} already exists and is not empty; use --resume to continue an "
-                              f"interrupted run or --overwrite to replace it")
-        shutil.rmtree(out)
-    work.mkdir(parents=True, exist_ok=True)
-    for stale in ("data", "data.tmp", "trace", "manifest.json"):
-        p = out / stale
-        if p.is_dir():
-            shutil.rmtree(p)
-        elif p.exists():
-            p.unlink()
-    atomic_write_bytes(run_file, json.dumps(fingerprint).encode())
-    return False
-
-
 class _Pool:
     """Runs tasks in worker processes (or inline for one worker) and relays their progress."""
 
-    def __init__(self, workers: int, reporter: Reporter):
+    def __init__(self, workers: int, reporter: Reporter, work: Path):
         self.reporter = reporter
         self.executor = None
         if workers > 1:
             mp = multiprocessing.get_context("spawn")
             self.queue = mp.Queue()
-            self.executor = ProcessPoolExecutor(workers, mp_context=mp, initializer=worker_init, initargs=(self.queue,))
+            self.executor = ProcessPoolExecutor(workers, mp_context=mp, initializer=worker_init,
+                                                initargs=(self.queue, os.getpid(), work))
 
     def run(self, ctx: StageContext, tasks: list[plan.Task], parallel: int) -> list[dict]:
         """Run `tasks`, at most `parallel` at a time; results in task order."""
@@ -121,6 +96,7 @@ class _Pool:
                 self._drain()
                 for f in done:
                     results[futures[f]] = f.result()
+                    failpoint("task-done")
         except BaseException:
             for f in pending:
                 f.cancel()
@@ -142,9 +118,17 @@ class _Pool:
                 return
             self.reporter.rows(label, rows_in, rows_out)
 
-    def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: after their tasks, or at once (`kill`, on an error or interrupt: what
+        they were writing is under temporary names, and the next run redoes those tasks)."""
+        if self.executor is None:
+            return
+        if kill:
+            for process in list((self.executor._processes or {}).values()):
+                process.kill()
+            for process in list((self.executor._processes or {}).values()):
+                process.join()
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def stage_parallelism(stage: plan.Stage, workers: int) -> int:
@@ -191,11 +175,13 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
                 ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
                 offset += batch.num_rows
                 yield batch.append_column("_ord", ords)
+                failpoint("fit")
 
     started = time.perf_counter()
     state = op.fit(batches(), fit_dir)
-    atomic_write_bytes(state_file, pickle.dumps(state))
     atomic_write_bytes(ctx.work / "fit_seconds.json", json.dumps(time.perf_counter() - started).encode())
+    atomic_write_bytes(state_file, pickle.dumps(state))  # last: its presence means "fitted"
+    failpoint("state-written")
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter()) -> dict:
@@ -205,12 +191,38 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     work = out / "_work"
     sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    if _open_run_dir(out, work, fingerprint, opts):
-        reporter.status(f"{out} is already complete")
-        return json.loads((out / "manifest.json").read_text())
+    created_out = not out.exists()
+    lock, finished = open_run_dir(out, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    try:
+        if finished:
+            reporter.status(f"{out} is already finished; nothing to do")
+            manifest = json.loads((out / "manifest.json").read_text())
+            manifest["already_finished"] = True
+            return manifest
+        try:
+            return _run(recipe, opts, reporter, out, work, sources, started)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            raise disk_full(out, sources) from None
+        except NoSpace:
+            raise disk_full(out, sources) from None
+        except Exception as e:
+            if not produced_anything(work):
+                discard_failed_start(out, created_out)
+            elif isinstance(e, CurateError):
+                e.hint = ("the run stopped part-way; its work is kept in _work/. If the fix changes the recipe "
+                          "or the input, start over with --overwrite; else continue with --resume")
+            raise
+    finally:
+        lock.release()
+
+
+def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
+         started: float) -> dict:
     stages = plan.stages(recipe.steps)
     workers = opts.workers or available_cores()
-    pool = _Pool(workers, reporter)
+    pool = _Pool(workers, reporter, work)
     totals: dict[str, StepStats] = {}
     fit_seconds: dict[str, float] = {}
     try:
@@ -227,14 +239,35 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
             parallel = stage_parallelism(stage, workers)
             reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
             results = pool.run(ctx, tasks, parallel)
+            failpoint("stage-done")
             for r in results:
                 for label, s in r["stats"].items():
                     totals.setdefault(label, StepStats()).add(StepStats(**s))
             shards = _shards(ctx.work / "data", results)
         _stage_data(recipe, out, shards, pool)
-    finally:
-        pool.close()
-    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts)
+        failpoint("staged")
+    except BaseException:
+        pool.close(kill=True)
+        raise
+    pool.close()
+    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts, reporter)
+
+
+def disk_full(out: Path, sources: list) -> CurateError:
+    """ENOSPC as a user error: where, how much is free, about how much the run needs."""
+    free = shutil.disk_usage(out if out.exists() else out.parent).free
+    inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
+    return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
+                       f"files and output, up to about twice its input ({_size(2 * inputs)}). Free some space, "
+                       f"then continue with --resume")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
 
 
 def _shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
@@ -273,7 +306,8 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: _Pool) -> N
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
-            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
+            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions,
+            reporter: Reporter) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
     for label in ordered:
@@ -288,19 +322,28 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         steps.append(entry)
     check_conservation(steps)
 
-    # Publish: the staged data, traces merged per step, manifest last.
-    os.replace(out / "data.tmp", out / "data")
-    trace_dir = out / "trace"
+    # Publish: traces merged per step into trace.tmp, then trace/ and data/ renamed into place,
+    # manifest.json last. _work stays intact until the manifest is written, so a run killed
+    # anywhere in here is published again, from scratch, by --resume (see run_dir.open_run_dir);
+    # until manifest.json exists the run is not complete, whatever data/ holds.
+    trace_tmp = out / "trace.tmp"
+    shutil.rmtree(trace_tmp, ignore_errors=True)
+    trace_tmp.mkdir()
     traced = {}
     for label in ordered:
         parts = sorted(p for st in stages for p in (stage_dir(work, st.index) / "trace" / label).glob("*.parquet"))
         if parts:
-            trace_dir.mkdir(parents=True, exist_ok=True)
-            traced[label] = merge_shards(parts, trace_dir / f"{label}.parquet")
+            traced[label] = merge_shards(parts, trace_tmp / f"{label}.parquet")
     for entry in steps:
         if entry["removed"] != traced.get(entry["step"], 0):
             raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
                                f"{entry['removed']} were removed")
+    if traced:
+        os.replace(trace_tmp, out / "trace")
+    else:
+        trace_tmp.rmdir()
+    os.replace(out / "data.tmp", out / "data")
+    failpoint("published-data")
     manifest = {
         "name": recipe.name,
         "recipe": recipe.display,
@@ -317,4 +360,6 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
     write_manifest(out / "manifest.json", manifest)
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
+    if not manifest["rows_out"] and manifest["rows_in"]:
+        reporter.status(f"every row was removed: {out / 'data'} holds no rows (the trace says why)")
     return manifest

@@ -6,10 +6,14 @@ A task's outputs appear under their final names only once complete, and its `don
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
+import signal
+import sys
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -19,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.engine.plan import Stage, Task
-from curate.errors import CurateError, InputError
+from curate.engine.run_dir import hold_worker_lock
+from curate.errors import CurateError, InputError, NoSpace
 from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter, atomic_write_bytes
 from curate.ops import Filter, Global, Map, Operator, Verdict
@@ -261,8 +266,15 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
     return result
 
 
-def worker_init(queue) -> None:
-    """Each worker process uses one core: the engine runs one worker per core."""
+def worker_init(queue, parent_pid: int, work: Path) -> None:
+    """Each worker dies with its parent, leaves interrupts to it, and uses one core (the engine
+    runs one worker per core)."""
+    _die_with_parent(parent_pid)
+    # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    global _worker_lock
+    _worker_lock = hold_worker_lock(work)
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     pa.set_cpu_count(1)
@@ -272,6 +284,28 @@ def worker_init(queue) -> None:
 
 
 _queue = None
+_worker_lock = None  # fd of _work/workers.lock, held until the process exits
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """A worker must never outlive the run that started it (it would write into _work beside a
+    resume): the kernel kills it when the parent dies (Linux), else a watchdog thread does."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        import threading
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
 
 
 def run_task_in_worker(ctx: StageContext, task: Task) -> dict:
@@ -283,9 +317,10 @@ def run_task_in_worker(ctx: StageContext, task: Task) -> dict:
         return run_task(ctx, task, progress)
     except CurateError:
         raise
-    except Exception as e:  # keep the worker's traceback text: the parent cannot see it otherwise
-        import traceback
-
+    except Exception as e:
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            raise NoSpace(str(e)) from None
+        # Keep the worker's traceback text: the parent cannot see it otherwise.
         raise WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()) from None
     finally:
         # Idle workers wait while the parent fits a Global: hand Arrow's cached buffers back to

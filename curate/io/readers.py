@@ -123,11 +123,41 @@ def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
         return "skip"
 
     delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
+    # UTF-8 is checked per batch below: pyarrow's own check turns a column binary (first block)
+    # or fails the whole file (later blocks), where one bad row should go to the trace.
     reader = pcsv.open_csv(source.path, read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
-                           parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid))
+                           parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+                           convert_options=pcsv.ConvertOptions(check_utf8=False))
+    row = 0  # data rows before this batch
     for batch in reader:
+        batch = _drop_invalid_utf8(batch, row, bad)
+        row += batch.num_rows + len(bad)
         yield batch, bad if len(bad) else None
         bad = BadRows()
+
+
+def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> pa.RecordBatch:
+    """`batch` without its rows holding invalid UTF-8 (added to `bad`, naming row and field).
+    A full validation per batch is cheap; the row-by-row search runs only for a batch that fails."""
+    try:
+        batch.validate(full=True)
+        return batch
+    except pa.ArrowInvalid:
+        pass
+    keep = np.ones(batch.num_rows, dtype=bool)
+    for name, column in zip(batch.schema.names, batch.columns):
+        if not pa.types.is_string(column.type):
+            continue
+        for i, value in enumerate(column.cast(pa.binary()).to_pylist()):
+            if keep[i] and value is not None:
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    keep[i] = False
+                    # line = data row + 1 (the header), exact unless earlier fields span lines
+                    bad.add(first_row + i + 2, value, f"field '{name}' is not valid UTF-8 "
+                                                      f"({e.reason} at byte {e.start})")
+    return batch.filter(pa.array(keep))
 
 
 def _jsonl(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
@@ -195,8 +225,8 @@ def _parse_jsonl_chunk(data: bytes, schema: pa.Schema | None, first_line: int,
         try:
             line.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"{source.path}, line {where}: not valid UTF-8 ({e.reason} at byte {e.start}); "
-                             f"convert the file to UTF-8") from None
+            bad.add(where, line, f"not valid UTF-8 ({e.reason} at byte {e.start})")
+            continue
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as e:

@@ -1,14 +1,13 @@
-"""A run killed with SIGKILL at arbitrary points and resumed gives the uninterrupted run's bytes."""
+"""Runs killed at each phase (the whole process group, or the main process alone) and resumed
+give the uninterrupted run's bytes; no process outlives its run; interrupts exit cleanly."""
 
 import os
-import random
 import signal
-import subprocess
-import sys
-import time
+
+import pytest
 
 from tests.conftest import write_jsonl
-from tests.curate.engine.test_local import data_digest
+from tests.curate.engine import faultkit
 
 RECIPE = """
 input: {{path: '{inp}', batch_rows: 500}}
@@ -20,34 +19,88 @@ steps:
 """
 
 
-def curate(recipe, *args):
-    return subprocess.Popen([sys.executable, "-m", "curate.cli", "run", str(recipe), "--workers", "2", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Input files and the bytes an uninterrupted run makes of them."""
+    root = tmp_path_factory.mktemp("resume")
+    for f in range(4):
+        write_jsonl(root / "in" / f"p{f}.jsonl.gz",
+                    [{"text": f"document number {(f * 1500 + i) % 4000} " * 20, "n": f * 1500 + i} for i in range(1500)])
+    ref = recipe(root, "ref")
+    assert faultkit.start(ref).wait() == 0
+    return root, faultkit.digest(root / "ref")
 
 
-def test_sigkill_then_resume_is_identical_to_an_uninterrupted_run(tmp_path):
-    for f in range(8):
-        write_jsonl(tmp_path / "in" / f"p{f}.jsonl.gz",
-                    [{"text": f"document number {(f * 4000 + i) % 9000} " * 20, "n": f * 4000 + i} for i in range(4000)])
-    inp = tmp_path / "in" / "*.jsonl.gz"
-    ref = tmp_path / "ref.yaml"
-    ref.write_text(RECIPE.format(inp=inp, out=tmp_path / "ref"))
-    assert curate(ref).wait() == 0
-    killed = tmp_path / "killed.yaml"
-    killed.write_text(RECIPE.format(inp=inp, out=tmp_path / "killed"))
-    rng = random.Random(7)
-    kills, args = 0, []
-    for _ in range(4):
-        proc = curate(killed, *args)
-        time.sleep(rng.uniform(0.8, 2.5))
-        if proc.poll() is not None:
-            break
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        kills += 1
-        args = ["--resume"]
-    proc = curate(killed, "--resume")
-    assert proc.wait() == 0, proc.stderr.read().decode()
-    assert kills >= 1
-    assert data_digest(tmp_path / "killed") == data_digest(tmp_path / "ref")
-    assert not list((tmp_path / "killed").rglob("*.tmp"))
+def recipe(root, name):
+    path = root / f"{name}.yaml"
+    path.write_text(RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
+    return path
+
+
+def stop_at(path, point, *args):
+    proc = faultkit.start(path, *args, failpoint=point)
+    assert faultkit.wait_for_failpoint(proc), f"the run never reached {point}: {proc.stderr.read().decode()}"
+    return proc
+
+
+# Every phase boundary of a run: a task done, a stage done, inside a Global fit, its state
+# written, apply (a task of the Global's stage), the output staged, and between the data/
+# rename and the manifest.
+PHASES = ["task-done", "stage-done", "fit", "state-written", "task-done@6", "staged", "published-data"]
+
+
+@pytest.mark.parametrize("whole_group", [True, False], ids=["group", "main-only"])
+@pytest.mark.parametrize("point", PHASES)
+def test_kill_at_each_phase_then_resume_is_identical(corpus, tmp_path, point, whole_group):
+    root, reference = corpus
+    path = recipe(root, f"killed-{point}-{whole_group}".replace("@", "-"))
+    below = faultkit.kill(stop_at(path, point), whole_group)
+    assert below, "the run had started no worker"
+    assert faultkit.alive(below) == []  # workers die with their parent
+    resumed = faultkit.start(path, "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    out = path.with_suffix("")
+    assert faultkit.digest(out) == reference
+    assert not list(out.rglob("*.tmp")) and not (out / "_work").exists()
+
+
+def test_a_resume_killed_again_still_finishes_identically(corpus):
+    root, reference = corpus
+    path = recipe(root, "twice")
+    faultkit.kill(stop_at(path, "fit"), whole_group=True)
+    below = faultkit.kill(stop_at(path, "published-data", "--resume"), whole_group=False)
+    assert faultkit.alive(below) == []
+    assert faultkit.start(path, "--resume").wait() == 0
+    assert faultkit.digest(path.with_suffix("")) == reference
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_stops_workers_and_says_how_to_continue(corpus, sig, code):
+    root, reference = corpus
+    path = recipe(root, f"interrupted-{sig.name}")
+    proc = stop_at(path, "task-done")
+    below = faultkit.descendants(proc.pid)
+    os.killpg(proc.pid, sig)  # as Ctrl-C (or a batch system) signals the whole group
+    os.kill(proc.pid, signal.SIGCONT)
+    assert proc.wait(timeout=60) == code
+    stderr = proc.stderr.read().decode()
+    assert "interrupted; continue with --resume" in stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    assert faultkit.alive(below) == []
+    out = path.with_suffix("")
+    assert not (out / "data").exists() and not (out / "manifest.json").exists()
+    assert faultkit.start(path, "--resume").wait() == 0
+    assert faultkit.digest(out) == reference
+
+
+@pytest.mark.parametrize("how", ["--resume", "--overwrite"])
+def test_a_second_run_into_a_live_run_directory_is_refused_with_its_pid(corpus, how):
+    root, reference = corpus
+    path = recipe(root, f"busy{how}")
+    first = stop_at(path, "stage-done")
+    second = faultkit.start(path, how)
+    assert second.wait(timeout=60) == 2
+    assert f"another curate run is writing here (pid {first.pid} on " in second.stderr.read().decode()
+    faultkit.kill(first, whole_group=True)
+    assert faultkit.start(path, "--resume").wait() == 0
+    assert faultkit.digest(path.with_suffix("")) == reference

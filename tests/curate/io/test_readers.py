@@ -73,11 +73,35 @@ def test_field_not_in_first_rows_schema_is_named(tmp_path):
     assert bad[1][0] == 3
 
 
-def test_non_utf8_file_is_an_error_naming_the_line(tmp_path):
-    p = tmp_path / "latin.jsonl"
-    p.write_bytes('{"text": "ok"}\n{"text": "caf\xe9"}\n'.encode("latin-1"))
-    with pytest.raises(InputError, match=r"latin\.jsonl, line 2: not valid UTF-8"):
-        read_all(p)
+def _encoded(name: str, rows: list[bytes]) -> bytes:
+    """JSONL or CSV/TSV text of `rows` (each a raw text value), compressed as the name says."""
+    if name.split(".")[1] == "jsonl":
+        data = b"".join(b'{"text": "' + r + b'", "n": %d}\n' % i for i, r in enumerate(rows))
+    else:
+        sep = b"\t" if ".tsv" in name else b","
+        data = b"text" + sep + b"n\n" + b"".join(r + sep + b"%d\n" % i for i, r in enumerate(rows))
+    if name.endswith(".gz"):
+        return gzip.compress(data, mtime=0)
+    if name.endswith(".zst"):
+        return zstandard.ZstdCompressor().compress(data)
+    return data
+
+
+NON_UTF8 = ["caf\xe9".encode("latin-1"), b"\xff\xfe", b"half \xe2\x82", b"\xc0\xaf overlong"]
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.jsonl.gz", "a.jsonl.zst", "a.csv", "a.tsv"])
+@pytest.mark.parametrize("bad_value", NON_UTF8)
+def test_non_utf8_rows_go_to_the_trace_naming_file_and_line(tmp_path, name, bad_value):
+    rows = [b"fine %d" % i for i in range(30)]
+    rows[2] = rows[17] = bad_value  # in the first batch and a later one
+    (tmp_path / name).write_bytes(_encoded(name, rows))
+    table, bad = read_all(tmp_path / name)
+    assert table.column("n").to_pylist() == [i for i in range(30) if i not in (2, 17)]
+    assert [line for line, _ in bad] == [3, 18] if name.split(".")[1] == "jsonl" else [4, 19]
+    assert all("not valid UTF-8" in error for _, error in bad)
+    with pytest.raises(InputError, match=rf"{name.replace('.', '[.]')}, line \d+: .*not valid UTF-8"):
+        read_all(tmp_path / name, on_bad_row="fail")
 
 
 def test_empty_file_is_an_error(tmp_path):

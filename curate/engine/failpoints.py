@@ -1,0 +1,33 @@
+"""Named points in a run where fault tests stop the process, so that a kill lands exactly there.
+
+`CURATE_FAILPOINT=name` (or `name@N`, the N-th time that point is reached, from 1) makes the
+run print `failpoint NAME` to stderr and stop itself with SIGSTOP; the test then kills it (a
+stopped process still dies of SIGKILL). Off by default and free when off: one dict lookup.
+
+Points: `stage-done` (a stage's tasks all finished), `task-done` (one task's result is in),
+`fit` (inside a Global fit, after its first batch), `state-written` (a fit's state saved),
+`staged` (output shards staged in data.tmp), `published-data` (data/ renamed into place, the
+manifest not yet written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+_seen: dict[str, int] = {}
+
+
+def failpoint(name: str) -> None:
+    wanted = os.environ.get("CURATE_FAILPOINT")
+    if not wanted:
+        return
+    point, _, nth = wanted.partition("@")
+    if point != name:
+        return
+    _seen[name] = _seen.get(name, 0) + 1
+    if _seen[name] == int(nth or 1):
+        sys.stderr.write(f"failpoint {name}\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGSTOP)
