@@ -1,7 +1,7 @@
 from contextlib import nullcontext
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from operators.dedup import store as store_module
 from operators.dedup.store import RowStoreWriter, ranges
@@ -57,6 +57,10 @@ def test_sample_values_keep_the_order_of_hashes():
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(hashes.filter(len), min_size=2, max_size=5), st.sampled_from([None, 3, 8]))
+# The child's own cut-off value is in its sample (values <= T): 1/3 here, 1/2 if it were left out.
+@example([np.array([1, 2, 3, 4], SAMPLE_DTYPE), np.array([1, 4, 5, 6], SAMPLE_DTYPE)], 3)
+# Both cut at the same value, which they share.
+@example([np.array([7, 8, 9, 10], SAMPLE_DTYPE), np.array([1, 8, 9, 11], SAMPLE_DTYPE)], 3)
 def test_containment_is_exact_on_the_common_sample(tmp_path_factory, rows, m):
     store = write(tmp_path_factory.mktemp("v"), rows, m=m)
     sizes = np.array([len(r) for r in rows])
