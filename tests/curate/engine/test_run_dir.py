@@ -167,3 +167,15 @@ def test_failed_recipe_is_a_curate_error_not_a_lock_problem(tmp_path):
     with pytest.raises(CurateError, match="no input files match"):
         run(load(str(tmp_path / "nothing" / "*.jsonl"), tmp_path / "o"), RunOptions(workers=1))
     assert not (tmp_path / "o").exists()
+
+
+def test_a_run_killed_while_removing_its_work_is_finished_and_resume_keeps_it(tmp_path):
+    """The manifest is the commit point: what is left of _work after it is never re-run."""
+    inp = corpus(tmp_path / "in", files=2)
+    out = tmp_path / "o"
+    run(load(inp, out), RunOptions(workers=1, keep_work=True))
+    before = digest(out)
+    (out / "_work" / "run.json").unlink()  # rmtree got this far
+    shutil.rmtree(out / "_work" / "stage-1" / "data")
+    manifest = run(load(inp, out), RunOptions(workers=1, resume=True))
+    assert manifest["already_finished"] and digest(out) == before
