@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -31,3 +32,7 @@ def test_quickstart_runs_conserves_rows_and_repeats_byte_for_byte(cli, tmp_path)
     assert removed["gopher_quality"] > 0 and removed["exact_dedup"] > 0  # planted junk and duplicates are found
     assert manifest["rows_out"] == pq.read_table(out / "data").num_rows
     assert digests(tmp_path / "a") == digests(tmp_path / "b")
+    # The README's run-directory listing names files this run wrote.
+    readme = (RECIPE.parents[1] / "README.md").read_text()
+    listed = set(re.findall(r"^  (trace/\d\d_\w+\.parquet)", readme, re.M)) - {"trace/00_read.parquet"}
+    assert listed and all((out / name).is_file() for name in listed), listed
