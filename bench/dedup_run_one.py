@@ -58,7 +58,7 @@ def main() -> None:
 
 def run_engine(args) -> None:
     from curate import recipe
-    from curate.engine.local import RunOptions, run
+    from curate.engine.runner import RunOptions, run
 
     r = recipe.load(text=f"""
 input: {{path: '{args.data}/*.parquet', id_column: id}}

@@ -50,7 +50,7 @@ def run(
     if dry_run:
         _show_plan(r)
         return
-    from curate.engine.local import RunOptions
+    from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
 
     manifest = run_with_progress(r, RunOptions(workers=workers, resume=resume, overwrite=overwrite,

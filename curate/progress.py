@@ -7,7 +7,7 @@ from rich.progress import Progress, ProgressColumn, SpinnerColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from curate.engine.local import Reporter, RunOptions, run
+from curate.engine.runner import Reporter, RunOptions, run
 from curate.recipe import Recipe
 
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from curate.engine import worker
-from curate.engine.local import RunOptions, run
+from curate.engine.runner import RunOptions, run
 from curate.engine.run_dir import RunLock, RunLocked
 from curate.errors import CurateError, NoSpace
 from curate.io.writer import ShardWriter
@@ -67,7 +67,7 @@ def test_resume_of_a_finished_run_says_it_is_finished(tmp_path):
     out = tmp_path / "o"
     run(load(inp, out), RunOptions(workers=1))
     said = []
-    from curate.engine.local import Reporter
+    from curate.engine.runner import Reporter
 
     manifest = run(load(inp, out), RunOptions(workers=1, resume=True), Reporter(status=said.append))
     assert manifest["already_finished"] and said == [f"{out} is already finished; nothing to do"]
@@ -156,7 +156,7 @@ def test_the_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
 def test_every_row_removed_is_said(tmp_path):
     inp = corpus(tmp_path / "in", files=1)
     said = []
-    from curate.engine.local import Reporter
+    from curate.engine.runner import Reporter
 
     run(load(inp, tmp_path / "o", steps="steps:\n  - sql_filter: {where: 'n < 0'}\n"), RunOptions(workers=1),
         Reporter(status=said.append))

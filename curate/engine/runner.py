@@ -1,0 +1,282 @@
+"""The runner: what a run means, whatever executes its tasks.
+
+It owns the run directory (run_dir.py), the plan, Global fits, publishing, the trace, the
+manifest, conservation and resume; an executor (local.py) only runs the tasks it is given.
+
+Layout of a run directory while it runs:
+  _work/run.json                 fingerprints of recipe and input (checked by --resume)
+  _work/stage-K/data/            the stage's output shards
+  _work/stage-K/trace/<step>/    removed rows, per task
+  _work/stage-K/done/            one marker per finished task, holding its stats
+  _work/stage-K/state.pkl        the stage's Global operator state, once fitted
+On success the last stage's shards become data/part-NNNNN.parquet, traces are merged
+into trace/<step>.parquet, manifest.json is written last, and _work/ is removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.engine import plan
+from curate.engine.executor import Executor
+from curate.engine.failpoints import failpoint
+from curate.engine.local import LocalExecutor, available_cores, stage_parallelism
+from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
+from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, stage_dir
+from curate.errors import CurateError, NoSpace
+from curate.io.sources import discover
+from curate.io.writer import atomic_write_bytes
+from curate.ops import Global
+from curate.recipe import Recipe
+from curate.trace import StepStats, check_conservation, merge_shards, versions, write_manifest
+
+
+@dataclass
+class RunOptions:
+    workers: int = 0  # 0: one per available core
+    resume: bool = False
+    overwrite: bool = False
+    limit: int | None = None
+    keep_work: bool = False
+
+
+@dataclass
+class Reporter:
+    """Callbacks the CLI uses for progress; all optional."""
+
+    rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
+    status: Callable[[str], None] = lambda message: None
+
+
+def _shards(directory: Path, results: list[dict]) -> list[Path]:
+    return [directory / name for r in results for name in r["shards"]]
+
+
+def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> None:
+    """Fit the stage's Global operator over the previous stage's output, once (kept for resume)."""
+    state_file = ctx.work / "state.pkl"
+    if state_file.is_file():
+        return
+    step = ctx.stage.global_step
+    op: Global = step.build(ctx.recipe)
+    op.setup()
+    fit_dir = ctx.work / "fit"
+    if fit_dir.exists():
+        shutil.rmtree(fit_dir)
+    fit_dir.mkdir(parents=True)
+    raw = op.requires if op.fit_columns is None else op.fit_columns
+    prefix = prepared_name(step, "")
+
+    def batches():
+        offset = 0
+        for shard in previous_shards:
+            pf = pq.ParquetFile(shard)
+            names = pf.schema_arrow.names
+            check_columns(names, op, step, ctx.recipe.input.text_column, "the data")
+            prepared = [n for n in names if n.startswith(prefix)]
+            columns = ["_id", *[c for c in raw if c != "_id"], *prepared]
+            for batch in pf.iter_batches(batch_size=ctx.recipe.input.batch_rows, columns=columns):
+                batch = batch.rename_columns([n.removeprefix(prefix) for n in batch.schema.names])
+                ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
+                offset += batch.num_rows
+                yield batch.append_column("_ord", ords)
+                failpoint("fit")
+
+    started = time.perf_counter()
+    state = op.fit(batches(), fit_dir)
+    atomic_write_bytes(ctx.work / "fit_seconds.json", json.dumps(time.perf_counter() - started).encode())
+    atomic_write_bytes(state_file, pickle.dumps(state))  # last: its presence means "fitted"
+    failpoint("state-written")
+
+
+def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter()) -> dict:
+    """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data."""
+    started = time.perf_counter()
+    out = Path(recipe.output.path)
+    work = out / "_work"
+    sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
+    fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
+    created_out = not out.exists()
+    lock, finished = open_run_dir(out, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    try:
+        if finished:
+            reporter.status(f"{out} is already finished; nothing to do")
+            manifest = json.loads((out / "manifest.json").read_text())
+            manifest["already_finished"] = True
+            return manifest
+        try:
+            return _run(recipe, opts, reporter, out, work, sources, started)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            raise disk_full(out, sources) from None
+        except NoSpace:
+            raise disk_full(out, sources) from None
+        except Exception as e:
+            if not produced_anything(work):
+                discard_failed_start(out, created_out)
+            elif isinstance(e, CurateError):
+                e.hint = ("the run stopped part-way; its work is kept in _work/. If the fix changes the recipe "
+                          "or the input, start over with --overwrite; else continue with --resume")
+            raise
+    finally:
+        lock.release()
+
+
+def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
+         started: float) -> dict:
+    stages = plan.stages(recipe.steps)
+    workers = opts.workers or available_cores()
+    pool: Executor = LocalExecutor(workers, reporter.rows, work)
+    totals: dict[str, StepStats] = {}
+    fit_seconds: dict[str, float] = {}
+    try:
+        shards: list[Path] = []
+        for stage, after in zip(stages, stages[1:] + [None]):
+            ctx = StageContext(recipe, stage, stage_dir(work, stage.index), final=after is None,
+                               next_global=after.global_step if after else None)
+            if stage.global_step is not None:
+                _fit(ctx, shards, reporter)
+                fit_seconds[stage.global_step.label] = json.loads((ctx.work / "fit_seconds.json").read_text())
+                tasks = plan.shard_tasks(stage.index, shards)
+            else:
+                tasks = plan.input_tasks(sources, opts.limit)
+            parallel = stage_parallelism(stage, workers)
+            reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
+            results = pool.run(ctx, tasks, parallel)
+            failpoint("stage-done")
+            for r in results:
+                for label, s in r["stats"].items():
+                    totals.setdefault(label, StepStats()).add(StepStats(**s))
+            shards = _shards(ctx.work / "data", results)
+        _stage_data(recipe, out, shards, pool)
+        failpoint("staged")
+    except BaseException:
+        pool.close(kill=True)
+        raise
+    pool.close()
+    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts, reporter)
+
+
+def disk_full(out: Path, sources: list) -> CurateError:
+    """ENOSPC as a user error: where, how much is free, about how much the run needs."""
+    free = shutil.disk_usage(out if out.exists() else out.parent).free
+    inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
+    return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
+                       f"files and output, up to about twice its input ({_size(2 * inputs)}). Free some space, "
+                       f"then continue with --resume")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def _shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
+    """Consecutive shards with one schema, grouped up to `target_bytes` each: small per-task
+    shards become files of about the target size, in order."""
+    groups: list[list[Path]] = []
+    size, schema = 0, None
+    for shard in shards:
+        shard_size, shard_schema = shard.stat().st_size, pq.read_schema(shard)
+        if groups and size + shard_size <= target_bytes and shard_schema == schema:
+            groups[-1].append(shard)
+            size += shard_size
+        else:
+            groups.append([shard])
+            size, schema = shard_size, shard_schema
+    return groups
+
+
+def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -> None:
+    """The final shards as `data.tmp/part-NNNNN.parquet`: large ones hard-linked, runs of small
+    ones merged (in the workers). _work stays intact until the end, so a run killed while
+    publishing resumes cleanly."""
+    staging = out / "data.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    compression = None if recipe.output.compression == "none" else recipe.output.compression
+    merges = []
+    groups = _shard_groups(shards, recipe.output.shard_mb << 20) if recipe.output.merge_shards else [[s] for s in shards]
+    for i, group in enumerate(groups):
+        target = staging / f"part-{i:05d}.parquet"
+        if len(group) == 1:
+            os.link(group[0], target)
+        else:
+            merges.append((group, target))
+    pool.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
+
+
+def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
+            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions,
+            reporter: Reporter) -> dict:
+    steps = []
+    ordered = [READ_STEP] + [s.label for s in recipe.steps]
+    for label in ordered:
+        s = totals.get(label, StepStats())
+        s.seconds += totals.get(f"prepare:{label}", StepStats()).seconds
+        step = next((x for x in recipe.steps if x.label == label), None)
+        entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
+                 "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
+                 "seconds": round(s.seconds + fit_seconds.get(label, 0.0), 3), "reasons": s.reasons}
+        if step is not None and getattr(step.op_class, "changes_rows", False):
+            entry["changes_rows"] = True
+        steps.append(entry)
+    check_conservation(steps)
+
+    # Publish: traces merged per step into trace.tmp, then trace/ and data/ renamed into place,
+    # manifest.json last. _work stays intact until the manifest is written, so a run killed
+    # anywhere in here is published again, from scratch, by --resume (see run_dir.open_run_dir);
+    # until manifest.json exists the run is not complete, whatever data/ holds.
+    trace_tmp = out / "trace.tmp"
+    shutil.rmtree(trace_tmp, ignore_errors=True)
+    trace_tmp.mkdir()
+    traced = {}
+    for label in ordered:
+        parts = sorted(p for st in stages for p in (stage_dir(work, st.index) / "trace" / label).glob("*.parquet"))
+        if parts:
+            traced[label] = merge_shards(parts, trace_tmp / f"{label}.parquet")
+    for entry in steps:
+        if entry["removed"] != traced.get(entry["step"], 0):
+            raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
+                               f"{entry['removed']} were removed")
+    if traced:
+        os.replace(trace_tmp, out / "trace")
+    else:
+        trace_tmp.rmdir()
+    os.replace(out / "data.tmp", out / "data")
+    failpoint("published-data")
+    manifest = {
+        "name": recipe.name,
+        "recipe": recipe.display,
+        "recipe_fingerprint": recipe.fingerprint(),
+        "seed": recipe.seed,
+        "versions": versions(),
+        "limit": opts.limit,
+        "rows_in": steps[0]["rows_in"],
+        "rows_out": steps[-1]["rows_out"],
+        "steps": steps,
+        "data_files": len(list((out / "data").glob("*.parquet"))),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    write_manifest(out / "manifest.json", manifest)
+    if not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    if not manifest["rows_out"] and manifest["rows_in"]:
+        reporter.status(f"every row was removed: {out / 'data'} holds no rows (the trace says why)")
+    return manifest
