@@ -14,7 +14,7 @@ from curate.errors import CurateError, NoSpace
 from curate.io.writer import ShardWriter
 from tests.conftest import write_jsonl, write_recipe
 from tests.curate.engine.faultkit import digest
-from tests.curate.engine.test_local import corpus, load
+from tests.curate.engine.test_runner import corpus, load
 
 
 def test_overwrite_refuses_a_directory_curate_did_not_write(cli, tmp_path):
