@@ -63,6 +63,10 @@ class Operator:
     kind: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = Params
     resources: ClassVar[Resources] = Resources()
+    # Where the engine runs it: "cpu" inside every task process; "model" in a model worker pool
+    # (one process per visible GPU, else CPU model workers) that loads the model once.
+    # Operators declaring `resources.gpus > 0` are "model" whatever this says.
+    resource_class: ClassVar[str] = "cpu"
     # Columns the operator reads and writes; instances may compute them from params.
     requires: tuple[str, ...] = ()
     provides: tuple[str, ...] = ()
@@ -74,6 +78,14 @@ class Operator:
 
     def setup(self) -> None:
         """Load what the operator needs once per worker (models, tables). Default: nothing."""
+
+    def teardown(self) -> None:
+        """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
+
+    @classmethod
+    def runs_on(cls) -> str:
+        """The resource class the engine gives the operator: "cpu" or "model"."""
+        return "model" if cls.resources.gpus > 0 else cls.resource_class
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
