@@ -51,7 +51,7 @@ class LocalExecutor(Executor):
                     futures[future] = i
                     pending.add(future)
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                self._drain()
+                drain_progress(self.queue, self.progress)
                 for f in done:
                     results[futures[f]] = f.result()
                     failpoint("task-done")
@@ -59,7 +59,7 @@ class LocalExecutor(Executor):
             for f in pending:
                 f.cancel()
             raise
-        self._drain()
+        drain_progress(self.queue, self.progress)
         return results
 
     def map(self, fn, *iterables) -> list:
@@ -68,13 +68,6 @@ class LocalExecutor(Executor):
             return [fn(*args) for args in zip(*iterables)]
         return list(self.executor.map(fn, *iterables))
 
-    def _drain(self) -> None:
-        while True:
-            try:
-                label, rows_in, rows_out = self.queue.get_nowait()
-            except queue_module.Empty:
-                return
-            self.progress(label, rows_in, rows_out)
 
     def close(self, kill: bool = False) -> None:
         """Stop the workers: after their tasks, or at once (`kill`, on an error or interrupt: what
@@ -87,6 +80,16 @@ class LocalExecutor(Executor):
             for process in list((self.executor._processes or {}).values()):
                 process.join()
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def drain_progress(queue, progress: Progress) -> None:
+    """Relay the rows counts workers have reported so far."""
+    while True:
+        try:
+            label, rows_in, rows_out = queue.get_nowait()
+        except queue_module.Empty:
+            return
+        progress(label, rows_in, rows_out)
 
 
 def stage_parallelism(stage: plan.Stage, workers: int) -> int:

@@ -1,7 +1,9 @@
 """Split a recipe into stages at Global operators, and each stage into tasks.
 
-Stage 0 reads the input; every later stage starts with one Global operator, whose `fit`
-reads the previous stage's shards in full before its `apply` streams them again.
+Stage 0 reads the input; a new stage starts at each Global operator, whose `fit` reads the
+previous stage's shards in full before its `apply` streams them again, and wherever the
+resource class changes: model-backed steps (embedding, ...) run in a stage of their own, on
+the model worker pool, so CPU steps never wait on a model and models load once per worker.
 Tasks depend only on the input and the recipe (never on the worker count), so output
 and resume are the same whatever `--workers` is.
 """
@@ -23,6 +25,7 @@ class Stage:
     index: int
     global_step: Step | None  # fitted over the previous stage's output, applied first
     steps: tuple[Step, ...]  # Map and Filter steps that follow
+    resource_class: str = "cpu"  # "cpu" (the task processes) or "model" (the model worker pool)
 
     @property
     def all_steps(self) -> tuple[Step, ...]:
@@ -47,13 +50,16 @@ def stages(steps: list[Step]) -> list[Stage]:
     out: list[Stage] = []
     current_global: Step | None = None
     current: list[Step] = []
+    resource = "cpu"
     for step in steps:
-        if issubclass(step.op_class, Global):
-            out.append(Stage(len(out), current_global, tuple(current)))
-            current_global, current = step, []
+        runs_on = step.op_class.runs_on()
+        if issubclass(step.op_class, Global) or (runs_on != resource and (current or current_global or out)):
+            out.append(Stage(len(out), current_global, tuple(current), resource))
+            current_global, current = (step, []) if issubclass(step.op_class, Global) else (None, [step])
         else:
             current.append(step)
-    out.append(Stage(len(out), current_global, tuple(current)))
+        resource = runs_on
+    out.append(Stage(len(out), current_global, tuple(current), resource))
     return out
 
 

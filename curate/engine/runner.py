@@ -33,8 +33,9 @@ from curate.engine import plan
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.local import LocalExecutor, available_cores, stage_parallelism
+from curate.engine.pool import ModelPool
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
-from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, stage_dir
+from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, run_task, stage_dir
 from curate.errors import CurateError, NoSpace
 from curate.io.sources import discover
 from curate.io.writer import atomic_write_bytes
@@ -50,6 +51,7 @@ class RunOptions:
     overwrite: bool = False
     limit: int | None = None
     keep_work: bool = False
+    model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
 
 
 @dataclass
@@ -150,12 +152,8 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
             if stage.global_step is not None:
                 _fit(ctx, shards, reporter)
                 fit_seconds[stage.global_step.label] = json.loads((ctx.work / "fit_seconds.json").read_text())
-                tasks = plan.shard_tasks(stage.index, shards)
-            else:
-                tasks = plan.input_tasks(sources, opts.limit)
-            parallel = stage_parallelism(stage, workers)
-            reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
-            results = pool.run(ctx, tasks, parallel)
+            tasks = plan.input_tasks(sources, opts.limit) if stage.index == 0 else plan.shard_tasks(stage.index, shards)
+            results = _run_stage(ctx, tasks, pool, workers, opts, reporter, work)
             failpoint("stage-done")
             for r in results:
                 for label, s in r["stats"].items():
@@ -168,6 +166,27 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
         raise
     pool.close()
     return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts, reporter)
+
+
+def _run_stage(ctx: StageContext, tasks: list[plan.Task], pool: Executor, workers: int, opts: RunOptions,
+               reporter: Reporter, work: Path) -> list[dict]:
+    """The stage's tasks on the CPU pool, or on a model pool of its own (torn down after, so
+    models and GPU memory are freed before the next stage or fit)."""
+    stage = ctx.stage
+    if stage.resource_class != "model":
+        parallel = stage_parallelism(stage, workers)
+        reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
+        return pool.run(ctx, tasks, parallel)
+    models = ModelPool(reporter.rows, work, opts.model_workers)
+    reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {len(models.workers)} model workers")
+    try:
+        results = models.run(ctx, tasks, len(models.workers))
+    except BaseException:
+        models.close(kill=True)
+        raise
+    models.close()
+    # A task whose worker died twice: its rows go to the trace with the error, none is lost.
+    return [run_task(ctx, task, failure=r["failed"]) if "failed" in r else r for task, r in zip(tasks, results)]
 
 
 def disk_full(out: Path, sources: list) -> CurateError:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.engine.failpoints import failpoint
 from curate.engine.plan import Stage, Task
 from curate.engine.run_dir import hold_worker_lock
 from curate.errors import CurateError, InputError, NoSpace
@@ -176,23 +177,38 @@ def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats
     if isinstance(op, Map) and not op.changes_rows and batch.num_rows != rows_in:
         raise RuntimeError(f"{step.name} returned {batch.num_rows} rows for {rows_in}; a Map that changes the "
                            f"row count must set changes_rows = True")
-    removed = 0
     if verdict is not None:
-        keep = verdict.keep
-        if len(keep) != batch.num_rows:
-            raise RuntimeError(f"{step.name} returned a verdict for {len(keep)} rows, the batch has {batch.num_rows}")
-        removed = int((~keep).sum())
-        if removed:
-            gone = removed_rows(batch, keep, verdict.reason, verdict.detail, step.label, ctx.recipe.output.trace_rows)
-            traces.write(step.label, gone)
-            for reason, count in count_reasons(gone.column("reason")).items():
-                stats.reasons[reason] = stats.reasons.get(reason, 0) + count
-            batch = batch.filter(pa.array(keep))
+        if len(verdict.keep) != batch.num_rows:
+            raise RuntimeError(f"{step.name} returned a verdict for {len(verdict.keep)} rows, "
+                               f"the batch has {batch.num_rows}")
+        batch = _remove(batch, verdict, step, ctx, stats, traces)
     stats.rows_in += rows_in
     stats.rows_out += batch.num_rows
-    stats.removed += removed
     stats.seconds += time.perf_counter() - started
     return batch
+
+
+def _remove(batch: pa.RecordBatch, verdict: Verdict, step, ctx: StageContext, stats: StepStats,
+            traces: Traces) -> pa.RecordBatch:
+    """The rows the verdict keeps; the others go to the step's trace and its stats."""
+    keep = verdict.keep
+    removed = int((~keep).sum())
+    if removed:
+        gone = removed_rows(batch, keep, verdict.reason, verdict.detail, step.label, ctx.recipe.output.trace_rows)
+        traces.write(step.label, gone)
+        for reason, count in count_reasons(gone.column("reason")).items():
+            stats.reasons[reason] = stats.reasons.get(reason, 0) + count
+        stats.removed += removed
+        batch = batch.filter(pa.array(keep))
+    return batch
+
+
+def _fail_all(batch: pa.RecordBatch, step, ctx: StageContext, stats: StepStats, traces: Traces,
+              error: str) -> pa.RecordBatch:
+    """Every row to the step's trace: its worker died on this task twice (see runner.py)."""
+    verdict = Verdict(np.zeros(batch.num_rows, bool), "worker_failed", error)
+    stats.rows_in += batch.num_rows
+    return _remove(batch, verdict, step, ctx, stats, traces)
 
 
 def _prepare(op: Global, step: Step, batch: pa.RecordBatch, ctx: StageContext,
@@ -219,14 +235,17 @@ def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
     return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
 
 
-def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) -> dict:
-    """Run `task` unless its marker says it is done; returns its stats by step label."""
+def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None) -> dict:
+    """Run `task` unless its marker says it is done; returns its stats by step label.
+
+    With `failure` (the error of a worker that died on this task twice), its rows are not
+    processed but traced at the stage's first step with that error, so none is lost."""
     marker = done_path(ctx, task)
     if marker.is_file():
         return json.loads(marker.read_text())
-    ops = _operators_for(ctx)
+    ops = _operators_for(ctx) if failure is None else []  # a failed task loads no model
     steps = ctx.stage.all_steps
-    preparer = ops[len(steps)] if ctx.next_global else None
+    preparer = ops[len(steps)] if ctx.next_global and ops else None
     stats: dict[str, StepStats] = {}
     traces = Traces(ctx, task)
     out = ctx.recipe.output
@@ -237,7 +256,11 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
         for batch in _rows(ctx, task, stats, traces):
             if progress and READ_STEP in stats:
                 progress(READ_STEP, batch.num_rows, batch.num_rows)
+            if failure is not None:
+                batch = _fail_all(batch, steps[0], ctx, stats.setdefault(steps[0].label, StepStats()), traces, failure)
             for op, step in zip(ops, steps):
+                if batch.num_rows == 0:
+                    break
                 if not checked:
                     where = task.sources[0].path if task.sources else "the data"
                     check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
@@ -245,8 +268,8 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
                 batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
                 if progress:
                     progress(step.label, before, batch.num_rows)
-                if batch.num_rows == 0:
-                    break
+            if ops and ctx.stage.resource_class == "model":
+                failpoint("model-batch")
             checked = checked or batch.num_rows > 0
             if preparer is not None and batch.num_rows:
                 batch = _prepare(preparer, ctx.next_global, batch, ctx, stats)
@@ -266,18 +289,20 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None) ->
     return result
 
 
-def worker_init(queue, parent_pid: int, work: Path) -> None:
-    """Each worker dies with its parent, leaves interrupts to it, and uses one core (the engine
-    runs one worker per core)."""
+def worker_init(queue, parent_pid: int, work: Path, threads: int = 1, device: str | None = None) -> None:
+    """Each worker dies with its parent, leaves interrupts to it, and uses `threads` cores (CPU
+    workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`)."""
     _die_with_parent(parent_pid)
     # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     global _worker_lock
     _worker_lock = hold_worker_lock(work)
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    pa.set_cpu_count(1)
+    if device is not None:  # before any CUDA library is loaded
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    pa.set_cpu_count(threads)
     pa.set_io_thread_count(2)
     global _queue
     _queue = queue
@@ -326,6 +351,12 @@ def run_task_in_worker(ctx: StageContext, task: Task) -> dict:
         # Idle workers wait while the parent fits a Global: hand Arrow's cached buffers back to
         # the OS so they do not sit on memory the fit could use.
         pa.default_memory_pool().release_unused()
+
+
+def teardown_in_worker(ctx: StageContext) -> None:
+    """The stage is done: its operators free what they loaded (models, GPU memory)."""
+    for op in _operators.pop((str(ctx.work), ctx.stage.index), []):
+        op.teardown()
 
 
 class WorkerError(RuntimeError):

@@ -1,0 +1,41 @@
+"""A model-backed test operator: it "loads a model" once per worker (a file per load) and frees
+it on teardown (a file per teardown), so the tests can count both."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from curate.ops import Map, Params
+
+
+class FakeModelParams(Params):
+    log_dir: str = Field(..., description="Where setup/teardown leave a file each.")
+
+
+class FakeModel(Map):
+    """Appends `_score` = text length, in a model worker."""
+
+    name = "fake_model"
+    Params = FakeModelParams
+    resource_class = "model"
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.requires = (self.text_column,)
+
+    def setup(self) -> None:
+        Path(self.params.log_dir, f"setup-{os.getpid()}").touch()
+        self.loaded = True
+
+    def teardown(self) -> None:
+        Path(self.params.log_dir, f"teardown-{os.getpid()}").touch()
+        self.loaded = False
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        assert self.loaded
+        return batch.append_column("score", pc.utf8_length(batch.column(self.text_column)))
