@@ -145,8 +145,8 @@ def _loc(prefix: str, loc: tuple) -> str:
 
 
 def _did_you_mean(name: str, known) -> str:
-    close = difflib.get_close_matches(str(name), list(known), n=3)
-    return f". Did you mean {', '.join(close)}?" if close else ""
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f". Did you mean {close[0]}?" if close else ""
 
 
 def _pydantic_error(prefix: str, err: ValidationError, model: type[BaseModel]) -> RecipeError:
