@@ -18,6 +18,15 @@ def _type_name(annotation) -> str:
     return text or str(annotation).replace("typing.", "")
 
 
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _type_and_range(info) -> str:
+    """`float | None, >= 0, <= 1`: the type, and the range Field(ge=..., le=...) puts on it."""
+    bounds = [f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in _BOUNDS if hasattr(m, key)]
+    return ", ".join([_type_name(info.annotation), *bounds])
+
+
 def summary(cls) -> str:
     """The first line of the operator's docstring (else of its module's)."""
     doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip()
@@ -46,7 +55,7 @@ def describe_operator(name: str) -> Table:
         table.add_column(col)
     for field_name, info in cls.Params.model_fields.items():
         default = "(required)" if info.is_required() else repr(info.get_default(call_default_factory=True))
-        table.add_row(field_name, _type_name(info.annotation), default, info.description or "")
+        table.add_row(field_name, _type_and_range(info), default, info.description or "")
     res = cls.resources
     table.caption = f"resources: cpus={res.cpus}, gpus={res.gpus}" + (f", memory={res.memory_gb} GB" if res.memory_gb else "")
     return table

@@ -231,3 +231,10 @@ def test_resume_of_a_finished_run_of_another_recipe_is_refused(cli, tmp_path):
     assert cli("run", recipe_file(tmp_path), "-w", "1").exit_code == 0
     res = cli("run", recipe_file(tmp_path), "-w", "1", "--resume", "--set", "steps[0].exact_dedup.lowercase=true")
     assert res.exit_code == 2 and "holds a finished run of another recipe" in flat(res.stderr)
+
+
+def test_ops_shows_the_range_of_a_parameter(cli):
+    res = cli("ops", "gopher_quality")
+    assert res.exit_code == 0
+    row = next(line for line in res.stdout.splitlines() if "max_dup_line_frac" in line)
+    assert ">= 0, <= 1" in row
