@@ -99,7 +99,7 @@ def _finished(r) -> bool:
 
 
 def _emptied_by(manifest: dict) -> str:
-    """Which steps removed the last rows, with their main reasons."""
+    """The step that removed the last rows, with its main reasons."""
     last = next(s for s in manifest["steps"] if s["rows_in"] and not s["rows_out"])
     reasons = sorted(last["reasons"].items(), key=lambda kv: -kv[1])[:3]
     why = ", ".join(f"{k} ({v:,})" for k, v in reasons)

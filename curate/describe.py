@@ -134,11 +134,15 @@ def _read_all(sources) -> tuple:
     return pa.concat_tables(tables, promote_options="permissive"), unparseable
 
 
+def _quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
 def _summary(con, rows: int) -> Table:
     summary = con.sql("SUMMARIZE data").fetchall()
     exact = rows <= EXACT_DISTINCT_ROWS
     if exact:
-        counts = ", ".join(f'count(DISTINCT "{r[0].replace(chr(34), chr(34) * 2)}")' for r in summary)
+        counts = ", ".join(f"count(DISTINCT {_quoted(r[0])})" for r in summary)
         distinct = con.execute(f"SELECT {counts} FROM data").fetchone()
     else:
         distinct = [r[4] for r in summary]  # approx_unique
