@@ -15,13 +15,24 @@ from rich.console import Console
 from curate import cli_errors
 from curate.cli_errors import handle_errors
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
 out = Console(width=None if sys.stdout.isatty() else 120)  # logs of batch jobs get full tables
 
 
+def _version(value: bool) -> None:
+    if value:
+        from curate import __version__
+
+        out.print(f"curate {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
     cli_errors.show_tracebacks = debug
 
 
@@ -40,33 +51,64 @@ def run(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in the same output."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output."),
-    workers: int = typer.Option(0, "--workers", "-w", help="Worker processes (default: one per core)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Process only the first N input rows."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and show the plan; read no data."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Worker processes (default: one per core)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Process only the first N input rows."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the recipe against the input's first batch and "
+                                                          "show the plan; process nothing, write nothing."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
 ) -> None:
     """Run a recipe and print the per-step funnel."""
+    from curate import preflight
+
     r = _load(recipe, set_, input, output)
+    if resume and _finished(r):
+        return
+    checked = preflight.check(r)
     if dry_run:
-        _show_plan(r)
+        _show_plan(r, checked)
         return
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
 
-    manifest = run_with_progress(r, RunOptions(workers=workers, resume=resume, overwrite=overwrite,
-                                               limit=limit, keep_work=keep_work), cli_errors.err)
+    opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work)
+    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources)
 
     out.print(funnel_table(manifest))
     out.print(f"wrote {manifest['rows_out']:,} rows to {Path(r.output.path) / 'data'} "
               f"({manifest['data_files']} files) in {manifest['seconds']:.1f}s")
+    if manifest["rows_in"] and not manifest["rows_out"]:
+        cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed; {_emptied_by(manifest)}", highlight=False)
 
 
-def _show_plan(r) -> None:
+def _finished(r) -> bool:
+    """On --resume, a run directory whose run finished: show its funnel and say so."""
+    from curate.engine.run_dir import finished_manifest
+    from curate.progress import funnel_table
+
+    path = Path(r.output.path)
+    manifest = finished_manifest(path, r.fingerprint())
+    if manifest is None:
+        return False
+    out.print(funnel_table(manifest))
+    out.print(f"{path} is already finished; nothing to do (--overwrite runs it again)")
+    return True
+
+
+def _emptied_by(manifest: dict) -> str:
+    """The step that removed the last rows, with its main reasons."""
+    last = next(s for s in manifest["steps"] if s["rows_in"] and not s["rows_out"])
+    reasons = sorted(last["reasons"].items(), key=lambda kv: -kv[1])[:3]
+    why = ", ".join(f"{k} ({v:,})" for k, v in reasons)
+    return f"{last['step']} removed the last {last['rows_in']:,}" + (f": {why}" if why else "")
+
+
+def _show_plan(r, checked) -> None:
     from curate.engine import plan
-    from curate.io.sources import discover
 
-    sources = discover(r.input.path, r.input.format, r.input.split)
+    sources = checked.sources
     out.print(f"[bold]{r.name}[/]: {len(sources)} input files ({sources[0].format}, first: {sources[0].path})")
+    if checked.schema is not None:
+        out.print(f"  columns (first batch): {', '.join(checked.schema.names)}")
     for stage in plan.stages(r.steps):
         names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
         out.print(f"  stage {stage.index}: " + " -> ".join(names))
@@ -77,11 +119,31 @@ def _show_plan(r) -> None:
 @handle_errors
 def validate(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
+    input: Optional[str] = typer.Option(None, "--input", "-i", help="Replace the recipe's input.path."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Replace the recipe's output.path."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value."),
+    no_data: bool = typer.Option(False, "--no-data", help="Check the recipe alone; do not look at its input."),
 ) -> None:
-    """Check a recipe (operators, parameters, types) without reading data."""
-    r = _load(recipe, set_)
-    out.print(f"ok: {recipe} ({len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'})")
+    """Check a recipe, and its input's first batch, without running it.
+
+    Checks operators, parameters and their values, then that the input files exist and that each
+    step's columns and SQL fit the schema of the input's first batch (the only data read)."""
+    from curate import preflight
+    from curate.errors import InputError
+
+    r = _load(recipe, set_, input, output)
+    steps = f"{len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'}"
+    if no_data:
+        out.print(f"ok: {recipe} ({steps}); input not checked (--no-data)", soft_wrap=True)
+        return
+    try:
+        sources = preflight.inputs(r)
+    except InputError as e:
+        raise InputError(f"{e} (--no-data checks the recipe without its input)") from None
+    checked = preflight.check(r, sources)
+    against = (f"the first batch of {checked.first.path}" if checked.first
+               else "nothing: the input has no rows")
+    out.print(f"ok: {recipe} ({steps}); {len(sources)} input files; columns checked against {against}", soft_wrap=True)
 
 
 @app.command()

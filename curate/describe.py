@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from rich.table import Table
 
 from curate import registry
@@ -15,6 +16,15 @@ from curate.errors import CurateError
 def _type_name(annotation) -> str:
     text = getattr(annotation, "__name__", None) if not getattr(annotation, "__args__", None) else None
     return text or str(annotation).replace("typing.", "")
+
+
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _type_and_range(info) -> str:
+    """`float | None, >= 0, <= 1`: the type, and the range Field(ge=..., le=...) puts on it."""
+    bounds = [f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in _BOUNDS if hasattr(m, key)]
+    return ", ".join([_type_name(info.annotation), *bounds])
 
 
 def summary(cls) -> str:
@@ -45,44 +55,101 @@ def describe_operator(name: str) -> Table:
         table.add_column(col)
     for field_name, info in cls.Params.model_fields.items():
         default = "(required)" if info.is_required() else repr(info.get_default(call_default_factory=True))
-        table.add_row(field_name, _type_name(info.annotation), default, info.description or "")
+        table.add_row(field_name, _type_and_range(info), default, info.description or "")
     res = cls.resources
     table.caption = f"resources: cpus={res.cpus}, gpus={res.gpus}" + (f", memory={res.memory_gb} GB" if res.memory_gb else "")
     return table
 
 
-def inspect_path(path: Path) -> list:
-    import duckdb
-    import pyarrow.parquet as pq
+# Up to this many rows, distinct values are counted exactly; above, duckdb's HyperLogLog
+# estimate is shown (and labelled so), which costs one pass and little memory.
+EXACT_DISTINCT_ROWS = 1_000_000
 
-    path = Path(path)
+
+def inspect_path(path: Path) -> list:
+    """A run directory's funnel, then the schema, row count and per-column summary of the data.
+
+    Parquet is summarized from its files; other inputs (JSONL, CSV, a Hugging Face dataset) are
+    read the way `curate run` reads them (so `_id` shows), into memory."""
+    import glob
+
+    import duckdb
+
+    from curate.io.sources import discover
+
+    spec = str(path)
+    if not spec.startswith("hf:") and not glob.has_magic(spec) and not Path(spec).exists():
+        raise CurateError(f"{spec}: not found")
     out = []
+    path = Path(spec)
     if (path / "manifest.json").is_file():
         from curate.progress import funnel_table
 
         out.append(funnel_table(json.loads((path / "manifest.json").read_text())))
         path = path / "data"
-    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
-    if not files or not all(f.is_file() for f in files):
-        raise CurateError(f"{path}: no Parquet files here")
-    try:
-        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        schema = pq.read_schema(files[0])
-    except Exception as e:
-        raise CurateError(f"{path}: not readable as Parquet: {e}") from None
-    schema_table = Table(title=f"{path}: {rows:,} rows in {len(files)} files")
+        spec = str(path)
+    sources = discover(spec)
+    con = duckdb.connect()
+    if all(s.format == "parquet" for s in sources):
+        files = [s.path for s in sources]
+        try:
+            rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+            schema = pq.read_schema(files[0])
+        except Exception as e:
+            raise CurateError(f"{spec}: not readable as Parquet: {e}") from None
+        con.read_parquet(files, union_by_name=True).create_view("data")
+        note = ""
+    else:
+        table, unparseable = _read_all(sources)
+        rows, schema = table.num_rows, table.schema
+        con.register("data", table)
+        note = f"; {unparseable:,} lines could not be parsed" if unparseable else ""
+    schema_table = Table(title=f"{spec}: {rows:,} rows in {len(sources)} files{note}")
     schema_table.add_column("column")
     schema_table.add_column("type")
     for f in schema:
         schema_table.add_row(f.name, str(f.type))
     out.append(schema_table)
-    listing = ", ".join(f"'{f}'" for f in files)
-    summary = duckdb.sql(f"SUMMARIZE SELECT * FROM read_parquet([{listing}], union_by_name=true)").fetchall()
-    table = Table(title="per-column summary")
-    for col in ("column", "type", "min", "max", "distinct~", "mean", "null %"):
-        table.add_column(col)
-    for r in summary:  # column_name, column_type, min, max, approx_unique, avg, std, q25, q50, q75, count, null_percentage
-        clip = lambda v: (str(v)[:40] + "...") if v is not None and len(str(v)) > 40 else ("" if v is None else str(v))
-        table.add_row(r[0], r[1], clip(r[2]), clip(r[3]), f"{r[4]:,}", clip(r[5]), f"{float(r[11]):.1f}")
-    out.append(table)
+    out.append(_summary(con, rows))
     return out
+
+
+def _read_all(sources) -> tuple:
+    """Every row of `sources` as curate's readers give them, and the number of unparseable rows."""
+    import pyarrow as pa
+
+    from curate.io.readers import read_source
+
+    tables, unparseable = [], 0
+    for source in sources:
+        batches = []
+        for batch, bad in read_source(source):
+            unparseable += len(bad) if bad is not None else 0
+            if batch is not None and batch.num_rows:
+                batches.append(batch)
+        if batches:
+            tables.append(pa.Table.from_batches(batches))
+    if not tables:
+        raise CurateError(f"{sources[0].path}: no rows could be read")
+    return pa.concat_tables(tables, promote_options="permissive"), unparseable
+
+
+def _quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _summary(con, rows: int) -> Table:
+    summary = con.sql("SUMMARIZE data").fetchall()
+    exact = rows <= EXACT_DISTINCT_ROWS
+    if exact:
+        counts = ", ".join(f"count(DISTINCT {_quoted(r[0])})" for r in summary)
+        distinct = con.execute(f"SELECT {counts} FROM data").fetchone()
+    else:
+        distinct = [r[4] for r in summary]  # approx_unique
+    table = Table(title="per-column summary")
+    for col in ("column", "type", "min", "max", "distinct" if exact else "distinct (estimate)", "mean", "null %"):
+        table.add_column(col)
+    clip = lambda v: (str(v)[:40] + "...") if v is not None and len(str(v)) > 40 else ("" if v is None else str(v))
+    for r, n in zip(summary, distinct):  # column_name, column_type, min, max, approx_unique, avg, std, q25, q50, q75, count, null_percentage
+        table.add_row(r[0], r[1], clip(r[2]), clip(r[3]), f"{n:,}", clip(r[5]), f"{float(r[11]):.1f}")
+    return table

@@ -87,6 +87,19 @@ class Operator:
         """The resource class the engine gives the operator: "cpu" or "model"."""
         return "model" if cls.resources.gpus > 0 else cls.resource_class
 
+    # Preflight (curate.preflight) walks the steps with these before any data is processed.
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The columns after this step, given those it gets. Default: they pass through, and each
+        of `provides` not among them is added with the type `null` (its type shows only in data)."""
+        for name in self.provides:
+            if name not in schema.names:
+                schema = schema.append(pa.field(name, pa.null()))
+        return schema
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """Check the parameters against the columns this step will get (their names and types);
+        raise RecipeError(parameter name, message). Default: nothing to check beyond `requires`."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
 

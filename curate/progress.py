@@ -1,13 +1,20 @@
-"""Progress bars (rows and rows/s per step) while a run goes, and the funnel table after it."""
+"""Progress bars (rows and rows/s per step; percent and ETA where the total is known) while a run
+goes, and the funnel table after it."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from rich.console import Console
-from rich.progress import Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
 from curate.engine.runner import Reporter, RunOptions, run
+from curate.engine.worker import READ_STEP
+from curate.io.sources import Source
+from curate.ops import Global, Map
 from curate.recipe import Recipe
 
 
@@ -22,22 +29,80 @@ class _Rows(ProgressColumn):
         return Text(f"{int(task.completed):,} rows in, {int(task.fields.get('kept', 0)):,} kept")
 
 
-def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console) -> dict:
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), _Rows(), _RowsPerSecond(),
-                        TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal)
+class _Percent(ProgressColumn):
+    def render(self, task) -> Text:
+        return Text("" if task.total is None else f"{task.percentage:>3.0f}%")
+
+
+class _Eta(TimeRemainingColumn):
+    def render(self, task) -> Text:
+        return Text("" if task.total is None else f"eta {super().render(task)}")
+
+
+def input_rows(sources: list[Source], limit: int | None) -> int | None:
+    """Rows the run will read, where file metadata tells without reading (Parquet footers, Arrow
+    streams); None otherwise (JSONL and CSV must be parsed to be counted)."""
+    total = 0
+    for src in sources:
+        if src.format == "parquet":
+            meta = pq.ParquetFile(src.path).metadata
+            groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
+            total += sum(meta.row_group(i).num_rows for i in groups)
+        elif src.format == "arrow_stream":
+            with pa.memory_map(src.path) as mm:  # batch headers only: the data is mapped, not read
+                total += sum(b.num_rows for b in pa.ipc.open_stream(mm))
+        else:
+            return None
+    return total if limit is None else min(total, limit)
+
+
+def _expected_rows(recipe: Recipe, read_total: int | None):
+    """A function: step label -> rows it will get, where known when its bar appears, else None.
+
+    The read step's total is the input's; a step after a Map that keeps every row gets what
+    that Map got; a Global step gets every row the step before it kept, all counted by then
+    because it starts only after the stage before it finished. After a Filter it is unknown
+    until the stage ends."""
+    labels = [READ_STEP] + [s.label for s in recipe.steps]
+    expected: dict[str, int | None] = {READ_STEP: read_total}
+
+    def rows_in(label: str, kept: dict[str, int]) -> int | None:
+        if label not in expected:
+            i = labels.index(label)
+            step, before = recipe.steps[i - 1], recipe.steps[i - 2] if i >= 2 else None
+            if issubclass(step.op_class, Global):
+                expected[label] = kept.get(labels[i - 1], 0)
+            elif before is None or (issubclass(before.op_class, Map) and not before.op_class.changes_rows):
+                expected[label] = rows_in(labels[i - 1], kept)
+            else:
+                expected[label] = None
+        return expected[label]
+
+    return rows_in
+
+
+def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, sources: list[Source] | None = None) -> dict:
+    """Run with a bar per step. `sources` (the input files) give the bars their totals where
+    known; a resumed run has none, as its finished tasks report no rows."""
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(bar_width=20), _Percent(),
+                        _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
+                        disable=not console.is_terminal)
+    known = sources is not None and not opts.resume
+    expected = _expected_rows(recipe, input_rows(sources, opts.limit) if known else None)
     bars: dict[str, int] = {}
+    kept: dict[str, int] = {}
 
     def rows(label: str, rows_in: int, rows_out: int) -> None:
         if label not in bars:
-            bars[label] = progress.add_task(label, total=None, kept=0)
-        task = progress._tasks[bars[label]]
-        progress.update(bars[label], advance=rows_in, kept=task.fields["kept"] + rows_out)
+            bars[label] = progress.add_task(label, total=expected(label, kept) if known else None, kept=0)
+        kept[label] = kept.get(label, 0) + rows_out
+        progress.update(bars[label], advance=rows_in, kept=kept[label])
 
     def status(message: str) -> None:
         progress.console.log(message) if console.is_terminal else console.print(message)
 
     with progress:
-        return run(recipe, opts, Reporter(rows=rows, status=status))
+        return run(recipe, opts, Reporter(rows=rows, status=status), sources)
 
 
 def funnel_table(manifest: dict) -> Table:
@@ -51,4 +116,7 @@ def funnel_table(manifest: dict) -> Table:
         share = 100 * s["removed"] / s["rows_in"] if s["rows_in"] else 0.0
         table.add_row(s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}", f"{share:.1f}",
                       f"{s['seconds']:.2f}", ", ".join(f"{k} ({v:,})" for k, v in reasons))
+    # Steps run in parallel, so their seconds add up to more than the run took.
+    table.caption = (f"seconds: each step's time summed over workers (with its fit, for a global step); "
+                     f"the run took {manifest['seconds']:.1f}s")
     return table

@@ -5,6 +5,7 @@ Places in error messages follow the YAML: `steps[2].exact_dedup.columns`, `input
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -114,6 +115,12 @@ def apply_override(doc: dict, assignment: str) -> None:
     node: Any = doc
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
+        if i == 2 and parts[0] == "steps" and not last:  # steps[i].<op>.<param>: <op> must be the step's operator
+            present = node if isinstance(node, str) else next(iter(node), None) if isinstance(node, dict) else None
+            if present is not None and present != part:
+                raise RecipeError(f"--set {key}", f"steps[{parts[1]}] is {present}, not {part}")
+            if isinstance(node, str):  # the short form `- name` of a step without parameters
+                node = doc["steps"][parts[1]] = {node: {}}
         if isinstance(part, int):
             if not isinstance(node, list) or part >= len(node):
                 raise RecipeError(f"--set {key}", f"no list item {part} here")
@@ -137,12 +144,21 @@ def _loc(prefix: str, loc: tuple) -> str:
     return out
 
 
-def _pydantic_error(prefix: str, err: ValidationError) -> RecipeError:
-    first = err.errors()[0]
+def _did_you_mean(name: str, known) -> str:
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f". Did you mean {close[0]}?" if close else ""
+
+
+def _pydantic_error(prefix: str, err: ValidationError, model: type[BaseModel]) -> RecipeError:
+    errors = err.errors()
+    # A misspelt key also makes the key it was meant to be missing: name the misspelling.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     where = _loc(prefix, first["loc"])
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
-        msg = "unknown parameter"
+        msg = "unknown parameter" + (_did_you_mean(first["loc"][0], model.model_fields) if len(first["loc"]) == 1 else "")
+    elif first["type"] == "value_error":  # a validator's own message, which names the values
+        msg = str(first["ctx"]["error"])
     elif "input" in first and first["type"] not in ("missing",):
         msg += f" (got {first['input']!r})"
     more = len(err.errors()) - 1
@@ -166,9 +182,23 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
         try:
             parsed = op_class.Params.model_validate(params or {})
         except ValidationError as e:
-            raise _pydantic_error(f"{where}.{name}", e) from None
+            raise _pydantic_error(f"{where}.{name}", e, op_class.Params) from None
         steps.append(Step(index=i + 1, name=name, op_class=op_class, params=parsed))
     return steps
+
+
+_TOP_LEVEL = ("name", "seed", "input", "output", "steps")
+
+
+def _yaml_error(path: str | Path | None, e: yaml.YAMLError) -> RecipeError:
+    """`FILE, line L, column C: not valid YAML: <problem>`, with PyYAML's own mention of the
+    place (it only knows "<unicode string>") left out."""
+    where = str(path or "recipe")
+    mark = getattr(e, "problem_mark", None)
+    if mark is None:
+        return RecipeError(where, f"not valid YAML: {e}")
+    problem = " ".join(filter(None, (getattr(e, "context", None), getattr(e, "problem", None))))
+    return RecipeError(f"{where}, line {mark.line + 1}, column {mark.column + 1}", f"not valid YAML: {problem or e}")
 
 
 def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
@@ -182,7 +212,7 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise RecipeError(str(path or "recipe"), f"not valid YAML: {e}") from None
+        raise _yaml_error(path, e) from None
     doc = doc or {}
     if not isinstance(doc, dict):
         raise RecipeError("", "a recipe is a YAML mapping with input, output and steps")
@@ -195,20 +225,21 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
         doc["output"] = {**(doc.get("output") or {}), "path": output_path}
     display = json.loads(json.dumps(doc, default=str))
     doc = _expand_env(doc, "")
-    unknown = set(doc) - {"name", "seed", "input", "output", "steps"}
+    unknown = sorted(set(doc) - set(_TOP_LEVEL), key=str)
     if unknown:
-        raise RecipeError(sorted(unknown)[0], "unknown top-level key (expected name, seed, input, output, steps)")
+        raise RecipeError(str(unknown[0]), f"unknown top-level key (expected {', '.join(_TOP_LEVEL)})"
+                                           + _did_you_mean(unknown[0], _TOP_LEVEL))
     for key in ("input", "output"):
         if not doc.get(key):
             raise RecipeError(key, f"missing (give it in the recipe or with --{key})")
     try:
         inp = InputSpec.model_validate(doc["input"])
     except ValidationError as e:
-        raise _pydantic_error("input", e) from None
+        raise _pydantic_error("input", e, InputSpec) from None
     try:
         out = OutputSpec.model_validate(doc["output"])
     except ValidationError as e:
-        raise _pydantic_error("output", e) from None
+        raise _pydantic_error("output", e, OutputSpec) from None
     seed = doc.get("seed", 0)
     if not isinstance(seed, int):
         raise RecipeError("seed", f"must be an integer (got {seed!r})")

@@ -133,8 +133,8 @@ def open_run_dir(out: Path, fingerprint: dict, *, resume: bool, overwrite: bool)
     lock.acquire()
     try:
         wait_for_workers(work)
-        if resume and (out / "manifest.json").is_file():
-            return lock, True  # the manifest is written last: the run finished
+        if resume and finished_manifest(out, fingerprint["recipe"]) is not None:
+            return lock, True
         run_file = work / "run.json"
         if resume and run_file.is_file():
             before = json.loads(run_file.read_text())
@@ -157,6 +157,18 @@ def open_run_dir(out: Path, fingerprint: dict, *, resume: bool, overwrite: bool)
         lock.release()
         raise
     return lock, False
+
+
+def finished_manifest(out: Path, recipe_fingerprint: str) -> dict | None:
+    """The manifest of the finished run in `out` (it is written last, so it marks one), or None.
+    A finished run of another recipe is not ours to resume."""
+    path = out / "manifest.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+    if manifest.get("recipe_fingerprint") != recipe_fingerprint:
+        raise CurateError(f"{out} holds a finished run of another recipe; use --overwrite to replace it")
+    return manifest
 
 
 def produced_anything(work: Path) -> bool:

@@ -37,7 +37,8 @@ from curate.engine.pool import ModelPool
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, run_task, stage_dir
 from curate.errors import CurateError, NoSpace
-from curate.io.sources import discover
+from curate import preflight
+from curate.io.sources import Source
 from curate.io.writer import atomic_write_bytes
 from curate.ops import Global
 from curate.recipe import Recipe
@@ -103,21 +104,23 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
     failpoint("state-written")
 
 
-def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter()) -> dict:
-    """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data."""
+def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
+        sources: list[Source] | None = None) -> dict:
+    """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data,
+    before any worker starts where a look at the input's first batch shows them (preflight).
+    `sources`: the input files, when the caller has already checked the recipe against them."""
     started = time.perf_counter()
     out = Path(recipe.output.path)
     work = out / "_work"
-    sources = discover(recipe.input.path, recipe.input.format, recipe.input.split)
+    if sources is None:
+        sources = preflight.check(recipe).sources
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     created_out = not out.exists()
     lock, finished = open_run_dir(out, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
     try:
         if finished:
             reporter.status(f"{out} is already finished; nothing to do")
-            manifest = json.loads((out / "manifest.json").read_text())
-            manifest["already_finished"] = True
-            return manifest
+            return {**json.loads((out / "manifest.json").read_text()), "already_finished": True}
         try:
             return _run(recipe, opts, reporter, out, work, sources, started)
         except OSError as e:
@@ -165,7 +168,7 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
         pool.close(kill=True)
         raise
     pool.close()
-    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts, reporter)
+    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts)
 
 
 def _run_stage(ctx: StageContext, tasks: list[plan.Task], pool: Executor, workers: int, opts: RunOptions,
@@ -242,8 +245,7 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
-            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions,
-            reporter: Reporter) -> dict:
+            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
     for label in ordered:
@@ -296,6 +298,4 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
     write_manifest(out / "manifest.json", manifest)
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
-    if not manifest["rows_out"] and manifest["rows_in"]:
-        reporter.status(f"every row was removed: {out / 'data'} holds no rows (the trace says why)")
     return manifest

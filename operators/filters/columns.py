@@ -23,9 +23,14 @@ class Select(Map):
         super().__init__(params, **kw)
         self.requires = tuple(self.params.columns)
 
+    def _kept(self, names: list[str]) -> list[str]:
+        return list(self.params.columns) + [n for n in names if n.startswith("_") and n not in self.params.columns]
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        return pa.schema([schema.field(n) for n in self._kept(schema.names)])
+
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        internal = [n for n in batch.schema.names if n.startswith("_") and n not in self.params.columns]
-        return batch.select(list(self.params.columns) + internal)
+        return batch.select(self._kept(batch.schema.names))
 
 
 class RenameParams(Params):
@@ -42,6 +47,9 @@ class Rename(Map):
         super().__init__(params, **kw)
         self.requires = tuple(self.params.columns)
         self.provides = tuple(self.params.columns.values())
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        return pa.schema([f.with_name(self.params.columns.get(f.name, f.name)) for f in schema])
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch.rename_columns([self.params.columns.get(n, n) for n in batch.schema.names])
@@ -76,6 +84,9 @@ class Cast(Map):
         super().__init__(params, **kw)
         self.requires = tuple(self.params.columns)
         self.types = {c: _arrow_type(t) for c, t in self.params.columns.items()}
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        return pa.schema([f.with_type(self.types.get(f.name, f.type)) for f in schema])
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         for name, to in self.types.items():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from curate.errors import InputError
 from curate.ops import Filter, Params, Verdict
@@ -25,24 +25,24 @@ SCORE_PREFIX = "quality_gopher_"
 
 
 class GopherQualityParams(Params):
-    min_words: int | None = Field(50, description="Fewest words (whitespace-separated tokens); null: no minimum.")
-    max_words: int | None = Field(100_000, description="Most words; null: no maximum.")
-    min_mean_word_length: float | None = Field(3, description="Smallest mean word length in characters.")
-    max_mean_word_length: float | None = Field(10, description="Largest mean word length in characters.")
+    min_words: int | None = Field(50, ge=0, description="Fewest words (whitespace-separated tokens); null: no minimum.")
+    max_words: int | None = Field(100_000, ge=0, description="Most words; null: no maximum.")
+    min_mean_word_length: float | None = Field(3, ge=0, description="Smallest mean word length in characters.")
+    max_mean_word_length: float | None = Field(10, ge=0, description="Largest mean word length in characters.")
     max_symbol_word_ratio: float | None = Field(
-        0.1, description="Most '#' per word, and most ellipses ('...' or '…') per word (two rules, one bound).")
+        0.1, ge=0, description="Most '#' per word, and most ellipses ('...' or '…') per word (two rules, one bound).")
     max_bullet_line_frac: float | None = Field(
-        0.9, description="Largest fraction of non-blank lines starting with a bullet (•, -, *, ...).")
-    max_ellipsis_line_frac: float | None = Field(0.3, description="Largest fraction of non-blank lines ending with an ellipsis.")
-    min_alpha_word_frac: float | None = Field(0.8, description="Smallest fraction of words with an alphabetic character.")
-    min_stop_words: int | None = Field(2, description="Fewest distinct stop words present (whole words, any case).")
+        0.9, ge=0, le=1, description="Largest fraction of non-blank lines starting with a bullet (•, -, *, ...).")
+    max_ellipsis_line_frac: float | None = Field(0.3, ge=0, le=1, description="Largest fraction of non-blank lines ending with an ellipsis.")
+    min_alpha_word_frac: float | None = Field(0.8, ge=0, le=1, description="Smallest fraction of words with an alphabetic character.")
+    min_stop_words: int | None = Field(2, ge=0, description="Fewest distinct stop words present (whole words, any case).")
     stop_words: tuple[str, ...] = Field(STOP_WORDS, description="The stop words of min_stop_words.")
-    max_dup_line_frac: float | None = Field(0.30, description="Largest fraction of non-blank lines repeating an earlier line.")
-    max_dup_para_frac: float | None = Field(0.30, description="Largest fraction of paragraphs repeating an earlier one.")
+    max_dup_line_frac: float | None = Field(0.30, ge=0, le=1, description="Largest fraction of non-blank lines repeating an earlier line.")
+    max_dup_para_frac: float | None = Field(0.30, ge=0, le=1, description="Largest fraction of paragraphs repeating an earlier one.")
     max_dup_line_char_frac: float | None = Field(
-        0.20, description="Largest fraction of the text's characters in lines repeating an earlier line.")
+        0.20, ge=0, le=1, description="Largest fraction of the text's characters in lines repeating an earlier line.")
     max_dup_para_char_frac: float | None = Field(
-        0.20, description="Largest fraction of the text's characters in paragraphs repeating an earlier one.")
+        0.20, ge=0, le=1, description="Largest fraction of the text's characters in paragraphs repeating an earlier one.")
     max_top_ngram_char_frac: dict[int, float | None] = Field(
         {2: 0.20, 3: 0.18, 4: 0.16},
         description="n -> largest fraction of word characters in the most frequent n-gram (count x its characters); "
@@ -61,7 +61,19 @@ class GopherQualityParams(Params):
         bad = [n for n in bounds if not 2 <= n <= 32]
         if bad:
             raise ValueError(f"n-gram sizes must be between 2 and 32, got {bad}")
+        bad = [b for b in bounds.values() if b is not None and not 0 <= b <= 1]
+        if bad:
+            raise ValueError(f"fractions must be between 0 and 1, got {bad}")
         return bounds
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> "GopherQualityParams":
+        # A minimum above its maximum removes every row: surely a typo, so refuse it.
+        for low, high in (("min_words", "max_words"), ("min_mean_word_length", "max_mean_word_length")):
+            a, b = getattr(self, low), getattr(self, high)
+            if a is not None and b is not None and a > b:
+                raise ValueError(f"{low} ({a}) > {high} ({b}) would remove every row")
+        return self
 
 
 @dataclass(frozen=True)

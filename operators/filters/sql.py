@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from curate.errors import RecipeError
 from curate.ops import Filter, Params, Verdict
 
 
@@ -40,6 +41,20 @@ class SqlFilter(Filter):
 
         self.con = duckdb.connect()
         self.con.execute("SET threads=1")
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """Bind the predicate to the columns it will see, on an empty table of their types: a
+        misspelt column or function, or a comparison of the wrong types, fails here, not in a worker."""
+        import duckdb
+
+        con = duckdb.connect()
+        con.register("batch", schema.empty_table())
+        try:
+            con.sql(f"SELECT * FROM batch WHERE ({self.params.where})").fetchall()
+        except duckdb.Error as e:
+            raise RecipeError("where", " ".join(str(e).split())) from None
+        finally:
+            con.close()
 
     def keep(self, batch: pa.RecordBatch) -> Verdict:
         from curate.errors import CurateError

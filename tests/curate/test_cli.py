@@ -66,11 +66,13 @@ def test_bad_recipe_exits_2_before_reading(cli, tmp_path, steps, expected):
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 
-def test_validate_and_dry_run_read_no_data(cli, tmp_path):
-    assert cli("validate", recipe_file(tmp_path)).exit_code == 0
+def test_validate_and_dry_run_write_nothing(cli, tmp_path):
+    assert cli("validate", recipe_file(tmp_path), "--no-data").exit_code == 0
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}])
+    assert cli("validate", recipe_file(tmp_path)).exit_code == 0
     res = cli("run", recipe_file(tmp_path), "--dry-run")
     assert res.exit_code == 0 and "stage 1: 01_exact_dedup (global)" in res.stdout
+    assert "columns (first batch): text, _id" in res.stdout
     assert not (tmp_path / "out").exists()
 
 
@@ -115,3 +117,124 @@ def test_a_bug_exits_1_with_one_line_and_no_traceback(cli, monkeypatch):
     assert "internal error: ZeroDivisionError: oops" in res.stderr and "Traceback" not in res.output
     res = cli("--debug", "ops")
     assert res.exit_code == 1 and "Traceback" in res.stderr
+
+
+def test_version(cli):
+    import curate
+
+    res = cli("--version")
+    assert res.exit_code == 0 and res.stdout.strip() == f"curate {curate.__version__}"
+
+
+def test_shell_completion_is_offered(cli):
+    res = cli("--help")
+    assert "--install-completion" in res.stdout and "--show-completion" in res.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_workers_must_be_positive(cli, tmp_path, value):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}])
+    res = cli("run", recipe_file(tmp_path), "--workers", value)
+    assert res.exit_code == 2 and "--workers" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_workers_default_to_one_per_core(cli, tmp_path, monkeypatch):
+    import curate.progress
+
+    seen = {}
+
+    def fake_run(recipe, opts, *args):
+        seen["workers"] = opts.workers
+        raise KeyboardInterrupt  # stop here: only the options matter
+
+    monkeypatch.setattr(curate.progress, "run_with_progress", fake_run)
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}])
+    cli("run", recipe_file(tmp_path))
+    assert seen["workers"] == 0  # RunOptions: 0 means one worker per core
+
+
+def test_misspelt_parameter_suggests_the_right_one(cli, tmp_path):
+    res = cli("validate", recipe_file(tmp_path, "steps:\n  - gopher_quality: {min_word: 3}\n"), "--no-data")
+    assert res.exit_code == 2
+    assert "steps[0].gopher_quality.min_word: unknown parameter. Did you mean min_words?" in flat(res.stderr)
+
+
+def test_yaml_error_names_the_recipe_file(cli, tmp_path):
+    p = tmp_path / "broken.yaml"
+    p.write_text("steps:\n  - exact_dedup: {\n")
+    res = cli("validate", p)
+    assert res.exit_code == 2 and f"{p}, line 3" in flat(res.stderr)
+
+
+def test_set_on_the_wrong_operator_says_which_is_there(cli, tmp_path):
+    res = cli("validate", recipe_file(tmp_path), "--set", "steps[0].gopher_quality.min_words=3", "--no-data")
+    assert res.exit_code == 2 and "steps[0] is exact_dedup, not gopher_quality" in flat(res.stderr)
+
+
+def test_inspect_a_missing_path_says_it_is_missing(cli, tmp_path):
+    res = cli("inspect", tmp_path / "missing")
+    assert res.exit_code == 2 and f"{tmp_path / 'missing'}: not found" in flat(res.stderr)
+
+
+def test_inspect_reads_jsonl_and_counts_distinct_values_exactly_on_small_data(cli, tmp_path):
+    write_jsonl(tmp_path / "a.jsonl.gz", [{"text": t, "n": i % 3} for i, t in enumerate("abcdefghij" * 7)])
+    res = cli("inspect", tmp_path / "a.jsonl.gz")
+    assert res.exit_code == 0, res.output
+    shown = flat(res.stdout)
+    assert "70 rows in 1 files" in shown and "distinct" in shown and "~" not in shown
+    rows = {line.split("│")[1].strip(): line for line in res.stdout.splitlines() if line.count("│") > 3}
+    assert rows["text"].split("│")[5].strip() == "10" and rows["n"].split("│")[5].strip() == "3"
+
+
+def test_inspect_labels_estimated_distinct_counts(cli, tmp_path, monkeypatch):
+    import curate.describe
+
+    monkeypatch.setattr(curate.describe, "EXACT_DISTINCT_ROWS", 10)
+    pq.write_table(pa.table({"text": [str(i) for i in range(50)]}), tmp_path / "t.parquet")
+    res = cli("inspect", tmp_path / "t.parquet")
+    assert res.exit_code == 0 and "distinct (estimate)" in flat(res.stdout)
+
+
+def test_inspect_reads_a_hugging_face_save_to_disk_directory(cli, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_dict({"text": ["a", "b", "c"]}).save_to_disk(str(tmp_path / "ds"))
+    res = cli("inspect", tmp_path / "ds")
+    assert res.exit_code == 0, res.output
+    assert "3 rows" in flat(res.stdout)
+
+
+def test_funnel_says_step_seconds_are_summed_over_workers(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
+    res = cli("run", recipe_file(tmp_path), "-w", "1")
+    assert res.exit_code == 0 and "summed over workers" in flat(res.stdout)
+
+
+def test_a_run_that_removes_every_row_says_so(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
+    res = cli("run", recipe_file(tmp_path, "steps:\n  - sql_filter: {where: 'length(text) > 5'}\n"), "-w", "1")
+    assert res.exit_code == 0
+    assert "every row was removed" in flat(res.output) and "01_sql_filter" in flat(res.output)
+
+
+def test_resume_of_a_finished_run_says_it_is_finished(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
+    assert cli("run", recipe_file(tmp_path), "-w", "1").exit_code == 0
+    res = cli("run", recipe_file(tmp_path), "-w", "1", "--resume")
+    assert res.exit_code == 0
+    assert f"{tmp_path / 'out'} is already finished; nothing to do" in flat(res.output)
+    assert "wrote" not in res.output
+
+
+def test_resume_of_a_finished_run_of_another_recipe_is_refused(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
+    assert cli("run", recipe_file(tmp_path), "-w", "1").exit_code == 0
+    res = cli("run", recipe_file(tmp_path), "-w", "1", "--resume", "--set", "steps[0].exact_dedup.lowercase=true")
+    assert res.exit_code == 2 and "holds a finished run of another recipe" in flat(res.stderr)
+
+
+def test_ops_shows_the_range_of_a_parameter(cli):
+    res = cli("ops", "gopher_quality")
+    assert res.exit_code == 0
+    row = next(line for line in res.stdout.splitlines() if "max_dup_line_frac" in line)
+    assert ">= 0, <= 1" in row

@@ -4,7 +4,7 @@ import io
 
 from rich.console import Console
 
-from curate import recipe
+from curate import preflight, recipe
 from curate.engine.runner import RunOptions
 from curate.progress import funnel_table, run_with_progress
 from tests.conftest import write_jsonl
@@ -33,3 +33,35 @@ def test_rows_per_second_column_renders_the_measured_speed():
 
     assert str(_RowsPerSecond().render(SimpleNamespace(finished_speed=None, speed=12345.6))) == "12,346 rows/s"
     assert str(_RowsPerSecond().render(SimpleNamespace(finished_speed=None, speed=None))) == ""
+
+
+def test_bars_show_percent_and_eta_where_the_total_is_known(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["x", "y", "x"] * 50}), tmp_path / "a.parquet")
+    r = recipe.load(text=f"input: {{path: '{tmp_path}/a.parquet'}}\noutput: {{path: '{tmp_path}/o'}}\n"
+                         "steps:\n  - normalize_text: {}\n  - sql_filter: {where: \"text <> 'y'\"}\n"
+                         "  - sql_filter: {where: 'true'}\n  - exact_dedup: {}\n  - sql_filter: {where: 'true'}\n")
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=160, color_system=None, highlight=False)
+    run_with_progress(r, RunOptions(workers=1), console, preflight.inputs(r))
+    last = {}
+    for line in screen.getvalue().replace("\r", "\n").splitlines():
+        for label in ("00_read", "01_normalize_text", "02_sql_filter", "03_sql_filter", "04_exact_dedup",
+                      "05_sql_filter"):
+            if label in line:
+                last[label] = line
+    # The Parquet footers give the rows read; every row passes the first step and a Map; a Global
+    # step gets all the rows the steps before it kept. A step after a filter in a stage has no total.
+    for label in ("00_read", "01_normalize_text", "02_sql_filter", "04_exact_dedup"):
+        assert "100%" in last[label] and "eta" in last[label], last[label]
+    for label in ("03_sql_filter", "05_sql_filter"):
+        assert "%" not in last[label] and "eta" not in last[label], last[label]
+
+
+def test_input_rows_are_known_for_parquet_only():
+    from curate.io.sources import Source
+    from curate.progress import input_rows
+
+    assert input_rows([Source("a.jsonl", "jsonl", "a.jsonl")], None) is None

@@ -31,6 +31,9 @@ def test_valid_recipe_builds_steps_in_order():
     (BASE.replace("input: {path: in.jsonl}\n", ""), "input", "missing"),
     (BASE + "extra: 1\n", "extra", "unknown top-level key"),
     (BASE.replace('"length(text) > 3"', '"length(text > "'), "steps[1].sql_filter.where", "SQL"),
+    (BASE.replace("{columns: [text]}", "{colums: [text]}"), "steps[2].exact_dedup.colums", "Did you mean columns?"),
+    (BASE.replace("input: {path: in.jsonl}", "input: {pth: in.jsonl}"), "input.pth", "Did you mean path?"),
+    (BASE.replace("name: t", "nmae: t"), "nmae", "Did you mean name?"),
 ])
 def test_errors_name_the_place(bad, where, words):
     with pytest.raises(RecipeError) as e:
@@ -87,3 +90,45 @@ def test_fingerprint_follows_content_not_formatting():
 def test_yaml_cannot_construct_python_objects():
     with pytest.raises(RecipeError, match="not valid YAML"):
         recipe.load(text="!!python/object/apply:os.system ['echo hi']")
+
+
+@pytest.mark.parametrize("params, where, words", [
+    ("{min_words: -10}", "steps[0].gopher_quality.min_words", "greater than or equal to 0 (got -10)"),
+    ("{max_dup_line_frac: 1.5}", "steps[0].gopher_quality.max_dup_line_frac", "less than or equal to 1 (got 1.5)"),
+    ("{min_alpha_word_frac: -0.1}", "steps[0].gopher_quality.min_alpha_word_frac", "greater than or equal to 0"),
+    ("{max_top_ngram_char_frac: {2: 2.0}}", "steps[0].gopher_quality.max_top_ngram_char_frac", "between 0 and 1"),
+    ("{min_words: 60, max_words: 50}", "steps[0].gopher_quality", "min_words (60) > max_words (50)"),
+    ("{min_mean_word_length: 8, max_mean_word_length: 4}", "steps[0].gopher_quality",
+     "min_mean_word_length (8.0) > max_mean_word_length (4.0)"),
+])
+def test_thresholds_outside_their_meaning_are_refused(params, where, words):
+    text = f"input: {{path: in.jsonl}}\noutput: {{path: out}}\nsteps:\n  - gopher_quality: {params}\n"
+    with pytest.raises(RecipeError) as e:
+        recipe.load(text=text)
+    assert e.value.where == where
+    assert words in str(e.value)
+
+
+def test_thresholds_at_their_limits_are_fine():
+    text = ("input: {path: in.jsonl}\noutput: {path: out}\nsteps:\n  - gopher_quality: {min_words: 0, max_words: 0, "
+            "max_dup_line_frac: 1, min_alpha_word_frac: 0, max_top_ngram_char_frac: {2: null, 3: 1.0}}\n")
+    assert recipe.load(text=text).steps[0].params.min_words == 0
+
+
+def test_set_naming_the_wrong_operator_says_which_is_there():
+    with pytest.raises(RecipeError) as e:
+        recipe.load(text=BASE, overrides=["steps[1].gopher_quality.min_words=30"])
+    assert e.value.where == "--set steps[1].gopher_quality.min_words"
+    assert "steps[1] is sql_filter, not gopher_quality" in str(e.value)
+    with pytest.raises(RecipeError, match="steps\\[0\\] is normalize_text, not gopher_quality"):
+        recipe.load(text=BASE.replace("  - rename: {columns: {body: text}}", "  - normalize_text"),
+                    overrides=["steps[0].gopher_quality.min_words=30"])
+
+
+def test_yaml_errors_name_the_file_and_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("input: {path: in.jsonl}\noutput: {path: out\nsteps: []\n")
+    with pytest.raises(RecipeError) as e:
+        recipe.load(p)
+    assert str(e.value).startswith(f"{p}, line 3")
+    assert "<unicode string>" not in str(e.value)

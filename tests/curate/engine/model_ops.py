@@ -27,6 +27,7 @@ class FakeModel(Map):
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
         self.requires = (self.text_column,)
+        self.provides = ("score",)
 
     def setup(self) -> None:
         Path(self.params.log_dir, f"setup-{os.getpid()}").touch()

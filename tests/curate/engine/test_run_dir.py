@@ -153,16 +153,6 @@ def test_the_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
     second.release()
 
 
-def test_every_row_removed_is_said(tmp_path):
-    inp = corpus(tmp_path / "in", files=1)
-    said = []
-    from curate.engine.runner import Reporter
-
-    run(load(inp, tmp_path / "o", steps="steps:\n  - sql_filter: {where: 'n < 0'}\n"), RunOptions(workers=1),
-        Reporter(status=said.append))
-    assert any("every row was removed" in s for s in said)
-
-
 def test_failed_recipe_is_a_curate_error_not_a_lock_problem(tmp_path):
     with pytest.raises(CurateError, match="no input files match"):
         run(load(str(tmp_path / "nothing" / "*.jsonl"), tmp_path / "o"), RunOptions(workers=1))
