@@ -107,3 +107,22 @@ def test_curate_output_scans(cli, tmp_path):
     assert "ambiguous" not in r.output
     confirmed = {(e["container"], e["contained"]) for e in orjson.loads((tmp_path / "scan" / "containment.json").read_bytes())}
     assert ("all/data", "dedup/data") in confirmed
+
+
+def test_quarantine_defaults_to_beside_the_scan_output(lake, tmp_path, monkeypatch):
+    out, elsewhere = tmp_path / "scan", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the working directory has nothing to do with the lake
+    assert run("scan", lake, "-o", out, "--no-progress").exit_code == 0
+    assert run("plan", out).exit_code == 0
+    gone = [d["table"] for d in orjson.loads((out / "plan.json").read_bytes())["deletions"]]
+    r = run("apply", out / "plan.json", "--yes")
+    assert r.exit_code == 0, r.output
+    quarantine = tmp_path / ".scan.quarantine"  # hidden, so no later scan takes it for tables
+    assert (quarantine / "restore.json").exists() and not any(elsewhere.iterdir())
+    assert not any((lake / t).exists() for t in gone)
+    r = run("restore", "--all")
+    assert r.exit_code == 2 and "--scan" in r.output
+    r = run("restore", "--all", "--scan", out)
+    assert r.exit_code == 0, r.output
+    assert all((lake / t).exists() for t in gone)
