@@ -201,8 +201,9 @@ def _parse(s: str, family: str, digits: int, float32: bool = False):
     return _FAIL
 
 
-def _reads_as(values: list, family: str) -> bool:
-    return all(v is None or _parse(v, family, 9) is not _FAIL for v in values)
+def _reads_as(values: list) -> set[str]:
+    """The families all of a text column reads as."""
+    return {f for f in _TEXT_ORDER if all(v is None or _parse(v, f, 9) is not _FAIL for v in values)}
 
 
 # -- canonical values of a column pair -----------------------------------------------------
@@ -210,21 +211,21 @@ def _reads_as(values: list, family: str) -> bool:
 
 def _compare_as(b: tuple, a: tuple) -> tuple | None:
     """(family, digits, float32) both columns are compared in, or None. A column is
-    (family, arrow type, text values or None)."""
-    (fb, tb, vb), (fa, ta, va) = b, a
+    (family, arrow type, the families its text reads as or None)."""
+    (fb, tb, rb), (fa, ta, ra) = b, a
     if fb != TEXT and fa != TEXT:
         if fb != fa:
             return None
         unit_ns = "timestamp" in fb or "instant" in fb
         return (fb, 9 if unit_ns and "ns" in (getattr(tb, "unit", ""), getattr(ta, "unit", "")) else 6, False)
     if fb == TEXT and fa == TEXT:
-        common = [f for f in _TEXT_ORDER if _reads_as(vb, f) and _reads_as(va, f)]
+        common = [f for f in _TEXT_ORDER if f in rb and f in ra]
         return (common[0] if common else "string", 6, False)
-    family, typ, values = (fa, ta, vb) if fb == TEXT else (fb, tb, va)
+    family, typ, reads = (fa, ta, rb) if fb == TEXT else (fb, tb, ra)
     if family == "string":
         return ("string", 0, False)
     text_family = "instant" if family.startswith("instant:") else family
-    if text_family not in _TEXT_ORDER or not _reads_as(values, text_family):
+    if text_family not in reads:
         return None
     ns = text_family in ("timestamp", "instant") and getattr(typ, "unit", "") == "ns"
     return (text_family, 9 if ns else 6, typ in (pa.float32(), pa.float16()))
@@ -283,6 +284,8 @@ def contained_pairs(tables: list[Table]) -> set[tuple[str, str]]:
             _name(f.name): (f.name, TEXT if t.format == "csv" else _family(f.type), f.type) for f in data[t.name].schema
         }
     text_cache: dict[tuple[str, str], list] = {}
+    reads_cache: dict[tuple[str, str], set[str]] = {}
+    column_cache: dict[tuple, tuple[pa.Array, pa.Array]] = {}
     hash_cache: dict[tuple, np.ndarray] = {}
 
     def text(table: str, col: str) -> list:
@@ -290,9 +293,25 @@ def contained_pairs(tables: list[Table]) -> set[tuple[str, str]]:
             text_cache[(table, col)] = data[table].column(col).to_pylist()
         return text_cache[(table, col)]
 
-    def side(table: str, col: str) -> tuple:
+    def side(table: str, col: tuple) -> tuple:
         name, family, typ = col
-        return family, typ, text(table, name) if family == TEXT else None
+        if family != TEXT:
+            return family, typ, None
+        if (table, name) not in reads_cache:
+            reads_cache[(table, name)] = _reads_as(text(table, name))
+        return family, typ, reads_cache[(table, name)]
+
+    def canonical(table: str, name: str, how: tuple, reconciled: bool) -> tuple[pa.Array, pa.Array]:
+        """(canonical values, text that did not parse) of one column compared as `how`."""
+        key = (table, name, how, reconciled)
+        if key not in column_cache:
+            col, family, _ = columns[table][name]
+            if family == TEXT:
+                column_cache[key] = _text_values(text(table, col), how)
+            else:
+                value = _typed_values(data[table].column(col).combine_chunks(), how, reconciled)
+                column_cache[key] = value, pa.nulls(len(value), pa.large_string())
+        return column_cache[key]
 
     def row_hashes(table: str, spec: tuple) -> np.ndarray:
         """Hashes of the table's distinct canonical rows; spec: ((column, how, reconciled), ...)."""
@@ -300,12 +319,7 @@ def contained_pairs(tables: list[Table]) -> set[tuple[str, str]]:
         if key not in hash_cache:
             cols = {}
             for k, (name, how, reconciled) in enumerate(spec):
-                if columns[table][name][1] == TEXT:
-                    value, raw = _text_values(text(table, columns[table][name][0]), how)
-                else:
-                    value = _typed_values(data[table].column(columns[table][name][0]).combine_chunks(), how, reconciled)
-                    raw = pa.nulls(len(value), pa.large_string())
-                cols[f"v{k}"], cols[f"r{k}"] = value, raw
+                cols[f"v{k}"], cols[f"r{k}"] = canonical(table, name, how, reconciled)
             frame = pl.from_arrow(pa.table(cols))
             hash_cache[key] = np.unique(frame.hash_rows(seed=0).to_numpy())
         return hash_cache[key]
