@@ -4,6 +4,10 @@ Generates a lake of N tables (default 1,000) from base tables with planted conta
 tables (row subsets by id range, date window or random sample; column projections; both;
 reordered and renamed columns; widened types; partitioned directories; CSV extracts; exact
 copies) and near-misses (one row changed, one value out of range, one extra column).
+Each base also has a typed table shaped like public ones (instants, nanosecond times,
+midnights, NaN-bearing floats, integers with NULLs, booleans, zip codes, digit strings,
+empty strings) with CSV extracts written by pandas, pyarrow, polars and duckdb, whose
+text a CSV reader types differently from the Parquet, and a CSV near-miss.
 Then: scan (timed, with the funnel), rescan of the unchanged lake (timed), and precision
 and recall of the confirmed edges against brute force.
 
@@ -21,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -39,13 +45,15 @@ from operators.lake.tables import discover  # noqa: E402
 from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
 from operators.lake.scan_output import write_scan  # noqa: E402
 
-DERIVED_PER_BASE = 24
+DERIVED_PER_BASE = 30
 LAKE_DESCRIPTION = (
     "Lake: base tables (two per schema, overlapping id ranges), each with 24 planted tables: id-range, date-window "
     "and random row subsets, column projections, both, reordered+renamed columns, widened types (int32->int64, "
     "string->large_string), hive-partitioned directories, CSV extracts, an exact copy, and 3 near-misses (one row "
-    "changed inside the range, one value out of range, one extra column); plus an unreadable, an empty and a "
-    "mixed-schema table."
+    "changed inside the range, one value out of range, one extra column); and a typed table (instants, ns times, "
+    "midnights, NaN-bearing floats, ints with NULLs, booleans, zip codes, digit strings, empty strings) with CSV "
+    "extracts of row and column subsets by pandas, pyarrow, polars and duckdb and a CSV near-miss; plus an "
+    "unreadable, an empty and a mixed-schema table."
 )
 CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -125,6 +133,56 @@ def derive(rng: np.random.Generator, base: pa.Table, name: str, out: Path) -> No
     pcsv.write_csv(csv, out / f"{name}_extract.csv")
 
 
+def typed_table(rng: np.random.Generator, start: int, rows: int) -> pa.Table:
+    """Columns shaped like those of public tables that CSV writers and readers type their own way."""
+    t0 = dt.datetime(2019, 3, 1, 8, 30)
+    seconds = rng.integers(0, 3 * 10**7, rows)
+    k = np.arange(rows)
+    return pa.table(
+        {
+            "order_no": pa.array(k + start, pa.int64()),
+            "created_utc": pa.array([t0 + dt.timedelta(seconds=int(x)) for x in seconds], pa.timestamp("us", tz="UTC")),
+            "sensor_ns": pa.array(1_500_000_000_000_000_000 + rng.integers(0, 10**15, rows), pa.timestamp("ns")),
+            "report_day": pa.array([dt.datetime(2020, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 900, rows)], pa.timestamp("us")),
+            "rating": pa.array(
+                [float("nan") if i % 9 == 0 else None if i % 11 == 0 else float(np.round(x, 2)) for i, x in zip(k, rng.uniform(0, 5, rows))],
+                from_pandas=False,
+            ),
+            "quantity": pa.array([None if i % 6 == 0 else int(x) for i, x in zip(k, rng.integers(0, 500, rows))], pa.int64()),
+            "in_stock": pa.array([None if i % 13 == 0 else bool(x) for i, x in zip(k, rng.integers(0, 2, rows))]),
+            "zip": [f"{int(x):05d}" for x in rng.integers(0, 99_999, rows)],
+            "product_code": [str(int(x)) for x in rng.integers(10_000, 99_999, rows)],
+            "comment": [None if i % 5 == 0 else "" if i % 5 == 1 else f"note {i % 17}" for i in k],
+        }
+    )
+
+
+def _duckdb_csv(table: pa.Table, path: Path) -> None:
+    con = duckdb.connect()
+    con.register("t", table)
+    con.execute(f"COPY t TO '{path}' (HEADER)")
+
+
+CSV_WRITERS = {
+    "pandas": lambda t, path: t.to_pandas().to_csv(path, index=False),
+    "pyarrow": lambda t, path: pcsv.write_csv(t, path),
+    "polars": lambda t, path: pl.from_arrow(t).write_csv(path),
+    "duckdb": _duckdb_csv,
+}
+
+
+def derive_typed(rng: np.random.Generator, typed: pa.Table, name: str, out: Path) -> None:
+    """The typed table, a CSV extract of a row and column subset by each writer, and a CSV near-miss."""
+    pq.write_table(typed, out / f"{name}_typed.parquet")
+    n, cols = typed.num_rows, typed.column_names
+    for writer, write in CSV_WRITERS.items():
+        rows = typed.take(np.sort(rng.choice(n, int(n * rng.uniform(0.02, 0.1)), replace=False)))
+        write(rows.select(sorted(rng.choice(cols, int(rng.integers(3, len(cols) + 1)), replace=False), key=cols.index)), out / f"{name}_typed_{writer}.csv")
+    near = typed.take(np.sort(rng.choice(n, int(n * 0.05), replace=False))).to_pydict()
+    near["product_code"][0] += "9"  # six digits: no product has that code
+    CSV_WRITERS["pandas"](pa.table(near, schema=typed.schema), out / f"{name}_typed_near.csv")
+
+
 def generate(out: Path, n_tables: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     n_bases = max(1, n_tables // (DERIVED_PER_BASE + 1))
@@ -136,6 +194,7 @@ def generate(out: Path, n_tables: int, seed: int) -> None:
         base = base_table(rng, domain, start, rows)
         pq.write_table(base, out / f"b{b:03d}.parquet")
         derive(rng, base, f"b{b:03d}", out)
+        derive_typed(rng, typed_table(rng, start, rows), f"b{b:03d}", out)
     # Files the scan must report without stopping.
     (out / "zz_broken.parquet").write_bytes(b"PAR1 truncated")
     pq.write_table(base.schema.empty_table(), out / "zz_empty.parquet")

@@ -3,6 +3,7 @@
 scan:    tables.py (discovery, fingerprints) -> stats.py + stats_cache.py (footer statistics,
          cached) -> schema_index.py (step 1) -> minmax.py (step 2) -> content.py (step 3)
          -> verify.py (step 4); scan.py runs them, scan_output.py writes the results.
+         CSV columns are text, compared with other columns on canonical values (text.py).
 plan:    planner.py (HiGHS integer program, greedy fallback), plan_file.py.
 apply:   apply.py moves tables to quarantine.py after rebuild.py proves they rebuild exactly.
 restore: restore.py. The commands are in cli.py; brute_force.py is the ground truth for tests.

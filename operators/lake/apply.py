@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -72,7 +73,7 @@ def apply_plan(plan: dict, quarantine: Quarantine, *, yes: bool = False, purge: 
     for d in plan["deletions"]:
         try:
             entry = _quarantine_one(d, quarantine, entries, purge)
-        except (CurateError, TableReadError, pa.ArrowException, OSError) as e:
+        except (CurateError, TableReadError, pa.ArrowException, duckdb.Error, OSError) as e:
             report.skipped.append((d["table"], str(e)))
             continue
         report.moved.append(d["table"])
@@ -85,7 +86,7 @@ def _quarantine_one(d: dict, quarantine: Quarantine, entries: dict, purge: bool)
     b, a = _current(d["path"]), _current(d["container_path"])
     mapping = d["columns"]
     schema, partition_keys = table_schema(b)
-    container = read_container(a, mapping)
+    container = read_container(a, mapping, schema)
     original = read_table(b)
     try:
         positions = row_positions(container, original.select(list(mapping)))

@@ -11,8 +11,6 @@ from rich.console import Console
 from curate.cli_errors import handle_errors
 from curate.errors import CurateError
 
-from .quarantine import DEFAULT_QUARANTINE
-
 DEFAULT_LAMBDA = 1e6  # 1 MB of storage is worth one second of rebuild per access
 
 app = typer.Typer(
@@ -94,15 +92,22 @@ def apply(
     plan_file: Path = typer.Argument(..., help="Plan written by `curate lake plan`."),
     yes: bool = typer.Option(False, "--yes", help="Really move the tables out of the lake."),
     purge: bool = typer.Option(False, help="Also delete the quarantined copies (the storage is only freed then)."),
-    quarantine: Path = typer.Option(Path(DEFAULT_QUARANTINE), help="Where deleted tables and restore data go."),
+    quarantine: Optional[Path] = typer.Option(
+        None, help="Where deleted tables and restore data go (default: .SCAN.quarantine beside the plan's scan directory)."
+    ),
 ):
     """Move the plan's tables to quarantine, keeping what restore needs. Nothing happens without --yes."""
     from .apply import apply_plan
     from .plan_file import read_plan
-    from .quarantine import Quarantine
+    from .quarantine import Quarantine, default_quarantine
     from .summary import human_bytes
 
-    report = apply_plan(read_plan(plan_file), Quarantine(quarantine), yes=yes, purge=purge)
+    plan = read_plan(plan_file)
+    if quarantine is None:
+        if not plan.get("scan"):
+            raise CurateError(f"{plan_file}: the plan names no scan directory; pass --quarantine")
+        quarantine = default_quarantine(plan["scan"])
+    report = apply_plan(plan, Quarantine(quarantine), yes=yes, purge=purge)
     if report.dry_run:
         _out.print(
             f"dry run: would move {len(report.moved)} tables ({human_bytes(report.bytes_moved)}) to {quarantine}; "
@@ -121,14 +126,19 @@ def apply(
 def restore(
     names: Optional[list[str]] = typer.Argument(None, help="Names of deleted tables (as in the plan)."),
     all_: bool = typer.Option(False, "--all", help="Restore every deleted table."),
-    quarantine: Path = typer.Option(Path(DEFAULT_QUARANTINE), help="The quarantine apply used."),
+    scan: Optional[Path] = typer.Option(None, help="The scan directory of the applied plan: its quarantine lies beside it."),
+    quarantine: Optional[Path] = typer.Option(None, help="The quarantine apply used, if not the default beside --scan."),
 ):
     """Rebuild deleted tables exactly (same rows, order and schema) from their containers."""
-    from .quarantine import Quarantine
+    from .quarantine import Quarantine, default_quarantine
     from .restore import restore_tables
 
     if bool(names) == all_:
         raise CurateError("name the tables to restore, or pass --all (not both)")
+    if quarantine is None:
+        if scan is None:
+            raise CurateError("pass --scan SCAN_DIR (the quarantine lies beside it) or --quarantine")
+        quarantine = default_quarantine(scan)
     done = restore_tables(Quarantine(quarantine), None if all_ else list(names))
     for r in done:
         _out.print(f"restored {r.table} ({r.rows} rows) from its {r.source} at {r.path}")

@@ -12,8 +12,12 @@ _NON_WORD = re.compile(r"[^0-9a-z]+")
 
 
 def normalize_name(name: str) -> str:
-    """Case, surrounding space and punctuation do not distinguish columns: 'User ID' == 'user_id'."""
-    return _NON_WORD.sub("_", name.strip().lower()).strip("_")
+    """Case, surrounding space and punctuation do not distinguish columns: 'User ID' == 'user_id'.
+    Leading underscores do: they mark internal columns (curate's `_id` beside a table's own
+    `id`, pandas' `__index_level_0__`), which are other columns than their plain namesakes."""
+    name = name.strip()
+    body = name.lstrip("_")
+    return "_" * (len(name) - len(body)) + _NON_WORD.sub("_", body.lower()).strip("_")
 
 
 def type_family(t: pa.DataType) -> str:

@@ -5,6 +5,7 @@ small) into a duckdb temp table; each candidate container A is then scanned once
 on every mapped column (null-safe equality, hash join built on the small sample), and any
 sampled row without a match removes the edge. If a fraction f of B's rows were missing
 from A, the edge would survive with probability (1 - f)^s: the evidence reports that bound.
+Column pairs with a CSV side join on their canonical values (text.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import duckdb
 from .edges import Edge
 from .reader import duckdb_source, quote_ident
 from .tables import Table
+from .text import pair_sql
 
 SAMPLE_TABLE = "__lake_sample"
 
@@ -38,13 +40,17 @@ def sample_rows(con: duckdb.DuckDBPyConnection, b: Table, columns: list[str], si
     return sampled, total == sampled
 
 
-def missing_in(con: duckdb.DuckDBPyConnection, a: Table, mapping: list[tuple[str, str]]) -> int:
+def missing_in(con: duckdb.DuckDBPyConnection, a: Table, e: Edge) -> int:
     """How many sampled rows of B have no equal row in A's projection."""
-    a_cols = ", ".join(f"{quote_ident(ac)} AS __c{i}" for i, (_, ac) in enumerate(mapping))
-    on = " AND ".join(f"s.{quote_ident(bc)} IS NOT DISTINCT FROM a.__c{i}" for i, (bc, _) in enumerate(mapping))
+    a_cols, on = [], []
+    for bc, ac in e.mapping:
+        for b_expr, a_expr in pair_sql(f"s.{quote_ident(bc)}", quote_ident(ac), e.compared.get(bc)):
+            alias = f"__c{len(a_cols)}"
+            a_cols.append(f"{a_expr} AS {alias}")
+            on.append(f"{b_expr} IS NOT DISTINCT FROM a.{alias}")
     matched, total = con.execute(
-        f"SELECT (SELECT count(DISTINCT s.__lake_k) FROM {SAMPLE_TABLE} s JOIN (SELECT {a_cols} FROM {duckdb_source(a)}) a ON {on}),"
-        f" (SELECT count(*) FROM {SAMPLE_TABLE})"
+        f"SELECT (SELECT count(DISTINCT s.__lake_k) FROM {SAMPLE_TABLE} s JOIN (SELECT {', '.join(a_cols)} FROM {duckdb_source(a)}) a"
+        f" ON {' AND '.join(on)}), (SELECT count(*) FROM {SAMPLE_TABLE})"
     ).fetchone()
     return total - matched
 
@@ -62,7 +68,7 @@ def check_contained(
         return
     for e in edges:
         try:
-            missing = missing_in(con, tables[e.container], e.mapping)
+            missing = missing_in(con, tables[e.container], e)
         except duckdb.Error as err:
             e.stage, e.status, e.evidence = "content", "error", {"error": str(err).splitlines()[0]}
             continue

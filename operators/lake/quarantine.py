@@ -3,6 +3,8 @@
   <quarantine>/restore.json           one entry per deleted table (see apply.py)
   <quarantine>/<id>/positions.parquet  B's rows as positions in its container
   <quarantine>/<id>/data/              the moved original (removed by --purge)
+
+By default it lies beside the scan output the plan came from, not in the working directory.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import xxhash
 
 from curate.errors import CurateError
 
-DEFAULT_QUARANTINE = ".curate-quarantine"
 _VERSION = 1
+
+
+def default_quarantine(scan_dir: str | Path) -> Path:
+    """`<parent>/.<scan>.quarantine` beside the scan directory: one per scan (a record is keyed
+    by table name), outside it (deleting a scan keeps what restore needs), and hidden, so a
+    later scan of a lake that holds it does not take the quarantined tables for tables."""
+    scan_dir = Path(scan_dir)
+    return scan_dir.parent / f".{scan_dir.name}.quarantine"
 
 
 class Quarantine:

@@ -4,7 +4,8 @@ Every part of the lake code reads tables through here, so that stats, content ch
 verification, apply and restore all see the same columns, types and row order.
 Row order of a table: its files in sorted path order, rows in file order; partition
 columns (from `key=value` directories) are appended after the file's columns.
-CSV and JSONL are read by duckdb (one type inference for every use).
+CSV and JSONL are read by duckdb. A CSV file's columns are read as text: its types are
+given per column pair when it is compared (text.py), not guessed once from its text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from curate.errors import CurateError
 from .tables import Table
 
 _INT = re.compile(r"^-?\d{1,18}$")
+# The first record of a CSV file (quoted fields may hold line breaks) and the line end after it.
+_FIRST_RECORD = re.compile(rb'(?:[^"\r\n]|"(?:[^"]|"")*")*(\r\n|\n|\r)')
+_HEAD_BYTES = 1 << 20
 
 
 class TableReadError(CurateError):
@@ -55,16 +59,33 @@ def partition_types(table: Table) -> dict[str, pa.DataType]:
     }
 
 
-def _nonparquet_source(path: str, fmt: str) -> str:
+def _line_end(path: str) -> str:
+    """The line end of a CSV file, from the end of its header. duckdb's sniffer cannot find
+    it when a quoted header cell holds a line break of another kind (Excel writes LF
+    inside cells and CRLF between lines)."""
+    with open(path, "rb") as f:
+        m = _FIRST_RECORD.match(f.read(_HEAD_BYTES))
+    return {b"\r\n": "\\r\\n", b"\r": "\\r"}.get(m.group(1), "\\n") if m else "\\n"
+
+
+@lru_cache(maxsize=1024)
+def _csv_options(path: str, _mtime_ns: int) -> str:
+    return f"all_varchar=true, header=true, new_line={quote_str(_line_end(path))}"
+
+
+def _nonparquet_source(path: str, fmt: str, mtime_ns: int) -> str:
     if fmt == "csv":
-        return f"read_csv({quote_str(path)})"
+        try:
+            return f"read_csv({quote_str(path)}, {_csv_options(path, mtime_ns)})"
+        except OSError as e:
+            raise TableReadError(f"{path}: cannot read ({e})") from e
     return f"read_json({quote_str(path)}, format='newline_delimited')"
 
 
 def duckdb_source(table: Table) -> str:
     """A FROM-clause expression that reads the table in duckdb."""
     if table.format != "parquet":
-        return _nonparquet_source(table.files[0].path, table.format)
+        return _nonparquet_source(table.files[0].path, table.format, table.files[0].mtime_ns)
     files = "[" + ", ".join(quote_str(f.path) for f in table.files) + "]"
     if not table.partitioned or not table.partitions or not table.partitions[0]:
         # Explicitly off: duckdb would otherwise read `k=v` segments of the lake's own path as columns.
@@ -111,9 +132,9 @@ def _short(schema: pa.Schema) -> str:
 
 
 @lru_cache(maxsize=256)
-def _nonparquet_schema(path: str, fmt: str, _mtime_ns: int) -> pa.Schema:
+def _nonparquet_schema(path: str, fmt: str, mtime_ns: int) -> pa.Schema:
     try:
-        return duckdb.sql(f"SELECT * FROM {_nonparquet_source(path, fmt)} LIMIT 0").to_arrow_table().schema
+        return duckdb.sql(f"SELECT * FROM {_nonparquet_source(path, fmt, mtime_ns)} LIMIT 0").to_arrow_table().schema
     except duckdb.Error as e:
         raise TableReadError(f"{path}: cannot read as {fmt.upper()} ({_first_line(e)})") from e
 
@@ -130,7 +151,7 @@ def read_table(table: Table, columns: list[str] | None = None) -> pa.Table:
             con = duckdb.connect()
             # One thread keeps duckdb's output in file order.
             con.execute("SET threads=1")
-            src = _nonparquet_source(table.files[0].path, table.format)
+            src = duckdb_source(table)
             return con.sql(f"SELECT {cols} FROM {src}").to_arrow_table()
         schema = arrow_schema(table)
         ptypes = partition_types(table)

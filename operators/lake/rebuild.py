@@ -19,8 +19,10 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 
-from .reader import arrow_schema, file_schemas, partition_types, read_table
+from .columns import type_family
+from .reader import arrow_schema, duckdb_source, file_schemas, partition_types, quote_ident, read_table
 from .tables import Table
+from .text import read_as, side_sql
 
 
 def schema_to_text(schema: pa.Schema) -> str:
@@ -31,9 +33,20 @@ def schema_from_text(text: str) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-def read_container(a: Table, mapping: dict[str, str]) -> pa.Table:
-    """A's columns that B maps to, in B's column order and under B's names."""
-    return read_table(a, list(mapping.values())).rename_columns(list(mapping))
+def read_container(a: Table, mapping: dict[str, str], schema: pa.Schema) -> pa.Table:
+    """A's columns that B maps to, in B's column order and under B's names. A CSV
+    container's text is read as B's types, the way the scan compared them (text.py)."""
+    if a.format != "csv":
+        return read_table(a, list(mapping.values())).rename_columns(list(mapping))
+    cols = []
+    for b_col, a_col in mapping.items():
+        t = schema.field(b_col).type
+        how = read_as(type_family(t), str(t), a_text=True)
+        value = side_sql(quote_ident(a_col), how, text=True)[0] if how else quote_ident(a_col)
+        cols.append(f"{value} AS {quote_ident(b_col)}")
+    con = duckdb.connect()
+    con.execute("SET threads=1")  # keeps the file's row order
+    return con.sql(f"SELECT {', '.join(cols)} FROM {duckdb_source(a)}").to_arrow_table()
 
 
 def row_positions(container: pa.Table, b: pa.Table) -> np.ndarray:

@@ -58,7 +58,8 @@ def _restore_one(entry: dict, root: Path) -> Restored:
         shutil.rmtree(slot, ignore_errors=True)
         return Restored(entry["table"], str(path), entry["rows"], "quarantine")
     positions = pq.read_table(root / entry["positions"]).column("position").to_numpy()
-    data = rebuild(read_container(container, entry["columns"]), positions, schema_from_text(entry["schema"]))
+    schema = schema_from_text(entry["schema"])
+    data = rebuild(read_container(container, entry["columns"], schema), positions, schema)
     write_rebuilt(data, path, entry["layout"], entry["partition_keys"])
     restored = table_at(path)
     if restored is None or read_table(restored).num_rows != entry["rows"]:

@@ -87,6 +87,8 @@ def write_scan(out: str | Path, roots: list[str], options: ScanOptions, result: 
                 "container": t[e.container].name,
                 "contained": t[e.contained].name,
                 "columns": dict(e.mapping),
+                # column pairs with a CSV side: the type their values were compared as
+                **({"compared_as": {c: how.family for c, how in e.compared.items()}} if e.compared else {}),
                 "stage": e.stage,
                 "status": e.status,
                 "evidence": e.evidence,

@@ -2,8 +2,10 @@
 
 The candidates for a table B are the tables that hold every column of B: the
 intersection of the posting lists of B's columns, smallest list first. No step ever
-looks at all N^2 pairs. The same step drops an edge when A has fewer rows than B has
-distinct rows (when that count is known).
+looks at all N^2 pairs. A column of B is held by a column of A with its normalized name
+and the same type family, or, when either is a CSV column, one its text can be read as
+(text.py). The same step drops an edge when A has fewer rows than B has distinct rows
+(when that count is known and the edge compares values as they are).
 """
 
 from __future__ import annotations
@@ -12,27 +14,43 @@ from collections import defaultdict
 
 from .columns import normalize_name
 from .edges import Edge
-from .stats import TableStats
+from .stats import ColumnStats, TableStats
+from .text import TEXT, comparison, readable_as
 
 
-def column_keys(stats: TableStats) -> dict[tuple[str, str], str]:
-    """(normalized name, type family) -> the table's own column name."""
-    return {(normalize_name(c.name), c.family): c.name for c in stats.columns}
+def columns_by_name(stats: TableStats) -> dict[str, ColumnStats]:
+    """Normalized name -> the table's column (names are unique after normalization)."""
+    return {normalize_name(c.name): c for c in stats.columns}
 
 
 def schema_candidates(stats: list[TableStats]) -> list[Edge]:
     """Every edge A -> B with cols(B) ⊆ cols(A); those where A has no room for B's distinct
     rows come back already pruned at stage "rows"."""
-    keys = [column_keys(s) for s in stats]
-    index: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for i, k in enumerate(keys):
-        for key in k:
-            index[key].add(i)
+    cols = [columns_by_name(s) for s in stats]
+    index: dict[tuple[str, str], set[int]] = defaultdict(set)  # (name, family) -> tables
+    families: dict[str, set[str]] = defaultdict(set)  # name -> its families across the lake
+    for i, by_name in enumerate(cols):
+        for name, c in by_name.items():
+            index[(name, c.family)].add(i)
+            families[name].add(c.family)
+
+    def holders(name: str, c: ColumnStats) -> set[int]:
+        if c.family != TEXT:
+            held = set(index[(name, c.family)])
+            if TEXT in families[name]:
+                held |= {a for a in index[(name, TEXT)] if comparison(c, cols[a][name]) is not None}
+            return held
+        held: set[int] = set()
+        for family in families[name]:
+            if family == TEXT or readable_as(c.parses, family):
+                held |= index[(name, family)]
+        return held
+
     edges: list[Edge] = []
-    for b, kb in enumerate(keys):
-        if not kb:
+    for b, by_name in enumerate(cols):
+        if not by_name:
             continue
-        postings = sorted((index[key] for key in kb), key=len)
+        postings = sorted((holders(name, c) for name, c in by_name.items()), key=len)
         containers = set(postings[0])
         for p in postings[1:]:
             containers &= p
@@ -41,9 +59,13 @@ def schema_candidates(stats: list[TableStats]) -> list[Edge]:
         containers.discard(b)
         need = stats[b].distinct_rows
         for a in sorted(containers):
-            mapping = [(col, keys[a][key]) for key, col in kb.items()]
-            edge = Edge(a, b, mapping)
-            if need is not None and stats[a].rows < need:
+            edge = Edge(a, b, [(c.name, cols[a][name].name) for name, c in by_name.items()])
+            for name, c in by_name.items():
+                how = comparison(c, cols[a][name])
+                if how.reconciled:
+                    edge.compared[c.name] = how
+            # Distinct rows count raw values; canonical ones may be fewer ("1" and "1.0").
+            if need is not None and not edge.compared and stats[a].rows < need:
                 edge.prune("rows", container_rows=stats[a].rows, contained_distinct_rows=need)
             edges.append(edge)
     return edges

@@ -4,6 +4,9 @@ Parquet tables: read from the footers only (row-group statistics, aggregated), n
 scan. CSV/JSONL tables have no footer, so they are scanned once (the result is cached by
 fingerprint like the rest). Values are mapped to plain JSON numbers/strings by a
 monotone function per type family, so comparisons between tables stay sound.
+
+A CSV column is text (text.py): its statistics are those of its non-empty text, plus,
+for every type family all of that text parses as, the bounds of the parsed values.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import pyarrow.parquet as pq
 import pyarrow.types as pt
 
 from .columns import type_family
-from .reader import TableReadError, arrow_schema, partition_types, read_table
+from .reader import TableReadError, arrow_schema, duckdb_source, partition_types, quote_ident, read_table
 from .tables import Table
+from .text import TEXT, TEXT_FAMILIES, canonical_sql, parsed_sql
 
 _EPOCH = dt.datetime(1970, 1, 1)
 # Writers cut long string/binary statistics (polars at 64 bytes, duckdb at 256), and a cut
@@ -39,6 +43,8 @@ class ColumnStats:
     max: object = None
     nulls: int | None = None  # None: unknown
     values: int | None = None  # non-null values; None: unknown
+    # Text columns only: {family: [min, max]} for each family all the text parses as.
+    parses: dict | None = None
 
 
 @dataclass
@@ -90,6 +96,8 @@ def comparable(value, family: str):
 def compute_stats(table: Table) -> TableStats:
     if table.format == "parquet":
         return _footer_stats(table)
+    if table.format == "csv":
+        return _text_stats(table)
     return _scanned_stats(table)
 
 
@@ -194,3 +202,38 @@ def _scanned_stats(table: Table) -> TableStats:
     con.register("t", data)
     distinct = con.execute("SELECT count(*) FROM (SELECT DISTINCT * FROM t)").fetchone()[0] if data.num_columns else 0
     return TableStats(rows=data.num_rows, distinct_rows=distinct, columns=cols)
+
+
+def _bound(value, family: str):
+    try:
+        return comparable(value, family)
+    except (ValueError, OverflowError, pa.ArrowException):
+        return None
+
+
+def _text_stats(table: Table) -> TableStats:
+    """One duckdb pass: per column, counts and bounds of the text and of each family it parses as."""
+    names = arrow_schema(table).names
+    inner, outer = [], ["count(*)"]
+    for k, name in enumerate(names):
+        col = quote_ident(name)
+        inner.append(f"NULLIF({col}, '') AS t{k}")
+        outer += [f"count(t{k})", f"min(t{k})", f"max(t{k})"]
+        for f in TEXT_FAMILIES:
+            inner.append(f"{parsed_sql(col, f)} AS p{k}_{f}")  # parsed once, aggregated thrice
+            outer += [f"bool_and(t{k} IS NULL OR p{k}_{f} IS NOT NULL)", f"min({canonical_sql(f'p{k}_{f}', f)})", f"max({canonical_sql(f'p{k}_{f}', f)})"]
+    query = f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {duckdb_source(table)})"
+    values = list(duckdb.sql(query).to_arrow_table().to_pylist()[0].values())
+    rows, cols, at = values[0], [], 1
+    for name in names:
+        present, lo, hi = values[at : at + 3]
+        at += 3
+        parses = {}
+        for f in TEXT_FAMILIES:
+            ok, f_lo, f_hi = values[at : at + 3]
+            at += 3
+            if ok:
+                parses[f] = [_bound(f_lo, f), _bound(f_hi, f)]
+        cols.append(ColumnStats(name, "string", TEXT, _bound(lo, "string"), _bound(hi, "string"), rows - present, present, parses))
+    # Distinct rows of text say nothing of distinct canonical values ("1" and "1.0"): unknown.
+    return TableStats(rows=rows, distinct_rows=None, columns=cols)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-_VERSION = 1
+_VERSION = 2  # 2: CSV columns are text, with the families they parse as
 
 
 class ScanCache:

@@ -7,7 +7,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -111,6 +113,25 @@ def make_lake(root: Path) -> Path:
     (root / "bad_lines.jsonl").write_text('{"user": "u1", "age": 20}\n{"user": "u2", "age": \n')
     (root / "README.txt").write_text("not a table")
     return root
+
+
+def _duckdb_csv(table: pa.Table, path: Path) -> None:
+    con = duckdb.connect()
+    con.register("t", table)
+    con.execute(f"COPY t TO '{path}' (HEADER)")
+
+
+# The tools real CSV files come from; each writes timestamps, NaN, NULL and booleans its own way.
+WRITERS = {
+    "pandas": lambda t, path: t.to_pandas().to_csv(path, index=False),
+    "pyarrow": lambda t, path: pcsv.write_csv(t, path),
+    "polars": lambda t, path: pl.from_arrow(t).write_csv(path),
+    "duckdb": _duckdb_csv,
+}
+
+
+def write_csv(table: pa.Table, path: Path, writer: str) -> None:
+    WRITERS[writer](table, path)
 
 
 def confirmed_names(result: ScanResult) -> set[tuple[str, str]]:

@@ -3,8 +3,10 @@ after a change; restore refuses what it cannot rebuild exactly."""
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -123,3 +125,31 @@ def test_a_second_apply_of_the_same_plan_is_refused(planned):
     apply_plan(plan, quarantine, yes=True)
     with pytest.raises(CurateError, match="is gone"):
         apply_plan(plan, quarantine, yes=True)
+
+
+def test_a_parquet_table_inside_a_csv_is_rebuilt_from_the_csv_text(tmp_path):
+    # pandas wrote the container: integers with NULLs as 12.0, midnights as bare dates
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    n = 50
+    full = pa.table(
+        {
+            "id": pa.array(range(n), pa.int32()),
+            "day": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(days=i) for i in range(n)], pa.timestamp("us")),
+            "qty": pa.array([None if i % 4 == 0 else i * 3 for i in range(n)], pa.int64()),
+            "code": [str(1000 + i) for i in range(n)],
+        }
+    )
+    full.to_pandas().to_csv(lake / "full.csv", index=False)
+    subset = full.take([7, 3, 3, 40, 12])
+    pq.write_table(subset, lake / "subset.parquet")
+    out = tmp_path / "scan"
+    opts = ScanOptions(progress=False)
+    write_scan(out, [str(lake)], opts, scan_lake([lake], out, opts))
+    plan = make_plan(out)
+    assert [(d["container"], d["table"]) for d in plan["deletions"]] == [("full.csv", "subset.parquet")]
+    quarantine = Quarantine(tmp_path / "q")
+    report = apply_plan(plan, quarantine, yes=True, purge=True)
+    assert report.moved == ["subset.parquet"], report.skipped
+    restore_tables(quarantine, None)
+    assert pq.read_table(lake / "subset.parquet").equals(subset, check_metadata=True)

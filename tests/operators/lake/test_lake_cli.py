@@ -87,3 +87,42 @@ def test_bad_access_file_exits_2(lake, tmp_path):
     access.write_text('{"not_a_table.parquet": 1}')
     r = run("plan", out, "--access", access)
     assert r.exit_code == 2 and "unknown table names" in r.output
+
+
+def test_curate_output_scans(cli, tmp_path):
+    # A run's data has curate's `_id` beside the input's own `id`: two columns, not one.
+    (tmp_path / "in").mkdir()
+    rows = [{"id": i, "text": f"doc {i % 7}"} for i in range(30)]
+    (tmp_path / "in" / "docs.jsonl").write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
+    for name, steps in (("all", "steps: []\n"), ("dedup", "steps:\n  - exact_dedup: {}\n")):
+        recipe = tmp_path / f"{name}.yaml"
+        recipe.write_text(f"name: {name}\ninput: {{path: '{tmp_path / 'in'}'}}\noutput: {{path: '{tmp_path / 'runs' / name}'}}\n{steps}")
+        assert cli("run", recipe, "-w", "1").exit_code == 0
+    r = cli("lake", "scan", tmp_path / "runs", "-o", tmp_path / "scan", "--no-progress")
+    assert r.exit_code == 0, r.output
+    scanned = pq.read_table(tmp_path / "scan" / "tables.parquet").to_pylist()
+    data = {t["name"]: t for t in scanned}
+    assert {"all/data", "dedup/data"} <= data.keys()
+    assert {"_id", "id", "text"} <= set(data["dedup/data"]["columns"])
+    assert "ambiguous" not in r.output
+    confirmed = {(e["container"], e["contained"]) for e in orjson.loads((tmp_path / "scan" / "containment.json").read_bytes())}
+    assert ("all/data", "dedup/data") in confirmed
+
+
+def test_quarantine_defaults_to_beside_the_scan_output(lake, tmp_path, monkeypatch):
+    out, elsewhere = tmp_path / "scan", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the working directory has nothing to do with the lake
+    assert run("scan", lake, "-o", out, "--no-progress").exit_code == 0
+    assert run("plan", out).exit_code == 0
+    gone = [d["table"] for d in orjson.loads((out / "plan.json").read_bytes())["deletions"]]
+    r = run("apply", out / "plan.json", "--yes")
+    assert r.exit_code == 0, r.output
+    quarantine = tmp_path / ".scan.quarantine"  # hidden, so no later scan takes it for tables
+    assert (quarantine / "restore.json").exists() and not any(elsewhere.iterdir())
+    assert not any((lake / t).exists() for t in gone)
+    r = run("restore", "--all")
+    assert r.exit_code == 2 and "--scan" in r.output
+    r = run("restore", "--all", "--scan", out)
+    assert r.exit_code == 0, r.output
+    assert all((lake / t).exists() for t in gone)

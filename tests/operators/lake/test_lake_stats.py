@@ -56,8 +56,11 @@ def test_csv_and_jsonl_stats_come_from_one_scan(tmp_path):
     tables, _ = discover([tmp_path])
     csv, jsonl = sorted(tables, key=lambda t: t.name)
     s = compute_stats(csv)
-    assert (s.rows, s.distinct_rows) == (3, 2)
-    assert {c.name: (c.min, c.max) for c in s.columns} == {"a": (1, 3), "b": ("x", "y")}
+    # CSV columns are text, with the bounds of each family all their text parses as
+    assert (s.rows, s.distinct_rows) == (3, None)
+    assert {c.name: (c.family, c.min, c.max) for c in s.columns} == {"a": ("text", "1", "3"), "b": ("text", "x", "y")}
+    a, b = s.columns
+    assert a.parses == {"int": [1, 3], "float": [1.0, 3.0]} and b.parses == {}
     s = compute_stats(jsonl)
     a, d = s.columns
     assert (a.nulls, a.min, a.max) == (1, 2, 2)
