@@ -97,6 +97,22 @@ def validate(
 
 
 @app.command()
+@handle_errors
+def demo(
+    directory: Path = typer.Argument(Path("data/agent"), help="Where to write the demo (recipes/agent-sft.yaml "
+                                     "reads data/agent/*.jsonl)."),
+    trajectories: int = typer.Option(200, help="Number of sessions, before the planted copies and empty records."),
+    seed: int = typer.Option(0, help="Random seed."),
+):
+    """Write demo agent trajectories (raw AgentInstruct OS records, made up) for recipes/agent-sft.yaml."""
+    from operators.agent.demo import generate
+
+    path = generate(directory, trajectories=trajectories, seed=seed)
+    _out.print(f"wrote {trajectories:,} agent sessions (and planted copies and empty records) to {path}",
+               highlight=False)
+
+
+@app.command()
 def sources():
     """List the source converters, SFT styles and shipped API environments."""
     from operators.agent import converters, environments
