@@ -8,4 +8,5 @@ prompts/       our default system prompts per style, and AgentLab's prompt text
 rows.py        the Arrow row layout of trajectories and SFT samples in a pipeline
 ops.py         the adp_convert, adp_validate and adp_export operators
 stream.py, files.py, cli.py   `curate adp convert | export | validate`, streaming files
+demo.py        `curate adp demo`: made-up raw OS sessions, the input of recipes/agent-sft.yaml
 """

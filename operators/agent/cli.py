@@ -1,7 +1,8 @@
 """`curate adp`: convert raw agent datasets to ADP, validate ADP files, export ADP to SFT formats.
 
 Inputs are JSON, JSONL or Parquet; outputs JSONL or Parquet (by extension). Rejected records
-go to `<output>.rejected.jsonl` with their reasons; the counts are printed.
+go to `<output>.rejected.jsonl` with their reasons; the counts are printed. A conversion that
+writes no trajectory, and a validation that finds invalid ones, exit 2 (a problem with the data).
 """
 
 from __future__ import annotations
@@ -13,10 +14,19 @@ import typer
 from rich.console import Console
 
 from curate.cli_errors import handle_errors
+from curate.errors import CurateError
 
 app = typer.Typer(help="Agent Data Protocol: convert agent datasets to ADP, validate, export to SFT formats.",
                   no_args_is_help=True)
 _out = Console(soft_wrap=True)
+
+
+class NothingConverted(CurateError):
+    """`adp convert` wrote no trajectory, usually a wrong --from for the file: exit 2, not an empty success."""
+
+
+class InvalidTrajectories(CurateError):
+    """`adp validate` found trajectories that break the ADP schema (exit 2: a problem with the data)."""
 
 
 def _report(counts, output: Path | None, what: str) -> None:
@@ -25,9 +35,8 @@ def _report(counts, output: Path | None, what: str) -> None:
     _out.print(f"read {counts.read:,} records, wrote {counts.written:,} {what}"
                + (f" to {output}" if output else ""), highlight=False)
     if counts.rejected:
-        reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(counts.reasons.items()))
         where = f" (see {rejected_path(output)})" if output else ""
-        _out.print(f"rejected {counts.rejected:,} ({reasons}){where}", highlight=False)
+        _out.print(f"rejected {counts.rejected:,} ({counts.reasons_text()}){where}", highlight=False)
 
 
 @app.command()
@@ -38,9 +47,15 @@ def convert(
     output: Path = typer.Option(..., "-o", "--output", help="ADP output (.jsonl or .parquet)."),
 ):
     """Convert a raw agent dataset to ADP trajectories."""
-    from operators.agent.stream import convert_file
+    from operators.agent.stream import convert_file, rejected_path
 
-    _report(convert_file(source, input, output), output, "trajectories")
+    counts = convert_file(source, input, output)
+    _report(counts, output, "trajectories")
+    if not counts.read:
+        raise NothingConverted(f"{input}: no records to convert")
+    if not counts.written:
+        raise NothingConverted(f"{input}: no record converted with --from {source} (0 of {counts.read:,}); "
+                               f"{counts.reasons_text()}; first, {counts.first} (all in {rejected_path(output)})")
 
 
 @app.command()
@@ -68,7 +83,7 @@ def validate(
     input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
     rejected: Optional[Path] = typer.Option(None, "--rejected", help="Write invalid records with reasons here."),
 ):
-    """Check ADP trajectories against the schema; exits 1 when any is invalid."""
+    """Check ADP trajectories against the schema; exits 2 when any is invalid."""
     from operators.agent.stream import validate_file
 
     counts, first = validate_file(input, rejected)
@@ -76,7 +91,25 @@ def validate(
         _out.print(line, highlight=False, markup=False)
     _out.print(f"{counts.written:,} valid, {counts.rejected:,} invalid of {counts.read:,}", highlight=False)
     if counts.rejected:
-        raise typer.Exit(1)
+        where = f"all in {rejected}" if rejected else "the first are listed above"
+        raise InvalidTrajectories(f"{input}: {counts.rejected:,} of {counts.read:,} trajectories are not valid ADP "
+                                  f"({where}); first, {counts.first}")
+
+
+@app.command()
+@handle_errors
+def demo(
+    directory: Path = typer.Argument(Path("data/agent"), help="Where to write the demo (recipes/agent-sft.yaml "
+                                     "reads data/agent/*.jsonl)."),
+    trajectories: int = typer.Option(200, help="Number of sessions, before the planted copies and empty records."),
+    seed: int = typer.Option(0, help="Random seed."),
+):
+    """Write demo agent trajectories (raw AgentInstruct OS records, made up) for recipes/agent-sft.yaml."""
+    from operators.agent.demo import generate
+
+    path = generate(directory, trajectories=trajectories, seed=seed)
+    _out.print(f"wrote {trajectories:,} agent sessions (and planted copies and empty records) to {path}",
+               highlight=False)
 
 
 @app.command()

@@ -23,10 +23,17 @@ class Counts:
     written: int = 0
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    first: str | None = None  # the first rejection, "record N: detail", for error messages
 
-    def reject(self, reason: str) -> None:
+    def reject(self, reason: str, row: int | list[int], detail: str) -> None:
         self.rejected += 1
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        if self.first is None:
+            where = f"record {row}" if isinstance(row, int) else f"records {row[0]}-{row[-1]}"
+            self.first = f"{where}: {detail}"
+
+    def reasons_text(self) -> str:
+        return ", ".join(f"{r}: {n:,}" for r, n in sorted(self.reasons.items()))
 
 
 def rejected_path(output: Path) -> Path:
@@ -40,7 +47,7 @@ class _Rejects:
         self.path, self.counts, self.writer = path, counts, None
 
     def add(self, row: int | list[int], traj_id, reason: str, detail: str) -> None:
-        self.counts.reject(reason)
+        self.counts.reject(reason, row, detail)
         if self.path is None:
             return
         if self.writer is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import xxhash
 
 
@@ -77,3 +79,14 @@ def turns(record: dict, key: str = "conversations") -> list[dict]:
         if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
             raise Unconvertible(f"{key}[{i}] has no string 'content'")
     return conv
+
+
+def marked_action(text: str, marker: str, grammar: re.Pattern) -> tuple[str, re.Match] | None:
+    """The action of an AgentInstruct turn "Thought: ... <marker> <action>": the last `marker`
+    followed by text in the dataset's `grammar`, since models also write the marker inside their
+    reasoning and go on reasoning after the action. Returns (the thought before it, the grammar
+    match), or None when no marker is followed by an action."""
+    for m in reversed(list(re.finditer(re.escape(marker) + r"[ \t]*", text))):
+        if action := grammar.match(text, m.end()):
+            return re.sub(r"^\s*Thought:", "", text[: m.start()], count=1).strip(), action
+    return None

@@ -1,6 +1,7 @@
 """NNetNav (live web and WebArena) -> ADP. The raw data has one record per step (the chat
 prompt of that step and the model output); consecutive records with the same `id` form one
-trajectory: per step a web_observation (accessibility tree and URL) and the action taken.
+trajectory: per step a web_observation (accessibility tree and URL) and the action taken, with
+the model's reasoning before it as the thought.
 """
 
 from __future__ import annotations
@@ -14,34 +15,67 @@ _OBSERVATION = re.compile(r"^OBSERVATION:\n(?P<axtree>.*)\nURL: (?P<url>.*?)\nOB
                           r"PREVIOUS ACTIONS:\n", re.DOTALL)
 _HEADER = "<|start_header_id|>assistant<|end_header_id|>\n"
 _SUMMARY = "In summary, the next action I will perform is"
-_ACTION = re.compile(r"```(?P<action>.*?)```", re.DOTALL)
-_ARGS = re.compile(r"\[(.*?)\]", re.DOTALL)
+_FENCE = re.compile(r"```(?P<body>.*?)```", re.DOTALL)
+# WebArena's prompt asks for the reasoning, then "In summary, the next action I will perform is"
+# and the action in ``` (models also write "my next action should be" and the like). The
+# reasoning itself may hold fenced blocks (page elements, earlier actions), so the action is the
+# last block in the action grammar that such a phrase announces, else the last one in the grammar.
+_ANNOUNCED = re.compile(r"next action\b[^`]{0,40}?\b(?:is|be)\s*:?\s*$", re.IGNORECASE)
+_ACTION = re.compile(r"^(?P<name>[a-z_]+)\s*(?P<args>.*)$", re.DOTALL)
+_BID = r"\[(?P<bid>[^\[\]]+)\]"
+# WebArena's id-based action space: the arguments each action takes, in brackets. Typed text and
+# stop answers may hold brackets themselves (the type flag, when present, is the last [0] or [1]).
+_GRAMMAR = {
+    "click": re.compile(_BID),
+    "hover": re.compile(_BID),
+    "type": re.compile(_BID + r"\s*\[(?P<text>.*?)\](?:\s*\[[01]\])?", re.DOTALL),
+    "press": re.compile(r"\[(?P<key>[^\[\]]+)\]"),
+    "scroll": re.compile(r"\[(?:direction=)?(?P<direction>up|down)\]"),
+    "goto": re.compile(r"\[(?P<url>.+)\]"),
+    "tab_focus": re.compile(r"\[(?P<index>\d+)\]"),
+    "stop": re.compile(r"(?:\[(?P<answer>.*)\])?", re.DOTALL),
+    **{name: re.compile("") for name in ("new_tab", "go_back", "go_forward", "close_tab")},
+}
 
 
-def _step_action(name: str, args: list[str], thought: str, last: bool) -> dict:
-    """One WebArena action string as an ADP event (BrowserGym-style function names)."""
-    quoted = [f'"{a}"' for a in args]
+def _parse(block: str) -> tuple[str, dict] | None:
+    """(name, arguments) of a fenced block in the WebArena grammar, else None."""
+    m = _ACTION.match(block.strip())
+    grammar = _GRAMMAR.get(m["name"]) if m else None
+    args = grammar.fullmatch(m["args"]) if grammar else None
+    return (m["name"], args.groupdict()) if args else None
+
+
+def _pick(output: str) -> tuple[re.Match, str, dict]:
+    """The fenced block holding the step's action, with the action's name and arguments."""
+    blocks = list(_FENCE.finditer(output))
+    actions = [(m, *parsed) for m in blocks if (parsed := _parse(m["body"])) is not None]
+    if not actions:
+        found = ", ".join(repr(m["body"].strip()[:80]) for m in blocks[:3])
+        raise Unconvertible("no WebArena action in a ``` block of the output" + (f" (found {found})" if found else ""))
+    announced = [a for a in actions if _ANNOUNCED.search(output, 0, a[0].start())]
+    return (announced or actions)[-1]
+
+
+def _step_action(name: str, args: dict, thought: str, last: bool) -> dict:
+    """One WebArena action as an ADP event (BrowserGym-style function names)."""
     if name == "stop":
-        answer = args[0] if args else ""
+        answer = args["answer"] or ""
         return message(f"<finish> {answer} </finish>" if last else answer, thought)
-    if name == "click" and args:
-        return api("click", {"bid": quoted[0]}, thought)
-    if name == "hover" and args:
-        return api("hover", {"bid": quoted[0]}, thought)
-    if name == "type" and len(args) >= 2:
+    if name in ("click", "hover"):
+        return api(name, {"bid": f'"{args["bid"]}"'}, thought)
+    if name == "type":
         # The reference writes press_enter_after as "0" whatever the step said; kept for parity.
-        return api("type", {"bid": quoted[0], "text": quoted[1], "press_enter_after": "0"}, thought)
-    if name == "scroll" and args:
-        return api("scroll", {"delta_x": 0, "delta_y": 500 if args[0] == "down" else -500}, thought)
-    if name == "press" and args:
-        return api("keyboard_press", {"key": quoted[0]}, thought)
-    if name == "goto" and args:
-        return api("goto", {"url": quoted[0]}, thought)
-    if name == "tab_focus" and args:
-        return api("tab_focus", {"index": args[0]}, thought)
-    if name in ("go_back", "go_forward", "new_tab", "close_tab"):
-        return api(name, {}, thought)
-    raise Unconvertible(f"unknown web action {name!r} with arguments {args!r}")
+        return api("type", {"bid": f'"{args["bid"]}"', "text": f'"{args["text"]}"', "press_enter_after": "0"}, thought)
+    if name == "scroll":
+        return api("scroll", {"delta_x": 0, "delta_y": 500 if args["direction"] == "down" else -500}, thought)
+    if name == "press":
+        return api("keyboard_press", {"key": f'"{args["key"]}"'}, thought)
+    if name == "goto":
+        return api("goto", {"url": f'"{args["url"]}"'}, thought)
+    if name == "tab_focus":
+        return api("tab_focus", {"index": args["index"]}, thought)
+    return api(name, {}, thought)
 
 
 def _step(record: dict, last: bool) -> tuple[str, list[dict]]:
@@ -56,14 +90,10 @@ def _step(record: dict, last: bool) -> tuple[str, list[dict]]:
     if not isinstance(output, str):
         raise Unconvertible("record has no string 'output'")
     output = output.removeprefix(_HEADER).split("<|eot_id|>")[0]
-    act = _ACTION.search(output)
-    if act is None:
-        raise Unconvertible("output has no ```action```")
-    thought = output[: act.start()].replace(_SUMMARY, "").strip()
-    action = act["action"].strip()
-    name = action.split(" ", 1)[0].split("[", 1)[0].strip()
-    event = _step_action(name, [a for a in _ARGS.findall(action)], thought, last)
-    return m["objective"], [web_obs(axtree=m["axtree"].strip(), url=m["url"]), event]
+    block, name, args = _pick(output)
+    # The thought is the reasoning before the action, as the reference keeps it.
+    thought = output[: block.start()].replace(_SUMMARY, "").strip()
+    return m["objective"], [web_obs(axtree=m["axtree"].strip(), url=m["url"]), _step_action(name, args, thought, last)]
 
 
 def make(source: str) -> Callable[[list[dict], str], dict]:

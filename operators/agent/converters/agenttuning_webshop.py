@@ -1,16 +1,18 @@
-"""AgentInstruct WebShop -> ADP: `search[...]` and `click[...]` become api_action calls."""
+"""AgentInstruct WebShop -> ADP: `search[...]` and `click[...]` become api_action calls, the
+reasoning before the action their thought (see marked_action for how the action is found)."""
 
 from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import (Unconvertible, api, closing, message, text_obs, trajectory,
-                                                turns)
+from operators.agent.converters._events import (Unconvertible, api, closing, marked_action, message, text_obs,
+                                                trajectory, turns)
 
 # The reference drops the action-format instructions from the first prompt.
 _FORMAT_RULES = "You can use search action if search is available."
-_TURN = re.compile(r"^\s*Thought:\s*(?P<thought>.*?)\s*Action:\s*(?P<action>.*?)\s*$", re.DOTALL)
-_ACTION = re.compile(r"^(search|click)\[(.*)\]$", re.DOTALL)
+# WebShop's two actions; the argument runs to the last "]" of the line (product options hold
+# brackets), and the action may stand in a fence.
+_ACTION = re.compile(r"\s*`*\s*(?P<name>search|click)\s*\[(?P<arg>.*)\]")
 _PARAM = {"search": "keywords", "click": "element"}
 
 
@@ -25,12 +27,12 @@ def convert(record: dict, fallback_id: str) -> dict:
                 text = text[: text.index(_FORMAT_RULES)]
             events.append(text_obs(text))
             continue
-        m = _TURN.match(text)
-        if not m:
+        found = marked_action(text, "Action:", _ACTION)
+        if found is None:
+            if "Action:" in text:
+                raise Unconvertible(f"turn {i}: no WebShop action (search[...] or click[...]) after 'Action:'")
             events.append(message(text))
             continue
-        act = _ACTION.match(m["action"])
-        if not act:
-            raise Unconvertible(f"turn {i}: unknown WebShop action {m['action']!r}")
-        events.append(api(act[1], {_PARAM[act[1]]: f'"{act[2]}"'}, m["thought"]))
+        thought, act = found
+        events.append(api(act["name"], {_PARAM[act["name"]]: f'"{act["arg"]}"'}, thought))
     return trajectory(traj_id, events + closing(traj_id, message_in_description=True))

@@ -1,5 +1,7 @@
 """Synatra (synthetic single-step web actions) -> ADP: the page's accessibility tree plus the past
-actions become a web_observation, the predicted call an api_action with its comments as the thought."""
+actions become a web_observation, the predicted call an api_action with its comments as the thought.
+The action is the response's first call of a Synatra action; prose and other calls around it are
+reasoning (only `#` comments become the thought, as in the reference)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ _OBSERVATION = re.compile(r'# observation of the current web page\nobservation =
 _OBJECTIVE = re.compile(r'^# objective\nobjective = "(?P<v>.*)"$', re.MULTILINE)
 _PAST = re.compile(r"# past actions\n(?P<v>def solve\(\):.*)$", re.DOTALL)
 _CALL = re.compile(r"^(?P<fn>\w+)\((?P<args>.*)\)$")
+# Synatra's action space (WebArena's, as Python calls). Other calls in a response are not the
+# action: models write helper calls in their reasoning too.
+ACTIONS = {"click", "hover", "type", "press", "scroll", "new_tab", "tab_focus", "close_tab", "goto", "go_back",
+           "go_forward", "stop"}
 
 
 def _field(pattern: re.Pattern, prompt: str, name: str) -> str:
@@ -56,14 +62,15 @@ def convert(record: dict, fallback_id: str) -> dict:
     website = _field(_WEBSITE, prompt, "website")
     past = _field(_PAST, prompt, "past actions").replace("element_id=", "bid=")
     axtree = _field(_OBSERVATION, prompt, "observation") + "\n\n# Previous Actions\n" + past
-    comments, action = [], None
-    for line in response.split("\n"):
-        if line.startswith("#"):
-            comments.append(line)
-        elif _CALL.match(line.strip()) and action is None:
-            action = line
+    lines = response.split("\n")
+    comments = [line for line in lines if line.startswith("#")]
+    # A call may stand in a fence or in backticks; the first call of an action is the action.
+    calls = [code for line in lines
+             if not line.startswith("#") and _CALL.match(code := line.strip().strip("`").strip())]
+    action = next((c for c in calls if _CALL.match(c)["fn"] in ACTIONS), None)
     if action is None:
-        raise Unconvertible("response has no action call")
+        found = f" (found {', '.join(repr(c[:80]) for c in calls[:3])})" if calls else ""
+        raise Unconvertible(f"response has no call of a Synatra action{found}")
     fn, kwargs = parse_call(action)
     traj_id = str(record.get("id") if record.get("id") is not None else fallback_id)
     events = [

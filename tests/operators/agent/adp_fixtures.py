@@ -10,7 +10,25 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(os.environ.get("ADP_FIXTURES", Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "adp"))
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"ADP fixtures not found at {FIXTURES}")
+# Tests that read the fixtures; the `reference_fixtures` fixture (conftest.py) calls require().
+needs_fixtures = pytest.mark.usefixtures("reference_fixtures")
+
+
+def _missing() -> str | None:
+    if FIXTURES.is_dir():
+        return None
+    return f"ADP fixtures not found at {FIXTURES} (put shared/ beside the repository or set ADP_FIXTURES)"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def require() -> None:
+    """Skip when the fixtures are missing (a checkout without ../shared), but fail in CI: there
+    they are always present, so their absence is a broken setup that must not pass as skips."""
+    if (reason := _missing()) is not None:
+        pytest.fail(reason, pytrace=False) if _in_ci() else pytest.skip(reason)
 
 # The fixture README: for these datasets the reference drew the closing observation and finish
 # message with an unseeded random choice, so the last two events may be any of the variants.
@@ -19,7 +37,13 @@ RANDOM_CLOSING = {"agenttuning_alfworld", "agenttuning_kg", "agenttuning_webshop
 
 
 def datasets() -> list[str]:
-    return sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
+    """The fixture datasets; parametrized tests call this while pytest collects them, so when the
+    fixtures are missing it gives no cases (pytest skips the test) or, in CI, fails the collection."""
+    if (reason := _missing()) is not None:
+        if _in_ci():
+            pytest.fail(reason, pytrace=False)
+        return []
+    return sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 
 
 def load(dataset: str, name: str):

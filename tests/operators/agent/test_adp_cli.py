@@ -55,16 +55,36 @@ def test_export_skips_what_the_style_cannot_render(tmp_path):
     assert out.read_text() == ""
 
 
-def test_validate_reports_located_errors_and_exits_1(tmp_path):
+def test_validate_reports_located_errors_and_exits_2(cli, tmp_path):
     std = load("agenttuning_os", "sample_std.json")
     std[1]["content"][2]["source"] = "robot"
     src = tmp_path / "std.json"
     src.write_text(json.dumps(std))
-    result = run("validate", src, "--rejected", tmp_path / "bad.jsonl")
-    assert result.exit_code == 1
-    assert "record 1: trajectory 'os_116', event 2 (text_observation), field 'source'" in result.output
-    assert "4 valid, 1 invalid of 5" in result.output
+    result = cli("adp", "validate", src, "--rejected", tmp_path / "bad.jsonl")
+    assert result.exit_code == 2  # the README: 2 is a problem with the data
+    assert "record 1: trajectory 'os_116', event 2 (text_observation), field 'source'" in result.stdout
+    assert "4 valid, 1 invalid of 5" in result.stdout
+    assert f"error: {src}: 1 of 5 trajectories are not valid ADP" in result.stderr
     assert json.loads((tmp_path / "bad.jsonl").read_text())["id"] == "os_116"
+    assert cli("adp", "validate", FIXTURES / "agenttuning_os" / "sample_std.json").exit_code == 0
+
+
+def test_convert_that_writes_no_trajectory_exits_2_with_the_reasons_counted(cli, tmp_path):
+    # nnetnav step records given to the synatra converter, and a line that is not JSON
+    raw = load("nnetnav-live", "sample_raw.json")
+    src = tmp_path / "steps.jsonl"
+    src.write_text(json.dumps(raw[0]) + "\n{oops\n" + json.dumps(raw[1]) + "\n")
+    out = tmp_path / "adp.jsonl"
+    result = cli("adp", "convert", "--from", "synatra", src, "-o", out)
+    assert result.exit_code == 2
+    assert "rejected 3 (unconvertible: 2, unparseable: 1)" in result.stdout
+    assert (f"error: {src}: no record converted with --from synatra (0 of 3); unconvertible: 2, unparseable: 1; "
+            "first, record 0: record needs string 'prompt' and 'response'") in " ".join(result.stderr.split())
+    assert len((tmp_path / "adp.jsonl.rejected.jsonl").read_text().splitlines()) == 3
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = cli("adp", "convert", "--from", "synatra", empty, "-o", out)
+    assert result.exit_code == 2 and f"error: {empty}: no records to convert" in result.stderr
 
 
 def test_unknown_source_and_style_list_the_known_ones(tmp_path):

@@ -1,0 +1,11 @@
+"""Fixtures of the ADP tests."""
+
+import pytest
+
+import adp_fixtures
+
+
+@pytest.fixture
+def reference_fixtures():
+    """Marks a test that reads shared/fixtures/adp: skipped without them, failed in CI."""
+    adp_fixtures.require()

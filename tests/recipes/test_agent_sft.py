@@ -1,0 +1,30 @@
+"""recipes/agent-sft.yaml out of the box: `curate adp demo` writes its input where the recipe looks,
+and `curate run recipes/agent-sft.yaml` converts, validates, dedups and exports it."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "agent-sft.yaml"
+
+
+def test_agent_sft_runs_on_the_agent_demo_with_no_other_input(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the recipe's input path is relative, as a user runs it from the checkout
+    for var in ("ADP_SOURCE", "ADP_STYLE"):
+        monkeypatch.delenv(var, raising=False)
+    made = cli("adp", "demo")
+    assert made.exit_code == 0, made.output
+    assert list((tmp_path / "data" / "agent").glob("*.jsonl"))
+    res = cli("run", RECIPE, "--output", tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    removed = {s["op"]: s["removed"] for s in manifest["steps"]}
+    assert manifest["rows_out"] > 0
+    assert removed["adp_convert"] > 0 and removed["exact_dedup"] > 0  # the demo's planted defects are found
+    assert removed["adp_validate"] == 0 and removed["adp_export"] == 0
+    table = pq.read_table(tmp_path / "out" / "data")
+    assert table.num_rows == manifest["rows_out"]
+    turns = table.column("conversations")[0].as_py()
+    assert turns[0]["from"] == "human" and turns[1]["from"] == "gpt"
+    assert "<function=execute_bash>" in turns[1]["value"]
