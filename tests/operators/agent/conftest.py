@@ -2,7 +2,7 @@
 
 import pytest
 
-import adp_fixtures
+from tests.operators.agent import adp_fixtures
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import adp_fixtures
+from tests.operators.agent import adp_fixtures
 
 ROOT = Path(__file__).resolve().parents[3]
 

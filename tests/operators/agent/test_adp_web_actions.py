@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from adp_fixtures import load, needs_fixtures
+from tests.operators.agent.adp_fixtures import load, needs_fixtures
 from operators.agent import converters
 
 pytestmark = needs_fixtures

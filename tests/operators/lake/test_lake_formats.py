@@ -25,7 +25,7 @@ from operators.lake import brute_force
 from operators.lake.brute_force import contained_pairs
 from operators.lake.scan import ScanOptions, scan_lake
 from operators.lake.text import TEXT_FAMILIES, parsed_sql
-from lake_testkit import WRITERS, confirmed_names, write_csv
+from tests.operators.lake.lake_testkit import WRITERS, confirmed_names, write_csv
 
 N = 240
 
