@@ -82,6 +82,10 @@ def inspect_path(path: Path) -> list:
         raise CurateError(f"{spec}: not found")
     out = []
     path = Path(spec)
+    if (path / "_work").is_dir() and not (path / "manifest.json").is_file():
+        # manifest.json is written last: whatever data/ holds, this run is not finished
+        raise CurateError(f"{spec}: an unfinished curate run (no manifest.json); continue it with "
+                          f"`curate run RECIPE --output {spec} --resume`")
     if (path / "manifest.json").is_file():
         from curate.progress import funnel_table
 

@@ -97,6 +97,15 @@ def test_inspect_summarizes_a_run_and_a_parquet_file(cli, tmp_path):
     assert cli("inspect", tmp_path / "missing").exit_code == 2
 
 
+def test_inspect_refuses_an_unfinished_run_whatever_its_data_holds(cli, tmp_path):
+    """Killed between the data/ rename and the manifest: data/ is there, the run is not done."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}, {"text": "x"}])
+    assert cli("run", recipe_file(tmp_path), "-w", "1", "--keep-work").exit_code == 0
+    (tmp_path / "out" / "manifest.json").unlink()
+    res = cli("inspect", tmp_path / "out")
+    assert res.exit_code == 2 and "unfinished curate run" in res.stderr and "--resume" in res.stderr
+
+
 def test_help_imports_no_heavy_packages():
     code = ("import sys; sys.argv=['curate', '--help']\nfrom curate.cli import main\ntry: main()\nexcept SystemExit: pass\n"
             "heavy = [m for m in ('torch', 'ray', 'transformers', 'polars', 'duckdb') if m in sys.modules]\n"
