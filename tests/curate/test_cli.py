@@ -71,7 +71,7 @@ def test_validate_and_dry_run_write_nothing(cli, tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}])
     assert cli("validate", recipe_file(tmp_path)).exit_code == 0
     res = cli("run", recipe_file(tmp_path), "--dry-run")
-    assert res.exit_code == 0 and "stage 1: 01_exact_dedup (global)" in res.stdout
+    assert res.exit_code == 0 and "stage 1 (cpu workers): 01_exact_dedup (global)" in res.stdout
     assert "columns (first batch): text, _id" in res.stdout
     assert not (tmp_path / "out").exists()
 
