@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-TIE = 1e-9  # remainders closer than this are ties; x within this of an integer is that integer
-
-
 def lower_bounds(sizes: np.ndarray, total: int, balance: float) -> np.ndarray:
     """lb_j = min(floor(balance * N / k), size_j - 1), raised to 1 where that fits (the spec's
     "b = 0 means lb = 1": no cluster of 2+ rows vanishes) unless N is too small for one row in
@@ -40,7 +37,7 @@ def project(target: np.ndarray, lb: np.ndarray, ub: np.ndarray, total: int) -> n
 
 def round_to_total(x: np.ndarray, ub: np.ndarray, total: int) -> np.ndarray:
     """Integers within [floor(x), ub] summing to `total`: floors plus largest remainders."""
-    base = np.minimum(np.floor(x + TIE), ub).astype(np.int64)
+    base = np.floor(x).astype(np.int64)
     missing = total - int(base.sum())
     remainder = np.round(x - base, 9)  # quantised, so float noise makes ties, broken by index
     open_ = np.flatnonzero(base < ub)
