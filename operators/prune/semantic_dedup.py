@@ -61,7 +61,7 @@ class SemanticDedup(ClusterStep):
         p = self.params
         s = semdedup.scores(store, centroids, labels, order=p.order, seed=self.seed)
         removed = np.flatnonzero(s.removed(p.eps))
-        similarity = pc.cast(pa.array(np.round(s.max_similarity[removed].astype(np.float64), 4)), pa.string())
+        similarity = pc.cast(pa.array(np.round(s.max_similarity[removed].astype(np.float64), 6)), pa.string())
         detail = pc.binary_join_element_wise(
             "similarity ", similarity, " to ", ids_at(workdir, s.match[removed]),
             " (cluster ", pc.cast(pa.array(labels[removed]), pa.string()), ")", "")
