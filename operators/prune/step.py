@@ -3,6 +3,7 @@ that spills the embeddings, clusters them and hands the clusters to the subclass
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterable
@@ -36,6 +37,19 @@ class Decided:
     dist: np.ndarray  # per row: 1 - cos to its centroid
 
 
+class _Clock:
+    """Seconds per phase of a fit, for the summary (where the time of a large fit goes)."""
+
+    def __init__(self):
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self._last, 3)
+        self._last = now
+
+
 class ClusterStep(Global):
     """A Global deciding from spherical k-means clusters of an embedding column."""
 
@@ -56,20 +70,25 @@ class ClusterStep(Global):
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> PruneState:
         p = self.params
+        clock = _Clock()
         store = spill(batches, p.embedding_column, workdir, self.name, ids=self.needs_ids)
         n = store.rows
         if n == 0:
             store.discard()
             return write_state(workdir, self.reason, np.empty(0, np.int64), pa.array([], pa.string()), {"rows": 0})
+        clock.lap("spill")
         k = min(self.clusters(n), n)
         sample = kmeans.train_rows(n, k, p.train_rows)
         centroids = kmeans.train(store, k, niter=p.niter, seed=self.seed, sample=sample, threads=p.threads)
+        clock.lap("kmeans_train")
         labels = kmeans.assign(store, centroids, threads=p.threads)
         store.release()
+        clock.lap("kmeans_assign")
         decided = self.decide(store, centroids, labels, workdir)
         store.discard()
+        clock.lap("decide")
         summary = {"rows": n, "kept": n - len(decided.removed), "k": k, "train_rows": sample, "niter": p.niter,
-                   **decided.summary}
+                   **decided.summary, "seconds": clock.laps}
         rows = (labels, decided.dist) if p.columns else (None, None)
         return write_state(workdir, self.reason, decided.removed, decided.detail, summary, *rows)
 
