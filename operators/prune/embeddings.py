@@ -2,9 +2,10 @@
 
 `fit` streams batches once; their embedding column goes to one raw file (rows in `_ord` order,
 stored in the input's dtype: float16 input stays float16, so 10M x 512 is 10 GB of disk, not of
-memory). The store then reads like an (n, d) array; pages it touched are handed back to the OS
-every `release_rows` rows, so resident memory stays bounded however large the file is (the
-page cache keeps them, so touching them again is cheap).
+memory). The store then reads like an (n, d) array; the mapped pages it touched are handed back
+(madvise DONTNEED) whenever they may exceed a budget, so resident memory stays bounded however
+large the file is. The page cache keeps them, so touching them again is cheap while the file
+fits in RAM; beyond that, per-cluster gathers become random reads from disk.
 """
 
 from __future__ import annotations
@@ -61,13 +62,21 @@ def unit64(x: np.ndarray) -> np.ndarray:
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
-class EmbeddingStore:
-    """An (n, d) read-only view of the spilled file: `store[i:j]` and `store[indices]` as numpy."""
+# Resident bytes of the mapping before its pages are handed back.
+RESIDENT_BUDGET = 128 << 20
+# What one row gathered from a random place may make resident: a fault maps the pages around
+# it (fault-around) or its whole page-cache folio, which recent kernels make up to 2 MB.
+FAULT_BYTES = 2 << 20
 
-    def __init__(self, path: Path, rows: int, dim: int, dtype, release_rows: int = 1 << 16):
+
+class EmbeddingStore:
+    """An (n, d) read-only view of the spilled file: `store[i:j]` and `store[rows]` as numpy
+    copies, read in pieces so that about `budget` bytes of the mapping at most are resident."""
+
+    def __init__(self, path: Path, rows: int, dim: int, dtype, budget: int = RESIDENT_BUDGET):
         self.path, self.rows, self.dim, self.dtype = Path(path), rows, dim, np.dtype(dtype)
         self.shape = (rows, dim)
-        self.release_rows = release_rows
+        self.budget = budget
         self._touched = 0
         self._map = None
         self._array = np.zeros((0, dim), self.dtype)
@@ -79,11 +88,22 @@ class EmbeddingStore:
     def __len__(self) -> int:
         return self.rows
 
-    def __getitem__(self, index) -> np.ndarray:
-        out = np.array(self._array[index])  # a copy: the mapping's pages may be released below
-        self._touched += len(out)
-        if self._touched >= self.release_rows:
-            self.release()
+    def __getitem__(self, index: slice | np.ndarray) -> np.ndarray:
+        row_bytes = self.dim * self.dtype.itemsize
+        if isinstance(index, slice):
+            index = np.arange(*index.indices(self.rows))
+            cost = row_bytes  # consecutive rows: their own pages
+        else:
+            index = np.asarray(index, dtype=np.int64)
+            cost = max(row_bytes, FAULT_BYTES)
+        piece = max(1, self.budget // cost)
+        out = np.empty((len(index), self.dim), self.dtype)
+        for at in range(0, len(index), piece):
+            rows = index[at:at + piece]
+            if self._touched + len(rows) * cost > self.budget:
+                self.release()
+            out[at:at + len(rows)] = self._array[rows]
+            self._touched += len(rows) * cost
         return out
 
     def discard(self) -> None:

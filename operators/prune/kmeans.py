@@ -12,7 +12,7 @@ import numpy as np
 
 from operators.prune.embeddings import unit32
 
-ASSIGN_CHUNK = 1 << 16
+ASSIGN_CHUNK = 1 << 14
 # faiss's own advice: fewer than ~39 training points per centroid gives poor centroids.
 MIN_TRAIN = 50_000
 TRAIN_PER_CLUSTER = 40

@@ -14,7 +14,7 @@ import numpy as np
 from operators.prune.embeddings import unit64
 
 Mode = Literal["hard", "easy", "random"]
-_CHUNK = 1 << 15
+_CHUNK = 1 << 13
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 

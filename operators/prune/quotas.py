@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def lower_bounds(sizes: np.ndarray, total: int, balance: float) -> np.ndarray:
     """lb_j = min(floor(balance * N / k), size_j - 1), raised to 1 where that fits (the spec's
     "b = 0 means lb = 1": no cluster of 2+ rows vanishes) unless N is too small for one row in
@@ -42,8 +43,8 @@ def round_to_total(x: np.ndarray, ub: np.ndarray, total: int) -> np.ndarray:
     remainder = np.round(x - base, 9)  # quantised, so float noise makes ties, broken by index
     open_ = np.flatnonzero(base < ub)
     ranked = open_[np.lexsort((open_, -remainder[open_]))]
-    if not 0 <= missing <= len(ranked):
-        raise AssertionError(f"cannot round {x} to {total} within {ub}")
+    if not 0 <= missing <= len(ranked):  # cannot happen when sum floor(x) <= total <= sum ub
+        raise RuntimeError(f"cannot round {x} to {total} within {ub}")
     base[ranked[:missing]] += 1
     return base
 

@@ -21,21 +21,27 @@ def test_spill_keeps_dtype_order_and_ids(tmp_path):
     assert not (tmp_path / "embeddings.bin").exists()
 
 
+def resident_kb(path) -> int:
+    """Resident KB of this process's mapping of `path` (/proc/self/smaps)."""
+    lines = open("/proc/self/smaps").read().split("\n")
+    at = next(i for i, ln in enumerate(lines) if ln.endswith(str(path)))
+    return int(next(ln for ln in lines[at:] if ln.startswith("Rss:")).split()[1])
+
+
 def test_store_hands_pages_back(tmp_path):
-    """After release, the mapping holds no resident pages (read from /proc/self/smaps)."""
-    x = clustered(0, 20000, 128, centers=5)  # 10 MB
+    x = clustered(0, 40000, 128, centers=5)  # 20 MB
     store = spill(batches(x, size=5000), "_embedding", tmp_path, "s")
-    store.release_rows = 1 << 40
-    store[:]
-
-    def resident_kb():
-        lines = open("/proc/self/smaps").read().split("\n")
-        at = next(i for i, ln in enumerate(lines) if ln.endswith(str(store.path)))
-        return int(next(ln for ln in lines[at:] if ln.startswith("Rss:")).split()[1])
-
-    assert resident_kb() > 9000
+    store.budget = 1 << 40
+    np.testing.assert_array_equal(store[:], x)
+    assert resident_kb(store.path) > 19000
     store.release()
-    assert resident_kb() == 0
+    assert resident_kb(store.path) == 0
+    store.budget = 4 << 20  # reads stay within the budget
+    np.testing.assert_array_equal(store[:], x)
+    assert resident_kb(store.path) <= 4096 + 2048  # + the folio a piece ends in
+    rows = np.random.default_rng(0).choice(40000, 1000, replace=False)  # a scattered gather
+    np.testing.assert_array_equal(store[rows], x[rows])
+    assert resident_kb(store.path) <= 4096 + 2048
 
 
 @pytest.mark.parametrize("column, problem", [

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from operators.prune.semdedup import scores
 from tests.operators.prune import reference
-from tests.operators.prune.data import clustered, grid_dataset
+from operators.prune.embeddings import spill
+from tests.operators.prune.data import batches, clustered, grid_dataset
 
 # Around the grid's similarities (multiples of 1/16) and exactly on some (0.25: 1 - eps = 12/16).
 EPS = st.sampled_from([1e-12, 1e-3, 0.01, 0.0625, 0.07, 0.125, 0.13, 0.25, 0.3, 0.5, 0.9, 0.999999])
@@ -61,6 +62,19 @@ def test_first_of_each_cluster_has_no_score_and_match_points_earlier():
     assert (labels[s.match[has]] == labels[has]).all()
     sims = np.einsum("ij,ij->i", X[has].astype(float), X[s.match[has]].astype(float))
     np.testing.assert_allclose(sims, s.max_similarity[has], atol=1e-6)
+
+
+def test_a_spilled_store_read_in_small_groups_gives_the_same_scores(tmp_path):
+    x = clustered(0, 5000, 24, centers=30, dtype=np.float16)
+    x[4000:] = x[:1000]
+    store = spill(batches(x, size=999), "_embedding", tmp_path, "s")
+    C = clustered(1, 40, 24, centers=40)
+    labels = np.argmax(x.astype(np.float32) @ C.T, axis=1).astype(np.int32)
+    a = scores(x, C, labels)
+    b = scores(store, C, labels, group_bytes=20_000)  # ~400 rows a group: many groups, big clusters alone
+    np.testing.assert_array_equal(a.max_similarity, b.max_similarity)
+    np.testing.assert_array_equal(a.match, b.match)
+    assert not list(tmp_path.glob("group-*"))  # group files are gone once read
 
 
 def test_exact_copies_keep_one_by_order_then_ord():
