@@ -1,6 +1,7 @@
 """Scale of semantic_dedup + density_prune: 250k / 500k / 1M x 384 float16 embeddings.
 
     python bench/prune_scale.py [--sizes 250000,500000,1000000] [--dim 384] [--workers 2]
+    python bench/prune_scale.py --sizes 2000000 --dim 512     # a point toward 10M x 512
 
 Synthetic clustered data (2000 Gaussian blobs around random directions; 10% of the rows are
 near-copies, cosine ~0.999, of other rows of their file) is written once to Parquet under
@@ -77,6 +78,10 @@ def fit_summaries(out) -> dict[str, dict]:
     return found
 
 
+def phases(summary: dict) -> str:
+    return "/".join(f"{summary['seconds'][k]:.0f}" for k in ("spill", "kmeans_train", "kmeans_assign", "decide"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="250000,500000,1000000")
@@ -93,7 +98,6 @@ def main() -> None:
         steps = {s["op"]: s for s in json.loads((out / "manifest.json").read_text())["steps"]}
         fits = fit_summaries(out)
         sd, dp = fits["semantic_dedup"], fits["density_prune"]
-        phases = lambda s: "/".join(f"{s['seconds'][k]:.0f}" for k in ("spill", "kmeans_train", "kmeans_assign", "decide"))  # noqa: E731
         rows_out.append([f"{rows:,}", f"{m.seconds:.0f}", f"{m.cpu_seconds:.0f}", f"{m.peak_rss_gb:.2f}",
                          f"{steps['semantic_dedup']['seconds']:.0f} (k={sd['k']}: {phases(sd)})",
                          f"{steps['density_prune']['seconds']:.0f} (k={dp['k']}: {phases(dp)})",

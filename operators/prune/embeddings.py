@@ -88,10 +88,11 @@ class EmbeddingStore:
     def __len__(self) -> int:
         return self.rows
 
-    def __getitem__(self, index: slice | np.ndarray) -> np.ndarray:
+    def __getitem__(self, index: slice | np.ndarray) -> np.ndarray:  # slices with step 1
         row_bytes = self.dim * self.dtype.itemsize
         if isinstance(index, slice):
-            index = np.arange(*index.indices(self.rows))
+            start, stop, _ = index.indices(self.rows)
+            index = range(start, max(start, stop))  # pieces of it are slices: no index arrays
             cost = row_bytes  # consecutive rows: their own pages
         else:
             index = np.asarray(index, dtype=np.int64)
@@ -102,7 +103,7 @@ class EmbeddingStore:
             rows = index[at:at + piece]
             if self._touched + len(rows) * cost > self.budget:
                 self.release()
-            out[at:at + len(rows)] = self._array[rows]
+            out[at:at + len(rows)] = self._array[slice(rows.start, rows.stop) if isinstance(rows, range) else rows]
             self._touched += len(rows) * cost
         return out
 

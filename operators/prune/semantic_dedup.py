@@ -29,8 +29,8 @@ class SemanticDedupParams(ClusterParams):
                        "its cluster is > 1 - eps.")
     eps_report: list[float] = Field(EPS_REPORT, description="eps values whose kept rows the manifest reports "
                                     "(eps itself is always included).")
-    k: int | None = Field(None, ge=1, description=f"Clusters; default rows / 1000 (at least 1, at most {MAX_DEFAULT_K}); "
-                          "more than the rows is capped at the rows.")
+    k: int | None = Field(None, ge=1, description=f"Clusters; default rows / 1000 (at least 1, at most "
+                          f"{MAX_DEFAULT_K}); more than the rows is capped at the rows.")
     order: Mode = Field("hard", description="Order within a cluster; the first of each duplicate group stays: "
                         "'hard' (farthest from the centroid first), 'easy' (nearest first) or 'random' (seeded).")
 
@@ -70,5 +70,6 @@ class SemanticDedup(ClusterStep):
         kept = {str(e): int(n - s.removed(e).sum()) for e in sorted(set(p.eps_report) | {p.eps})}
         summary = {"eps": p.eps, "order": p.order,
                    "kept_by_eps": kept, "kept_fraction_by_eps": {e: round(v / n, 6) for e, v in kept.items()},
-                   "cluster_size": {"min": int(sizes.min()), "median": float(np.median(sizes)), "max": int(sizes.max())}}
+                   "cluster_size": {"min": int(sizes.min()), "median": float(np.median(sizes)),
+                                    "max": int(sizes.max())}}
         return Decided(removed, detail, summary, s.dist)
