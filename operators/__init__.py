@@ -12,6 +12,9 @@ CATALOG: dict[str, str] = {
     "exact_dedup": "operators.dedup.exact:ExactDedup",
     "containment_dedup": "operators.dedup.containment:ContainmentDedup",
     "minhash_dedup": "operators.dedup.minhash_dedup:MinhashDedup",
+    # prune/
+    "semantic_dedup": "operators.prune.semantic_dedup:SemanticDedup",
+    "density_prune": "operators.prune.density_prune:DensityPrune",
     # agent/
     "adp_convert": "operators.agent.ops:AdpConvert",
     "adp_validate": "operators.agent.ops:AdpValidate",

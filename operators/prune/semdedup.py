@@ -1,0 +1,71 @@
+"""SemDeDup's core (Abbas et al. 2023), given embeddings, centroids and assignments.
+
+Within each cluster, members are ordered (order.py: "hard" = farthest from the centroid first);
+member j's score is its max cosine similarity to any earlier member, and j is a duplicate for
+eps when that score is > 1 - eps. Greedy and non-transitive like the reference: j goes even if
+the member it matched went too. One pass gives the scores, so any number of eps values can be
+evaluated afterwards.
+
+Clusters are read a group of clusters at a time (groups.py), and the similarity of a cluster is
+computed in column blocks of the upper triangle (rows 0..j1 of the order against columns
+j0..j1), at most `block` float32 values at once, so a cluster of 50k rows never holds a
+50k x 50k matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from operators.prune.embeddings import unit32
+from operators.prune.groups import GROUP_BYTES, by_group, cluster_groups
+from operators.prune.order import Mode, centroid_distances, cluster_order, cluster_starts
+
+BLOCK = 1 << 23  # float32 values of one similarity block: 32 MB
+
+
+@dataclass
+class SemDeDupScores:
+    max_similarity: np.ndarray  # float32 per row: max cosine to an earlier member; -inf for the first
+    match: np.ndarray  # int64 per row: that earlier member's row, -1 for the first of its cluster
+    dist: np.ndarray  # float64 per row: 1 - cos to its centroid
+    labels: np.ndarray  # int32 per row: its cluster
+
+    def removed(self, eps: float) -> np.ndarray:
+        """Rows SemDeDup removes at `eps` (compared in float64: 1 - eps for tiny eps is not a float32)."""
+        return self.max_similarity.astype(np.float64) > 1.0 - eps
+
+
+def scores(embeddings, centroids: np.ndarray, labels: np.ndarray, *, order: Mode = "hard", seed: int = 0,
+           block: int = BLOCK, group_bytes: int = GROUP_BYTES) -> SemDeDupScores:
+    """SemDeDup scores of every row of `embeddings` ((n, d) array or EmbeddingStore)."""
+    n, k = len(labels), len(centroids)
+    dist = centroid_distances(embeddings, centroids, labels)
+    perm = cluster_order(labels, dist, order, seed)
+    starts = cluster_starts(labels, k)
+    best = np.full(n, -np.inf, dtype=np.float32)
+    match = np.full(n, -1, dtype=np.int64)
+    row_bytes = embeddings.shape[1] * np.dtype(embeddings.dtype).itemsize
+    group = cluster_groups(np.diff(starts), row_bytes, group_bytes)
+    first = np.searchsorted(group, np.arange(group.max() + 2))  # group g: clusters first[g]..first[g + 1]
+    for g, (rows, x) in enumerate(by_group(embeddings, group[labels])):
+        for c in range(first[g], first[g + 1]):
+            members = perm[starts[c]:starts[c + 1]]
+            if len(members) > 1:
+                _cluster(unit32(x[np.searchsorted(rows, members)]), members, block, best, match)
+    return SemDeDupScores(best, match, dist, labels)
+
+
+def _cluster(x: np.ndarray, members: np.ndarray, block: int, best: np.ndarray, match: np.ndarray) -> None:
+    """Scores of one cluster's members (x: their unit rows, in order) into best and match."""
+    m = len(members)
+    width = max(1, min(m, block // m))
+    below = np.tril(np.ones((width, width), dtype=bool))  # i >= j in a diagonal block: not earlier
+    for j0 in range(1, m, width):  # member 0 has no earlier member
+        j1 = min(m, j0 + width)
+        sim = x[:j1] @ x[j0:j1].T  # (earlier candidates, columns)
+        sim[j0:j1][below[:j1 - j0, :j1 - j0]] = -np.inf
+        at = sim.argmax(axis=0)
+        best[members[j0:j1]] = sim[at, np.arange(j1 - j0)]
+        match[members[j0:j1]] = members[at]

@@ -1,0 +1,61 @@
+"""What a pruning fit hands to apply (and to the manifest): the rows removed, a summary, and
+optionally each row's cluster and distance to its centroid.
+
+The removed rows are a Decisions file (operators/dedup/decisions.py: Parquet (_ord, detail)
+read per batch by _ord range); the per-row arrays are .npy files memory-mapped by apply.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.ops import Verdict
+from operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
+
+CLUSTER_COLUMN = "_cluster"
+DIST_COLUMN = "prune_dist_to_centroid"
+
+
+@dataclass
+class PruneState:
+    decisions: Decisions
+    info: dict  # JSON-able: what the manifest shows for the step
+    rows_dir: str | None = None  # labels.npy and dist.npy, when the step adds columns
+
+    def summary(self) -> dict:
+        """The step's report for manifest.json (kept fraction per eps, per-cluster table, ...)."""
+        return self.info
+
+    def apply(self, batch: pa.RecordBatch) -> Verdict | tuple[pa.RecordBatch, Verdict]:
+        verdict = self.decisions.verdict(batch)
+        if self.rows_dir is None:
+            return verdict
+        ords = batch.column("_ord").to_numpy()
+        labels = np.load(Path(self.rows_dir) / "labels.npy", mmap_mode="r")[ords]
+        dist = np.load(Path(self.rows_dir) / "dist.npy", mmap_mode="r")[ords]
+        for name, values in ((CLUSTER_COLUMN, pa.array(labels)), (DIST_COLUMN, pa.array(dist))):
+            at = batch.schema.get_field_index(name)  # an earlier pruning step may have set it
+            batch = batch.set_column(at, name, values) if at >= 0 else batch.append_column(name, values)
+        return batch, verdict
+
+
+def write_state(workdir: Path, reason: str, removed: np.ndarray, detail: pa.Array, info: dict,
+                labels: np.ndarray | None = None, dist: np.ndarray | None = None) -> PruneState:
+    """Write the decisions (removed rows ascending), summary.json and, given labels and dist,
+    the per-row arrays; return the state."""
+    path = workdir / "removed.parquet"
+    pq.write_table(pa.table({"_ord": pa.array(removed, pa.int64()), "detail": detail}), path,
+                   row_group_size=ROW_GROUP_ROWS)
+    (workdir / "summary.json").write_text(json.dumps(info, indent=1))
+    rows_dir = None
+    if labels is not None:
+        np.save(workdir / "labels.npy", labels.astype(np.int32))
+        np.save(workdir / "dist.npy", dist.astype(np.float32))
+        rows_dir = str(workdir)
+    return PruneState(Decisions(str(path), reason=reason, removed=len(removed)), info, rows_dir)
