@@ -99,7 +99,11 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
 
     started = time.perf_counter()
     state = op.fit(batches(), fit_dir)
-    atomic_write_bytes(ctx.work / "fit_seconds.json", json.dumps(time.perf_counter() - started).encode())
+    # What the manifest says of the fit: its seconds, and the state's own report where it gives
+    # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able.
+    summary = state.summary() if callable(getattr(state, "summary", None)) else None
+    report = {"seconds": time.perf_counter() - started, "summary": summary}
+    atomic_write_bytes(ctx.work / "fit.json", json.dumps(report).encode())
     atomic_write_bytes(state_file, pickle.dumps(state))  # last: its presence means "fitted"
     failpoint("state-written")
 
@@ -146,7 +150,7 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
     workers = opts.workers or available_cores()
     pool: Executor = LocalExecutor(workers, reporter.rows, work)
     totals: dict[str, StepStats] = {}
-    fit_seconds: dict[str, float] = {}
+    fits: dict[str, dict] = {}
     try:
         shards: list[Path] = []
         for stage, after in zip(stages, stages[1:] + [None]):
@@ -154,7 +158,7 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
                                next_global=after.global_step if after else None)
             if stage.global_step is not None:
                 _fit(ctx, shards, reporter)
-                fit_seconds[stage.global_step.label] = json.loads((ctx.work / "fit_seconds.json").read_text())
+                fits[stage.global_step.label] = json.loads((ctx.work / "fit.json").read_text())
             tasks = plan.input_tasks(sources, opts.limit) if stage.index == 0 else plan.shard_tasks(stage.index, shards)
             results = _run_stage(ctx, tasks, pool, workers, opts, reporter, work)
             failpoint("stage-done")
@@ -168,7 +172,7 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
         pool.close(kill=True)
         raise
     pool.close()
-    return _finish(recipe, out, work, stages, totals, fit_seconds, started, opts)
+    return _finish(recipe, out, work, stages, totals, fits, started, opts)
 
 
 def _run_stage(ctx: StageContext, tasks: list[plan.Task], pool: Executor, workers: int, opts: RunOptions,
@@ -245,7 +249,7 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
-            totals: dict[str, StepStats], fit_seconds: dict[str, float], started: float, opts: RunOptions) -> dict:
+            totals: dict[str, StepStats], fits: dict[str, dict], started: float, opts: RunOptions) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
     for label in ordered:
@@ -254,7 +258,9 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         step = next((x for x in recipe.steps if x.label == label), None)
         entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
                  "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
-                 "seconds": round(s.seconds + fit_seconds.get(label, 0.0), 3), "reasons": s.reasons}
+                 "seconds": round(s.seconds + fits.get(label, {}).get("seconds", 0.0), 3), "reasons": s.reasons}
+        if fits.get(label, {}).get("summary") is not None:
+            entry["summary"] = fits[label]["summary"]
         if step is not None and getattr(step.op_class, "changes_rows", False):
             entry["changes_rows"] = True
         steps.append(entry)

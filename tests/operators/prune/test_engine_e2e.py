@@ -58,6 +58,10 @@ steps:
     for step in manifest["steps"]:
         assert step["rows_in"] == step["rows_out"] + step["removed"]
     assert json.loads((out / "manifest.json").read_text())["rows_out"] == data.num_rows
+    # The fits' reports are in the manifest: kept counts per eps, the per-cluster table.
+    assert dedup["summary"]["kept_by_eps"]["0.01"] == dedup["rows_out"]
+    clusters = prune["summary"]["clusters"]
+    assert clusters["cluster"] == list(range(6)) and sum(clusters["kept"]) == prune["rows_out"]
 
 
 def test_a_missing_embedding_column_is_a_clear_error(tmp_path):
