@@ -12,6 +12,8 @@ CATALOG: dict[str, str] = {
     "exact_dedup": "operators.dedup.exact:ExactDedup",
     "containment_dedup": "operators.dedup.containment:ContainmentDedup",
     "minhash_dedup": "operators.dedup.minhash_dedup:MinhashDedup",
+    # embed/
+    "embed": "operators.embed.embed:Embed",
     # agent/
     "adp_convert": "operators.agent.ops:AdpConvert",
     "adp_validate": "operators.agent.ops:AdpValidate",
