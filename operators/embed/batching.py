@@ -16,6 +16,7 @@ Nothing here imports torch: the backend passes `is_oom` and `after_oom`.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Callable
 
 import numpy as np
@@ -36,7 +37,7 @@ class Batcher:
         self.is_oom = is_oom
         self.after_oom = after_oom
         self.what = what
-        self.calls: list[int] = []  # sizes of the sub-batches given to `encode` (for tests and stats)
+        self.calls: deque[int] = deque(maxlen=4096)  # sizes of the latest sub-batches (for tests and stats)
 
     def order(self, lengths: np.ndarray) -> np.ndarray:
         """Positions sorted by length, longest first; ties keep their input order."""

@@ -109,6 +109,10 @@ class OpenClipBackend(ModelBackend):
         raise CurateError(f"embed: open_clip model '{model}' has no weights: {where}. Give `pretrained:` a local "
                           f"checkpoint file (or `pretrained: random`, random weights, for tests)")
 
+    def lengths(self, items: list) -> np.ndarray:
+        """Text is always padded to the model's context length: every text costs that many tokens."""
+        return np.full(len(items), getattr(self.tokenizer, "context_length", 77), dtype=np.int64)
+
     def encode(self, items: list[str]) -> np.ndarray:
         tokens = self.tokenizer(items).to(self.device)
         return self.model.encode_text(tokens).float().cpu().numpy()

@@ -53,9 +53,11 @@ def check_max_length(name: str, wanted: int | None, limit: int | None, default: 
 
 def token_lengths(tokenizer, texts: list[str], max_length: int) -> np.ndarray:
     """Tokens per text, at most max_length: only for bucketing, so only a prefix of each text is
-    tokenized (max_length tokens rarely span more than 10 characters each on average)."""
-    prefix = 10 * max_length
+    tokenized (a token and its space average 4-5 characters in English; 6 leaves a margin)."""
+    prefix = 6 * max_length
     texts = [t if len(t) <= prefix else t[:prefix] for t in texts]
+    if tokenizer is None:  # a model without a text tokenizer: characters stand in for tokens
+        return np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), max_length)
     enc = tokenizer(texts, truncation=True, max_length=max_length, return_length=True,
                     return_attention_mask=False, return_token_type_ids=False)
     return np.asarray(enc["length"], dtype=np.int64)
@@ -91,7 +93,7 @@ class SentenceTransformersBackend(ModelBackend):
         self.dim = int(dim())
 
     def lengths(self, items: list[str]) -> np.ndarray:
-        return token_lengths(self.model.tokenizer, items, self.max_length)
+        return token_lengths(getattr(self.model, "tokenizer", None), items, self.max_length)
 
     def encode(self, items: list[str]) -> np.ndarray:
         out = self.model.encode(items, batch_size=len(items), show_progress_bar=False, convert_to_numpy=True,
@@ -119,6 +121,8 @@ class TransformersBackend(ModelBackend):
         except Exception as e:  # noqa: BLE001
             raise load_error(name, path, "transformers", e) from None
         model.to(self.device).eval()
+        if tokenizer.pad_token is None:  # decoder-style tokenizers: pad with EOS (masked out anyway)
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         self.tokenizer, self.model, self.name = tokenizer, model, name
         self.max_length = check_max_length(name, params.max_length, model_limit(tokenizer, model.config), None)
         self.dim = int(model.config.hidden_size)

@@ -153,11 +153,16 @@ def test_describing_and_validating_imports_no_model_library(tmp_path):
     assert "HEAVY []" in res.stdout, res.stdout + res.stderr
 
 
-def test_hash_runs_without_torch():
+def test_without_torch_hash_runs_and_model_backends_say_what_to_install():
     code = ("import sys\nsys.modules['torch'] = None\n"  # importing torch would now fail
             "import pyarrow as pa\nfrom operators.embed.embed import Embed, EmbedParams\n"
+            "from curate.errors import CurateError\n"
             "op = Embed(EmbedParams(backend='hash')); op.setup()\n"
             "out = op.process(pa.RecordBatch.from_pydict({'_id': ['a'], 'text': ['x y']}))\n"
-            "op.teardown(); print('OK', out.num_rows)\n")
+            "op.teardown(); print('OK', out.num_rows)\n"
+            "try: Embed(EmbedParams(model='/m')).setup()\n"
+            "except CurateError as e: print('ERROR', e)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "OK 1" in res.stdout, res.stderr
+    assert "ERROR embed: backend sentence_transformers needs torch" in res.stdout
+    assert "pip install 'curate[embed]'" in res.stdout
