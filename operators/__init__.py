@@ -12,6 +12,8 @@ CATALOG: dict[str, str] = {
     "exact_dedup": "operators.dedup.exact:ExactDedup",
     "containment_dedup": "operators.dedup.containment:ContainmentDedup",
     "minhash_dedup": "operators.dedup.minhash_dedup:MinhashDedup",
+    # embed/
+    "embed": "operators.embed.embed:Embed",
     # prune/
     "semantic_dedup": "operators.prune.semantic_dedup:SemanticDedup",
     "density_prune": "operators.prune.density_prune:DensityPrune",
