@@ -39,6 +39,18 @@ def wait_for_failpoint(proc: subprocess.Popen, timeout: float = 120) -> bool:
     raise TimeoutError(f"run {proc.pid} neither stopped nor ended in {timeout}s")
 
 
+def wait_for_failpoint_below(proc: subprocess.Popen, timeout: float = 120) -> bool:
+    """Wait until a process below the run (a worker) stops at its failpoint."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if any(_state(p) == "T" for p in descendants(proc.pid)):
+            return True
+        time.sleep(0.01)
+    raise TimeoutError(f"no worker of run {proc.pid} stopped in {timeout}s")
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below `pid` (workers, and multiprocessing's resource tracker)."""
     parents: dict[int, list[int]] = {}

@@ -104,3 +104,35 @@ def test_a_second_run_into_a_live_run_directory_is_refused_with_its_pid(corpus, 
     faultkit.kill(first, whole_group=True)
     assert faultkit.start(path, "--resume").wait() == 0
     assert faultkit.digest(path.with_suffix("")) == reference
+
+
+EMBED_RECIPE = """
+input: {{path: '{inp}', batch_rows: 500}}
+output: {{path: '{out}', shard_mb: 1}}
+steps:
+  - sql_filter: {{where: "n % 5 <> 1"}}
+  - embed: {{backend: hash, dtype: float16}}
+  - semantic_dedup: {{eps: 0.05, k: 4}}
+"""
+
+
+@pytest.mark.parametrize("point", ["model-batch@3", "task-done@6", "fit"])
+def test_kill_in_a_model_stage_then_resume_is_identical(corpus, point):
+    """A run with a model stage (embed on the model worker pool, then a Global over its output)
+    killed inside the model stage, between its tasks, or in the fit after it."""
+    root, _ = corpus
+    paths = {}
+    for name in ("embed-ref", f"embed-{point}".replace("@", "-")):
+        paths[name] = root / f"{name}.yaml"
+        paths[name].write_text(EMBED_RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
+    ref, killed = paths.values()
+    assert faultkit.start(ref, "--overwrite").wait() == 0
+    proc = faultkit.start(killed, failpoint=point)
+    if point.startswith("model-batch"):  # a model worker stopped itself: kill the whole run
+        assert faultkit.wait_for_failpoint_below(proc)
+    else:
+        assert faultkit.wait_for_failpoint(proc)
+    assert faultkit.alive(faultkit.kill(proc, whole_group=False)) == []
+    resumed = faultkit.start(killed, "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    assert faultkit.digest(killed.with_suffix("")) == faultkit.digest(ref.with_suffix(""))
