@@ -89,40 +89,43 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _proc_table() -> tuple[dict[int, list[int]], dict[int, list[str]]]:
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()  # fields[i] is stat field i + 3
-        except OSError:
-            continue
-        pid = int(entry)
-        children.setdefault(int(fields[1]), []).append(pid)
-        stats[pid] = fields
-    return children, stats
+def _children_of(pid: int) -> list[int]:
+    """Child pids of `pid`, from /proc/PID/task/*/children (no scan of all of /proc)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    out += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return out
 
 
 def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
     """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far."""
-    children, stats = _proc_table()
-    rss, stack = 0, list(roots)
+    rss, stack, seen = 0, list(roots), set()
     while stack:
         pid = stack.pop()
-        if pid in stats:
-            if stats[pid][0] != "Z":
-                rss += int(stats[pid][21]) * _PAGE
-            cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(stats[pid][11]) + int(stats[pid][12]))  # utime + stime
-        stack.extend(children.get(pid, ()))
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # fields[i] is stat field i + 3
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            rss += int(fields[21]) * _PAGE
+        cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(fields[11]) + int(fields[12]))  # utime + stime
+        stack.extend(_children_of(pid))
     return rss
 
 
 def _our_children(exclude: set[int]) -> list[int]:
-    children, _ = _proc_table()
-    return [p for p in children.get(os.getpid(), []) if p not in exclude]
+    return [p for p in _children_of(os.getpid()) if p not in exclude]
 
 
 def _reap_orphans(before: set[int], grace: float = 60.0) -> None:
