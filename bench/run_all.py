@@ -12,8 +12,8 @@ they were, each still carrying the command and date that produced it; the header
 A section whose script fails says so, with the end of its output, instead of carrying old numbers.
 
 Profiles: the default sizes are the issue's full ones (hours on 2 shared cores, mostly the anchors);
-`--quick` picks sizes that finish in about 45 minutes there (under a load average of ~6 from other jobs;
-the anchors' pipeline runs take most of it). Any size can be set by its own option.
+`--quick` picks sizes that finish in about 25 minutes there at a load average of ~4 from other jobs (up to
+~45 minutes under heavier load; the anchors' pipeline runs take most of it). Any size can be set by its own option.
 Anchors: bash bench/setup_anchors.sh and bash bench/setup_dedup_anchors.sh (venvs under bench/.venvs/).
 """
 
@@ -47,15 +47,15 @@ TITLES = {
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
-    "pipeline_files": (14, 4, "pipeline: first K demo-corpus files (14,583 docs each)"),
+    "pipeline_files": (14, 7, "pipeline: first K demo-corpus files (14,583 docs each)"),
     "io_files": (96, 16, "io: first K demo-corpus files"),
-    "memory_small_gb": (1.0, 0.25, "memory: the smaller input, GB of JSONL"),
-    "memory_large_gb": (4.0, 1.0, "memory: the larger input, GB of JSONL"),
+    "memory_small_gb": (1.0, 0.5, "memory: the smaller input, GB of JSONL"),
+    "memory_large_gb": (4.0, 2.0, "memory: the larger input, GB of JSONL"),
     "resume_files": (69, 14, "resume: first K demo-corpus files (69 hold ~1M rows)"),
     "resume_kills": (4, 3, "resume: SIGKILLs before the final --resume"),
     "gopher_docs": (3000, 2000, "gopher: documents"),
     "dedup_quality_docs": (20_000, 20_000, "dedup quality: documents"),
-    "dedup_docs": (250_000, 200_000, "dedup speed: documents (every tool)"),
+    "dedup_docs": (250_000, 250_000, "dedup speed: documents (every tool)"),
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
@@ -175,7 +175,7 @@ def headline_table(text: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the sizes that finish in ~45 min on 2 shared cores")
+    ap.add_argument("--quick", action="store_true", help="the sizes that finish in 25-45 min on 2 shared cores")
     ap.add_argument("--only", help=f"comma-separated sections to re-run: {','.join(SECTIONS)}")
     ap.add_argument("--results", type=Path, default=h.BENCH / "RESULTS.md")
     ap.add_argument("--workers", type=int, default=2)
