@@ -7,7 +7,10 @@ serialized and discarded so that disk size does not limit the run. Peak RSS is s
 10% to show memory stays flat. One process, one core: the rates are per core (reported per wall second and per CPU second,
 the steadier figure on a shared machine).
 
-    python bench/adp_bench.py [--n 1000000] [--fixtures ../shared/fixtures/adp]
+    python bench/adp_bench.py [--n 1000000] [--fixtures DIR] [--section-out PATH]
+
+The fixtures default to the first of shared/fixtures/adp, ../shared/fixtures/adp, ../../shared/fixtures/adp
+(relative to the repository root) that exists.
 """
 
 from __future__ import annotations
@@ -123,25 +126,52 @@ def bench_export(fixtures: Path, n: int, style: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--fixtures", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "adp")
+    root = Path(__file__).resolve().parents[1]
+    found = [p for p in (root / "shared", root.parent / "shared", root.parent.parent / "shared")
+             if (p / "fixtures" / "adp").is_dir()]
+    ap.add_argument("--fixtures", type=Path, default=(found[0] if found else root / "shared") / "fixtures" / "adp")
+    ap.add_argument("--section-out", type=Path)
     ap.add_argument("--style", default="openhands")
     ap.add_argument("--only", choices=["convert", "export"])
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}, "
           f"n={args.n:,}", flush=True)
+    results = {}
     if args.only != "export":
-        r = bench_convert(args.fixtures, args.n)
+        r = results["convert (raw -> ADP, validated)"] = bench_convert(args.fixtures, args.n)
         print(f"convert: {r['trajectories']:,} trajectories from {r['datasets']} datasets in {r['seconds']:.1f}s wall, "
               f"{r['cpu']:.1f} CPU-s = {r['per_s']:,.0f}/s wall, {r['per_cpu_s']:,.0f} trajectories per CPU-second "
               f"(one core); output {r['out_mb']:,.0f} MB serialized", flush=True)
         print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
     if args.only != "convert":
-        r = bench_export(args.fixtures, args.n, args.style)
+        r = results[f"export (ADP -> {args.style} SFT, validated)"] = bench_export(args.fixtures, args.n, args.style)
         print(f"export ({args.style}): {r['trajectories']:,} trajectories in {r['seconds']:.1f}s wall, {r['cpu']:.1f} "
               f"CPU-s = {r['per_s']:,.0f}/s wall, {r['per_cpu_s']:,.0f} trajectories per CPU-second (one core); "
               f"{r['samples']:,} samples, {r['skipped']:,} skipped; output {r['out_mb']:,.0f} MB serialized", flush=True)
         print(f"  (rows done, RSS MB, peak RSS MB) every 10%: {r['rss_marks']}", flush=True)
-
+    if args.section_out:
+        rows = []
+        for name, r in results.items():
+            rss = sorted({m[1] for m in r["rss_marks"]})
+            rows.append(f"| {name} | {r['trajectories']:,} | {r['seconds']:.1f} | {r['cpu']:.1f} | {r['per_s']:,.0f} | "
+                        f"{r['per_cpu_s']:,.0f} | {r['out_mb'] / 1000:.2f} GB | "
+                        f"{rss[0]}-{rss[-1]} MB (peak {max(m[2] for m in r['rss_marks'])}) |")
+        body = "\n".join([
+            f"{args.n:,} trajectories replicated (fresh ids) from the fixtures ({args.fixtures}): raw records of the datasets with raw samples for conversion, the "
+            "standardized samples for export. Each record is parsed from its JSON line, converted (and validated "
+            "against the ADP schema) or validated and rendered, and its output serialized to a JSON line (then "
+            "dropped, so disk does not bound the run); one process, one core, streaming. No anchor: absolute rates.",
+            "",
+            "| | trajectories | wall s | CPU s | per wall second | per CPU second (one core) | serialized output | "
+            "RSS at every 10% |",
+            "|---|---:|---:|---:|---:|---:|---:|---|",
+            *rows,
+        ])
+        args.section_out.parent.mkdir(parents=True, exist_ok=True)
+        args.section_out.write_text(body + "\n")
+        args.section_out.with_suffix(".json").write_text(json.dumps(
+            [[f"ADP {name.split(' ')[0]}, trajectories per second ({args.n:,})", f"{r['per_s']:,.0f}/s",
+              f"{r['per_cpu_s']:,.0f}/CPU-s", "one core, no anchor"] for name, r in results.items()]))
 
 if __name__ == "__main__":
     main()

@@ -1,13 +1,14 @@
 """gopher_quality vs datatrove (GopherQualityFilter + GopherRepetitionFilter): docs/s and agreement.
 
-    python bench/bench_gopher.py [--docs 3000] [--batch 1000] [--workers 2]
+    python bench/bench_gopher.py [--docs 3000] [--batch 1000] [--workers 2] [--section-out PATH]
 
 Both sides get the same synthetic web-like documents (bench/gopher_webtext.py) split into
 `--workers` contiguous shards, one process per shard, each pinned to its own core; docs/s is
 all documents over the time of the slowest process (timed inside it, after loading the data and
 a warm-up), by the wall clock and by the process's CPU time (steadier on a shared machine). Our processes receive the shard as a
 stream of Arrow batches of `--batch` rows; datatrove's receive Documents one by one (its
-normal execution). datatrove runs in bench/.venvs/gopher-anchor (see --help of the anchor).
+normal execution). This compares the operators, not the pipelines (bench_pipeline.py runs each tool
+through its entry point). datatrove runs in bench/.venvs/datatrove (bench/setup_anchors.sh).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 DATA = BENCH / ".data"
-ANCHOR_PYTHON = BENCH / ".venvs" / "gopher-anchor" / "bin" / "python"
+ANCHOR_PYTHON = BENCH / ".venvs" / "datatrove" / "bin" / "python"
 
 
 def ours(docs_path: str, out_path: str, batch_size: int) -> None:
@@ -90,9 +91,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker", nargs=2, metavar=("DOCS", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--section-out", type=Path)
     args = ap.parse_args()
     if args.worker:
         return ours(*args.worker, args.batch)
+
+    sys.path.insert(0, str(BENCH))
+    import harness as h
 
     shards = _shards(args.docs, args.workers, args.seed)
     ours_out = [p.with_suffix(".ours.json") for p in shards]
@@ -104,24 +109,39 @@ def main() -> None:
 
     n = us["docs"]
     agree = sum(a == b for a, b in zip(us["kept"], dt["kept"]))
-    print(f"documents: {n} ({sum(s.stat().st_size for s in shards) / n / 1000:.1f} KB mean), "
-          f"workers: {args.workers}, batch: {args.batch}")
-    print(f"{'':26s} {'docs/s (wall)':>14s} {'docs/s (CPU)':>14s}")
-    for name, side in (("curate gopher_quality", us), ("datatrove Gopher filters", dt)):
-        print(f"{name:26s} {n / side['seconds']:14.0f} {n / side['cpu']:14.0f}  (kept {sum(side['kept']) / n:.1%})")
-    print(f"speed-up: {dt['seconds'] / us['seconds']:.1f}x wall, {dt['cpu'] / us['cpu']:.1f}x CPU;   "
-          f"keep/drop agreement: {agree / n:.2%}")
+    rows = [[name, f"{n / side['seconds']:,.0f}", f"{n / side['cpu']:,.0f}", f"{side['seconds']:.2f}",
+             f"{side['cpu']:.2f}", f"{sum(side['kept']) / n:.1%}"]
+            for name, side in (("curate gopher_quality", us), ("datatrove Gopher filters", dt))]
+    wall, cpu = h.ratio(dt["seconds"], us["seconds"]), h.ratio(dt["cpu"], us["cpu"])
+    rows.append(["**curate speed-up**", f"**{wall}**", f"**{cpu}**", "", "", ""])
     pairs = collections.Counter((a, b) for a, b, ka, kb in zip(us["reasons"], dt["reasons"], us["kept"], dt["kept"])
                                 if ka != kb)
-    print("disagreements (ours reason, datatrove reason): count")
-    for (a, b), c in pairs.most_common(12):
-        print(f"  {a or 'kept'}, {b or 'kept'}: {c}")
     both = collections.Counter((a, b) for a, b, ka, kb in zip(us["reasons"], dt["reasons"], us["kept"], dt["kept"])
                                if not ka and not kb)
-    print("dropped by both (ours reason, datatrove reason): count")
-    for (a, b), c in both.most_common(12):
-        print(f"  {a}, {b}: {c}")
-
+    env = subprocess.run([str(ANCHOR_PYTHON), "-c", "import importlib.metadata as m; print(m.version('datatrove'), "
+                          "m.version('spacy'))"], capture_output=True, text=True).stdout.split()
+    body = "\n".join([
+        f"{n:,} synthetic web-like documents (bench/gopher_webtext.py, "
+        f"{sum(s.stat().st_size for s in shards) / n / 1000:.1f} KB mean), {args.workers} shards, one pinned "
+        f"process per shard and core on each side; ours gets Arrow batches of {args.batch} rows, datatrove Documents "
+        f"through filter.run(). datatrove {' / spaCy '.join(env) if env else '?'} with its default English word "
+        f"tokenizer (spaCy blank 'en'). Times are of the slowest process's timed loop (after loading and a warm-up), "
+        f"wall and that process's CPU time; load average at the end {h.load()}.", "",
+        h.table(["", "docs/s (wall)", "docs/s (CPU)", "wall s", "CPU s", "kept"], rows), "",
+        f"Keep/drop agreement with datatrove: **{agree / n:.2%}** ({n - agree} of {n} differ).", "",
+        "Disagreements (our first failing rule, datatrove's):", "",
+        h.table(["ours", "datatrove", "documents"], [[a or "kept", b or "kept", c] for (a, b), c in pairs.most_common(12)])
+        if pairs else "(none)", "",
+        "Dropped by both (our rule, datatrove's), most common:", "",
+        h.table(["ours", "datatrove", "documents"], [[a, b, c] for (a, b), c in both.most_common(8)]) if both else "(none)",
+        "", "Known definition differences: the duplicate n-gram character fraction follows the Gopher paper (every "
+        "occurrence of a repeated n-gram counts, the first included; datatrove counts only repeats after the first); "
+        "words are whitespace tokens (datatrove: spaCy tokens, punctuation split off); blank lines count in no line "
+        "fraction; stop words match in any case; rule order differs, so first-failing reasons differ for documents "
+        "failing several rules.",
+    ])
+    h.emit(args, body, [[f"gopher_quality operator vs datatrove's Gopher filters ({n:,} docs)", wall, cpu,
+                         f"operator level; agreement {agree / n:.2%}"]])
 
 if __name__ == "__main__":
     main()

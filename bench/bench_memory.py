@@ -1,6 +1,6 @@
 """Peak memory of `curate run` (gopher_quality + exact_dedup) on ~1 GB vs ~4 GB of uncompressed JSONL.
 
-    python bench/bench_memory.py [--workers 2] [--small-gb 1] [--large-gb 4]
+    python bench/bench_memory.py [--workers 2] [--small-gb 1] [--large-gb 4] [--section-out PATH]
 
 The inputs are the first files of the demo corpus (bench/.data/corpus), decompressed once into
 bench/.data/corpus-jsonl/, as many as it takes to reach each size. Peak RSS is the most the whole
@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--small-gb", type=float, default=1.0)
     ap.add_argument("--large-gb", type=float, default=4.0)
+    h.add_section_args(ap)
     args = ap.parse_args()
     runs = {}
     for gb in (args.small_gb, args.large_gb):
@@ -63,16 +64,19 @@ def main():
         runs[gb] = (files, m)
         print(f"{gb:g} GB: {m.seconds:.0f}s, peak {m.peak_rss_gb:.2f} GB")
     small, large = runs[args.small_gb][1], runs[args.large_gb][1]
-    rows = [[f"{gb:g} GB", f"{len(files)} files, {h.size_gb(files):.2f} GB", f"{m.seconds:.1f}",
+    rows = [[f"{gb:g} GB", f"{len(files)} files, {h.size_gb(files):.2f} GB", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
              f"{m.peak_rss_gb:.2f}"] for gb, (files, m) in runs.items()]
+    peak_ratio = large.peak_rss_gb / small.peak_rss_gb
     body = "\n".join([
-        f"curate run, gopher_quality + exact_dedup, --workers {args.workers}; uncompressed JSONL input; "
-        f"load average at the end {h.load()}.", "",
-        h.table(["input", "files", "wall s", "peak RSS GB (process tree)"], rows), "",
-        f"Peak ratio large/small: {large.peak_rss_gb / small.peak_rss_gb:.2f}x (target <= 1.3x).",
+        f"curate run, gopher_quality + exact_dedup, --workers {args.workers}; uncompressed JSONL input (the first "
+        f"files of the demo corpus); load average at the end {h.load()}.", "",
+        h.table(["input", "files", "wall s", "CPU s (tree)", "peak RSS GB (process tree)"], rows), "",
+        f"Peak ratio large/small: {peak_ratio:.2f}x for {args.large_gb / args.small_gb:g}x the input (target <= 1.3x). "
+        f"Time ratio large/small: {large.seconds / small.seconds:.2f}x wall, "
+        f"{large.cpu_seconds / small.cpu_seconds:.2f}x CPU.",
     ])
-    h.append_results("bench_memory: peak RSS, 1 GB vs 4 GB input", body)
-
+    h.emit(args, body, [[f"peak RSS, {args.large_gb:g} GB vs {args.small_gb:g} GB input", "", "",
+                         f"{peak_ratio:.2f}x (target <= 1.3x)"]])
 
 if __name__ == "__main__":
     main()

@@ -1,138 +1,111 @@
-"""Speed and memory bench: curate's dedup at 250k -> 1M documents, next to datatrove's MinHash pipeline.
+"""Dedup speed and memory, like for like: curate's minhash_dedup vs datatrove's MinHash, same shingles, bands, rows.
 
-Each tool runs in its own process; its peak resident memory is the largest sum of RSS over
-its process tree, sampled every 0.2 s. curate runs fit, apply and writes the kept rows to
-Parquet (what a run does); datatrove runs its documented 4-stage pipeline with defaults
-(which also writes the kept documents). Threads/workers = --workers.
+    python bench/dedup_speed.py [--docs 250000] [--workers 2] [--scale-docs N ...] [--section-out PATH]
 
-    python bench/dedup_speed.py --sizes 250000 1000000 --anchor-docs 50000 --results bench/RESULTS.md
+One planted corpus (bench/dedup_corpus.py; Parquet shards with id, text, kind, source_id), read by every
+tool from the same files; each tool writes the kept documents as Parquet (zstd) and keeps the removed ones
+(curate: its trace, which stores removed rows; datatrove: the filter's exclusion_writer, Parquet zstd).
+Each runs through its normal entry point as its own process tree, measured by bench/harness.py (wall, CPU
+seconds of the whole tree, peak RSS), with `--workers` processes:
+
+- curate minhash_dedup: `curate run` on a one-step recipe, word 5-grams (NFKC, lowercase, \\w+ words),
+  14 bands x 8 rows, all set explicitly in the recipe;
+- datatrove MinHash: its 4 stages on LocalPipelineExecutor with the same shingles (a tokenizer that splits
+  words as curate does, normalisation set to lowercase + whitespace), 14 buckets x 8 hashes
+  (bench/dedup_anchors.py, `datatrove`);
+- curate containment_dedup (tau 0.8), `curate run`, beside datatrove's MinHash: a different algorithm
+  (containment finds excerpts that Jaccard cannot), so its ratio is not like for like.
+
+`--scale-docs`: curate-only runs on other corpus sizes, for the scaling of both curate operators.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shlex
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
 
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import dedup_corpus  # noqa: E402
-from dedup_results import write_section  # noqa: E402
-
-ANCHOR_PY = HERE / ".venvs" / "dedup" / "bin" / "python"
-
-
-def tree_rss(pid: int) -> int:
-    """Sum of RSS (bytes) of pid and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            pages = int(Path(f"/proc/{entry}/statm").read_text().split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        total += rss.get(p, 0)
-        stack.extend(children.get(p, []))
-    return total
-
-
-def measured(cmd: list[str]) -> tuple[dict, float, int]:
-    """Run cmd; (its last stdout line as JSON, wall seconds, peak tree RSS bytes)."""
-    started = time.perf_counter()
-    # stdout goes to a file: a pipe read only at exit would block a child printing more than its buffer.
-    with tempfile.TemporaryFile("w+") as stdout:
-        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, text=True)
-        peak = 0
-        while proc.poll() is None:
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(0.2)
-        stdout.seek(0)
-        out = stdout.read()
-    if proc.returncode:
-        raise RuntimeError(f"{cmd[:3]} failed with {proc.returncode}")
-    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - started, peak
-
-
-def corpus(docs: int, seed: int) -> Path:
-    data = HERE / ".data" / f"dedup-{docs}-s{seed}" / "data"
-    if not data.exists():
-        dedup_corpus.write(dedup_corpus.generate(docs, seed), data, shards=max(8, docs // 125_000))
-    return data
+import dedup_tools as dt
+import harness as h
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[250_000, 1_000_000])
-    ap.add_argument("--anchor-docs", type=int, default=50_000, help="datatrove runs on a corpus of this size (its pace is too slow for 1M here)")
-    ap.add_argument("--reuse-anchor", action="store_true", help="reuse datatrove's last measurement (bench/.runs) instead of re-running it")
-    ap.add_argument("--op", default="containment_dedup", choices=["containment_dedup", "minhash_dedup"])
+    ap.add_argument("--docs", type=int, default=250_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--engine", action="store_true", help="curate runs as a one-step recipe through the local engine (curate run)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--results", type=Path)
+    ap.add_argument("--scale-docs", type=int, nargs="*", default=[])
+    h.add_section_args(ap)
     args = ap.parse_args()
 
-    # Every size is its own generated corpus (same recipe), so the planted-pair density is the
-    # same at each size: a subset of a shuffled corpus would lose most pairs' partners.
-    rows = []
-    for size in sorted(args.sizes):
-        data = corpus(size, args.seed)
-        result, seconds, peak = measured([sys.executable, str(HERE / "dedup_run_one.py"), args.op, str(data),
-                                          str(HERE / ".runs" / f"speed-{size}"), "--workers", str(args.workers),
-                                          *(["--engine"] if args.engine else [])])
-        rows.append((f"curate {args.op}{' (curate run)' if args.engine else ''}", size, seconds, peak, result["removed"]))
-    cache = HERE / ".runs" / f"dedup-speed-datatrove-{args.anchor_docs}-w{args.workers}.json"
-    if args.reuse_anchor and cache.exists():
-        rows.append(tuple(json.loads(cache.read_text())))
-    elif ANCHOR_PY.exists() and args.anchor_docs:
-        data = corpus(args.anchor_docs, args.seed)
-        result, seconds, peak = measured([str(ANCHOR_PY), str(HERE / "dedup_anchors.py"), "datatrove", str(data),
-                                          str(HERE / ".runs" / "speed-datatrove"), "--workers", str(args.workers)])
-        rows.append(("datatrove MinHash (defaults)", args.anchor_docs, seconds, peak, len(result["removed"])))
-        cache.write_text(json.dumps(rows[-1]))
+    data = dt.corpus(args.docs, args.seed)
+    work = h.RUNS / "dedup-speed"
+    runs = {
+        "curate minhash_dedup (curate run)": dt.run_curate("minhash_dedup", data, work / "minhash", args.workers),
+        "datatrove MinHash (same shingles, 14x8)": dt.run_anchor("datatrove", data, work / "datatrove", args.workers),
+        "curate containment_dedup (curate run)": dt.run_curate("containment_dedup", data, work / "containment",
+                                                                args.workers),
+    }
+    algorithm = {"curate minhash_dedup (curate run)": "MinHash LSH, Jaccard",
+                 "datatrove MinHash (same shingles, 14x8)": "MinHash LSH, Jaccard",
+                 "curate containment_dedup (curate run)": "containment >= 0.8 (different algorithm)"}
+    rows, notes, headlines = [], [], []
+    for name, r in runs.items():
+        if isinstance(r, str):
+            notes.append(f"- {name}: did not run: {r}")
+            continue
+        m = r.m
+        rows.append([name, algorithm[name], f"{args.docs:,}", f"{m.seconds:.1f}", f"{args.docs / m.seconds:,.0f}",
+                     f"{m.cpu_seconds:.1f}", f"{args.docs / m.cpu_seconds:,.0f}", f"{m.peak_rss_gb:.2f}",
+                     f"{len(r.removed):,}"])
+    scale = []
+    for n in sorted(args.scale_docs):
+        d = dt.corpus(n, args.seed)
+        for op in ("minhash_dedup", "containment_dedup"):
+            r = dt.run_curate(op, d, work / f"scale-{op}", args.workers)
+            scale.append([f"curate {op} (curate run)", f"{n:,}", f"{r.m.seconds:.1f}", f"{n / r.m.seconds:,.0f}",
+                          f"{r.m.cpu_seconds:.1f}", f"{n / r.m.cpu_seconds:,.0f}", f"{r.m.peak_rss_gb:.2f}",
+                          f"{len(r.removed):,}"])
 
-    lines = ["| tool | documents | seconds | docs/s | peak RSS (GB) | removed |", "|---|---|---|---|---|---|"]
-    for name, size, seconds, peak, removed in rows:
-        lines.append(f"| {name} | {size} | {seconds:.1f} | {size / seconds:.0f} | {peak / 1e9:.2f} | {removed} |")
-    ours = [r for r in rows if r[0].startswith("curate")]
-    if len(ours) >= 2:
-        (_, n0, t0, _, _), (_, n1, t1, _, _) = ours[0], ours[-1]
-        lines.append(f"\nScaling: {n0} -> {n1} documents ({n1 / n0:.1f}x) took {t1 / t0:.2f}x the time.")
-    theirs = [r for r in rows if r[0].startswith("datatrove")]
-    if theirs and ours:
-        rate_ours = ours[-1][1] / ours[-1][2]
-        rate_theirs = theirs[0][1] / theirs[0][2]
-        caveat = "" if theirs[0][1] >= ours[-1][1] else (
-            f" (datatrove measured on {theirs[0][1]} documents; its stages are per-document, so its docs/s "
-            f"at {ours[-1][1]} would not be higher)")
-        lines.append(f"Throughput ratio curate ({ours[-1][1]} docs) / datatrove ({theirs[0][1]} docs): "
-                     f"{rate_ours / rate_theirs:.1f}x{caveat}.")
-    if args.reuse_anchor:
-        lines.append("The datatrove row is the measurement of the previous run of this bench (same corpus, same machine).")
-    body = "\n".join(lines)
-    print(body)
-    if args.results:
-        command = "python bench/dedup_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        via = "-engine" if args.engine else ""
-        title = f"Dedup speed and memory ({args.op}{', through curate run' if args.engine else ''}, {args.workers} workers)"
-        write_section(args.results, f"dedup-speed-{args.op}{via}", title, body, command)
+    lines = [f"Corpus: {args.docs:,} planted documents (seed {args.seed}), "
+             f"{len(list(data.glob('*.parquet')))} Parquet files; {args.workers} workers per tool; load average at "
+             f"the end {h.load()}. CPU s: user + system of the tool's whole process tree.", "",
+             h.table(["tool", "algorithm", "documents", "wall s", "docs/s (wall)", "CPU s", "docs/CPU-s",
+                      "peak RSS GB (tree)", "removed"], rows)]
+    mh, dtr, ct = (runs[k] for k in runs)
+    ratio_rows = []
+    if not isinstance(mh, str) and not isinstance(dtr, str):
+        w, c = h.ratio(dtr.m.seconds, mh.m.seconds), h.ratio(dtr.m.cpu_seconds, mh.m.cpu_seconds)
+        ratio_rows.append(["curate minhash_dedup vs datatrove MinHash (like for like)", w, c])
+        headlines.append([f"MinHash dedup, curate vs datatrove, same shingles/bands/rows ({args.docs:,} docs)", w, c,
+                          "like for like"])
+    if not isinstance(ct, str) and not isinstance(dtr, str):
+        w, c = h.ratio(dtr.m.seconds, ct.m.seconds), h.ratio(dtr.m.cpu_seconds, ct.m.cpu_seconds)
+        ratio_rows.append(["curate containment_dedup vs datatrove MinHash (different algorithms)", w, c])
+        headlines.append([f"containment_dedup vs datatrove MinHash ({args.docs:,} docs)", w, c,
+                          "different algorithms"])
+    if ratio_rows:
+        lines += ["", h.table(["comparison", "curate speed-up, wall", "curate speed-up, CPU"], ratio_rows)]
+    if not isinstance(mh, str) and not isinstance(dtr, str):
+        check = dt.check_tokens(data)
+        lines += ["", "Same work on both sides: "
+                  + (f"on the first {check['docs']:,} documents, datatrove's tokenizer setting gives the same word list "
+                     f"as curate's shingling for {check['same']:,}. " if check else "")
+                  + f"curate removed {len(mh.removed):,} documents, datatrove {len(dtr.removed):,}; documents in a "
+                  f"duplicate cluster: {len(mh.clustered):,} and {len(dtr.clustered):,}, Jaccard of the two sets "
+                  f"{dt.jaccard(mh.clustered, dtr.clustered):.3f}. The two draw different random permutations (and hash "
+                  "n-grams differently), so pairs near the LSH threshold fall on either side at random; of curate's "
+                  "(removed, kept) pairs, by curate's estimated Jaccard, those datatrove also put in one cluster:", "",
+                  h.table(["estimated Jaccard", "curate pairs", "same datatrove cluster", "share"],
+                          dt.pair_agreement(mh, dtr))]
+    if scale:
+        lines += ["", "Scaling (curate only):", "",
+                  h.table(["tool", "documents", "wall s", "docs/s (wall)", "CPU s", "docs/CPU-s", "peak RSS GB",
+                           "removed"], scale)]
+    lines += [""] + notes if notes else []
+    lines += ["", "Which member of a cluster is kept differs: curate keeps the best-ranked (`prefer`, then the "
+              "smallest _id), datatrove the root of its union-find. datatrove's run also writes cluster ids "
+              "(save_cluster_id / load_cluster_ids) to compare clusters; curate's trace names each removed "
+              "document's kept member by default."]
+    h.emit(args, "\n".join(lines), headlines)
 
 
 if __name__ == "__main__":

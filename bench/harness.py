@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import shlex
 import subprocess
 import sys
@@ -22,8 +23,6 @@ BENCH = REPO / "bench"
 DATA = BENCH / ".data"
 RUNS = BENCH / ".runs"
 VENVS = BENCH / ".venvs"
-# BENCH_RESULTS=path sends a smoke run's sections elsewhere.
-RESULTS = Path(os.environ.get("BENCH_RESULTS", BENCH / "RESULTS.md"))
 CURATE = [sys.executable, "-m", "curate.cli"]
 
 sys.path.insert(0, str(REPO))
@@ -67,63 +66,121 @@ class Measured:
     output: str
 
 
-def _tree_sample(root: int, cpu_ticks: dict[int, int]) -> int:
-    """Resident bytes of `root` and all its descendants, from /proc; records each one's CPU ticks so far.
+def _become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER).
 
-    CPU is read per process, not from getrusage, because pools whose workers are never waited for
-    (datatrove's forkserver) leave no trace in RUSAGE_CHILDREN.
+    A tool whose pool outlives its parent (datatrove's forkserver, say) is then re-parented to us
+    instead of to init, so we wait for it and its CPU time lands in our RUSAGE_CHILDREN.
     """
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+SUBREAPER = _become_subreaper()
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _children_of(pid: int) -> list[int]:
+    """Child pids of `pid`, from /proc/PID/task/*/children (no scan of all of /proc)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    out += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return out
+
+
+def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
+    """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far."""
+    rss, stack, seen = 0, list(roots), set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
             continue
+        seen.add(pid)
         try:
-            with open(f"/proc/{entry}/stat") as f:
+            with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()  # fields[i] is stat field i + 3
         except OSError:
             continue
-        pid = int(entry)
-        children.setdefault(int(fields[1]), []).append(pid)
-        stats[pid] = fields
-    rss, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        if pid in stats:
-            rss += int(stats[pid][21]) * _PAGE
-            cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(stats[pid][11]) + int(stats[pid][12]))  # utime + stime
-        stack.extend(children.get(pid, ()))
+        if fields[0] != "Z":
+            rss += int(fields[21]) * _PAGE
+        cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(fields[11]) + int(fields[12]))  # utime + stime
+        stack.extend(_children_of(pid))
     return rss
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICK = os.sysconf("SC_CLK_TCK")
+def _our_children(exclude: set[int]) -> list[int]:
+    return [p for p in _children_of(os.getpid()) if p not in exclude]
+
+
+def _reap_orphans(before: set[int], grace: float = 60.0) -> None:
+    """Wait for the descendants that were re-parented to us (we are their subreaper), then reap them:
+    their CPU counts in RUSAGE_CHILDREN only once they are waited for. Past `grace` seconds, kill them."""
+    deadline = time.perf_counter() + grace
+    while True:
+        pending = _our_children(before)
+        if not pending:
+            return
+        for pid in pending:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if not done and time.perf_counter() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+        time.sleep(0.05)
 
 
 def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, log: Path | None = None,
                  kill_after: float | None = None) -> Measured:
-    """Run `cmd`, timing it and sampling the peak RSS of its process tree; output goes to `log`.
+    """Run `cmd`; its wall time, the peak RSS of its process tree and the CPU seconds of the whole tree.
 
-    `kill_after`: SIGKILL the whole process group after that many seconds (for the resume bench).
+    CPU: getrusage(RUSAGE_CHILDREN) after every descendant is reaped (this process is their
+    subreaper, so orphans come back to it); it includes processes too short-lived for the
+    0.1 s /proc sampling. The /proc samples are a lower bound, used if they are larger.
+    Output goes to `log`. `kill_after`: SIGKILL the whole process group after that many seconds.
     """
     log = log or RUNS / "last.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
     peak, cpu_ticks = 0, {}
+    before = set(_our_children(set()))
+    cpu0 = _children_cpu()
     with open(log, "w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         while proc.poll() is None:
-            peak = max(peak, _tree_sample(proc.pid, cpu_ticks))
+            peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks))
             if kill_after is not None and time.perf_counter() - start > kill_after:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 break
             time.sleep(0.1)
         seconds = time.perf_counter() - start
-    cpu = sum(cpu_ticks.values()) / _TICK  # misses at most the last 0.1 s of each process
+    _reap_orphans(before)
+    cpu = max(_children_cpu() - cpu0, sum(cpu_ticks.values()) / _TICK)
     return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"))
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def curate_run(recipe: Path, *args: str, log: Path | None = None, kill_after: float | None = None) -> Measured:
@@ -166,17 +223,29 @@ def machine() -> str:
             f"RAM {mem_kb / 2**20:.1f} GiB; Python {platform.python_version()}")
 
 
-def append_results(title: str, body: str) -> None:
-    """Append a dated section to bench/RESULTS.md (never rewriting what others wrote)."""
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    env = "".join(f"{k}={os.environ[k]} " for k in ("BENCH_CORPUS",) if k in os.environ)
-    command = env + "python " + " ".join(shlex.quote(a) for a in sys.argv)
-    section = f"\n## {title} ({now})\n\nMachine: {machine()}\n\nCommand: `{command}`\n\n{body.strip()}\n"
-    if not RESULTS.exists():
-        RESULTS.write_text("# Benchmark results\n\nSections are appended by the bench scripts; newest last.\n")
-    with open(RESULTS, "a") as f:
-        f.write(section)
-    print(section)
+def add_section_args(ap) -> None:
+    """Every section script takes --section-out: bench/run_all.py collects the sections from there."""
+    ap.add_argument("--section-out", type=Path,
+                    help="write the section's Markdown body here (and headline figures to the same name .json); "
+                         "bench/run_all.py assembles bench/RESULTS.md from these")
+
+
+def emit(args, body: str, headlines: list[list[str]] | None = None) -> None:
+    """Print the section body; with --section-out, also write it (and its headline rows) for run_all.
+
+    headlines: rows of [comparison, wall figure, CPU figure, note] for the summary at the top of RESULTS.md.
+    The scripts never write RESULTS.md themselves, so every figure there comes from one run_all invocation.
+    """
+    print(body)
+    if getattr(args, "section_out", None):
+        args.section_out.parent.mkdir(parents=True, exist_ok=True)
+        args.section_out.write_text(body.strip() + "\n")
+        args.section_out.with_suffix(".json").write_text(json.dumps(headlines or []))
+
+
+def ratio(slow: float, fast: float) -> str:
+    """`slow / fast` as a speed-up (how many times `fast` is quicker)."""
+    return f"{slow / fast:.1f}x" if fast > 0 else "n/a"
 
 
 def load() -> str:

@@ -11,7 +11,7 @@ text a CSV reader types differently from the Parquet, and a CSV near-miss.
 Then: scan (timed, with the funnel), rescan of the unchanged lake (timed), and precision
 and recall of the confirmed edges against brute force.
 
-    python bench/lake_bench.py --tables 1000 --threads 2 --results bench/RESULTS.md
+    python bench/lake_bench.py --tables 1000 --threads 2 --round-trip [--section-out PATH]
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path(__file__).parent / ".data" / "lake_bench")
     ap.add_argument("--no-brute-force", action="store_true")
     ap.add_argument("--round-trip", action="store_true", help="also plan, apply and restore every deletion")
-    ap.add_argument("--results", type=Path, help="append a section with the figures to this Markdown file")
+    ap.add_argument("--section-out", type=Path, help="write the section body here (bench/run_all.py assembles RESULTS.md)")
     args = ap.parse_args()
 
     lake, out = args.workdir / f"lake_{args.tables}_{args.seed}", args.workdir / "scan"
@@ -267,20 +267,21 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     opts = ScanOptions(threads=args.threads, progress=sys.stderr.isatty())
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()  # process_time: CPU of all the process's threads (duckdb's too)
     first = scan_lake([lake], out, opts)
-    first_s = time.perf_counter() - t
+    first_s, first_cpu = time.perf_counter() - t, time.process_time() - c
     write_scan(out, [str(lake)], opts, first)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     second = scan_lake([lake], out, opts)
-    rescan_s = time.perf_counter() - t
+    rescan_s, rescan_cpu = time.perf_counter() - t, time.process_time() - c
 
     names = [x.name for x in first.tables]
     confirmed = {(names[e.container], names[e.contained]) for e in first.confirmed()}
     assert confirmed == {(names[e.container], names[e.contained]) for e in second.confirmed()}
     lines = [
         f"- tables in graph: {len(first.tables)} ({sum(x.bytes for x in first.tables) / 1e6:.1f} MB), issues: {len(first.issues)}",
-        f"- first scan: {first_s:.1f}s   rescan (unchanged): {rescan_s:.2f}s = {rescan_s / first_s:.1%} of the first",
+        f"- first scan: {first_s:.1f}s wall, {first_cpu:.1f} CPU-s; rescan (unchanged): {rescan_s:.2f}s wall "
+        f"({rescan_s / first_s:.1%} of the first), {rescan_cpu:.2f} CPU-s ({rescan_cpu / first_cpu:.1%})",
         "- seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in first.seconds.items()),
         "",
         "| step | pairs seen | removed | left |",
@@ -295,31 +296,32 @@ def main() -> None:
         f"({f['content_fraction_of_schema_candidates']:.1%} of schema candidates); confirmed edges: {f['confirmed']}",
     ]
     if not args.no_brute_force:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         truth = contained_pairs(first.tables)
-        bf_s = time.perf_counter() - t
+        bf_s, bf_cpu = time.perf_counter() - t, time.process_time() - c
         tp = len(confirmed & truth)
         precision = tp / len(confirmed) if confirmed else 1.0
         recall = tp / len(truth) if truth else 1.0
         lines.append(
-            f"- brute force ({bf_s:.0f}s): {len(truth)} true edges; precision {precision:.4f}, recall {recall:.4f}"
+            f"- brute force ({bf_s:.0f}s wall, {bf_cpu:.0f} CPU-s): {len(truth)} true edges; precision {precision:.4f}, recall {recall:.4f}"
             f" (false positives {len(confirmed - truth)}, misses {len(truth - confirmed)})"
         )
     if args.round_trip:
         lines.append(round_trip(lake, out, args.workdir))
+    lines.insert(0, f"{LAKE_DESCRIPTION.replace('Lake: base tables', f'Lake: {args.tables} tables from base tables')} "
+                    f"duckdb threads {args.threads}; load average at the end {os.getloadavg()[0]:.1f}.\n")
     report = "\n".join(lines)
     print(report)
-    if args.results:
-        header = (
-            f"\n## lake scan (R2D2 containment)\n\n"
-            f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {os.cpu_count()} cores "
-            f"({cpu_model()}), duckdb threads {args.threads}\n\n"
-            f"`python bench/lake_bench.py {' '.join(sys.argv[1:])}`\n\n{LAKE_DESCRIPTION}\n\n"
-        )
-        new = not args.results.exists()
-        with open(args.results, "a") as fh:
-            fh.write(("# Benchmark results\n" if new else "") + header + report + "\n")
+    if args.section_out:
+        import json
 
+        args.section_out.parent.mkdir(parents=True, exist_ok=True)
+        args.section_out.write_text(report + "\n")
+        head = [[f"lake scan, {len(first.tables)} tables", f"{first_s:.1f}s", f"{first_cpu:.1f} CPU-s",
+                 f"rescan {rescan_s / first_s:.1%} of the first (wall)"]]
+        if not args.no_brute_force:
+            head.append(["lake scan precision / recall vs brute force", f"{precision:.4f} / {recall:.4f}", "", ""])
+        args.section_out.with_suffix(".json").write_text(json.dumps(head))
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates the two anchor venvs that bench/bench_pipeline.py compares curate against:
+# Creates the two anchor venvs that bench/bench_pipeline.py compares curate against (bench_gopher.py uses
+# the datatrove one too):
 #   bench/.venvs/datatrove   datatrove[processing] (GopherQualityFilter, GopherRepetitionFilter, ExactDedup*)
 #   bench/.venvs/datajuicer  py-data-juicer (core install: its text filters + document_deduplicator)
 # Both venvs also get psutil (RSS sampling) and orjson.

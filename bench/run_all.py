@@ -1,0 +1,237 @@
+"""Regenerate bench/RESULTS.md: every section, from this one command.
+
+    python bench/run_all.py [--quick] [--only SECTION,...] [--results PATH] [--workers 2] [--SIZE-OPTION N ...]
+
+Runs each section's script (bench/bench_*.py, dedup_*.py, lake_bench.py, adp_bench.py) in turn, one after
+the other, each writing its Markdown body to bench/.runs/sections/; then writes RESULTS.md from scratch:
+a header with this command, the headline figures, and every section with its machine, dates, load, the
+command that produced it and the script command it ran. The scripts never write RESULTS.md themselves.
+
+`--only io,resume` re-runs those sections and replaces them in the existing file (the others stay as
+they were, each still carrying the command and date that produced it; the header notes the re-run).
+A section whose script fails says so, with the end of its output, instead of carrying old numbers.
+
+Profiles: the default sizes are the issue's full ones (hours on 2 shared cores, mostly the anchors);
+`--quick` picks sizes that finish in about 25 minutes there at a load average of ~4 from other jobs (up to
+~45 minutes under heavier load; the anchors' pipeline runs take most of it). Any size can be set by its own option.
+Anchors: bash bench/setup_anchors.sh and bash bench/setup_dedup_anchors.sh (venvs under bench/.venvs/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import harness as h
+
+SECTIONS = ["pipeline", "io", "memory", "resume", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
+TITLES = {
+    "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
+    "io": "Read -> write: curate run (no steps) vs bare pyarrow",
+    "memory": "Memory: peak RSS of curate run as the input grows",
+    "resume": "Resume: SIGKILL + --resume vs an uninterrupted run",
+    "gopher": "Gopher quality operator vs datatrove's Gopher filters",
+    "dedup-quality": "Dedup quality: containment vs brute force, MinHash anchors",
+    "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
+    "lake": "Lake scan (R2D2 containment)",
+    "adp": "ADP conversion and SFT export",
+}
+# (full, quick) sizes; each has its own option.
+SIZES = {
+    "pipeline_files": (14, 7, "pipeline: first K demo-corpus files (14,583 docs each)"),
+    "io_files": (96, 16, "io: first K demo-corpus files"),
+    "memory_small_gb": (1.0, 0.5, "memory: the smaller input, GB of JSONL"),
+    "memory_large_gb": (4.0, 2.0, "memory: the larger input, GB of JSONL"),
+    "resume_files": (69, 14, "resume: first K demo-corpus files (69 hold ~1M rows)"),
+    "resume_kills": (4, 3, "resume: SIGKILLs before the final --resume"),
+    "gopher_docs": (3000, 2000, "gopher: documents"),
+    "dedup_quality_docs": (20_000, 20_000, "dedup quality: documents"),
+    "dedup_docs": (250_000, 250_000, "dedup speed: documents (every tool)"),
+    "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
+    "lake_tables": (1000, 300, "lake: tables"),
+    "adp_n": (1_000_000, 100_000, "adp: trajectories"),
+}
+
+
+def commands(a) -> dict[str, list[str]]:
+    w = ["--workers", str(a.workers)]
+    return {
+        "pipeline": ["bench_pipeline.py", "--files", str(a.pipeline_files), *w],
+        "io": ["bench_io.py", "--files", str(a.io_files), *w],
+        "memory": ["bench_memory.py", "--small-gb", f"{a.memory_small_gb:g}", "--large-gb", f"{a.memory_large_gb:g}", *w],
+        "resume": ["bench_resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
+        "gopher": ["bench_gopher.py", "--docs", str(a.gopher_docs), *w],
+        "dedup-quality": ["dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
+        "dedup-speed": ["dedup_speed.py", "--docs", str(a.dedup_docs), *w]
+                       + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
+        "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
+        "adp": ["adp_bench.py", "--n", str(a.adp_n)],
+    }
+
+
+def utc(t: float | None = None) -> str:
+    return dt.datetime.fromtimestamp(t or time.time(), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine() -> str:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
+               platform.processor())
+    mem = next(int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal")) / 2**20
+    return (f"{cpu}, {len(os.sched_getaffinity(0))} cores, {mem:.1f} GiB RAM, Linux {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def commit() -> str:
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=h.REPO, capture_output=True, text=True).stdout.strip()
+
+    dirty = [ln for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()
+             if not ln.endswith("bench/RESULTS.md")]
+    return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if dirty else "")
+
+
+def versions() -> str:
+    """Versions of curate's own Arrow stack and of each anchor, from their venvs."""
+    import importlib.metadata as md
+
+    parts = [f"curate's pyarrow {md.version('pyarrow')}, polars {md.version('polars')}, duckdb {md.version('duckdb')}"]
+    for venv, packages in (("datatrove", ("datatrove", "spacy")), ("datajuicer", ("py-data-juicer",)),
+                           ("dedup", ("datatrove", "text-dedup"))):
+        python = h.VENVS / venv / "bin" / "python"
+        if not python.exists():
+            parts.append(f"bench/.venvs/{venv}: missing")
+            continue
+        code = "import importlib.metadata as m; print(' '.join(m.version(p) for p in %r))" % (packages,)
+        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True).stdout.split()
+        parts.append(f"bench/.venvs/{venv}: " + ", ".join(f"{p} {v}" for p, v in zip(packages, out)))
+    return "; ".join(parts)
+
+
+def run_section(key: str, argv: list[str], outdir: Path) -> dict:
+    """Run one section's script; its body (or why there is none), dates, load and command."""
+    out = outdir / f"{key}.md"
+    out.unlink(missing_ok=True)
+    out.with_suffix(".json").unlink(missing_ok=True)
+    cmd = [sys.executable, str(h.BENCH / argv[0]), *argv[1:], "--section-out", str(out)]
+    shown = "python bench/" + " ".join(shlex.quote(x) for x in argv)
+    log = outdir / f"{key}.log"
+    started, load_before = time.time(), h.load()
+    print(f"[{utc(started)}] {key}: {shown}", flush=True)
+    with open(log, "w") as fh:
+        rc = subprocess.run(cmd, cwd=h.REPO, stdout=fh, stderr=subprocess.STDOUT).returncode
+    ended = time.time()
+    print(f"[{utc(ended)}] {key}: exit {rc} after {ended - started:.0f}s", flush=True)
+    if out.exists():
+        body = out.read_text().strip()
+        if rc != 0:
+            body += f"\n\nThe script exited with {rc} after writing this section (see its log, {log.name})."
+        headlines = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else []
+    else:
+        tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-15:])
+        body = (f"**Not run to the end**: the script exited with {rc} after {ended - started:.0f}s, so this section "
+                f"has no figures. The end of its output:\n\n```\n{tail}\n```")
+        headlines = [["(no figures: the section failed)", "", "", ""]]
+    return {"key": key, "script": shown, "started": started, "ended": ended, "load_before": load_before,
+            "load_after": h.load(), "body": body, "headlines": headlines}
+
+
+def render(s: dict, produced_by: str, machine_line: str, commit_line: str) -> str:
+    span = f"{utc(s['started'])} - {utc(s['ended'])[11:]}, {(s['ended'] - s['started']) / 60:.1f} min"
+    return "\n".join([
+        f"<!-- section:{s['key']}:start -->",
+        f"<!-- headlines: {json.dumps(s['headlines'])} -->",
+        f"## {TITLES[s['key']]}", "",
+        f"- Command: `{produced_by}`, which ran `{s['script']}`",
+        f"- Date: {span} (commit {commit_line})",
+        f"- Machine: {machine_line}; load average (1 min) {s['load_before'].split('/')[0]} before, "
+        f"{s['load_after'].split('/')[0]} after (the machine is shared)", "",
+        s["body"],
+        f"<!-- section:{s['key']}:end -->", "",
+    ])
+
+
+SECTION_RE = re.compile(r"<!-- section:([\w-]+):start -->.*?<!-- section:\1:end -->\n?", re.S)
+
+
+def headline_table(text: str) -> str:
+    rows = []
+    for m in SECTION_RE.finditer(text):
+        key, block = m.group(1), m.group(0)
+        heads = re.search(r"<!-- headlines: (.*?) -->", block)
+        date = re.search(r"- Date: (\S+ \S+)", block)
+        for row in json.loads(heads.group(1)) if heads else []:
+            rows.append([key, *row, date.group(1) if date else ""])
+    return h.table(["section", "comparison", "wall", "CPU", "note", "run"], rows) if rows else "(none)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the sizes that finish in 25-45 min on 2 shared cores")
+    ap.add_argument("--only", help=f"comma-separated sections to re-run: {','.join(SECTIONS)}")
+    ap.add_argument("--results", type=Path, default=h.BENCH / "RESULTS.md")
+    ap.add_argument("--workers", type=int, default=2)
+    for name, (full, quick, what) in SIZES.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
+                        help=f"{what} (default {full:,}; --quick {quick:,})")
+    a = ap.parse_args()
+    for name, (full, quick, _) in SIZES.items():
+        if getattr(a, name) is None:
+            setattr(a, name, quick if a.quick else full)
+    only = a.only.split(",") if a.only else SECTIONS
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}")
+
+    produced_by = "python bench/run_all.py" + "".join(" " + shlex.quote(x) for x in sys.argv[1:])
+    outdir = h.RUNS / "sections"
+    outdir.mkdir(parents=True, exist_ok=True)
+    machine_line, commit_line = machine(), commit()
+    started = time.time()
+    print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
+    h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
+    cmds = commands(a)
+    rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
+    ended = time.time()
+
+    if a.only and a.results.exists():
+        text = a.results.read_text()
+        for key, block in rendered.items():
+            pattern = re.compile(rf"<!-- section:{re.escape(key)}:start -->.*?<!-- section:{re.escape(key)}:end -->\n?",
+                                 re.S)
+            text = pattern.sub(lambda _: block, text, count=1) if pattern.search(text) else text.rstrip() + "\n\n" + block
+        text = re.sub(r"(<!-- reruns:start -->\n)(.*?)(<!-- reruns:end -->)",
+                      lambda m: m.group(1) + m.group(2).replace("- none\n", "") + f"- {utc(started)}: `{produced_by}` re-ran "
+                      f"{', '.join(only)} ({(ended - started) / 60:.0f} min).\n" + m.group(3), text, flags=re.S)
+    else:
+        text = "\n".join([
+            "# Benchmark results", "",
+            f"Every figure in this file was produced by `{produced_by}` (started {utc(started)}, "
+            f"{(ended - started) / 60:.0f} min), unless a section's own Command line names a later re-run. "
+            "The file is rewritten by that script; nothing in it is edited by hand.", "",
+            f"- Machine: {machine_line} (shared with other engineers' jobs: wall time is noisy, so every comparison "
+            "gives CPU seconds of each tool's whole process tree beside wall seconds)",
+            f"- Versions: {versions()}",
+            f"- Commit: {commit_line}",
+            "- Speed-ups are anchor / curate (wall seconds, then CPU seconds); shares are curate's throughput as a "
+            "share of the baseline's.", "",
+            "Re-runs of single sections since:", "", "<!-- reruns:start -->", "- none", "<!-- reruns:end -->", "",
+            "## Headline figures", "", "<!-- headlines:start -->", "<!-- headlines:end -->", "",
+            *rendered.values(),
+        ])
+    text = re.sub(r"(<!-- headlines:start -->\n).*?(<!-- headlines:end -->)",
+                  lambda m: m.group(1) + headline_table(text) + "\n" + m.group(2), text, flags=re.S)
+    a.results.write_text(text.rstrip() + "\n")
+    print(f"wrote {a.results} in {(ended - started) / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
