@@ -1,6 +1,6 @@
 """Fault campaign: `curate run` SIGKILLed at random points and at every phase boundary, then resumed.
 
-    python bench/fault_campaign.py [--docs 20000] [--random 6] [--seed 0] [--workers 2]
+    python bench/fault_campaign.py [--docs 20000] [--random 6] [--seed 0] [--workers 2] [--section-out PATH]
 
 For each of recipes/quickstart.yaml and recipes/near-dedup.yaml, over the demo corpus (`--docs`):
 an uninterrupted reference run, then trials, each into a fresh output:
@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--random", type=int, default=6, help="random-time trials per recipe")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    h.add_section_args(ap)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     work = h.RUNS / "faults"
@@ -101,7 +102,8 @@ def main() -> None:
             f"uninterrupted run, no process left alive).\n\n"
             + h.table(["recipe", "killed at", "kill", "resume killed too", "killed", "resume exit codes",
                        "orphans", "identical", "result"], rows))
-    h.append_results("fault campaign: SIGKILL at random points and phase boundaries, then --resume", body)
+    h.emit(args, body, [[f"SIGKILL at every phase and at random points, then --resume ({len(rows)} trials)",
+                         f"{passed} of {len(rows)} pass", "", "identical bytes, resumes exit 0, no orphans"]])
     if failures:
         raise SystemExit(1)
 

@@ -33,12 +33,13 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
     "memory": "Memory: peak RSS of curate run as the input grows",
     "resume": "Resume: SIGKILL + --resume vs an uninterrupted run",
+    "faults": "Fault campaign: SIGKILL at every phase boundary and at random points, then --resume",
     "gopher": "Gopher quality operator vs datatrove's Gopher filters",
     "dedup-quality": "Dedup quality: containment vs brute force, MinHash anchors",
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
@@ -53,6 +54,8 @@ SIZES = {
     "memory_large_gb": (4.0, 2.0, "memory: the larger input, GB of JSONL"),
     "resume_files": (69, 14, "resume: first K demo-corpus files (69 hold ~1M rows)"),
     "resume_kills": (4, 3, "resume: SIGKILLs before the final --resume"),
+    "faults_docs": (20_000, 8000, "faults: demo-corpus documents"),
+    "faults_random": (6, 6, "faults: random-time trials per recipe"),
     "gopher_docs": (3000, 2000, "gopher: documents"),
     "dedup_quality_docs": (20_000, 20_000, "dedup quality: documents"),
     "dedup_docs": (250_000, 250_000, "dedup speed: documents (every tool)"),
@@ -69,6 +72,7 @@ def commands(a) -> dict[str, list[str]]:
         "io": ["bench_io.py", "--files", str(a.io_files), *w],
         "memory": ["bench_memory.py", "--small-gb", f"{a.memory_small_gb:g}", "--large-gb", f"{a.memory_large_gb:g}", *w],
         "resume": ["bench_resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
+        "faults": ["fault_campaign.py", "--docs", str(a.faults_docs), "--random", str(a.faults_random), *w],
         "gopher": ["bench_gopher.py", "--docs", str(a.gopher_docs), *w],
         "dedup-quality": ["dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
         "dedup-speed": ["dedup_speed.py", "--docs", str(a.dedup_docs), *w]
