@@ -25,9 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -44,6 +42,7 @@ from operators.lake.restore import restore_tables  # noqa: E402
 from operators.lake.tables import discover  # noqa: E402
 from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
 from operators.lake.scan_output import write_scan  # noqa: E402
+from tests.operators.lake.lake_testkit import WRITERS  # noqa: E402  (the CSV writers the tests use)
 
 DERIVED_PER_BASE = 30
 LAKE_DESCRIPTION = (
@@ -157,30 +156,16 @@ def typed_table(rng: np.random.Generator, start: int, rows: int) -> pa.Table:
     )
 
 
-def _duckdb_csv(table: pa.Table, path: Path) -> None:
-    con = duckdb.connect()
-    con.register("t", table)
-    con.execute(f"COPY t TO '{path}' (HEADER)")
-
-
-CSV_WRITERS = {
-    "pandas": lambda t, path: t.to_pandas().to_csv(path, index=False),
-    "pyarrow": lambda t, path: pcsv.write_csv(t, path),
-    "polars": lambda t, path: pl.from_arrow(t).write_csv(path),
-    "duckdb": _duckdb_csv,
-}
-
-
 def derive_typed(rng: np.random.Generator, typed: pa.Table, name: str, out: Path) -> None:
     """The typed table, a CSV extract of a row and column subset by each writer, and a CSV near-miss."""
     pq.write_table(typed, out / f"{name}_typed.parquet")
     n, cols = typed.num_rows, typed.column_names
-    for writer, write in CSV_WRITERS.items():
+    for writer, write in WRITERS.items():
         rows = typed.take(np.sort(rng.choice(n, int(n * rng.uniform(0.02, 0.1)), replace=False)))
         write(rows.select(sorted(rng.choice(cols, int(rng.integers(3, len(cols) + 1)), replace=False), key=cols.index)), out / f"{name}_typed_{writer}.csv")
     near = typed.take(np.sort(rng.choice(n, int(n * 0.05), replace=False))).to_pydict()
     near["product_code"][0] += "9"  # six digits: no product has that code
-    CSV_WRITERS["pandas"](pa.table(near, schema=typed.schema), out / f"{name}_typed_near.csv")
+    WRITERS["pandas"](pa.table(near, schema=typed.schema), out / f"{name}_typed_near.csv")
 
 
 def generate(out: Path, n_tables: int, seed: int) -> None:
