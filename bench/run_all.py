@@ -33,7 +33,7 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -45,6 +45,8 @@ TITLES = {
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
     "adp": "ADP conversion and SFT export",
+    "embed": "embed throughput: curate run vs a bare SentenceTransformer.encode loop",
+    "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -62,6 +64,8 @@ SIZES = {
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
+    "embed_docs": (2000, 1000, "embed: demo documents"),
+    "prune_sizes": ("250000,500000,1000000", "250000,500000,1000000", "prune: embedding rows per run"),
 }
 
 
@@ -79,6 +83,8 @@ def commands(a) -> dict[str, list[str]]:
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
         "adp": ["adp_bench.py", "--n", str(a.adp_n)],
+        "embed": ["embed_throughput.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
+        "prune": ["prune_scale.py", "--sizes", str(a.prune_sizes), *w],
     }
 
 

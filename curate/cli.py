@@ -56,6 +56,7 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the recipe against the input's first batch and "
                                                           "show the plan; process nothing, write nothing."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
 ) -> None:
     """Run a recipe and print the per-step funnel."""
     from curate import preflight
@@ -65,7 +66,7 @@ def run(
         return
     checked = preflight.check(r)
     if dry_run:
-        _show_plan(r, checked)
+        _show_plan(r, checked, limit, as_json)
         return
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
@@ -102,18 +103,26 @@ def _emptied_by(manifest: dict) -> str:
     return f"{last['step']} removed the last {last['rows_in']:,}" + (f": {why}" if why else "")
 
 
-def _show_plan(r, checked) -> None:
+def _show_plan(r, checked, limit: int | None, as_json: bool) -> None:
+    import json
+
     from curate.engine import plan
 
+    the_plan = plan.make(r.steps, checked.sources, limit)
+    if as_json:
+        print(json.dumps(the_plan.describe(), indent=1))
+        return
     sources = checked.sources
     out.print(f"[bold]{r.name}[/]: {len(sources)} input files ({sources[0].format}, first: {sources[0].path})")
     if checked.schema is not None:
         out.print(f"  columns (first batch): {', '.join(checked.schema.names)}")
-    for stage in plan.stages(r.steps):
+    for stage, tasks in zip(the_plan.stages, the_plan.tasks):
         names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
         where = "model workers" if stage.resource_class == "model" else "cpu workers"
-        out.print(f"  stage {stage.index} ({where}): " + " -> ".join(names))
+        count = f"{len(tasks)} tasks" if tasks is not None else f"a task per shard of stage {stage.index - 1}"
+        out.print(f"  stage {stage.index} ({where}, {count}): " + " -> ".join(names))
     out.print(f"  output: {r.output.path}")
+    out.print("  (--dry-run --json prints the whole plan: every task, its inputs and _ord offset)")
 
 
 @app.command()

@@ -70,6 +70,9 @@ class Operator:
     # Columns the operator reads and writes; instances may compute them from params.
     requires: tuple[str, ...] = ()
     provides: tuple[str, ...] = ()
+    # Rows per batch the operator wants (a model's window, an API's page); the engine re-sizes the
+    # stream before the step. A recipe step's `batch_rows:` overrides it; None: the input's batches.
+    batch_rows: ClassVar[int | None] = None
 
     def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
         self.params = params if params is not None else self.Params()

@@ -53,10 +53,15 @@ class Step(BaseModel):
     name: str
     op_class: type[Operator]
     params: Any
+    batch_rows: int | None = None  # the recipe's `batch_rows:` for this step, beside its params
 
     @property
     def label(self) -> str:
         return f"{self.index:02d}_{self.name}"
+
+    def rows_per_batch(self) -> int | None:
+        """Rows per batch this step gets: the recipe's, else the operator's, else None (as read)."""
+        return self.batch_rows or self.op_class.batch_rows
 
     def build(self, recipe: "Recipe") -> Operator:
         return self.op_class(self.params, seed=recipe.seed, text_column=recipe.input.text_column)
@@ -179,11 +184,17 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
             raise RecipeError(where, "each step is a mapping with one key, the operator name")
         (name, params), = item.items()
         op_class = registry.get(str(name), where)
+        params = dict(params or {}) if isinstance(params, dict) else params
+        batch_rows = None
+        if isinstance(params, dict) and "batch_rows" in params and "batch_rows" not in op_class.Params.model_fields:
+            batch_rows = params.pop("batch_rows")  # every step may set it: the engine re-sizes its batches
+            if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+                raise RecipeError(f"{where}.{name}.batch_rows", f"must be a whole number >= 1, not {batch_rows!r}")
         try:
             parsed = op_class.Params.model_validate(params or {})
         except ValidationError as e:
             raise _pydantic_error(f"{where}.{name}", e, op_class.Params) from None
-        steps.append(Step(index=i + 1, name=name, op_class=op_class, params=parsed))
+        steps.append(Step(index=i + 1, name=name, op_class=op_class, params=parsed, batch_rows=batch_rows))
     return steps
 
 

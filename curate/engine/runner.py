@@ -5,6 +5,7 @@ manifest, conservation and resume; an executor (local.py) only runs the tasks it
 
 Layout of a run directory while it runs:
   _work/run.json                 fingerprints of recipe and input (checked by --resume)
+  _work/plan.json                the plan (plan.py): stages, resources, tasks as they become known
   _work/stage-K/data/            the stage's output shards
   _work/stage-K/trace/<step>/    removed rows, per task
   _work/stage-K/done/            one marker per finished task, holding its stats
@@ -146,7 +147,8 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
 
 def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
          started: float) -> dict:
-    stages = plan.stages(recipe.steps)
+    the_plan = plan.make(recipe.steps, sources, opts.limit)
+    stages = list(the_plan.stages)
     workers = opts.workers or available_cores()
     pool: Executor = LocalExecutor(workers, reporter.rows, work)
     totals: dict[str, StepStats] = {}
@@ -159,7 +161,10 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
             if stage.global_step is not None:
                 _fit(ctx, shards, reporter)
                 fits[stage.global_step.label] = json.loads((ctx.work / "fit.json").read_text())
-            tasks = plan.input_tasks(sources, opts.limit) if stage.index == 0 else plan.shard_tasks(stage.index, shards)
+            if stage.index > 0:
+                the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))
+            tasks = list(the_plan.tasks[stage.index])
+            atomic_write_bytes(work / "plan.json", json.dumps(the_plan.describe(), indent=1).encode())
             results = _run_stage(ctx, tasks, pool, workers, opts, reporter, work)
             failpoint("stage-done")
             for r in results:

@@ -235,6 +235,54 @@ def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
     return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
 
 
+def _counted(batches: Iterator[pa.RecordBatch], progress: Progress) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        progress(READ_STEP, batch.num_rows, batch.num_rows)
+        yield batch
+
+
+def _step_stream(batches: Iterator[pa.RecordBatch], op: Operator, step: Step, ctx: StageContext, task: Task,
+                 stats: dict[str, StepStats], traces: "Traces", progress: Progress | None) -> Iterator[pa.RecordBatch]:
+    """One step over a stream of batches, re-sized first to the step's batch_rows when it has one."""
+    rows = step.rows_per_batch()
+    checked = False
+    for batch in rebatch(batches, rows) if rows else batches:
+        if batch.num_rows == 0:
+            continue
+        if not checked:  # the first batch shows whether the step's columns are there
+            where = task.sources[0].path if task.sources else "the data"
+            check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
+            checked = True
+        before = batch.num_rows
+        batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
+        if progress:
+            progress(step.label, before, batch.num_rows)
+        yield batch
+
+
+def rebatch(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The same rows, in the same order, in batches of `rows` (the last may be shorter; so may one
+    before a change of schema, such as a column that was all null in earlier batches)."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if pending and batch.schema != pending[0].schema:
+            yield pa.concat_batches(pending)
+            pending, count = [], 0
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            whole = pa.concat_batches(pending)
+            start = 0
+            while whole.num_rows - start >= rows:
+                yield whole.slice(start, rows)
+                start += rows
+            pending = [whole.slice(start)] if start < whole.num_rows else []
+            count = whole.num_rows - start
+    if count:
+        yield pa.concat_batches(pending)
+
+
 def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None) -> dict:
     """Run `task` unless its marker says it is done; returns its stats by step label.
 
@@ -251,26 +299,19 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     out = ctx.recipe.output
     data = ShardWriter(ctx.work / "data", task.name, shard_bytes=out.shard_mb << 20,
                        compression=out.compression if ctx.final else "zstd")
-    checked = False
     try:
-        for batch in _rows(ctx, task, stats, traces):
-            if progress and READ_STEP in stats:
-                progress(READ_STEP, batch.num_rows, batch.num_rows)
-            if failure is not None:
-                batch = _fail_all(batch, steps[0], ctx, stats.setdefault(steps[0].label, StepStats()), traces, failure)
-            for op, step in zip(ops, steps):
-                if batch.num_rows == 0:
-                    break
-                if not checked:
-                    where = task.sources[0].path if task.sources else "the data"
-                    check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
-                before = batch.num_rows
-                batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
-                if progress:
-                    progress(step.label, before, batch.num_rows)
+        batches = _rows(ctx, task, stats, traces)
+        if progress and task.sources:
+            batches = _counted(batches, progress)
+        if failure is not None:
+            first = steps[0]
+            batches = (_fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure)
+                       for b in batches)
+        for op, step in zip(ops, steps):
+            batches = _step_stream(batches, op, step, ctx, task, stats, traces, progress)
+        for batch in batches:
             if ops and ctx.stage.resource_class == "model":
                 failpoint("model-batch")
-            checked = checked or batch.num_rows > 0
             if preparer is not None and batch.num_rows:
                 batch = _prepare(preparer, ctx.next_global, batch, ctx, stats)
             data.write(_output_columns(batch, ctx))

@@ -15,6 +15,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+_SIZE_BLOCK_ROWS = 1024  # row-group size is measured in blocks of this many rows
+
+
 class ShardWriter:
     """Writes batches to `<dir>/<prefix>-NNN.parquet`, starting a new shard past `shard_bytes`.
 
@@ -52,16 +55,42 @@ class ShardWriter:
         self._pending_rows += batch.num_rows
         self._pending_bytes += batch.nbytes
         self.rows += batch.num_rows
-        if self._pending_rows >= self.row_group_rows or self._pending_bytes >= self.row_group_bytes:
-            self._flush()
+        # The exact cut is measured in blocks (below); batch sizes only say when to look.
+        while self._pending_rows >= self.row_group_rows or self._pending_bytes >= 0.9 * self.row_group_bytes:
+            rows = self._next_group_rows()
+            if rows is None:
+                break
+            self._flush(rows)
 
-    def _flush(self) -> None:
+    def _next_group_rows(self) -> int | None:
+        """Rows of the next full row group, or None until it is complete: row_group_rows, or fewer
+        once the group reaches row_group_bytes, measured over fixed blocks of rows from the group's
+        start. Cuts depend on the rows alone, never on how they arrived in batches, so the bytes
+        written do not depend on batch sizes (an operator's batch_rows, the input's batch_rows)."""
+        table = pa.Table.from_batches(self._pending)
+        size = start = 0
+        while start < self.row_group_rows:
+            block_rows = min(_SIZE_BLOCK_ROWS, self.row_group_rows - start)
+            if start + block_rows > table.num_rows:
+                return None
+            size += table.slice(start, block_rows).nbytes
+            start += block_rows
+            if size >= self.row_group_bytes:
+                return start
+        return self.row_group_rows
+
+    def _flush(self, rows: int | None = None) -> None:
+        """Write the first `rows` pending rows (all of them by default) as one row group."""
         if not self._pending:
             return
         if self._writer is None:
             self._open()
-        self._writer.write_table(pa.Table.from_batches(self._pending), row_group_size=max(self._pending_rows, 1))
-        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        table = pa.Table.from_batches(self._pending)
+        rows = table.num_rows if rows is None else rows
+        self._writer.write_table(table.slice(0, rows), row_group_size=max(rows, 1))
+        self._pending = table.slice(rows).to_batches()
+        self._pending_rows = table.num_rows - rows
+        self._pending_bytes = sum(b.nbytes for b in self._pending)
         if self._tmp.stat().st_size >= self.shard_bytes:
             self._finish_shard()
 
@@ -79,6 +108,11 @@ class ShardWriter:
         self._writer = None
 
     def close(self) -> list[Path]:
+        while self._pending_rows > self.row_group_rows or self._pending_bytes >= 0.9 * self.row_group_bytes:
+            rows = self._next_group_rows()
+            if rows is None or rows >= self._pending_rows:
+                break
+            self._flush(rows)
         self._flush()
         if self._writer is not None:
             self._finish_shard()

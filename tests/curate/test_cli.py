@@ -71,9 +71,27 @@ def test_validate_and_dry_run_write_nothing(cli, tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}])
     assert cli("validate", recipe_file(tmp_path)).exit_code == 0
     res = cli("run", recipe_file(tmp_path), "--dry-run")
-    assert res.exit_code == 0 and "stage 1 (cpu workers): 01_exact_dedup (global)" in res.stdout
+    assert res.exit_code == 0 and "stage 1 (cpu workers, a task per shard of stage 0): 01_exact_dedup (global)" in res.stdout
+    assert "stage 0 (cpu workers, 1 tasks)" in res.stdout
     assert "columns (first batch): text, _id" in res.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_json_is_the_plan_the_run_follows(cli, tmp_path):
+    for name in ("a", "b"):
+        write_jsonl(tmp_path / "in" / f"{name}.jsonl", [{"text": f"{name}{i}"} for i in range(5)])
+    res = cli("run", recipe_file(tmp_path), "--dry-run", "--json")
+    assert res.exit_code == 0
+    planned = json.loads(res.stdout)
+    assert [s["resources"] for s in planned["stages"]] == ["cpu", "cpu"]
+    assert [t["sources"][0]["path"].rsplit("/", 1)[1] for t in planned["stages"][0]["tasks"]] == ["a.jsonl", "b.jsonl"]
+    assert planned["stages"][1]["global"] == "01_exact_dedup" and isinstance(planned["stages"][1]["tasks"], str)
+    assert not (tmp_path / "out").exists()
+    assert cli("run", recipe_file(tmp_path), "-w", "1", "--keep-work").exit_code == 0
+    ran = json.loads((tmp_path / "out" / "_work" / "plan.json").read_text())
+    assert ran["stages"][0] == planned["stages"][0]
+    offsets = [t["ord_offset"] for t in ran["stages"][1]["tasks"]]  # known once stage 0 wrote its shards
+    assert offsets == [0, 5]
 
 
 def test_ops_lists_operators_and_describes_parameters(cli):

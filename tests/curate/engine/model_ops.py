@@ -40,3 +40,13 @@ class FakeModel(Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         assert self.loaded
         return batch.append_column("score", pc.utf8_length(batch.column(self.text_column)))
+
+
+class BatchSize(Map):
+    """Appends `batch_size`: the number of rows in the batch each row arrived in."""
+
+    name = "batch_size"
+    provides = ("batch_size",)
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.append_column("batch_size", pa.array([batch.num_rows] * batch.num_rows, pa.int64()))

@@ -181,3 +181,35 @@ def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
     size = shards[0].stat().st_size
     assert [len(g) for g in _shard_groups(shards, 2 * size + size // 2)] == [2, 2]
     assert [len(g) for g in _shard_groups(shards, 1)] == [1, 1, 1, 1]
+
+
+@pytest.fixture
+def batch_size_op(monkeypatch):
+    import operators
+
+    from curate import registry
+
+    monkeypatch.setitem(operators.CATALOG, "batch_size", "tests.curate.engine.model_ops:BatchSize")
+    registry.catalog.cache_clear()
+    yield
+    registry.catalog.cache_clear()
+
+
+def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_path, batch_size_op):
+    inp = corpus(tmp_path / "in", files=2, rows=500)  # read in batches of 64
+    filtered = "steps:\n  - sql_filter: {where: \"n % 7 <> 3\"}\n"
+    steps = filtered + "  - batch_size: {batch_rows: ROWS}\n  - select: {columns: COLUMNS}\n"
+    run(load(inp, tmp_path / "s", steps.replace("ROWS", "150").replace("COLUMNS", "[batch_size]")), RunOptions(workers=1))
+    sizes = pq.read_table(tmp_path / "s" / "data").column("batch_size").to_pylist()
+    kept = [sum(1 for n in range(f * 500, f * 500 + 500) if n % 7 != 3) for f in (0, 1)]  # a task per file
+    assert sorted(set(sizes)) == sorted({150} | {k % 150 for k in kept})
+    for out, rows in (("a", "150"), ("b", "7")):
+        run(load(inp, tmp_path / out, steps.replace("ROWS", rows).replace("COLUMNS", "[text, n]")), RunOptions(workers=1))
+    run(load(inp, tmp_path / "c", filtered + "  - select: {columns: [text, n]}\n"), RunOptions(workers=1))
+    assert data_digest(tmp_path / "a") == data_digest(tmp_path / "b") == data_digest(tmp_path / "c")
+
+
+def test_batch_rows_must_be_a_positive_whole_number(tmp_path):
+    for bad in ("0", "-3", "1.5", "many"):
+        with pytest.raises(CurateError, match=r"steps\[0\].exact_dedup.batch_rows"):
+            load("x.jsonl", tmp_path / "o", f"steps:\n  - exact_dedup: {{batch_rows: {bad}}}\n")
