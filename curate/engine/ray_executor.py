@@ -40,6 +40,7 @@ class RayEngine:
     def __init__(self, address: str | None, progress: Progress, work: Path, status=lambda message: None):
         self.progress = progress
         self.work = work
+        self.cwd = os.getcwd()  # relative paths in the recipe mean the same on the workers
         if ray.is_initialized():  # a caller's own connection (a notebook, a test): use it as it is
             self.owned = False
         else:
@@ -53,7 +54,7 @@ class RayEngine:
         nodes = [n for n in ray.nodes() if n["Alive"]]
         status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
-        check_shared(work, nodes)
+        check_shared(work.resolve(), nodes)
         self.sink = _ProgressSink.remote()
 
     @property
@@ -139,10 +140,13 @@ class _SinkQueue:
 _locked: set[str] = set()
 
 
-def _enter(sink, work: Path, threads: int) -> None:
-    """Ready this worker process for the run's tasks: progress to the run's sink, the run's
-    worker lock held (as the local engine's workers hold it: a resume waits for them), and
-    `threads` cores for Arrow and the numeric libraries."""
+def _enter(sink, work: Path, threads: int, cwd: str) -> None:
+    """Ready this worker process for the run's tasks: the driver's working directory (relative
+    paths in a recipe), progress to the run's sink, the run's worker lock held (as the local
+    engine's workers hold it: a resume waits for them), and `threads` cores for Arrow and the
+    numeric libraries."""
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
     worker._queue = _SinkQueue(sink)
     if str(work) not in _locked:
         hold_worker_lock(work)
@@ -155,13 +159,15 @@ def _enter(sink, work: Path, threads: int) -> None:
 
 
 @ray.remote(max_retries=RETRIES)
-def _run_task(ctx: StageContext, task: Task, sink, work: Path, threads: int) -> dict:
-    _enter(sink, work, threads)
+def _run_task(ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd: str) -> dict:
+    _enter(sink, work, threads, cwd)
     return run_task_in_worker(ctx, task)
 
 
 @ray.remote(max_retries=RETRIES)
-def _call(fn, *args):
+def _call(cwd: str, fn, *args):
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
     return fn(*args)
 
 
@@ -190,7 +196,7 @@ class RayExecutor(Executor):
             while queued or running:
                 while queued and len(running) < parallel:
                     i, task = queued.pop(0)
-                    running[remote.remote(ctx, task, self.engine.sink, self.engine.work, threads)] = i
+                    running[remote.remote(ctx, task, self.engine.sink, self.engine.work, threads, self.engine.cwd)] = i
                 done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
                 self.engine.drain()
                 for ref in done:
@@ -204,7 +210,7 @@ class RayExecutor(Executor):
         return results
 
     def map(self, fn, *iterables) -> list:
-        return [_result(ref) for ref in [_call.remote(fn, *args) for args in zip(*iterables)]]
+        return [_result(ref) for ref in [_call.remote(self.engine.cwd, fn, *args) for args in zip(*iterables)]]
 
     def close(self, kill: bool = False) -> None:
         """Nothing of its own to free: Ray's workers belong to the cluster (and go with the engine)."""
@@ -225,8 +231,8 @@ class _ModelWorker:
     """One model actor: the stage's operators (its models) are built once, on its first task,
     and kept for the stage's other tasks (worker.py caches them per process)."""
 
-    def __init__(self, sink, work: str, threads: int):
-        _enter(sink, Path(work), threads)
+    def __init__(self, sink, work: str, threads: int, cwd: str):
+        _enter(sink, Path(work), threads, cwd)
 
     def run(self, ctx: StageContext, task: Task) -> dict:
         return run_task_in_worker(ctx, task)
@@ -251,7 +257,7 @@ class RayModelPool(Executor):
             count = max(1, cpu_workers)
             threads = max(1, engine.cores // count)
             options = {"num_cpus": 1}
-        self.workers = [_ModelWorker.options(**options).remote(engine.sink, str(engine.work), threads)
+        self.workers = [_ModelWorker.options(**options).remote(engine.sink, str(engine.work), threads, engine.cwd)
                         for _ in range(count)]
         self.ctx: StageContext | None = None
 
@@ -279,7 +285,7 @@ class RayModelPool(Executor):
         return results
 
     def map(self, fn, *iterables) -> list:
-        return [_result(ref) for ref in [_call.remote(fn, *args) for args in zip(*iterables)]]
+        return [_result(ref) for ref in [_call.remote(self.engine.cwd, fn, *args) for args in zip(*iterables)]]
 
     def close(self, kill: bool = False) -> None:
         if not kill and self.ctx is not None:  # free models and GPU memory in each actor

