@@ -20,12 +20,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+import operators
+from curate import registry
+from curate.engine.runner import RunOptions, run
 
 ray = pytest.importorskip("ray")
 
@@ -144,8 +149,8 @@ def _minilm() -> Path:
     return Path(spec.origin).parent / "model"
 
 
-def _demo_args(tmp: Path) -> list[str]:
-    generate(tmp / "demo", docs=400, files=2, seed=0)
+def _demo_args(tmp: Path, docs: int = 400) -> list[str]:
+    generate(tmp / "demo", docs=docs, files=2, seed=0)
     return ["--input", f"{tmp}/demo/*.jsonl.gz"]
 
 
@@ -161,7 +166,7 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch) -> list[str]:
         return []
     if name == "text-pruning":
         model = _minilm()
-        return [*_demo_args(tmp), "--set", f"steps[0].embed.model={model}"]
+        return [*_demo_args(tmp, docs=150), "--set", f"steps[0].embed.model={model}"]
     if name == "clip-pruning":
         pytest.importorskip("open_clip")
         pytest.importorskip("faiss")
@@ -193,44 +198,51 @@ def test_every_recipe_gives_the_local_engines_bytes_on_two_ray_nodes(name, clust
     assert cluster.worker_node_ran_tasks()
 
 
-def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(cluster, tmp_path):
-    """The model actor stops at its second batch (CURATE_FAILPOINT=model-batch@2) and is killed:
-    Ray restarts it, the task runs again, and the bytes are those of an undisturbed run."""
-    model = _minilm()
-    generate(tmp_path / "demo", docs=300, files=2, seed=0)
-    args = ["--input", f"{tmp_path}/demo/*.jsonl.gz", "--set", f"steps[0].embed.model={model}",
-            "--set", "steps[0].embed.batch_rows=64", "--engine", "ray", "--address", cluster.address]
-    recipe = RECIPES / "text-pruning.yaml"
+@pytest.mark.parametrize("point", ["task-batch@2", "model-batch@2"])
+def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(point, cluster, ray_env, tmp_path,
+                                                                              monkeypatch):
+    """A Ray task's worker process (a CPU stage) or a model actor's (a model stage) stops at its
+    second batch and is killed: Ray runs the task again (on a restarted actor), and the bytes are
+    those of the local engine's run."""
+    from tests.curate.engine import test_pool
+
+    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
+    registry.catalog.cache_clear()
+    local, _ = test_pool.load(tmp_path, "local")
+    run(local, RunOptions(workers=2))
+    killed, _ = test_pool.load(tmp_path, "killed")
     once = tmp_path / "fired"
-    env = {**cluster.env, "CURATE_FAILPOINT": "model-batch@2", "CURATE_FAILPOINT_ONCE": str(once)}
-    run = subprocess.Popen([sys.executable, "-m", "curate.cli", "run", str(recipe), *args, "--output",
-                            str(tmp_path / "killed")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    stopped = _stopped_process(f"CURATE_FAILPOINT_ONCE={once}", run)
-    os.kill(stopped, signal.SIGKILL)
-    output, _ = run.communicate(timeout=300)
-    assert run.returncode == 0, output.decode(errors="replace")[-3000:]
-    clean = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe), *args, "--output",
-                            str(tmp_path / "clean")], env=cluster.env, capture_output=True)
-    assert clean.returncode == 0, clean.stdout.decode(errors="replace")[-3000:]
-    assert digest(tmp_path / "killed") == digest(tmp_path / "clean")
+    monkeypatch.setenv("CURATE_FAILPOINT", point)
+    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
+    found: list[int] = []
+    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
+    killer.start()
+    try:
+        run(killed, RunOptions(engine="ray", address=cluster.address))
+    finally:
+        killer.join()
+        registry.catalog.cache_clear()
+    assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
+    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
 
 
-def _stopped_process(marker: str, run: subprocess.Popen, timeout: float = 240) -> int:
-    """The Ray worker that stopped at its failpoint: stopped (state T), with `marker` in its environment."""
+def _kill_stopped(marker: str, timeout: float = 120) -> int:
+    """SIGKILL the Ray worker that stopped at its failpoint (state T, `marker` in its environment);
+    its pid, or 0 if none stopped in `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert run.poll() is None, run.stdout.read().decode(errors="replace")[-3000:]
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
                 state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
                 if state == "T" and marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    os.kill(int(entry), signal.SIGKILL)
                     return int(entry)
             except OSError:
                 continue
         time.sleep(0.05)
-    raise TimeoutError("no Ray worker stopped at the failpoint")
+    return 0
 
 
 def test_a_node_that_cannot_see_the_run_directory_is_refused(cluster, ray_env, cli, tmp_path):
