@@ -2,11 +2,9 @@
 bytes, a killed Ray worker changes nothing, and a node that cannot see the run directory is
 refused with a clear error.
 
-One cluster per module (a start costs seconds): a head node and a worker node, each `ray start`
-with its own temp dir, in process groups of their own that are killed at the end whatever
-happens (never `ray stop`, which would stop every Ray on the machine). Where this runs as root
-the worker node starts in a mount namespace of its own, with a private tmpfs over one directory:
-a run writing there is one whose storage that node does not share.
+One cluster per module (a start costs seconds; raykit.py): a head node and a worker node of one
+CPU each, killed at the end whatever happens. Where this runs as root the worker node has a
+private tmpfs over one directory: a run writing there is one whose storage that node does not share.
 """
 
 from __future__ import annotations
@@ -14,12 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,94 +28,16 @@ from curate.engine.runner import RunOptions, run
 ray = pytest.importorskip("ray")
 
 from curate.demo import generate  # noqa: E402
-from tests.curate.engine.faultkit import REPO, alive  # noqa: E402
+from tests.curate.engine.faultkit import REPO  # noqa: E402
+from tests.curate.engine.raykit import Cluster  # noqa: E402
 
 pytestmark = pytest.mark.ray
 RECIPES = REPO / "recipes"
-RAY = [sys.executable, "-m", "ray.scripts.scripts"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    def __init__(self):
-        self.groups: list[int] = []
-        self.private: Path | None = None
-        self.temp = Path(tempfile.mkdtemp(prefix="cray"))  # short: Ray's socket paths must fit
-        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
-                    "PYTHONPATH": str(REPO)}
-        self.env.pop("CURATE_FAILPOINT", None)
-        self.env.pop("CURATE_FAILPOINT_ONCE", None)
-
-    def start(self) -> None:
-        port = _free_port()
-        self.address = f"127.0.0.1:{port}"
-        self._node(["--head", f"--port={port}", f"--ray-client-server-port={_free_port()}",
-                    f"--dashboard-port={_free_port()}", "--include-dashboard=false"], "head")
-        worker = [f"--address={self.address}"]
-        if os.geteuid() == 0 and shutil.which("unshare"):
-            self.private = self.temp / "private"
-            self.private.mkdir()
-            self._node(worker, "worker", private=self.private)
-        else:
-            self._node(worker, "worker")
-        deadline = time.monotonic() + 60
-        ray.init(address=self.address, logging_level="ERROR")
-        try:
-            while len([n for n in ray.nodes() if n["Alive"]]) < 2:
-                assert time.monotonic() < deadline, "the worker node did not join"
-                time.sleep(0.2)
-        finally:
-            ray.shutdown()
-
-    def _node(self, args: list[str], name: str, private: Path | None = None) -> None:
-        temp = self.temp / name
-        command = [*RAY, "start", *args, "--num-cpus=1", f"--temp-dir={temp}", "--disable-usage-stats",
-                   f"--dashboard-agent-listen-port={_free_port()}"]
-        if private is not None:  # a private tmpfs over `private`, seen by this node only
-            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                       f'mount -t tmpfs tmpfs "{private}" && exec "$@"', "sh", *command]
-        proc = subprocess.Popen(command, env=self.env, start_new_session=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-        self.groups.append(proc.pid)
-        output, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
-
-    def worker_node_ran_tasks(self) -> bool:
-        return any((self.temp / "worker").glob("session_*/logs/worker-*.out"))
-
-    def stop(self) -> None:
-        pids = [p for g in self.groups for p in _group(g)]
-        for group in self.groups:
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        alive(pids)
-        shutil.rmtree(self.temp, ignore_errors=True)
-
-
-def _group(pgid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.getpgid(int(entry)) == pgid:
-                    pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 @pytest.fixture(scope="module")
 def cluster():
     c = Cluster()
     try:
-        c.start()
+        c.start(cpus=[1, 1], private_worker=True)
         yield c
     finally:
         c.stop()
