@@ -1,7 +1,8 @@
 """A Ray cluster of several nodes on this machine, for the Ray engine's tests and bench/ray_bench.py.
 
 Each node is a `ray start` with its own temp dir and free ports, in a process group of its own;
-`stop()` kills those groups (never `ray stop`, which stops every Ray on the machine). With
+`stop()` kills those groups' processes and the workers below them (never `ray stop`, which stops
+every Ray on the machine). With
 `private_worker` (root and unshare needed) the worker nodes start in a mount namespace of their
 own with a private tmpfs over `private`: storage the head sees and they do not.
 """
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.curate.engine.faultkit import REPO, alive
+from tests.curate.engine.faultkit import REPO, alive, descendants
 
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]
 
@@ -76,10 +77,15 @@ class Cluster:
     def worker_node_ran_tasks(self) -> bool:
         return any(self.temp.glob("worker*/session_*/logs/worker-*.out"))
 
+    def processes(self) -> list[int]:
+        """The nodes' processes and those below them (Ray workers start sessions of their own)."""
+        pids = [p for g in self.groups for p in _group(g)]
+        return sorted(set(pids + [d for p in pids for d in descendants(p)]))
+
     def cpu_seconds(self) -> float:
         """CPU time of the cluster's processes so far, with that of the workers they have reaped."""
         ticks = 0
-        for pid in [p for g in self.groups for p in _group(g)]:
+        for pid in self.processes():
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
@@ -88,10 +94,10 @@ class Cluster:
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        pids = [p for g in self.groups for p in _group(g)]
-        for group in self.groups:
+        pids = self.processes()
+        for pid in pids:
             try:
-                os.killpg(group, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         alive(pids)
