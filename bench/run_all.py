@@ -66,7 +66,7 @@ SIZES = {
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
     "embed_docs": (2000, 1000, "embed: demo documents"),
-    "prune_sizes": ("250000,500000,1000000", "250000,500000,1000000", "prune: embedding rows per run"),
+    "prune_rows": (1_000_000, 1_000_000, "prune: the largest run, in embedding rows (also 1/4 and 1/2 of it)"),
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
 }
 
@@ -86,7 +86,7 @@ def commands(a) -> dict[str, list[str]]:
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
         "adp": ["adp_bench.py", "--n", str(a.adp_n)],
         "embed": ["embed_throughput.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
-        "prune": ["prune_scale.py", "--sizes", str(a.prune_sizes), *w],
+        "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), *w],
     }
 
