@@ -44,18 +44,23 @@ class RayEngine:
         if ray.is_initialized():  # a caller's own connection (a notebook, a test): use it as it is
             self.owned = False
         else:
-            context = ray.init(address=address, runtime_env={"env_vars": _worker_env()},
+            # "local": a new instance for the run, even where a cluster runs on this machine
+            context = ray.init(address=address or "local", runtime_env={"env_vars": _worker_env()},
                                include_dashboard=None, log_to_driver=False, logging_level="WARNING",
                                configure_logging=address is None)
             self.owned = True
             url = getattr(context, "dashboard_url", None)
             if url:
                 status(f"Ray dashboard: http://{url}")
-        nodes = [n for n in ray.nodes() if n["Alive"]]
-        status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
-               f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
-        check_shared(work.resolve(), nodes)
-        self.sink = _ProgressSink.remote()
+        try:
+            nodes = [n for n in ray.nodes() if n["Alive"]]
+            status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
+                   f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
+            check_shared(work.resolve(), nodes)
+            self.sink = _ProgressSink.remote()
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def cores(self) -> int:
@@ -231,10 +236,8 @@ class _ModelWorker:
     """One model actor: the stage's operators (its models) are built once, on its first task,
     and kept for the stage's other tasks (worker.py caches them per process)."""
 
-    def __init__(self, sink, work: str, threads: int, cwd: str):
-        _enter(sink, Path(work), threads, cwd)
-
-    def run(self, ctx: StageContext, task: Task) -> dict:
+    def run(self, ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd: str) -> dict:
+        _enter(sink, work, threads, cwd)
         return run_task_in_worker(ctx, task)
 
     def teardown(self, ctx: StageContext) -> None:
@@ -257,8 +260,8 @@ class RayModelPool(Executor):
             count = max(1, cpu_workers)
             threads = max(1, engine.cores // count)
             options = {"num_cpus": 1}
-        self.workers = [_ModelWorker.options(**options).remote(engine.sink, str(engine.work), threads, engine.cwd)
-                        for _ in range(count)]
+        self.workers = [_ModelWorker.options(**options).remote() for _ in range(count)]
+        self.threads = threads
         self.ctx: StageContext | None = None
 
     def run(self, ctx: StageContext, tasks: list[Task], parallel: int) -> list[dict]:
@@ -270,7 +273,8 @@ class RayModelPool(Executor):
         while queued or running:
             while queued and free:
                 i, actor = queued.pop(0), free.pop(0)
-                running[actor.run.remote(ctx, tasks[i])] = (i, actor)
+                running[actor.run.remote(ctx, tasks[i], self.engine.sink, self.engine.work, self.threads,
+                                         self.engine.cwd)] = (i, actor)
             done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
             self.engine.drain()
             for ref in done:

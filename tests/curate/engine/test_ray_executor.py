@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -170,3 +171,54 @@ def test_a_node_that_cannot_see_the_run_directory_is_refused(cluster, ray_env, c
     assert res.exit_code == 2, res.output
     assert "not visible from Ray node" in res.output and "shared filesystem" in res.output
     assert not out.exists()  # a run refused before any task leaves nothing behind
+    assert not ray.is_initialized()  # the connection it opened is closed
+
+
+def test_progress_reaches_the_reporter_as_with_the_local_engine(cluster, ray_env, tmp_path):
+    """The bars are fed the same counts: rows per step, summed over the Ray workers."""
+    from curate import recipe
+    from curate.engine.runner import Reporter
+    from tests.curate.engine.test_runner import corpus
+
+    counts: dict[str, list[int]] = {}
+
+    def rows(label: str, rows_in: int, rows_out: int) -> None:
+        c = counts.setdefault(label, [0, 0])
+        c[0] += rows_in
+        c[1] += rows_out
+
+    r = recipe.load(text=f"input: {{path: '{corpus(tmp_path / 'in')}', batch_rows: 64}}\n"
+                         f"output: {{path: '{tmp_path / 'out'}'}}\n"
+                         "steps:\n  - sql_filter: {where: \"n % 7 <> 3\"}\n  - exact_dedup: {}\n")
+    manifest = run(r, RunOptions(engine="ray", address=cluster.address), Reporter(rows=rows))
+    for step in manifest["steps"]:
+        assert counts[step["step"]] == [step["rows_in"], step["rows_out"]], step["step"]
+
+
+def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cli, tmp_path):
+    args = _demo_args(tmp_path, docs=200)
+    res = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "ray", "--engine", "ray", "-w", "2")
+    assert res.exit_code == 0, res.output
+    assert "Ray: 1 nodes" in res.output
+    assert not ray.is_initialized()  # stopped after the run
+    local = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+
+
+def test_engine_choices_are_checked(cli, tmp_path, monkeypatch):
+    recipe = RECIPES / "quickstart.yaml"
+    res = cli("run", recipe, "--engine", "spark")
+    assert res.exit_code == 2 and "choose local or ray" in res.output
+    res = cli("run", recipe, "--address", "127.0.0.1:6379")
+    assert res.exit_code == 2 and "--address is for --engine ray" in res.output
+
+
+def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_path):
+    from curate.engine import engines
+    from curate.errors import CurateError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
+    monkeypatch.delitem(sys.modules, "curate.engine.ray_executor", raising=False)
+    with pytest.raises(CurateError, match=r"pip install 'curate\[ray\]'"):
+        engines.make("ray", None, lambda *a: None, tmp_path)
