@@ -67,7 +67,8 @@ class RayEngine:
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def cpu_executor(self, workers: int) -> "RayExecutor":
-        return RayExecutor(self, workers)
+        """`workers` caps nothing here: the runner passes each stage's cap to `run` as `parallel`."""
+        return RayExecutor(self)
 
     def model_pool(self, cpu_workers: int) -> "RayModelPool":
         return RayModelPool(self, cpu_workers)
@@ -186,9 +187,8 @@ class RayExecutor(Executor):
     """A stage's CPU tasks as Ray tasks, at most `parallel` in flight; Ray places them by their
     resources on any node."""
 
-    def __init__(self, engine: RayEngine, workers: int):
+    def __init__(self, engine: RayEngine):
         self.engine = engine
-        self.workers = workers
 
     def run(self, ctx: StageContext, tasks: list[Task], parallel: int) -> list[dict]:
         resources = _stage_resources(ctx.stage)
