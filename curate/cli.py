@@ -57,10 +57,19 @@ def run(
                                                           "show the plan; process nothing, write nothing."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
+    engine: str = typer.Option("local", "--engine", help="What runs the tasks: local (processes on this machine) "
+                                                         "or ray (a Ray cluster; needs curate[ray])."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
+                                                                  "(host:port, or auto); default: a Ray instance "
+                                                                  "started for the run."),
 ) -> None:
     """Run a recipe and print the per-step funnel."""
     from curate import preflight
 
+    if engine not in ("local", "ray"):
+        raise typer.BadParameter(f"'{engine}': choose local or ray", param_hint="--engine")
+    if address and engine != "ray":
+        raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
     r = _load(recipe, set_, input, output)
     if resume and _finished(r):
         return
@@ -71,7 +80,8 @@ def run(
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
 
-    opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work)
+    opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
+                      engine=engine, address=address)
     manifest = run_with_progress(r, opts, cli_errors.err, checked.sources)
 
     out.print(funnel_table(manifest))

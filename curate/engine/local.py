@@ -92,9 +92,10 @@ def drain_progress(queue, progress: Progress) -> None:
         progress(label, rows_in, rows_out)
 
 
-def stage_parallelism(stage: plan.Stage, workers: int) -> int:
-    """How many of the stage's tasks may run at once, from the resources its operators declare."""
-    cores = available_cores()
+def stage_parallelism(stage: plan.Stage, workers: int, cores: int | None = None) -> int:
+    """How many of the stage's tasks may run at once, from the resources its operators declare
+    (`cores`: the engine's; this machine's by default)."""
+    cores = cores or available_cores()
     need_cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
     parallel = min(workers, max(1, int(cores // need_cpus)))
     need_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0])

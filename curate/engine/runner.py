@@ -33,8 +33,8 @@ import pyarrow.parquet as pq
 from curate.engine import plan
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.local import LocalExecutor, available_cores, stage_parallelism
-from curate.engine.pool import ModelPool
+from curate.engine import engines
+from curate.engine.local import stage_parallelism
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, run_task, stage_dir
 from curate.errors import CurateError, NoSpace
@@ -54,6 +54,8 @@ class RunOptions:
     limit: int | None = None
     keep_work: bool = False
     model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
+    engine: str = "local"  # what runs the tasks: "local" processes or "ray" (engines.py)
+    address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
 
 
 @dataclass
@@ -148,9 +150,18 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
 def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
          started: float) -> dict:
     the_plan = plan.make(recipe.steps, sources, opts.limit)
+    engine = engines.make(opts.engine, opts.address, reporter.rows, work, reporter.status)
+    workers = opts.workers or engine.cores
+    try:
+        pool: Executor = engine.cpu_executor(workers)
+        return _run_stages(recipe, opts, reporter, out, work, started, the_plan, engine, pool, workers)
+    finally:
+        engine.close()
+
+
+def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, started: float,
+                the_plan: plan.Plan, engine, pool: Executor, workers: int) -> dict:
     stages = list(the_plan.stages)
-    workers = opts.workers or available_cores()
-    pool: Executor = LocalExecutor(workers, reporter.rows, work)
     totals: dict[str, StepStats] = {}
     fits: dict[str, dict] = {}
     try:
@@ -165,7 +176,7 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))
             tasks = list(the_plan.tasks[stage.index])
             atomic_write_bytes(work / "plan.json", json.dumps(the_plan.describe(), indent=1).encode())
-            results = _run_stage(ctx, tasks, pool, workers, opts, reporter, work)
+            results = _run_stage(ctx, tasks, engine, pool, workers, opts, reporter)
             failpoint("stage-done")
             for r in results:
                 for label, s in r["stats"].items():
@@ -180,16 +191,16 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: 
     return _finish(recipe, out, work, stages, totals, fits, started, opts)
 
 
-def _run_stage(ctx: StageContext, tasks: list[plan.Task], pool: Executor, workers: int, opts: RunOptions,
-               reporter: Reporter, work: Path) -> list[dict]:
+def _run_stage(ctx: StageContext, tasks: list[plan.Task], engine, pool: Executor, workers: int, opts: RunOptions,
+               reporter: Reporter) -> list[dict]:
     """The stage's tasks on the CPU pool, or on a model pool of its own (torn down after, so
     models and GPU memory are freed before the next stage or fit)."""
     stage = ctx.stage
     if stage.resource_class != "model":
-        parallel = stage_parallelism(stage, workers)
+        parallel = stage_parallelism(stage, workers, engine.cores)
         reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {min(parallel, len(tasks))} workers")
         return pool.run(ctx, tasks, parallel)
-    models = ModelPool(reporter.rows, work, opts.model_workers)
+    models = engine.model_pool(opts.model_workers)
     reporter.status(f"stage {stage.index}: {len(tasks)} tasks on {len(models.workers)} model workers")
     try:
         results = models.run(ctx, tasks, len(models.workers))

@@ -310,8 +310,8 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         for op, step in zip(ops, steps):
             batches = _step_stream(batches, op, step, ctx, task, stats, traces, progress)
         for batch in batches:
-            if ops and ctx.stage.resource_class == "model":
-                failpoint("model-batch")
+            if ops:
+                failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
             if preparer is not None and batch.num_rows:
                 batch = _prepare(preparer, ctx.next_global, batch, ctx, stats)
             data.write(_output_columns(batch, ctx))

@@ -1,0 +1,118 @@
+"""A Ray cluster of several nodes on this machine, for the Ray engine's tests and bench/ray_bench.py.
+
+Each node is a `ray start` with its own temp dir and free ports, in a process group of its own;
+`stop()` kills those groups' processes and the workers below them (never `ray stop`, which stops
+every Ray on the machine). With
+`private_worker` (root and unshare needed) the worker nodes start in a mount namespace of their
+own with a private tmpfs over `private`: storage the head sees and they do not.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.curate.engine.faultkit import REPO, alive, descendants
+
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self):
+        self.groups: list[int] = []
+        self.private: Path | None = None
+        self.temp = Path(tempfile.mkdtemp(prefix="cray"))  # short: Ray's socket paths must fit
+        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+                    "PYTHONPATH": str(REPO)}
+        self.env.pop("CURATE_FAILPOINT", None)
+        self.env.pop("CURATE_FAILPOINT_ONCE", None)
+
+    def start(self, cpus: list[int], private_worker: bool = False) -> None:
+        """A head node with cpus[0] CPUs, then a worker node for each further entry."""
+        import ray
+
+        port = _free_port()
+        self.address = f"127.0.0.1:{port}"
+        self._node(["--head", f"--port={port}", f"--ray-client-server-port={_free_port()}",
+                    f"--dashboard-port={_free_port()}", "--include-dashboard=false"], "head", cpus[0])
+        if private_worker and os.geteuid() == 0 and shutil.which("unshare"):
+            self.private = self.temp / "private"
+            self.private.mkdir()
+        for i, n in enumerate(cpus[1:]):
+            self._node([f"--address={self.address}"], f"worker{i}", n, private=self.private)
+        deadline = time.monotonic() + 60
+        ray.init(address=self.address, logging_level="ERROR")
+        try:
+            while len([n for n in ray.nodes() if n["Alive"]]) < len(cpus):
+                assert time.monotonic() < deadline, "the worker nodes did not join"
+                time.sleep(0.2)
+        finally:
+            ray.shutdown()
+
+    def _node(self, args: list[str], name: str, cpus: int, private: Path | None = None) -> None:
+        command = [*RAY, "start", *args, f"--num-cpus={cpus}", f"--temp-dir={self.temp / name}",
+                   "--disable-usage-stats", f"--dashboard-agent-listen-port={_free_port()}"]
+        if private is not None:  # a private tmpfs over `private`, seen by this node only
+            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       f'mount -t tmpfs tmpfs "{private}" && exec "$@"', "sh", *command]
+        proc = subprocess.Popen(command, env=self.env, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        self.groups.append(proc.pid)
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
+
+    def worker_node_ran_tasks(self) -> bool:
+        return any(self.temp.glob("worker*/session_*/logs/worker-*.out"))
+
+    def processes(self) -> list[int]:
+        """The nodes' processes and those below them (Ray workers start sessions of their own)."""
+        pids = [p for g in self.groups for p in _group(g)]
+        return sorted(set(pids + [d for p in pids for d in descendants(p)]))
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the cluster's processes so far, with that of the workers they have reaped."""
+        ticks = 0
+        for pid in self.processes():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        pids = self.processes()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        alive(pids)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _group(pgid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+

