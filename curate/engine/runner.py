@@ -262,7 +262,9 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         if fits.get(label, {}).get("summary") is not None:
             entry["summary"] = fits[label]["summary"]
         if step is not None and getattr(step.op_class, "changes_rows", False):
-            entry["changes_rows"] = True
+            # 1 -> n: `expanded` input rows produced the rows_out children, `added` more than they were
+            entry["expanded"] = s.expanded
+            entry["added"] = s.rows_out - s.expanded
         steps.append(entry)
     check_conservation(steps)
 
