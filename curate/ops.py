@@ -91,9 +91,19 @@ class Operator:
         """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
 
     @classmethod
-    def runs_on(cls) -> str:
-        """The resource class the engine gives the operator: "cpu", "io" or "model"."""
+    def runs_on(cls, params: Params | None = None) -> str:
+        """The resource class the engine gives the operator: "cpu", "io" or "model". An operator
+        whose class depends on its parameters (an LLM over HTTP, or a local one) overrides this."""
         return "model" if cls.resources.gpus > 0 else cls.resource_class
+
+    def preflight(self) -> None:
+        """Check what the operator needs from outside the data (an endpoint answers, its key is
+        accepted), once, before any row is processed; raise CurateError. Default: nothing."""
+
+    def counters(self) -> dict[str, int]:
+        """Counts since the last call (requests, cache hits, tokens), summed per step into the
+        manifest. Default: none."""
+        return {}
 
     # Preflight (curate.preflight) walks the steps with these before any data is processed.
     def output_schema(self, schema: pa.Schema) -> pa.Schema:

@@ -178,6 +178,8 @@ def account(op: Operator, step, batch: pa.RecordBatch, result, ctx: StageContext
             traces: Traces) -> pa.RecordBatch:
     """Check what a step returned for `batch` against the contract, trace what it removed, count."""
     rows_in = batch.num_rows
+    for name, count in op.counters().items():
+        stats.counters[name] = stats.counters.get(name, 0) + count
     if isinstance(op, Map) and op.changes_rows:
         return _expand(step, batch, result, ctx, stats, traces)
     verdict = None

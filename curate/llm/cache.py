@@ -1,0 +1,99 @@
+"""The request cache: every answered request (and every one found permanently bad) on disk, in
+SQLite (WAL mode, so the workers of a run write to one file side by side), keyed by backend,
+model, full prompt, sampling parameters and seed. It lives outside the run's `_work/`, so a
+killed, resumed or repeated run never sends a request that was already answered.
+
+Each answer is committed as it arrives: a SIGKILL loses at most the requests still in flight.
+Transient failures (timeouts, 5xx after the last retry) are not recorded: a later run tries again.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from curate.llm.types import Answer, Request
+
+FILE = "llm-requests.sqlite"
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("CURATE_CACHE_DIR") or Path.home() / ".cache" / "curate")
+
+
+class RequestCache:
+    def __init__(self, directory: str | Path | None):
+        directory = Path(directory) if directory else default_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / FILE
+        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill; fsync at checkpoints
+        self.db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, finish_reason TEXT, "
+                        "tokens_in INTEGER, tokens_out INTEGER, error TEXT, detail TEXT)")
+
+    def get_many(self, keys: list[str]) -> dict[str, Answer]:
+        found: dict[str, Answer] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows = self.db.execute(f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail FROM answers "
+                                   f"WHERE key IN ({','.join('?' * len(part))})", part)
+            for key, text, finish, t_in, t_out, error, detail in rows:
+                found[key] = Answer(text, finish, t_in, t_out, error, detail, permanent=error is not None, cached=True)
+        return found
+
+    def put(self, key: str, answer: Answer) -> None:
+        """Record an answer, or a permanently bad request; transient failures are not kept."""
+        if answer.error is not None and not answer.permanent:
+            return
+        self.db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (key, answer.text, answer.finish_reason, answer.tokens_in, answer.tokens_out,
+                         answer.error, answer.detail))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class CachedBackend:
+    """Any backend with the cache in front: hits are answered from disk, misses sent and each
+    answer stored as it arrives. Counts hits, misses, errors and tokens for the manifest."""
+
+    def __init__(self, backend, cache: RequestCache):
+        self.backend, self.cache = backend, cache
+        self.kind, self.model = backend.kind, backend.model
+        self.counts: dict[str, int] = {}
+
+    def _count(self, name: str, n: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + n
+
+    async def check(self) -> None:
+        await self.backend.check()
+
+    async def generate(self, requests: list[Request], on_answer=None) -> list[Answer]:
+        keys = [r.key(self.kind, self.model) for r in requests]
+        hits = self.cache.get_many(keys)
+        answers: list[Answer | None] = [hits.get(k) for k in keys]
+        self._count("cache_hits", sum(a is not None for a in answers))
+        todo = [i for i, a in enumerate(answers) if a is None]
+        self._count("cache_misses", len(todo))
+
+        def arrived(j: int, answer: Answer) -> None:
+            i = todo[j]
+            answers[i] = answer
+            self.cache.put(keys[i], answer)
+            if answer.ok:
+                self._count("tokens_in", answer.tokens_in)
+                self._count("tokens_out", answer.tokens_out)
+            else:
+                self._count(f"errors_{answer.error}")
+            if on_answer:
+                on_answer(i, answer)
+
+        if todo:
+            await self.backend.generate([requests[i] for i in todo], arrived)
+        return answers
+
+    def take_counts(self) -> dict[str, int]:
+        counts, self.counts = self.counts, {}
+        return counts
