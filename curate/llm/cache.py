@@ -13,6 +13,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from curate.engine.failpoints import failpoint
 from curate.llm.types import Answer, Request
 
 FILE = "llm-requests.sqlite"
@@ -82,6 +83,7 @@ class CachedBackend:
             i = todo[j]
             answers[i] = answer
             self.cache.put(keys[i], answer)
+            failpoint("llm-answer")
             if answer.ok:
                 self._count("tokens_in", answer.tokens_in)
                 self._count("tokens_out", answer.tokens_out)

@@ -34,6 +34,7 @@ class OpenAIBackend:
         self.api_key_env = api_key_env
         self.concurrency, self.timeout_s = concurrency, timeout_s
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
+        self.sleep = asyncio.sleep  # between retries (tests watch it)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -130,7 +131,7 @@ class OpenAIBackend:
                 unreachable += isinstance(e, (aiohttp.ClientConnectorError, ConnectionRefusedError))
             if attempt == self.max_retries:
                 break
-            await asyncio.sleep(max(wait or 0.0, self._backoff(attempt)))
+            await self.sleep(max(wait or 0.0, self._backoff(attempt)))
         if unreachable > self.max_retries:  # every attempt failed to connect: the server is gone
             raise BackendError(f"the LLM endpoint {self.base_url} stopped accepting connections ({answer.detail}); "
                                f"the run can continue with --resume once it is back")
