@@ -57,8 +57,9 @@ class RequestCache:
 
 
 class CachedBackend:
-    """Any backend with the cache in front: hits are answered from disk, misses sent and each
-    answer stored as it arrives. Counts hits, misses, errors and tokens for the manifest."""
+    """Any backend with the cache in front: hits are answered from disk, misses sent (once, if
+    asked twice) and each answer stored as it arrives. Counts hits, misses, duplicates, errors
+    and tokens for the manifest."""
 
     def __init__(self, backend, cache: RequestCache):
         self.backend, self.cache = backend, cache
@@ -76,24 +77,30 @@ class CachedBackend:
         hits = self.cache.get_many(keys)
         answers: list[Answer | None] = [hits.get(k) for k in keys]
         self._count("cache_hits", sum(a is not None for a in answers))
-        todo = [i for i, a in enumerate(answers) if a is None]
-        self._count("cache_misses", len(todo))
+        todo: dict[str, list[int]] = {}  # a request asked twice in one call is sent once
+        for i, a in enumerate(answers):
+            if a is None:
+                todo.setdefault(keys[i], []).append(i)
+        sent = [same[0] for same in todo.values()]
+        self._count("cache_misses", len(sent))
+        self._count("duplicates", sum(len(same) - 1 for same in todo.values()))
 
         def arrived(j: int, answer: Answer) -> None:
-            i = todo[j]
-            answers[i] = answer
-            self.cache.put(keys[i], answer)
+            key = keys[sent[j]]
+            self.cache.put(key, answer)
             failpoint("llm-answer")
             if answer.ok:
                 self._count("tokens_in", answer.tokens_in)
                 self._count("tokens_out", answer.tokens_out)
             else:
                 self._count(f"errors_{answer.error}")
-            if on_answer:
-                on_answer(i, answer)
+            for i in todo[key]:
+                answers[i] = answer
+                if on_answer:
+                    on_answer(i, answer)
 
-        if todo:
-            await self.backend.generate([requests[i] for i in todo], arrived)
+        if sent:
+            await self.backend.generate([requests[i] for i in sent], arrived)
         return answers
 
     def take_counts(self) -> dict[str, int]:

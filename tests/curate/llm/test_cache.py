@@ -25,14 +25,22 @@ def test_a_repeated_run_sends_nothing_already_answered_or_permanently_bad(mock_l
     requests.append(Request(({"role": "user", "content": "[[bad]] doc"},)))
     first = _cached(mock_llm, tmp_path)
     answers = _ask(first, requests)
-    assert first.take_counts() == {"cache_hits": 0, "cache_misses": 31, "tokens_in": 60, "tokens_out": 180,
-                                   "errors_bad_request": 1}
+    assert first.take_counts() == {"cache_hits": 0, "cache_misses": 31, "duplicates": 0, "tokens_in": 60,
+                                   "tokens_out": 180, "errors_bad_request": 1}
     second = _cached(mock_llm, tmp_path)  # a new process, the same directory
     again = _ask(second, requests)
     assert [a.text for a in again] == [a.text for a in answers] and all(a.cached for a in again)
     assert again[-1].error == "bad_request" and again[-1].permanent
-    assert second.take_counts() == {"cache_hits": 31, "cache_misses": 0}
+    assert second.take_counts() == {"cache_hits": 31, "cache_misses": 0, "duplicates": 0}
     assert set(mock_llm.llm.received.values()) == {1}
+
+
+def test_a_request_asked_twice_in_one_call_is_sent_once(mock_llm, tmp_path):
+    request = Request(({"role": "user", "content": "same"},))
+    backend = _cached(mock_llm, tmp_path)
+    a, b = _ask(backend, [request, request])
+    assert a.text == b.text and a.ok and backend.take_counts()["duplicates"] == 1
+    assert mock_llm.llm.received[prompt_key(list(request.messages))] == 1
 
 
 def test_transient_failures_are_not_recorded(mock_llm, tmp_path):
