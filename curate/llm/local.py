@@ -4,6 +4,8 @@ prompt ends where generation starts. Prompts are sorted by length so a batch pad
 
 from __future__ import annotations
 
+import asyncio
+
 from curate.llm.types import Answer, BackendError, OnAnswer, Request
 
 
@@ -56,6 +58,7 @@ class TransformersBackend:
                 for i, answer in zip(batch, self._batch([prompts[i] for i in batch], requests[batch[0]])):
                     answers[i] = answer
                     on_answer(i, answer)
+                await asyncio.sleep(0)  # let the cache commit this batch's answers
         return answers
 
     def _batch(self, prompts: list[str], request: Request) -> list[Answer]:

@@ -35,6 +35,7 @@ class OpenAIBackend:
         self.concurrency, self.timeout_s = concurrency, timeout_s
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
         self.sleep = asyncio.sleep  # between retries (tests watch it)
+        self._limit: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -84,16 +85,23 @@ class OpenAIBackend:
                                f"check llm.base_url and llm.model")
 
     async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
+        """Up to `concurrency` senders pull the requests in turn (not one task per request: a
+        batch holds thousands), under a limit shared by the calls in flight on this loop."""
+        loop = asyncio.get_running_loop()
+        if self._limit is None or self._limit[0] is not loop:
+            self._limit = (loop, asyncio.Semaphore(self.concurrency))
+        limit = self._limit[1]
         answers: list[Answer | None] = [None] * len(requests)
+        todo = iter(enumerate(requests))
         async with self._session() as session:
-            limit = asyncio.Semaphore(self.concurrency)
 
-            async def one(i: int, request: Request) -> None:
-                async with limit:
-                    answers[i] = await self._send(session, request)
-                on_answer(i, answers[i])
+            async def sender() -> None:
+                for i, request in todo:
+                    async with limit:
+                        answers[i] = await self._send(session, request)
+                    on_answer(i, answers[i])
 
-            await _gather_or_cancel([one(i, r) for i, r in enumerate(requests)])
+            await _gather_or_cancel([sender() for _ in range(min(self.concurrency, len(requests)))])
         return answers
 
     async def _send(self, session, request: Request) -> Answer:
