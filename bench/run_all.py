@@ -33,7 +33,8 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp",
+            "wrap"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -45,6 +46,7 @@ TITLES = {
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
     "adp": "ADP conversion and SFT export",
+    "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -62,6 +64,7 @@ SIZES = {
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
+    "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
 }
 
 
@@ -79,6 +82,7 @@ def commands(a) -> dict[str, list[str]]:
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
         "adp": ["adp_bench.py", "--n", str(a.adp_n)],
+        "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
     }
 
 
