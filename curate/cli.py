@@ -111,7 +111,7 @@ def _show_plan(r, checked) -> None:
         out.print(f"  columns (first batch): {', '.join(checked.schema.names)}")
     for stage in plan.stages(r.steps):
         names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
-        where = "model workers" if stage.resource_class == "model" else "cpu workers"
+        where = {"model": "model workers", "io": "cpu workers, async I/O"}.get(stage.resource_class, "cpu workers")
         out.print(f"  stage {stage.index} ({where}): " + " -> ".join(names))
     out.print(f"  output: {r.output.path}")
 

@@ -37,7 +37,9 @@ class RephraseParams(Params):
     template: str = Field(TEMPLATE, description="The user message, from {prompt} (the style's) and {text}.")
     system: str | None = Field(None, description="A system message sent first, if any.")
     ratio: str = Field("1:1", description="real:synthetic rows out, e.g. 1:1, 1:2, 0:1 (rephrasings only).")
-    llm: LLMConfig
+    llm: LLMConfig = Field(description="The LLM: backend (openai, transformers, vllm), model, base_url, api_key_env, "
+                                       "concurrency, timeout_s, max_retries, max_tokens, temperature, top_p, seed, "
+                                       "cache_dir (README: Synthetic rephrasing).")
 
     @field_validator("template")
     @classmethod
