@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -72,35 +72,39 @@ class CachedBackend:
         self.backend, self.cache = backend, cache
         self.kind, self.model = backend.kind, backend.model
         self.counts: dict[str, int] = {}
-        self.unsaved: list[tuple[str, Answer]] = []
         # Commits run on a thread of their own (SQLite releases the GIL while it writes, and may
         # wait for another worker's commit), so the event loop goes on receiving answers; each
         # commit takes all that arrived meanwhile, so a slow one makes the next one larger.
+        # `unsaved` is a deque: appends (loop) and pops (writer) need no lock.
+        self.unsaved: deque[tuple[str, Answer]] = deque()
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="llm-cache")
-        self.lock = threading.Lock()
         self.writing: asyncio.Future | None = None
+        self.save_soon = False
+        self.failed: BaseException | None = None  # a commit that failed: the call raises it
 
     def _write(self) -> None:
-        while True:
-            with self.lock:
-                unsaved, self.unsaved = self.unsaved, []
-            if not unsaved:
-                return
-            self.cache.put_many(unsaved)
-            for _ in unsaved:
+        while self.unsaved:
+            batch = [self.unsaved.popleft() for _ in range(len(self.unsaved))]
+            self.cache.put_many(batch)
+            for _ in batch:
                 failpoint("llm-answer")
 
     def _save(self) -> None:
         """Start committing what arrived, unless a commit is under way (it looks again when done)."""
+        self.save_soon = False
         if (self.writing is None or self.writing.done()) and self.unsaved:
             self.writing = asyncio.get_running_loop().run_in_executor(self.writer, self._write)
-            self.writing.add_done_callback(lambda _: self._save())
+            self.writing.add_done_callback(self._written)
+
+    def _written(self, done: asyncio.Future) -> None:
+        if not done.cancelled() and done.exception() is not None and self.failed is None:
+            self.failed = done.exception()
+        self._save()
 
     def _remember(self, key: str, answer: Answer) -> None:
-        with self.lock:
-            self.unsaved.append((key, answer))
-            first = len(self.unsaved) == 1
-        if first:
+        self.unsaved.append((key, answer))
+        if not self.save_soon:  # once per turn of the loop
+            self.save_soon = True
             asyncio.get_running_loop().call_soon(self._save)
 
     def _count(self, name: str, n: int = 1) -> None:
@@ -139,11 +143,12 @@ class CachedBackend:
             try:
                 await self.backend.generate([requests[i] for i in sent], arrived)
             finally:  # everything stored before returning (also what came before a fatal error)
-                while self.writing is not None and not self.writing.done():
-                    await asyncio.wait([self.writing])
+                while self.unsaved or (self.writing is not None and not self.writing.done()):
                     self._save()
-                if self.writing is not None:
-                    self.writing.result()  # a failed commit is an error, not a silent loss
+                    if self.writing is not None and not self.writing.done():
+                        await asyncio.wait([self.writing])
+                if self.failed is not None:  # a failed commit is an error, not a silent loss
+                    raise self.failed
         return answers
 
     def take_counts(self) -> dict[str, int]:

@@ -68,3 +68,16 @@ def test_the_key_covers_backend_model_prompt_sampling_and_seed():
 def test_the_cache_is_sqlite_in_wal_mode(tmp_path):
     RequestCache(tmp_path)
     assert sqlite3.connect(tmp_path / FILE).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_failed_commit_fails_the_call_instead_of_losing_answers(mock_llm, tmp_path, monkeypatch):
+    backend = _cached(mock_llm, tmp_path)
+
+    def full_disk(items):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(backend.cache, "put_many", full_disk)
+    import pytest
+
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        _ask(backend, [Request(({"role": "user", "content": f"d{i}"},)) for i in range(5)])
