@@ -82,6 +82,13 @@ def bare(url: str, n: int, concurrency: int) -> None:
     print(f"answered {asyncio.run(main())}")
 
 
+def io_processes(workers: int) -> int:
+    """How many processes curate gives an io stage (curate/engine/local.py: one per 4 cores)."""
+    from curate.engine.local import available_cores
+
+    return min(workers, max(1, available_cores() // 4))
+
+
 def side(name: str, n: int, args, work: Path) -> dict:
     port = free_port()
     server = start_server(port)
@@ -101,7 +108,7 @@ steps:
   - rephrase:
       styles: [medium]
       ratio: '0:1'
-      llm: {{model: mock, base_url: '{url}', concurrency: {args.concurrency // args.workers},
+      llm: {{model: mock, base_url: '{url}', concurrency: {args.concurrency // io_processes(args.workers)},
              cache_dir: '{work}/cache-{time.monotonic_ns()}'}}
 """)
             m = h.curate_run(recipe, "--workers", str(args.workers), log=work / "curate.log")
@@ -146,7 +153,9 @@ def main() -> None:
              f"{mean[name]['server_cpu']:.1f}", f"{mean[name]['per_s']:,.0f}", f"{n / mean[name]['cpu']:,.0f}",
              " / ".join(f"{x['per_s']:,.0f}" for x in results[name])]
             for name in ("curate", "bare")]
-    label = {"curate": f"curate run, rephrase ({args.workers} workers x {args.concurrency // args.workers} in flight)",
+    procs = io_processes(args.workers)
+    label = {"curate": f"curate run --workers {args.workers}, rephrase ({procs} process{'es' if procs > 1 else ''} x "
+                       f"{args.concurrency // procs} in flight)",
              "bare": f"bare asyncio aiohttp loop ({args.concurrency} in flight, one process)"}
     for row in rows:
         row[0] = label[row[0]]
