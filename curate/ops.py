@@ -73,7 +73,7 @@ class Operator:
     # Where the engine runs it: "cpu" inside every task process; "model" in a model worker pool
     # (one process per visible GPU, else CPU model workers) that loads the model once.
     # Operators declaring `resources.gpus > 0` are "model" whatever this says. "io": waits on
-    # the network (LLM endpoints), in a stage of its own on the CPU workers, its `process` async.
+    # the network (LLM endpoints), in a stage of its own on few processes, its `process` async.
     resource_class: ClassVar[str] = "cpu"
     # Columns the operator reads and writes; instances may compute them from params.
     requires: tuple[str, ...] = ()

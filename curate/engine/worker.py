@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import inspect
 import json
 import os
@@ -310,6 +311,10 @@ async def _run_async(ctx: StageContext, task: Task, ops: list[Operator], batches
     once; each one's trace, counts and output are committed in input order, so the result is
     the same as one batch at a time."""
     in_flight: list[asyncio.Task] = []
+    # Batches in flight hold thousands of live requests; with the default thresholds the garbage
+    # collector rescans them every few hundred allocations (a third of the CPU of 100k requests).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(20_000, 20, 20)
 
     def finish(done: tuple[pa.RecordBatch, _InFlight]) -> None:
         batch, mine = done
@@ -331,6 +336,7 @@ async def _run_async(ctx: StageContext, task: Task, ops: list[Operator], batches
         while in_flight:
             finish(await in_flight.pop(0))
     finally:
+        gc.set_threshold(*thresholds)
         for pending in in_flight:
             pending.cancel()
 

@@ -20,7 +20,7 @@ class LLMConfig(Params):
     base_url: str | None = Field(None, description="Endpoint, e.g. http://localhost:8000/v1 (openai backend).", **_OP)
     api_key_env: str | None = Field("OPENAI_API_KEY", description="Environment variable holding the API key "
                                     "(read when sending, never written anywhere).", **_OP)
-    concurrency: int = Field(256, gt=0, description="Requests in flight per worker (openai backend).", **_OP)
+    concurrency: int = Field(256, gt=0, description="Requests in flight per process (openai backend).", **_OP)
     timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (openai backend).", **_OP)
     max_retries: int = Field(6, ge=0, description="Retries of a request that timed out or got 429/5xx/a bad body.", **_OP)
     backoff_s: float = Field(0.5, ge=0, description="First retry's backoff cap; doubles each retry, full jitter.", **_OP)
