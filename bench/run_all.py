@@ -33,7 +33,8 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp",
+            "embed", "prune", "ray", "wrap"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -48,6 +49,7 @@ TITLES = {
     "embed": "embed throughput: curate run vs a bare SentenceTransformer.encode loop",
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
+    "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -68,6 +70,7 @@ SIZES = {
     "embed_docs": (2000, 1000, "embed: demo documents"),
     "prune_rows": (1_000_000, 1_000_000, "prune: the largest run, in embedding rows (also 1/4 and 1/2 of it)"),
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
+    "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
 }
 
 
@@ -88,6 +91,7 @@ def commands(a) -> dict[str, list[str]]:
         "embed": ["embed_throughput.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
         "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), *w],
+        "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
     }
 
 

@@ -128,7 +128,7 @@ def _show_plan(r, checked, limit: int | None, as_json: bool) -> None:
         out.print(f"  columns (first batch): {', '.join(checked.schema.names)}")
     for stage, tasks in zip(the_plan.stages, the_plan.tasks):
         names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
-        where = "model workers" if stage.resource_class == "model" else "cpu workers"
+        where = {"model": "model workers", "io": "cpu workers, async I/O"}.get(stage.resource_class, "cpu workers")
         count = f"{len(tasks)} tasks" if tasks is not None else f"a task per shard of stage {stage.index - 1}"
         out.print(f"  stage {stage.index} ({where}, {count}): " + " -> ".join(names))
     out.print(f"  output: {r.output.path}")
@@ -199,6 +199,33 @@ def demo(
 
     paths = generate(directory, docs=docs, files=files, seed=seed, workers=workers)
     out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
+
+
+@app.command("serve-mock")
+@handle_errors
+def serve_mock(
+    port: int = typer.Option(8000, help="Port on 127.0.0.1."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="Model names it serves (default: mock)."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="Require this bearer key (default: none)."),
+    fault_rate: float = typer.Option(0.0, min=0.0, max=1.0, help="Share of requests given a fault."),
+    faults: str = typer.Option("timeout,429,500,malformed,truncated", help="Faults to draw from, comma-separated."),
+    retry_after: float = typer.Option(1.0, help="Retry-After of its 429s (seconds)."),
+    stall_s: float = typer.Option(30.0, help="How long a `timeout` fault keeps the client waiting."),
+    seed: int = typer.Option(0, help="Seed of the fault draws."),
+) -> None:
+    """A loopback OpenAI-compatible chat server answering at once, with injected faults: for dry
+    runs of LLM recipes (base_url http://127.0.0.1:PORT/v1) and tests. GET /stats counts requests."""
+    from curate.errors import CurateError
+    from curate.llm.mock_server import FAULTS, serve
+
+    chosen = [f.strip() for f in faults.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in FAULTS]
+    if unknown:
+        raise CurateError(f"--faults: unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
+    out.print(f"mock LLM on http://127.0.0.1:{port}/v1 (models: {', '.join(model or ['mock'])}, "
+              f"fault rate {fault_rate})", highlight=False)
+    serve(port=port, models=model or ["mock"], api_key=api_key, fault_rate=fault_rate, faults=chosen,
+          retry_after=retry_after, stall_s=stall_s, seed=seed)
 
 
 def _subcommand_groups() -> None:

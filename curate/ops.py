@@ -3,7 +3,8 @@
 An operator is a class with a pydantic `Params` model, the columns it `requires` and
 `provides`, and the `resources` it needs. It never knows which engine runs it.
 
-- Map.process(batch) -> batch: adds or transforms columns.
+- Map.process(batch) -> batch: adds or transforms columns (or, with `changes_rows`, makes
+  new rows: (children, Verdict over the input rows)).
 - Filter.keep(batch) -> Verdict: which rows stay; the engine traces the others with the reason.
 - Global.fit(batches, workdir) -> state, then Global.apply(batch, state) -> Verdict | batch,
   for decisions that need the whole dataset (dedup, clustering, pruning).
@@ -21,7 +22,11 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Params(BaseModel):
-    """Base of every operator's parameters; unknown keys are errors."""
+    """Base of every operator's parameters; unknown keys are errors.
+
+    A field declared with `Field(..., json_schema_extra=OPERATIONAL)` says how to run, not what
+    to compute (an endpoint's URL, a concurrency limit): it is left out of the recipe's
+    fingerprint, so changing it does not stop `--resume`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -34,6 +39,8 @@ class Resources(BaseModel):
     gpus: float = 0.0
     memory_gb: float | None = None
 
+
+OPERATIONAL = {"operational": True}
 
 ReasonLike = Union[str, pa.Array, np.ndarray, list, None]
 
@@ -65,7 +72,8 @@ class Operator:
     resources: ClassVar[Resources] = Resources()
     # Where the engine runs it: "cpu" inside every task process; "model" in a model worker pool
     # (one process per visible GPU, else CPU model workers) that loads the model once.
-    # Operators declaring `resources.gpus > 0` are "model" whatever this says.
+    # Operators declaring `resources.gpus > 0` are "model" whatever this says. "io": waits on
+    # the network (LLM endpoints), in a stage of its own on few processes, its `process` async.
     resource_class: ClassVar[str] = "cpu"
     # Columns the operator reads and writes; instances may compute them from params.
     requires: tuple[str, ...] = ()
@@ -86,9 +94,19 @@ class Operator:
         """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
 
     @classmethod
-    def runs_on(cls) -> str:
-        """The resource class the engine gives the operator: "cpu" or "model"."""
+    def runs_on(cls, params: Params | None = None) -> str:
+        """The resource class the engine gives the operator: "cpu", "io" or "model". An operator
+        whose class depends on its parameters (an LLM over HTTP, or a local one) overrides this."""
         return "model" if cls.resources.gpus > 0 else cls.resource_class
+
+    def preflight(self) -> None:
+        """Check what the operator needs from outside the data (an endpoint answers, its key is
+        accepted), once, before any row is processed; raise CurateError. Default: nothing."""
+
+    def counters(self) -> dict[str, int]:
+        """Counts since the last call (requests, cache hits, tokens), summed per step into the
+        manifest. Default: none."""
+        return {}
 
     # Preflight (curate.preflight) walks the steps with these before any data is processed.
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
@@ -109,10 +127,18 @@ class Operator:
 
 class Map(Operator):
     """`process` returns the new batch, or (batch, Verdict) to send rows it cannot handle (of
-    the returned batch) to the trace with a reason."""
+    the returned batch) to the trace with a reason.
+
+    A Map with `changes_rows = True` turns each input row into any number of rows (chunks,
+    rephrasings; or several into one): `process` returns (children, Verdict over its *input*
+    rows). Each child has `_parent_id`, the `_id` of the input row it came from; an input row
+    the verdict keeps must have children, one it drops has none and is traced with its reason.
+    The engine gives children their `_id` and checks all this (curate/engine/expand.py).
+
+    `process` may be `async def` (I/O-bound operators: resource_class "io"): a worker then
+    keeps several batches in flight at once, and their results are written in input order."""
 
     kind = "map"
-    # True when the operator may emit more or fewer rows than it got (then it sets _parent_id).
     changes_rows: ClassVar[bool] = False
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:

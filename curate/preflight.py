@@ -74,4 +74,6 @@ def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     first, schema = first_schema(sources, recipe)
     if schema is not None:
         check_steps(recipe, schema, first.path)
+        for step in recipe.steps:  # endpoints, keys: after the cheap checks, before any row
+            step.build(recipe).preflight()
     return Preflight(sources, schema, first)

@@ -78,9 +78,29 @@ class Recipe(BaseModel):
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
     def fingerprint(self) -> str:
-        """Hash of everything that decides the output (not of comments or key order)."""
-        canon = json.dumps(self.raw, sort_keys=True, default=str)
+        """Hash of everything that decides the output (not of comments or key order, nor of
+        operator parameters marked `operational`: where an endpoint is, how hard to push it)."""
+        doc = json.loads(json.dumps(self.raw, default=str))
+        for step, item in zip(self.steps, doc.get("steps") or []):
+            params = next(iter(item.values()), None) if isinstance(item, dict) else None
+            if isinstance(params, dict):
+                _drop_operational(step.op_class.Params, params)
+        canon = json.dumps(doc, sort_keys=True, default=str)
         return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+def _drop_operational(model: type[BaseModel], params: dict) -> None:
+    """Remove from `params` (as written in the recipe) the fields `model` marks operational,
+    looking into nested parameter models too."""
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in params:
+            continue
+        if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("operational"):
+            del params[key]
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel) \
+                and isinstance(params[key], dict):
+            _drop_operational(field.annotation, params[key])
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -27,16 +27,21 @@ class StepStats:
     rows_in: int = 0
     rows_out: int = 0
     removed: int = 0
+    expanded: int = 0  # input rows of a 1 -> n step that produced its rows_out children
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)  # the operator's own (Operator.counters)
 
     def add(self, other: "StepStats") -> None:
         self.rows_in += other.rows_in
         self.rows_out += other.rows_out
         self.removed += other.removed
+        self.expanded += other.expanded
         self.seconds += other.seconds
         for k, v in other.reasons.items():
             self.reasons[k] = self.reasons.get(k, 0) + v
+        for k, v in other.counters.items():
+            self.counters[k] = self.counters.get(k, 0) + v
 
 
 def _per_row(value, n: int) -> pa.Array:
@@ -101,10 +106,16 @@ def merge_shards(parts: list[Path], target: Path, compression: str | None = "zst
 
 
 def check_conservation(steps: list[dict]) -> None:
-    """rows in = rows out + rows removed at every step, and each step gets what the last one gave."""
+    """rows in = rows out + rows removed at every step (for a 1 -> n step: rows in = rows that
+    produced children + rows removed, its rows out being the children), and each step gets what
+    the last one gave."""
     previous_out = None
     for s in steps:
-        if s["rows_in"] != s["rows_out"] + s["removed"] and not s.get("changes_rows"):
+        if "expanded" in s:
+            if s["rows_in"] != s["expanded"] + s["removed"]:
+                raise RuntimeError(f"conservation violated at {s['step']}: {s['rows_in']} in != "
+                                   f"{s['expanded']} expanded + {s['removed']} removed")
+        elif s["rows_in"] != s["rows_out"] + s["removed"]:
             raise RuntimeError(f"conservation violated at {s['step']}: {s['rows_in']} in != "
                                f"{s['rows_out']} out + {s['removed']} removed")
         if previous_out is not None and s["rows_in"] != previous_out:

@@ -21,4 +21,7 @@ CATALOG: dict[str, str] = {
     "adp_convert": "operators.agent.ops:AdpConvert",
     "adp_validate": "operators.agent.ops:AdpValidate",
     "adp_export": "operators.agent.ops:AdpExport",
+    # synth/
+    "chunk": "operators.synth.chunk:Chunk",
+    "rephrase": "operators.synth.rephrase:Rephrase",
 }

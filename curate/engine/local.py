@@ -98,6 +98,11 @@ def stage_parallelism(stage: plan.Stage, workers: int, cores: int | None = None)
     cores = cores or available_cores()
     need_cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
     parallel = min(workers, max(1, int(cores // need_cpus)))
+    if stage.resource_class == "io":
+        # Network-bound: one process's event loop keeps hundreds of requests in flight, and the
+        # client's CPU per request is what counts, so few processes (one per 4 cores; with one,
+        # the stage runs in the main process and spawns nothing).
+        parallel = min(parallel, max(1, cores // 4))
     need_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0])
     if need_gb:
         total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

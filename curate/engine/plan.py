@@ -101,7 +101,7 @@ def stages(steps: list[Step]) -> list[Stage]:
     current: list[Step] = []
     resource = "cpu"
     for step in steps:
-        runs_on = step.op_class.runs_on()
+        runs_on = step.op_class.runs_on(step.params)
         if issubclass(step.op_class, Global) or (runs_on != resource and (current or current_global or out)):
             out.append(Stage(len(out), current_global, tuple(current), resource))
             current_global, current = (step, []) if issubclass(step.op_class, Global) else (None, [step])

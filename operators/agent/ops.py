@@ -1,9 +1,10 @@
 """Pipeline operators: adp_convert (raw records -> ADP trajectory rows), adp_validate (drop rows
 that break the ADP schema) and adp_export (trajectory rows -> SFT rows). Row layouts: see rows.py.
 
-Records that cannot be converted, trajectories that do not validate and trajectories a style
-cannot render stay in the returned batch with keep=False, so the engine traces them with the
-reason (`unconvertible`, `invalid_adp`, `not_exportable`) and the message as detail.
+adp_convert and adp_export change the row count (see curate/ops.py, Map): their verdict is over
+their input rows, so records that cannot be converted, per-step records merged into another's
+trajectory and trajectories a style cannot render go to the trace with the reason
+(`unconvertible`, `merged`, `invalid_adp`, `not_exportable`) and the message as detail.
 """
 
 from __future__ import annotations
@@ -64,22 +65,25 @@ class AdpConvert(Map):
         return batch.select(cols).to_pylist()
 
     def process(self, batch: pa.RecordBatch):
-        ids = batch.column("_id").to_pylist() if "_id" in batch.schema.names else [str(i) for i in range(batch.num_rows)]
-        rows, keep, details, out_ids = [], [], [], []
+        ids = batch.column("_id").to_pylist()
+        rows, parents = [], []
+        keep = np.zeros(batch.num_rows, dtype=bool)
+        reasons, details = [None] * batch.num_rows, [None] * batch.num_rows
         for unit in converters.iter_convert(self.converter, self._records(batch), fallback_ids=ids):
-            out_ids.append(ids[unit.rows[0]])
+            first, *merged = unit.rows
             if unit.trajectory is None:
-                rows.append({"id": None, "content": None, "details": None})
-                keep.append(False)
-                details.append(unit.error)
-            else:
-                rows.append(trajectory_row(unit.trajectory))
-                keep.append(True)
-                details.append(None)
+                for i in unit.rows:
+                    reasons[i], details[i] = "unconvertible", unit.error
+                continue
+            keep[first] = True
+            rows.append(trajectory_row(unit.trajectory))
+            parents.append(ids[first])
+            for i in merged:  # a per-step record joined into the trajectory of the group's first
+                reasons[i], details[i] = "merged", f"joined into the trajectory of row {ids[first]}"
         body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
-        out = pa.RecordBatch.from_arrays([pa.array(out_ids, pa.string()), *body.columns],
-                                         names=["_id", *TRAJECTORY_SCHEMA.names])
-        return out, Verdict(np.array(keep, dtype=bool), "unconvertible", details)
+        out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
+                                         names=["_parent_id", *TRAJECTORY_SCHEMA.names])
+        return out, Verdict(keep, reasons, details)
 
 
 class AdpValidate(Filter):
@@ -139,24 +143,21 @@ class AdpExport(Map):
         self.schema = sft_schema(p.style)
 
     def process(self, batch: pa.RecordBatch):
-        ids = batch.column("_id").to_pylist() if "_id" in batch.schema.names else [None] * batch.num_rows
-        rows, out_ids, parents, keep, details = [], [], [], [], []
-        for row_id, row in zip(ids, batch.select(list(self.requires)).to_pylist()):
+        ids = batch.column("_id").to_pylist()
+        rows, parents = [], []
+        keep, details = np.zeros(batch.num_rows, dtype=bool), [None] * batch.num_rows
+        for i, (row_id, row) in enumerate(zip(ids, batch.select(list(self.requires)).to_pylist())):
             try:
                 records = self.exporter.export(trajectory_doc(row))
                 if not records:
                     raise Skip("no sample to export")
             except (Skip, ValueError, KeyError, TypeError) as e:
-                rows.append({"id": row.get("id"), "system": None, "conversations": None})
-                out_ids.append(row_id), parents.append(row_id), keep.append(False)
-                details.append(str(e) if isinstance(e, Skip) else f"{type(e).__name__}: {e}")
+                details[i] = str(e) if isinstance(e, Skip) else f"{type(e).__name__}: {e}"
                 continue
-            for k, rec in enumerate(records):
-                rows.append(rec)
-                out_ids.append(row_id if len(records) == 1 else f"{row_id}-{k}")
-                parents.append(row_id), keep.append(True), details.append(None)
+            keep[i] = True
+            rows.extend(records)
+            parents.extend([row_id] * len(records))
         body = pa.RecordBatch.from_pylist(rows, schema=self.schema)
-        out = pa.RecordBatch.from_arrays(
-            [pa.array(out_ids, pa.string()), pa.array(parents, pa.string()), *body.columns],
-            names=["_id", "_parent_id", *self.schema.names])
-        return out, Verdict(np.array(keep, dtype=bool), "not_exportable", details)
+        out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
+                                         names=["_parent_id", *self.schema.names])
+        return out, Verdict(keep, "not_exportable", details)

@@ -132,3 +132,25 @@ def test_yaml_errors_name_the_file_and_line(tmp_path):
         recipe.load(p)
     assert str(e.value).startswith(f"{p}, line 3")
     assert "<unicode string>" not in str(e.value)
+
+
+def test_operational_parameters_are_not_in_the_fingerprint_but_model_and_prompts_are(monkeypatch):
+    """Rotating a key, fixing an endpoint or changing concurrency must not stop --resume; a change
+    of model, prompt or sampling must."""
+    from curate import recipe as recipe_module
+
+    def fp(llm="model: m, base_url: '${BASE}'", extra=""):
+        text = ("input: {path: x.jsonl}\noutput: {path: out}\nsteps:\n"
+                f"  - rephrase: {{styles: [medium]{extra}, llm: {{{llm}}}}}\n")
+        return recipe_module.load(text=text).fingerprint()
+
+    monkeypatch.setenv("BASE", "http://a/v1")
+    first = fp()
+    monkeypatch.setenv("BASE", "http://b/v1")
+    assert fp() == first
+    assert fp("model: m, base_url: 'http://c/v1', api_key_env: OTHER, concurrency: 4, timeout_s: 3, max_retries: 1, "
+              "cache_dir: /tmp/x") == first
+    assert fp("model: m2, base_url: '${BASE}'") != first
+    assert fp("model: m, base_url: '${BASE}', temperature: 0.7") != first
+    assert fp(extra=", prompts: {medium: 'Say it again:'}") != first
+    assert fp(extra=", ratio: '0:1'") != first

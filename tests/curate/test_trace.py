@@ -40,9 +40,18 @@ def test_any_off_by_one_count_is_caught(case, data):
 
 def test_a_step_that_changes_rows_may_emit_more_than_it_read_but_must_hand_them_on():
     steps = [{"step": "00_read", "rows_in": 3, "rows_out": 3, "removed": 0},
-             {"step": "01_chunk", "rows_in": 3, "rows_out": 9, "removed": 0, "changes_rows": True},
+             {"step": "01_chunk", "rows_in": 3, "rows_out": 9, "removed": 0, "expanded": 3},
              {"step": "02_filter", "rows_in": 9, "rows_out": 4, "removed": 5}]
     check_conservation(steps)
     steps[2].update(rows_in=8, rows_out=3)
     with pytest.raises(RuntimeError, match="conservation violated before 02_filter"):
+        check_conservation(steps)
+
+
+def test_a_step_that_changes_rows_accounts_for_every_input_row():
+    steps = [{"step": "00_read", "rows_in": 3, "rows_out": 3, "removed": 0},
+             {"step": "01_chunk", "rows_in": 3, "rows_out": 9, "removed": 1, "expanded": 2}]
+    check_conservation(steps)
+    steps[1]["expanded"] = 1  # a row neither expanded nor traced
+    with pytest.raises(RuntimeError, match="conservation violated at 01_chunk: 3 in != 1 expanded"):
         check_conservation(steps)

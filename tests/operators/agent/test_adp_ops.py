@@ -30,8 +30,10 @@ def test_convert_traces_unconvertible_records_with_the_reason():
                                         {"_id": "c", "raw": "{not json"},
                                         {"_id": "d", "raw": json.dumps(raw[1])}])
     out, verdict = _op(AdpConvert, source="agenttuning_os", raw_column="raw").process(batch)
-    assert out.schema.names == ["_id", "id", "content", "details"]
+    assert out.schema.names == ["_parent_id", "id", "content", "details"]
+    assert out.column("_parent_id").to_pylist() == ["a", "d"]  # no row for what could not be converted
     assert verdict.keep.tolist() == [True, False, False, True]
+    assert verdict.reason[1:3] == ["unconvertible", "unconvertible"]
     assert "no 'conversations' list" in verdict.detail[1]
     assert "not valid JSON" in verdict.detail[2]
     assert out.column("id").to_pylist()[0] == raw[0]["id"]
@@ -39,12 +41,16 @@ def test_convert_traces_unconvertible_records_with_the_reason():
 
 
 @needs_fixtures
-def test_convert_groups_per_step_records_and_names_rows_by_id():
+def test_convert_groups_per_step_records_and_traces_those_merged_away():
     raw = load("nnetnav-live", "sample_raw.json")
     batch = pa.RecordBatch.from_pylist([{"_id": f"r{i}", "raw": json.dumps(r)} for i, r in enumerate(raw)])
     out, verdict = _op(AdpConvert, source="nnetnav-live", raw_column="raw").process(batch)
-    assert out.num_rows == 5 and verdict.keep.all()
-    assert out.column("_id").to_pylist()[0] == "r0"
+    assert out.num_rows == 5 and verdict.keep.sum() == 5
+    assert out.column("_parent_id").to_pylist()[0] == "r0"
+    merged = [i for i, k in enumerate(verdict.keep) if not k]
+    assert len(merged) == len(raw) - 5
+    assert {verdict.reason[i] for i in merged} == {"merged"}
+    assert "joined into the trajectory of row r0" in verdict.detail[merged[0]]
 
 
 def test_validate_keeps_valid_rows_and_traces_the_located_error():
@@ -66,7 +72,8 @@ def test_export_agentlab_emits_one_row_per_action_and_traces_skipped():
             {"_id": "o", "id": code_only["id"], "content": orjson.dumps(code_only["content"]).decode(),
              "details": "{}"}]
     out, verdict = _op(AdpExport, style="agentlab", environment="synatra").process(pa.RecordBatch.from_pylist(rows))
-    assert out.schema.names == ["_id", "_parent_id", "id", "system", "conversations"]
+    assert out.schema.names == ["_parent_id", "id", "system", "conversations"]
+    assert set(out.column("_parent_id").to_pylist()) == {"w"}
     assert verdict.keep.tolist() == [True, False]
     assert "no API actions" in verdict.detail[1]
     turn = out.column("conversations")[0].as_py()[0]

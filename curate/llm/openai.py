@@ -1,0 +1,188 @@
+"""An OpenAI-compatible chat-completions endpoint (vLLM serve, TGI, SGLang, Ollama, hosted APIs)
+over aiohttp: up to `concurrency` requests in flight, a timeout per request, retries with
+exponential backoff and full jitter on timeouts, 429 (at least its Retry-After), 5xx and
+malformed or truncated bodies; tokens counted from `usage`.
+
+What cannot be retried away stops the run (BackendError, exit 2) instead of tracing rows: a
+wrong key (401/403), an unknown model or path (404), an endpoint that stays unreachable. A
+request the server rejects as such (400/413/422: too long, say) is permanently bad: recorded,
+never re-sent, its row traced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import time
+
+import orjson
+
+from curate.llm.types import Answer, BackendError, OnAnswer, Request
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+PERMANENT_STATUS = {400, 413, 422}
+
+
+class OpenAIBackend:
+    kind = "openai"
+
+    def __init__(self, model: str, base_url: str, api_key_env: str | None = "OPENAI_API_KEY", concurrency: int = 256,
+                 timeout_s: float = 120.0, max_retries: int = 6, backoff_s: float = 0.5, max_backoff_s: float = 60.0):
+        self.model, self.base_url = model, base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.concurrency, self.timeout_s = concurrency, timeout_s
+        self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
+        self.sleep = asyncio.sleep  # between retries (tests watch it)
+        self._limit: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:  # read at the last moment, held nowhere else, never written
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _session(self):
+        import aiohttp
+
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300),
+            headers=self._headers(), timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+
+    async def check(self) -> None:
+        """GET /models: the endpoint answers, the key is accepted and the model is served."""
+        import aiohttp
+
+        where = f"{self.base_url}/models"
+        try:
+            async with self._session() as session, session.get(where) as response:
+                body = await response.read()
+                status = response.status
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+            raise BackendError(f"cannot reach the LLM endpoint {self.base_url} ({type(e).__name__}: {e}); "
+                               f"check llm.base_url") from None
+        self._raise_fatal(status, body)
+        if status != 200:
+            raise BackendError(f"the LLM endpoint {where} answered {status}: {body[:200]!r}")
+        try:
+            served = [m["id"] for m in orjson.loads(body)["data"]]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return  # an endpoint without a model list: the first request will tell
+        if served and self.model not in served:
+            raise BackendError(f"the LLM endpoint {self.base_url} does not serve model {self.model!r}; it serves: "
+                               f"{', '.join(served[:20])}")
+
+    def _raise_fatal(self, status: int, body: bytes) -> None:
+        said = body[:300].decode("utf-8", "replace")
+        if status in (401, 403):
+            raise BackendError(f"the LLM endpoint {self.base_url} refused the API key ({status}: {said}); check the "
+                               f"key in ${self.api_key_env}" if self.api_key_env else
+                               f"the LLM endpoint {self.base_url} needs an API key ({status}); set llm.api_key_env")
+        if status == 404:
+            raise BackendError(f"the LLM endpoint {self.base_url} answered 404 for model {self.model!r} ({said}); "
+                               f"check llm.base_url and llm.model")
+
+    async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
+        """Up to `concurrency` senders pull the requests in turn (not one task per request: a
+        batch holds thousands), under a limit shared by the calls in flight on this loop."""
+        loop = asyncio.get_running_loop()
+        if self._limit is None or self._limit[0] is not loop:
+            self._limit = (loop, asyncio.Semaphore(self.concurrency))
+        limit = self._limit[1]
+        answers: list[Answer | None] = [None] * len(requests)
+        todo = iter(enumerate(requests))
+        async with self._session() as session:
+
+            async def sender() -> None:
+                for i, request in todo:
+                    async with limit:
+                        answers[i] = await self._send(session, request)
+                    on_answer(i, answers[i])
+
+            await _gather_or_cancel([sender() for _ in range(min(self.concurrency, len(requests)))])
+        return answers
+
+    async def _send(self, session, request: Request) -> Answer:
+        import aiohttp
+
+        body = orjson.dumps({"model": self.model, "messages": list(request.messages), **request.sampling()})
+        url = f"{self.base_url}/chat/completions"
+        unreachable = 0
+        for attempt in range(self.max_retries + 1):
+            wait = None
+            try:
+                async with session.post(url, data=body) as response:
+                    payload = await response.read()
+                    status = response.status
+                    retry_after = response.headers.get("Retry-After")
+                if status == 200:
+                    answer = _parse(payload)
+                    if answer.error is None:
+                        return answer
+                elif status in RETRY_STATUS:
+                    answer = Answer(error=f"http_{status}", detail=payload[:300].decode("utf-8", "replace"))
+                    wait = _retry_after_seconds(retry_after) if status == 429 else None
+                elif status in PERMANENT_STATUS:
+                    return Answer(error="bad_request", detail=f"{status}: {payload[:300].decode('utf-8', 'replace')}",
+                                  permanent=True)
+                else:
+                    self._raise_fatal(status, payload)
+                    answer = Answer(error=f"http_{status}", detail=payload[:300].decode("utf-8", "replace"))
+            except asyncio.TimeoutError:
+                answer = Answer(error="timeout", detail=f"no answer in {self.timeout_s}s")
+            except aiohttp.ClientPayloadError as e:
+                answer = Answer(error="truncated_body", detail=str(e))
+            except (aiohttp.ClientConnectionError, OSError) as e:
+                answer = Answer(error="connection", detail=f"{type(e).__name__}: {e}")
+                unreachable += isinstance(e, (aiohttp.ClientConnectorError, ConnectionRefusedError))
+            if attempt == self.max_retries:
+                break
+            await self.sleep(max(wait or 0.0, self._backoff(attempt)))
+        if unreachable > self.max_retries:  # every attempt failed to connect: the server is gone
+            raise BackendError(f"the LLM endpoint {self.base_url} stopped accepting connections ({answer.detail}); "
+                               f"the run can continue with --resume once it is back")
+        answer.detail = f"after {self.max_retries + 1} attempts: {answer.detail}"
+        return answer
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^attempt)]."""
+        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** attempt))
+
+
+def _parse(payload: bytes) -> Answer:
+    try:
+        doc = orjson.loads(payload)
+        choice = doc["choices"][0]
+        text = choice["message"]["content"]
+        if not isinstance(text, str):
+            raise TypeError("content is not a string")
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+        return Answer(error="malformed", detail=f"{type(e).__name__}: {e}; body {payload[:200]!r}")
+    usage = doc.get("usage") or {}
+    return Answer(text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
+                  int(usage.get("completion_tokens") or 0))
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds: a number, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+async def _gather_or_cancel(coroutines) -> None:
+    """Run them all; on the first exception (a fatal backend error) cancel the rest and raise it."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
