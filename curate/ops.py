@@ -82,6 +82,11 @@ class Operator:
     def teardown(self) -> None:
         """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
 
+    def take_counts(self) -> dict[str, int]:
+        """Counts the operator kept since the last call (e.g. redactions per kind, tokens), then
+        forgets them; the engine sums them over tasks into the manifest's step entry. Default: none."""
+        return {}
+
     @classmethod
     def runs_on(cls) -> str:
         """The resource class the engine gives the operator: "cpu" or "model"."""

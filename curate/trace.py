@@ -29,6 +29,7 @@ class StepStats:
     removed: int = 0
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # the operator's own totals (Operator.take_counts)
 
     def add(self, other: "StepStats") -> None:
         self.rows_in += other.rows_in
@@ -37,6 +38,8 @@ class StepStats:
         self.seconds += other.seconds
         for k, v in other.reasons.items():
             self.reasons[k] = self.reasons.get(k, 0) + v
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
 
 
 def _per_row(value, n: int) -> pa.Array:

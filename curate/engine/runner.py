@@ -259,6 +259,8 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
                  "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
                  "seconds": round(s.seconds + fits.get(label, {}).get("seconds", 0.0), 3), "reasons": s.reasons}
+        if s.counts:
+            entry["counts"] = s.counts
         if fits.get(label, {}).get("summary") is not None:
             entry["summary"] = fits[label]["summary"]
         if step is not None and getattr(step.op_class, "changes_rows", False):

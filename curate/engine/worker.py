@@ -167,6 +167,8 @@ def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats
     started = time.perf_counter()
     rows_in = batch.num_rows
     result = _apply(op, batch, ctx)
+    for name, count in op.take_counts().items():
+        stats.counts[name] = stats.counts.get(name, 0) + int(count)
     verdict = None
     if isinstance(result, Verdict):
         verdict = result
