@@ -252,7 +252,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     traces = Traces(ctx, task)
     out = ctx.recipe.output
     data = ShardWriter(ctx.work / "data", task.name, shard_bytes=out.shard_mb << 20,
-                       compression=out.compression if ctx.final else "zstd")
+                       compression=out.parquet_compression if ctx.final else "zstd")
     checked = False
     try:
         for batch in _rows(ctx, task, stats, traces):
