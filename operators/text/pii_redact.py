@@ -5,7 +5,7 @@ IP addresses must parse (Python's ipaddress: octets up to 255, valid IPv6), card
 pass the Luhn checksum (13-19 digits, optionally grouped by spaces or dashes). Phone numbers
 need separators between digit groups and end in a group of four digits (a bare run of digits,
 or a list of numbers such as "2024 404 404", is not taken for one); number lists ending in four
-digits ("10 000 0000") remain a false positive, as for any regex. Kinds run in
+digits ("2024 2024 2024") remain a false positive, as for any regex. Kinds run in
 the order cards, e-mails, IPs, phones, so a card number is not redacted as a phone.
 
 Rows are never removed, so no original value reaches the trace; the manifest's step entry
@@ -33,7 +33,7 @@ IPV6 = r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"
 IP = re.compile(f"{IPV4}|{IPV6}")
 CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 # Not part of a longer run of digit groups (a card number, a list of numbers).
-PHONE = re.compile(r"(?<![\w+])(?<!\d[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?|\d{2,4}[ .-])\d{2,4}[ .-]\d{4}"
+PHONE = re.compile(r"(?<![\w+,])(?<!\d[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?|\d{2,4}[ .-])\d{2,4}[ .-]\d{4}"
                    r"(?![\w-])(?![ .-]\d)")
 
 ORDER: tuple[Kind, ...] = ("credit_card", "email", "ip_address", "phone")
