@@ -46,3 +46,15 @@ def test_a_step_that_changes_rows_may_emit_more_than_it_read_but_must_hand_them_
     steps[2].update(rows_in=8, rows_out=3)
     with pytest.raises(RuntimeError, match="conservation violated before 02_filter"):
         check_conservation(steps)
+
+
+def test_operator_counts_add_up_over_tasks_and_survive_a_done_marker():
+    from dataclasses import asdict
+
+    from curate.trace import StepStats
+
+    total = StepStats()
+    for task in ({"tokens": 10, "redacted_email": 1}, {"tokens": 5}, {}):
+        done = asdict(StepStats(rows_in=1, rows_out=1, counts=task))  # what a task's done marker holds
+        total.add(StepStats(**done))
+    assert total.counts == {"tokens": 15, "redacted_email": 1}
