@@ -66,6 +66,8 @@ def test_params_are_checked():
         LanguageId.Params(backend="fasttext")
     with pytest.raises(ValidationError):
         LanguageId.Params(min_score={"en": 2})
+    with pytest.raises(ValidationError, match="candidates"):
+        LanguageId.Params(backend="fasttext", model_path="lid.bin", candidates=["en"])
 
 
 def test_fasttext_backend_with_a_user_model(tmp_path, sample):
