@@ -33,8 +33,8 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp",
-            "embed", "prune", "ray", "wrap"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "webfilters", "language-id", "web-text",
+            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "wrap"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -42,6 +42,9 @@ TITLES = {
     "resume": "Resume: SIGKILL + --resume vs an uninterrupted run",
     "faults": "Fault campaign: SIGKILL at every phase boundary and at random points, then --resume",
     "gopher": "Gopher quality operator vs datatrove's Gopher filters",
+    "webfilters": "C4 and FineWeb quality operators vs datatrove's C4QualityFilter and FineWebQualityFilter",
+    "language-id": "language_id: accuracy on UDHR translations in 120+ languages, docs/s",
+    "web-text": "recipes/web-text.yaml on the demo corpus: wall, CPU, peak RSS, funnel",
     "dedup-quality": "Dedup quality: containment vs brute force, MinHash anchors",
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
@@ -62,6 +65,9 @@ SIZES = {
     "faults_docs": (20_000, 8000, "faults: demo-corpus documents"),
     "faults_random": (6, 6, "faults: random-time trials per recipe"),
     "gopher_docs": (3000, 2000, "gopher: documents"),
+    "webfilters_docs": (3000, 2000, "webfilters: documents (the gopher section's synthetic pages)"),
+    "language_id_pages": (5000, 2000, "language-id: synthetic web pages for docs/s"),
+    "web_text_docs": (100_000, 100_000, "web-text: demo-corpus documents through recipes/web-text.yaml"),
     "dedup_quality_docs": (20_000, 20_000, "dedup quality: documents"),
     "dedup_docs": (250_000, 250_000, "dedup speed: documents (every tool)"),
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
@@ -83,6 +89,9 @@ def commands(a) -> dict[str, list[str]]:
         "resume": ["bench_resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
         "faults": ["fault_campaign.py", "--docs", str(a.faults_docs), "--random", str(a.faults_random), *w],
         "gopher": ["bench_gopher.py", "--docs", str(a.gopher_docs), *w],
+        "webfilters": ["bench_webfilters.py", "--docs", str(a.webfilters_docs), *w],
+        "language-id": ["bench_language_id.py", "--pages", str(a.language_id_pages)],
+        "web-text": ["bench_web_text.py", "--docs", str(a.web_text_docs), *w],
         "dedup-quality": ["dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
         "dedup-speed": ["dedup_speed.py", "--docs", str(a.dedup_docs), *w]
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),

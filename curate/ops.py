@@ -93,6 +93,11 @@ class Operator:
     def teardown(self) -> None:
         """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
 
+    def take_counts(self) -> dict[str, int]:
+        """Counts the operator kept since the last call (e.g. redactions per kind, tokens), then
+        forgets them; the engine sums them over tasks into the manifest's step entry. Default: none."""
+        return {}
+
     @classmethod
     def runs_on(cls, params: Params | None = None) -> str:
         """The resource class the engine gives the operator: "cpu", "io" or "model". An operator
@@ -102,11 +107,6 @@ class Operator:
     def preflight(self) -> None:
         """Check what the operator needs from outside the data (an endpoint answers, its key is
         accepted), once, before any row is processed; raise CurateError. Default: nothing."""
-
-    def counters(self) -> dict[str, int]:
-        """Counts since the last call (requests, cache hits, tokens), summed per step into the
-        manifest. Default: none."""
-        return {}
 
     # Preflight (curate.preflight) walks the steps with these before any data is processed.
     def output_schema(self, schema: pa.Schema) -> pa.Schema:

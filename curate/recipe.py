@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from curate import registry
 from curate.errors import RecipeError
@@ -40,9 +40,28 @@ class OutputSpec(_Strict):
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
     merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
                                                   "(costs one more read and write of the output).")
-    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+    format: Literal["parquet", "jsonl", "hf"] = Field(
+        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk).")
+    compression: Literal["zstd", "snappy", "gzip", "none"] | None = Field(
+        None, description="parquet: zstd (default), snappy, gzip, none; jsonl: none (default), gzip (.jsonl.gz), "
+                          "zstd (.jsonl.zst); hf: none.")
+    upload: str | None = Field(None, description="Copy the finished run (data/, trace/, manifest.json last) to this "
+                                                 "fsspec URI: s3://bucket/prefix, gs://..., file:///...")
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
     trace_rows: bool = Field(True, description="Store each removed row in the trace beside its reason.")
+
+    @model_validator(mode="after")
+    def _compression_fits_format(self) -> "OutputSpec":
+        allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",)}
+        if self.compression is not None and self.compression not in allowed[self.format]:
+            raise ValueError(f"compression {self.compression} does not apply to format {self.format} "
+                             f"(choose from {', '.join(allowed[self.format])})")
+        return self
+
+    @property
+    def parquet_compression(self) -> str:
+        """The codec of the Parquet shards the run writes (the final output's, when it is Parquet)."""
+        return self.compression if self.format == "parquet" and self.compression else "zstd"
 
 
 class Step(BaseModel):

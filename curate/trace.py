@@ -30,7 +30,7 @@ class StepStats:
     expanded: int = 0  # input rows of a 1 -> n step that produced its rows_out children
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)  # the operator's own (Operator.counters)
+    counts: dict[str, int] = field(default_factory=dict)  # the operator's own totals (Operator.take_counts)
 
     def add(self, other: "StepStats") -> None:
         self.rows_in += other.rows_in
@@ -40,8 +40,8 @@ class StepStats:
         self.seconds += other.seconds
         for k, v in other.reasons.items():
             self.reasons[k] = self.reasons.get(k, 0) + v
-        for k, v in other.counters.items():
-            self.counters[k] = self.counters.get(k, 0) + v
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
 
 
 def _per_row(value, n: int) -> pa.Array:

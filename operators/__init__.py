@@ -8,6 +8,16 @@ CATALOG: dict[str, str] = {
     "rename": "operators.filters.columns:Rename",
     "cast": "operators.filters.columns:Cast",
     "gopher_quality": "operators.filters.gopher:GopherQuality",
+    "c4_quality": "operators.filters.c4:C4Quality",
+    "fineweb_quality": "operators.filters.fineweb:FineWebQuality",
+    "language_id": "operators.filters.language_id:LanguageId",
+    "url_filter": "operators.filters.url_filter:UrlFilter",
+    # text/
+    "pii_redact": "operators.text.pii_redact:PiiRedact",
+    "token_count": "operators.text.token_count:TokenCount",
+    # sample/
+    "sample": "operators.sample.sample:Sample",
+    "shuffle": "operators.sample.shuffle:Shuffle",
     # dedup/
     "exact_dedup": "operators.dedup.exact:ExactDedup",
     "containment_dedup": "operators.dedup.containment:ContainmentDedup",

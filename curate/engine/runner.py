@@ -39,6 +39,7 @@ from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_a
 from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, run_task, stage_dir
 from curate.errors import CurateError, NoSpace
 from curate import preflight
+from curate.io import output_formats
 from curate.io.sources import Source
 from curate.io.writer import atomic_write_bytes
 from curate.ops import Global
@@ -121,11 +122,15 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     work = out / "_work"
     if sources is None:
         sources = preflight.check(recipe).sources
+    if recipe.output.upload:
+        output_formats.remote_fs(recipe.output.upload)
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     created_out = not out.exists()
     lock, finished = open_run_dir(out, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
     try:
         if finished:
+            if recipe.output.upload:  # a copy interrupted after the run finished is made again
+                output_formats.upload(out, recipe.output.upload)
             reporter.status(f"{out} is already finished; nothing to do")
             return {**json.loads((out / "manifest.json").read_text()), "already_finished": True}
         try:
@@ -252,7 +257,7 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
     staging = out / "data.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    compression = None if recipe.output.compression == "none" else recipe.output.compression
+    compression = None if recipe.output.parquet_compression == "none" else recipe.output.parquet_compression
     merges = []
     groups = _shard_groups(shards, recipe.output.shard_mb << 20) if recipe.output.merge_shards else [[s] for s in shards]
     for i, group in enumerate(groups):
@@ -262,6 +267,8 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
         else:
             merges.append((group, target))
     pool.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
+    if recipe.output.format != "parquet":
+        output_formats.convert(staging, recipe.output.format, recipe.output.compression, pool.map)
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
@@ -275,8 +282,8 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         entry = {"step": label, "op": step.name if step else "read", "kind": step.op_class.kind if step else "read",
                  "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
                  "seconds": round(s.seconds + fits.get(label, {}).get("seconds", 0.0), 3), "reasons": s.reasons}
-        if s.counters:
-            entry["counters"] = s.counters
+        if s.counts:
+            entry["counts"] = s.counts
         if fits.get(label, {}).get("summary") is not None:
             entry["summary"] = fits[label]["summary"]
         if step is not None and getattr(step.op_class, "changes_rows", False):
@@ -318,10 +325,13 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         "rows_in": steps[0]["rows_in"],
         "rows_out": steps[-1]["rows_out"],
         "steps": steps,
-        "data_files": len(list((out / "data").glob("*.parquet"))),
+        "format": recipe.output.format,
+        "data_files": len(output_formats.data_files(out / "data", recipe.output.format)),
         "seconds": round(time.perf_counter() - started, 3),
     }
     write_manifest(out / "manifest.json", manifest)
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
+    if recipe.output.upload:
+        output_formats.upload(out, recipe.output.upload)
     return manifest

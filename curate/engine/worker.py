@@ -179,8 +179,8 @@ def account(op: Operator, step, batch: pa.RecordBatch, result, ctx: StageContext
             traces: Traces) -> pa.RecordBatch:
     """Check what a step returned for `batch` against the contract, trace what it removed, count."""
     rows_in = batch.num_rows
-    for name, count in op.counters().items():
-        stats.counters[name] = stats.counters.get(name, 0) + count
+    for name, count in op.take_counts().items():
+        stats.counts[name] = stats.counts.get(name, 0) + int(count)
     if isinstance(op, Map) and op.changes_rows:
         return _expand(step, batch, result, ctx, stats, traces)
     verdict = None
@@ -413,7 +413,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     traces = Traces(ctx, task)
     out = ctx.recipe.output
     data = ShardWriter(ctx.work / "data", task.name, shard_bytes=out.shard_mb << 20,
-                       compression=out.compression if ctx.final else "zstd")
+                       compression=out.parquet_compression if ctx.final else "zstd")
     try:
         batches = _rows(ctx, task, stats, traces)
         if progress and task.sources:

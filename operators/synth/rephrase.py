@@ -96,7 +96,7 @@ class Rephrase(Map):
         if self.params.llm.backend == "openai":  # local models are loaded (and checked) on the workers
             asyncio.run(open_backend(self.params.llm, cached=False).check())
 
-    def counters(self) -> dict[str, int]:
+    def take_counts(self) -> dict[str, int]:
         return self.backend.take_counts() if self.backend is not None else {}
 
     def styles_for(self, row_id: str) -> list[str]:

@@ -55,3 +55,15 @@ def test_a_step_that_changes_rows_accounts_for_every_input_row():
     steps[1]["expanded"] = 1  # a row neither expanded nor traced
     with pytest.raises(RuntimeError, match="conservation violated at 01_chunk: 3 in != 1 expanded"):
         check_conservation(steps)
+
+
+def test_operator_counts_add_up_over_tasks_and_survive_a_done_marker():
+    from dataclasses import asdict
+
+    from curate.trace import StepStats
+
+    total = StepStats()
+    for task in ({"tokens": 10, "redacted_email": 1}, {"tokens": 5}, {}):
+        done = asdict(StepStats(rows_in=1, rows_out=1, counts=task))  # what a task's done marker holds
+        total.add(StepStats(**done))
+    assert total.counts == {"tokens": 15, "redacted_email": 1}

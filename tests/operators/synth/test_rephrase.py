@@ -65,7 +65,7 @@ def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, moc
         assert synthetic["text"] == " ".join(reversed(original["text"].split()))  # the mock's answer, cleaned
         styles.add(synthetic["synth_style"])
     assert styles == {"medium", "qa"}  # styles taken in turn
-    counters = rephrase["counters"]  # chunks repeated across docs are sent once
+    counters = rephrase["counts"]  # chunks repeated across docs are sent once
     assert counters["cache_misses"] + counters.get("cache_hits", 0) + counters.get("duplicates", 0) == len(by_parent)
     pairs = {(o["text"], s["synth_style"]) for o, s in (sorted(c, key=lambda r: r["synth_style"] is not None)
                                                         for c in by_parent.values())}
@@ -171,4 +171,4 @@ def test_a_local_transformers_model_runs_end_to_end_on_the_model_workers(cli, tm
     rows, traced = _rows(tmp_path / "out") if step["rows_out"] else [], _trace(tmp_path / "out")
     assert len(rows) + len(traced) == step["rows_in"] == 2  # random weights: an answer, or a reason
     assert all(r["synth_model"] == str(model) for r in rows)
-    assert step["counters"]["cache_misses"] == 2
+    assert step["counts"]["cache_misses"] == 2

@@ -1,0 +1,115 @@
+"""Output formats besides Parquet, and the copy of a finished run to a remote filesystem.
+
+The runner stages the output as Parquet parts in `data.tmp/`; for `output.format` jsonl or hf
+each part is converted there (in the workers, one part per task) before `data.tmp` becomes
+`data`, so publishing stays one rename and a killed run is published again from `_work`:
+- jsonl: `part-NNNNN.jsonl` (`.jsonl.gz`, `.jsonl.zst` with `output.compression`), one JSON
+  object a line, written by polars;
+- hf: the layout of Hugging Face `Dataset.save_to_disk` (`data-NNNNN-of-MMMMM.arrow` Arrow
+  streams, `state.json`, `dataset_info.json`), which `datasets.load_from_disk(out/data)` reads.
+
+`output.upload` copies the published run (data/, trace/, then manifest.json last, so a
+manifest there means the copy is whole) to any fsspec URI: s3://, gs://, file://, ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.engine.failpoints import failpoint
+from curate.errors import CurateError
+
+SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
+PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow"}
+
+
+def data_files(directory: Path, fmt: str) -> list[Path]:
+    return sorted(directory.glob(PATTERN[fmt]))
+
+
+def to_jsonl(part: Path, compression: str) -> None:
+    """`part` (Parquet) as JSON lines beside it, then `part` removed; written as .tmp, then renamed."""
+    import polars as pl
+
+    target = part.with_name(part.name.removesuffix(".parquet") + SUFFIX[compression])
+    tmp = target.with_name(target.name + ".tmp")
+    codec = None if compression == "none" else compression
+    with pa.output_stream(str(tmp), compression=codec) as out:
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=8192):
+            out.write(pl.from_arrow(pa.Table.from_batches([batch])).write_ndjson().encode())
+    os.replace(tmp, target)
+    part.unlink()
+
+
+def to_arrow_stream(part: Path, target: Path) -> None:
+    """`part` (Parquet) as an Arrow IPC stream file (what save_to_disk writes), then `part` removed."""
+    pf = pq.ParquetFile(part)
+    tmp = target.with_name(target.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, pf.schema_arrow) as writer:
+        for batch in pf.iter_batches(batch_size=8192):
+            writer.write_batch(batch)
+    os.replace(tmp, target)
+    part.unlink()
+
+
+def convert(staging: Path, fmt: str, compression: str | None, run_map) -> None:
+    """The Parquet parts in `staging` converted to `fmt`; `run_map(fn, *lists)` runs them in parallel."""
+    parts = sorted(staging.glob("part-*.parquet"))
+    if fmt == "jsonl":
+        run_map(to_jsonl, parts, [compression or "none"] * len(parts))
+    elif fmt == "hf":
+        targets = [staging / f"data-{i:05d}-of-{len(parts):05d}.arrow" for i in range(len(parts))]
+        if not parts:  # an empty dataset still loads: one stream with no batches
+            pq.write_table(pa.table({}), staging / "part-00000.parquet")
+            parts, targets = [staging / "part-00000.parquet"], [staging / "data-00000-of-00001.arrow"]
+        run_map(to_arrow_stream, parts, targets)
+        state = {"_data_files": [{"filename": t.name} for t in targets], "_fingerprint": None,
+                 "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
+                 "_output_all_columns": False, "_split": None}
+        (staging / "state.json").write_text(json.dumps(state, indent=2))
+        (staging / "dataset_info.json").write_text(json.dumps({"description": "written by curate"}))
+
+
+def remote_fs(uri: str):
+    """The fsspec filesystem and root path of `uri`; a clear error when it cannot be opened
+    (checked before a run starts, so a typo does not surface after hours of work)."""
+    try:
+        import fsspec
+    except ImportError:
+        raise CurateError("output.upload needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// "
+                          "or gcsfs for gs://") from None
+    try:
+        fs, root = fsspec.core.url_to_fs(uri)
+    except (ImportError, ValueError) as e:
+        raise CurateError(f"output.upload: cannot open {uri}: {e}") from None
+    return fs, root.rstrip("/")
+
+
+def upload(out: Path, uri: str) -> None:
+    """Copy the published run in `out` to `uri`, manifest.json last; nothing to do when the manifest
+    there is already this run's. Files of curate's own names under `uri` are replaced."""
+    fs, root = remote_fs(uri)
+    manifest = (out / "manifest.json").read_bytes()
+    remote_manifest = f"{root}/manifest.json"
+    if fs.exists(remote_manifest) and fs.cat_file(remote_manifest) == manifest:
+        return
+    for name in ("manifest.json", "data", "trace"):  # an earlier copy goes first: the manifest before all
+        if fs.exists(f"{root}/{name}"):
+            fs.rm(f"{root}/{name}", recursive=True)
+    made = set()
+    for name in ("data", "trace"):
+        local = out / name
+        for path in sorted(p for p in local.rglob("*") if p.is_file()) if local.is_dir() else []:
+            target = f"{root}/{path.relative_to(out).as_posix()}"
+            if posixpath.dirname(target) not in made:
+                fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                made.add(posixpath.dirname(target))
+            fs.put_file(str(path), target)
+    failpoint("uploaded-data")
+    fs.pipe_file(remote_manifest, manifest)

@@ -1,0 +1,1 @@
+"""Seeded sampling and shuffling of rows."""

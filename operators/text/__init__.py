@@ -1,0 +1,1 @@
+"""Text transforms that keep every row: PII redaction, token counts."""
