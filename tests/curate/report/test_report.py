@@ -145,3 +145,11 @@ def test_the_browser_check_sees_console_errors_and_network_requests(tmp_path):
         assert "http://127.0.0.1:9/x.js" in browser.requests()
     finally:
         browser.close()
+
+
+def test_inspect_shows_qdc_before_and_after(cli, run_dir):
+    res = cli("inspect", run_dir)
+    assert res.exit_code == 0, res.output
+    assert "dataset metrics: 04_dataset_metrics vs 08_dataset_metrics" in res.stdout
+    assert "07_qdc_select: input vs selection" in res.stdout
+    assert "vendi" in res.stdout and "distinct_2" in res.stdout
