@@ -75,8 +75,8 @@ class CausalLM:
         self.prefix = [] if (bos is None or (added and added[0] == bos)) else [bos]
 
     def ids(self, texts: list[str]) -> list[list[int]]:
-        enc = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length,
-                             return_attention_mask=False)["input_ids"]
+        enc = self.tokenizer(texts, add_special_tokens=True, truncation=True,
+                             max_length=self.max_length - len(self.prefix), return_attention_mask=False)["input_ids"]
         return [self.prefix + list(e) for e in enc]
 
     def mean_nll(self, texts: list[str], contexts: list[str] | None = None) -> np.ndarray:

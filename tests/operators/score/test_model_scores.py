@@ -116,3 +116,12 @@ def test_classifier_refuses_an_unknown_label(tiny_classifier):
     op = ClassifierScore(ClassifierScore.Params(model=str(tiny_classifier), label="educational"))
     with pytest.raises(CurateError, match="label_0, label_1, label_2"):
         op.setup()
+
+
+def test_texts_longer_than_the_model_are_truncated_to_its_positions(tiny_gpt2):
+    long = " ".join(["the cat sat on the mat"] * 100)  # far more tokens than the model's 128 positions
+    op = Perplexity(Perplexity.Params(model=str(tiny_gpt2), instruction_column="q", response_column="a"))
+    out = op.process(pa.record_batch({"q": [long, "add"], "a": [long, long]}))
+    assert all(np.isfinite(out.column("quality_perplexity").to_pylist()))
+    plain = Perplexity(Perplexity.Params(model=str(tiny_gpt2))).process(pa.record_batch({"text": [long]}))
+    assert np.isfinite(plain.column("quality_perplexity")[0].as_py())
