@@ -33,7 +33,8 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp"]
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "dedup-quality", "dedup-speed", "lake", "adp",
+            "qdc"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -45,6 +46,7 @@ TITLES = {
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
     "adp": "ADP conversion and SFT export",
+    "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -62,6 +64,9 @@ SIZES = {
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
+    "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
+    "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
+    "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
 }
 
 
@@ -79,6 +84,8 @@ def commands(a) -> dict[str, list[str]]:
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
         "adp": ["adp_bench.py", "--n", str(a.adp_n)],
+        "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
+                "--report-rows", str(a.qdc_report_rows), *w],
     }
 
 

@@ -37,10 +37,11 @@ class QdcSelectParams(Params):
     complexity: dict[str, float] = Field({}, description="Complexity columns and their weights.")
     embedding_column: str = Field("_embedding", description="Embeddings (from embed) for the diversity side.")
     method: Literal["threshold", "facility_location"] = Field("threshold", description="See the operator's doc.")
-    threshold: float = Field(0.9, ge=-1, le=1, description="threshold: the most cosine similarity a selected row "
-                                                           "may have to another selected row.")
-    quality_weight: float = Field(10.0, ge=0, description="facility_location: weight of the score against coverage "
-                                                          "(coverage gains are sums over `coverage_sample` rows).")
+    threshold: float = Field(0.9, ge=-1, le=1, description="The most cosine similarity a selected row may have to "
+                                                           "another selected row (both methods).")
+    quality_weight: float = Field(1.0, ge=0, description="facility_location: weight of the mean score against the "
+                                                         "coverage (both in [0, 1]; the score is a sum of weighted "
+                                                         "percentile ranks).")
     coverage_sample: int = Field(2000, ge=1, description="facility_location: rows (seeded sample) whose coverage counts.")
     metrics_sample: int = Field(5000, ge=2, description="Rows (seeded sample) the D metrics use.")
 
@@ -119,7 +120,8 @@ class QdcSelect(Global):
         elif p.method == "threshold":
             chosen, filled = selection.threshold_greedy(x, order, size, p.threshold)
         else:
-            chosen = selection.facility_location(x, score, size, p.quality_weight, p.coverage_sample, self.seed)
+            chosen = selection.facility_location(x, score, size, p.quality_weight, p.coverage_sample, self.seed,
+                                                 p.threshold)
         rank = np.full(n, -1, np.int64)
         rank[order] = np.arange(n)
         selected = np.zeros(n, bool)
