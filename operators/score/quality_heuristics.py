@@ -3,7 +3,8 @@
 The metrics are gopher_quality's (operators/filters/gopher_metrics.py, measured by the same
 code), written as `quality_<metric>` for every row, plus `quality_heuristic`: the fraction of
 Gopher's rules (at gopher_quality's bounds, or those given in `rules`) that the row passes, a
-single number in [0, 1] that qdc_select can weigh.
+single number in [0, 1] that qdc_select can weigh. By default only the cheap metrics and rules
+(word, symbol, line and duplicate-line ones); the n-gram ones are opt-in (`metrics`, `ngram_rules`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ NGRAM = re.compile(r"(top|dup)_([2-9]|10)gram_char_frac")
 
 class QualityHeuristicsParams(Params):
     metrics: list[str] = Field(
-        list(CHEAP) + ["top_2gram_char_frac", "dup_5gram_char_frac"],
-        description="Gopher metrics to write as quality_<metric> columns (see `curate ops gopher_quality`; "
-                    "n-gram ones are top_<n>gram_char_frac and dup_<n>gram_char_frac).")
+        list(CHEAP),
+        description="Gopher metrics to write as quality_<metric> columns (see `curate ops gopher_quality`); "
+                    "the n-gram ones, top_<n>gram_char_frac and dup_<n>gram_char_frac, cost about as much as all "
+                    "the others together.")
+    ngram_rules: bool = Field(False, description="Count Gopher's n-gram repetition rules in quality_heuristic too "
+                                                 "(measures the n-grams of every row: about twice the cost).")
 
     @field_validator("metrics")
     @classmethod
@@ -54,7 +58,7 @@ class QualityHeuristics(Map):
     def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
         super().__init__(params, seed=seed, text_column=text_column)
         p = self.params
-        rules = _rules(p.rules) if p.combined else []
+        rules = [r for r in (_rules(p.rules) if p.combined else []) if p.ngram_rules or not NGRAM.fullmatch(r.metric)]
         grams = [NGRAM.fullmatch(m) for m in [*p.metrics, *(r.metric for r in rules)]]
         top = {int(g[2]) for g in grams if g and g[1] == "top"}
         dup = {int(g[2]) for g in grams if g and g[1] == "dup"}

@@ -28,13 +28,22 @@ def test_quality_columns_are_gopher_metrics_and_nothing_is_removed():
 
 
 def test_quality_heuristic_is_the_fraction_of_gopher_rules_passed():
-    op = QualityHeuristics()
+    op = QualityHeuristics(QualityHeuristics.Params(ngram_rules=True))
     out = op.process(pa.record_batch({"text": pa.array(DOCS, pa.string())}))
     score = out.column("quality_heuristic").to_numpy()
     verdict = GopherQuality().keep(pa.record_batch({"text": pa.array(DOCS, pa.string())}))
     assert ((score == 1.0) == verdict.keep).all()  # passing every rule is exactly what gopher_quality keeps
     assert ((0 <= score) & (score <= 1)).all()
     assert score[1] < score[0]  # the repetitive spam passes fewer rules than the prose
+
+
+def test_cheap_default_leaves_the_ngram_rules_out():
+    cheap = QualityHeuristics()
+    assert not any("gram" in r.metric for r in cheap.rules) and not cheap.gopher.top_ns and not cheap.gopher.dup_ns
+    full = QualityHeuristics(QualityHeuristics.Params(ngram_rules=True, metrics=["top_3gram_char_frac"]))
+    assert any("gram" in r.metric for r in full.rules) and 3 in full.gopher.top_ns
+    out = full.process(pa.record_batch({"text": pa.array(DOCS, pa.string())}))
+    assert "quality_top_3gram_char_frac" in out.schema.names and "quality_word_count" not in out.schema.names
 
 
 def test_unknown_gopher_metric_is_refused():

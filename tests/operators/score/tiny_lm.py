@@ -9,14 +9,14 @@ CORPUS = ["the cat sat on the mat", "a dog ran in the park", "write a python fun
           "explain why the sky is blue", "1 2 3 4 5 6 complexity score", "def add(a, b): return a + b"] * 4
 
 
-def _tokenizer():
+def _tokenizer(max_length: int = 128):
     from tokenizers import ByteLevelBPETokenizer
     from transformers import PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, special_tokens=["<s>", "</s>", "<pad>"])
     return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>",
-                                   pad_token="<pad>", model_max_length=128)
+                                   pad_token="<pad>", model_max_length=max_length)
 
 
 def build_tiny_gpt2(path: Path) -> Path:
