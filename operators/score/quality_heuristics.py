@@ -50,7 +50,7 @@ class QualityHeuristicsParams(Params):
 
 
 class QualityHeuristics(Map):
-    """Gopher heuristic quality metrics as quality_* columns, and the fraction of its rules passed."""
+    """Gopher heuristic quality metrics as quality_* columns, and the fraction of its (cheap) rules passed."""
 
     name = "quality_heuristics"
     Params = QualityHeuristicsParams
