@@ -77,6 +77,9 @@ def test_sft_qdc_recipe_scores_selects_and_reports(cli, tmp_path, tiny_gpt2):
     res = cli("run", RECIPES / "sft-qdc.yaml", "--input", f"{tmp_path}/sft/*.jsonl", "--output", tmp_path / "out",
               "--set", f"steps[2].perplexity.model={tiny_gpt2}", "--set", f"steps[3].embed.model={minilm}",
               "--set", "steps[5].dataset_metrics.clusters=4", "--set", "steps[7].dataset_metrics.clusters=4",
+              # The tiny GPT-2 has random weights: its perplexity and IFD are noise, so they weigh nothing here.
+              "--set", "steps[6].qdc_select.quality.quality_perplexity=0",
+              "--set", "steps[6].qdc_select.complexity.complexity_ifd=0",
               "-w", "1")
     assert res.exit_code == 0, res.output
     out = tmp_path / "out"
