@@ -34,7 +34,7 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "wrap"]
+            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "wrap", "qdc"]
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -53,6 +53,7 @@ TITLES = {
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
+    "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -77,6 +78,9 @@ SIZES = {
     "prune_rows": (1_000_000, 1_000_000, "prune: the largest run, in embedding rows (also 1/4 and 1/2 of it)"),
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
     "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
+    "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
+    "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
+    "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
 }
 
 
@@ -101,6 +105,8 @@ def commands(a) -> dict[str, list[str]]:
         "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), *w],
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
+        "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
+                "--report-rows", str(a.qdc_report_rows), *w],
     }
 
 

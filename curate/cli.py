@@ -62,8 +62,9 @@ def run(
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
                                                                   "(host:port, or auto); default: a Ray instance "
                                                                   "started for the run."),
+    no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
 ) -> None:
-    """Run a recipe and print the per-step funnel."""
+    """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
 
     if engine not in ("local", "ray"):
@@ -89,6 +90,21 @@ def run(
               f"({manifest['data_files']} files) in {manifest['seconds']:.1f}s")
     if manifest["rows_in"] and not manifest["rows_out"]:
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed; {_emptied_by(manifest)}", highlight=False)
+    if not no_report:
+        _report_after_run(Path(r.output.path))
+
+
+def _report_after_run(run_dir: Path) -> None:
+    """The run succeeded: a report that cannot be written is a warning, never a failed run."""
+    try:
+        from curate.report.report import write_report
+
+        path = write_report(run_dir)
+    except Exception as e:  # noqa: BLE001: whatever went wrong, the run's data stands
+        cli_errors.err.print(f"[bold yellow]warning:[/] report.html not written ({type(e).__name__}: {e}); "
+                             f"`curate report {run_dir}` tries again", highlight=False)
+        return
+    out.print(f"report: {path}")
 
 
 def _finished(r) -> bool:
@@ -183,6 +199,15 @@ def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of 
 
     for renderable in inspect_path(path):
         out.print(renderable)
+
+
+@app.command()
+@handle_errors
+def report(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json).")) -> None:
+    """Write RUN_DIR/report.html: funnel, removal reasons with samples, score histograms, QDC, timings."""
+    from curate.report.report import write_report
+
+    out.print(f"wrote {write_report(run_dir)}")
 
 
 @app.command()

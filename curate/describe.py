@@ -88,8 +88,11 @@ def inspect_path(path: Path) -> list:
                           f"`curate run RECIPE --output {spec} --resume`")
     if (path / "manifest.json").is_file():
         from curate.progress import funnel_table
+        from curate.report.terminal import qdc_tables
 
-        out.append(funnel_table(json.loads((path / "manifest.json").read_text())))
+        manifest = json.loads((path / "manifest.json").read_text())
+        out.append(funnel_table(manifest))
+        out.extend(qdc_tables(manifest))
         path = path / "data"
         spec = str(path)
     sources = discover(spec)

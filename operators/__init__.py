@@ -27,6 +27,15 @@ CATALOG: dict[str, str] = {
     # prune/
     "semantic_dedup": "operators.prune.semantic_dedup:SemanticDedup",
     "density_prune": "operators.prune.density_prune:DensityPrune",
+    # score/
+    "quality_heuristics": "operators.score.quality_heuristics:QualityHeuristics",
+    "complexity_scores": "operators.score.complexity:Complexity",
+    "perplexity": "operators.score.perplexity:Perplexity",
+    "deita_complexity": "operators.score.deita:DeitaComplexity",
+    "classifier_score": "operators.score.classifier:ClassifierScore",
+    "novelty": "operators.score.novelty:Novelty",
+    "dataset_metrics": "operators.score.dataset_metrics:DatasetMetrics",
+    "qdc_select": "operators.score.qdc_select:QdcSelect",
     # agent/
     "adp_convert": "operators.agent.ops:AdpConvert",
     "adp_validate": "operators.agent.ops:AdpValidate",

@@ -1,0 +1,297 @@
+"""report.html: the funnel, removal reasons with sample rows, score histograms, QDC before and
+after, cluster tables and timings of a finished run, in one file that needs no network.
+
+Figures are Plotly's (plotly.js is inlined once, from the plotly package); everything drawn is
+aggregated first (histograms are counts per bin, samples are a few rows per reason), so the
+file's size depends on the number of steps and columns, not of rows. Reading is bounded too:
+score columns only from the data, and at most SAMPLE_SCAN trace rows per step.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from curate.errors import CurateError
+from curate.report import qdc
+
+ASSETS = Path(__file__).parent / "assets"
+SCORE = re.compile(r"^(quality|complexity|diversity)_")
+SAMPLES_PER_REASON = 3
+SAMPLE_SCAN = 50_000
+SAMPLE_CHARS = 400
+BINS = 30
+CLUSTER_ROWS = 50
+
+
+def write_report(run_dir: Path) -> Path:
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.is_file():
+        raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
+                          f"or --resume it)")
+    manifest = json.loads(manifest_path.read_text())
+    target = run_dir / "report.html"
+    tmp = run_dir / "report.html.tmp"
+    tmp.write_text(render(manifest, run_dir), encoding="utf-8")
+    tmp.replace(target)
+    return target
+
+
+def render(manifest: dict, run_dir: Path) -> str:
+    import plotly.graph_objects as go
+
+    sections = [_header(manifest), _funnel(go, manifest), _timings(go, manifest), _reasons(manifest, run_dir),
+                _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), _summaries(manifest)]
+    body = "\n".join(s for s in sections if s)
+    title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
+            f"<style>{_CSS}</style>\n<script type=\"text/javascript\">{plotly_js()}</script></head>\n"
+            f"<body><h1>{title}</h1>\n{body}\n</body></html>\n")
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;
+vertical-align:top;font-size:13px}th{background:#f3f3f3}td.num{text-align:right}.sample{font-family:monospace;
+white-space:pre-wrap;max-width:700px}section{margin-bottom:2em}.hist{display:inline-block;width:49%}"""
+
+
+def plotly_js() -> str:
+    """plotly.js's basic bundle (bar, scatter, pie), vendored: see assets/README.md."""
+    from plotly.offline import get_plotlyjs_version
+
+    js = (ASSETS / "plotly-basic.min.js").read_text(encoding="utf-8")
+    if f"v{get_plotlyjs_version()}" not in js[:200]:
+        raise CurateError(f"report: the vendored plotly.js is not version {get_plotlyjs_version()}, the one the "
+                          f"installed plotly package writes figures for (see {ASSETS / 'README.md'})")
+    return js
+
+
+def _figure(fig, div_id: str, height: int = 380) -> str:
+    fig.update_layout(height=height, margin=dict(l=40, r=20, t=40, b=40), template="plotly_white")
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{div_id}", default_height=f"{height}px",
+                       default_width="100%", config={"displaylogo": False, "responsive": True})
+
+
+def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(
+        f"<td class=\"{'num' if i in numeric else ''}\">{html.escape(_fmt(v))}</td>" for i, v in enumerate(r)) + "</tr>"
+        for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return "" if v is None else str(v)
+
+
+def _header(m: dict) -> str:
+    rows = [["rows in", m.get("rows_in")], ["rows out", m.get("rows_out")], ["seconds", m.get("seconds")],
+            ["data files", m.get("data_files")], ["recipe fingerprint", m.get("recipe_fingerprint")],
+            ["seed", m.get("seed")], ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
+    return f"<section id=\"summary\"><h2>Run</h2>{_table(['', ''], rows)}</section>"
+
+
+def _funnel(go, m: dict) -> str:
+    steps = m.get("steps", [])
+    first = max(steps[0]["rows_out"], 1) if steps else 1
+    # A funnel drawn with centred horizontal bars (the basic plotly.js bundle has no funnel trace).
+    fig = go.Figure(go.Bar(y=[s["step"] for s in steps], x=[s["rows_out"] for s in steps], orientation="h",
+                           base=[-s["rows_out"] / 2 for s in steps], marker_color="#1f77b4",
+                           text=[f"{s['rows_out']:,} ({100 * s['rows_out'] / first:.1f}%)" for s in steps],
+                           textposition="inside", insidetextanchor="middle", hoverinfo="text+y"))
+    fig.update_layout(title="rows after each step", yaxis=dict(autorange="reversed"),
+                      xaxis=dict(showticklabels=False, zeroline=False))
+    return f"<section id=\"funnel\"><h2>Funnel</h2>{_figure(fig, 'funnel', 120 + 40 * len(steps))}</section>"
+
+
+def _timings(go, m: dict) -> str:
+    steps = m.get("steps", [])
+    fig = go.Figure(go.Bar(x=[s.get("seconds", 0) for s in steps], y=[s["step"] for s in steps], orientation="h"))
+    fig.update_layout(title="seconds per step (summed over workers; a global step includes its fit)",
+                      yaxis=dict(autorange="reversed"))
+    return f"<section id=\"timings\"><h2>Timings</h2>{_figure(fig, 'timings', 120 + 30 * len(steps))}</section>"
+
+
+def _text_field(row: dict | None, text_column: str) -> str:
+    if not row:
+        return ""
+    value = row.get(text_column)
+    if not isinstance(value, str):
+        value = next((v for v in row.values() if isinstance(v, str) and len(v) > 20), json.dumps(row, default=str))
+    return value if len(value) <= SAMPLE_CHARS else value[:SAMPLE_CHARS] + " …"
+
+
+def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str]]]:
+    """A few (id, detail, text) per reason, from the first SAMPLE_SCAN rows of a step's trace."""
+    found: dict[str, list] = {}
+    pf = pq.ParquetFile(path)
+    columns = [c for c in ("_id", "reason", "detail", "row") if c in pf.schema_arrow.names]
+    seen = 0
+    for batch in pf.iter_batches(batch_size=4096, columns=columns):
+        data = batch.to_pydict()
+        for i in range(batch.num_rows):
+            bucket = found.setdefault(data["reason"][i], [])
+            if len(bucket) < SAMPLES_PER_REASON:
+                row = data["row"][i] if "row" in data else None
+                bucket.append((data.get("_id", [""] * batch.num_rows)[i], data.get("detail", [""] * batch.num_rows)[i],
+                               _text_field(row, text_column)))
+        seen += batch.num_rows
+        if seen >= SAMPLE_SCAN:
+            break
+    return found
+
+
+def _reasons(m: dict, run_dir: Path) -> str:
+    text_column = (m.get("recipe") or {}).get("input", {}).get("text_column", "text")
+    parts = []
+    for s in m.get("steps", []):
+        if not s.get("reasons"):
+            continue
+        path = run_dir / "trace" / f"{s['step']}.parquet"
+        samples = _samples(path, text_column) if path.is_file() else {}
+        rows = []
+        for reason, count in sorted(s["reasons"].items(), key=lambda kv: -kv[1]):
+            examples = samples.get(reason, [])
+            rows.append([reason, count, f"{100 * count / max(s['rows_in'], 1):.1f}%"])
+            parts_html = "".join(
+                f"<tr><td></td><td colspan=\"2\" class=\"sample\">{html.escape(str(i))} — "
+                f"{html.escape(str(d or ''))}\n{html.escape(t)}</td></tr>" for i, d, t in examples)
+            rows[-1].append(parts_html)
+        table = "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>" + "".join(
+            f"<tr><td>{html.escape(r)}</td><td class=\"num\">{c:,}</td><td class=\"num\">{p}</td></tr>{ex}"
+            for r, c, p, ex in rows) + "</table>"
+        parts.append(f"<h3>{html.escape(s['step'])}</h3>{table}")
+    if not parts:
+        return "<section id=\"reasons\"><h2>Removal reasons</h2><p>No row was removed.</p></section>"
+    return "<section id=\"reasons\"><h2>Removal reasons (with sample rows from the trace)</h2>" + "".join(parts) + \
+        "</section>"
+
+
+def _qdc(go, m: dict) -> str:
+    from plotly.subplots import make_subplots
+
+    blocks = []
+    for n, c in enumerate(qdc.comparisons(m)):
+        metrics = list(c["before"])
+        if not metrics:
+            continue
+        rows = [[k, c["before"].get(k), c["after"].get(k)] for k in metrics]
+        header = ["metric", c["labels"][0]] + ([c["labels"][1]] if c["labels"][1] else [])
+        table = _table(header, [r[:len(header)] for r in rows], numeric={1, 2})
+        cols = min(len(metrics), 5)
+        fig = make_subplots(rows=-(-len(metrics) // cols), cols=cols, subplot_titles=metrics)
+        for i, k in enumerate(metrics):
+            names = [c["labels"][0]] + ([c["labels"][1]] if c["labels"][1] else [])
+            values = [c["before"].get(k)] + ([c["after"].get(k)] if c["labels"][1] else [])
+            fig.add_trace(go.Bar(x=["before", "after"][:len(values)], y=values, marker_color=["#888", "#1f77b4"],
+                                 hovertext=names, showlegend=False), row=i // cols + 1, col=i % cols + 1)
+        blocks.append(f"<h3>{html.escape(c['title'])}</h3>{table}"
+                      f"{_figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
+    if not blocks:
+        return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset_metrics or qdc_select "
+                "step in this recipe: add dataset_metrics at the start and end to compare.</p></section>")
+    return "<section id=\"qdc\"><h2>Quality, diversity, complexity: before and after</h2>" + "".join(blocks) + \
+        "</section>"
+
+
+def _score_columns(run_dir: Path) -> dict[str, np.ndarray]:
+    files = sorted((run_dir / "data").glob("*.parquet"))
+    values: dict[str, list[np.ndarray]] = {}
+    for f in files:
+        pf = pq.ParquetFile(f)
+        names = [n for n, t in zip(pf.schema_arrow.names, pf.schema_arrow.types)
+                 if SCORE.match(n) and (t.id in _NUMERIC)]
+        if not names:
+            continue
+        table = pf.read(columns=names)
+        for n in names:
+            v = table.column(n).to_numpy().astype(np.float64)
+            values.setdefault(n, []).append(v[np.isfinite(v)])
+    return {n: np.concatenate(v) for n, v in values.items()}
+
+
+def _numeric_ids():
+    import pyarrow as pa
+
+    return {t.id for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
+                           pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
+
+
+_NUMERIC = _numeric_ids()
+
+
+def _histograms(go, m: dict, run_dir: Path) -> str:
+    after = _score_columns(run_dir)
+    before = qdc.histograms_before(m)
+    names = sorted(set(after) | set(before))
+    if not names:
+        return ("<section id=\"histograms\"><h2>Score histograms</h2><p>The output has no quality_*, complexity_* "
+                "or diversity_* column.</p></section>")
+    figs = []
+    for i, name in enumerate(names):
+        fig = go.Figure()
+        edges = None
+        if name in before:
+            b = before[name]["histogram"]
+            edges = np.asarray(b["edges"])
+            fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=b["counts"], width=np.diff(edges),
+                                 name="input (first dataset_metrics)", opacity=0.5, marker_color="#888"))
+        if name in after and len(after[name]):
+            v = after[name]
+            counts, e = np.histogram(v, bins=edges if edges is not None and v.min() >= edges[0]
+                                     and v.max() <= edges[-1] else BINS)
+            fig.add_trace(go.Bar(x=(e[:-1] + e[1:]) / 2, y=counts, width=np.diff(e), name="output",
+                                 opacity=0.7, marker_color="#1f77b4"))
+        fig.update_layout(title=name, barmode="overlay", bargap=0, xaxis_title=name, yaxis_title="rows")
+        figs.append(f"<div class=\"hist\">{_figure(fig, f'hist-{i}', 300)}</div>")
+    return "<section id=\"histograms\"><h2>Score histograms</h2>" + "".join(figs) + "</section>"
+
+
+def _clusters(m: dict) -> str:
+    """Per-cluster tables of pruning steps (tables in their summaries: lists of rows or dicts of
+    columns), their first CLUSTER_ROWS rows."""
+    parts = []
+    for s in m.get("steps", []):
+        summary = s.get("summary")
+        if not isinstance(summary, dict):
+            continue
+        for key, value in summary.items():
+            if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()) \
+                    and len({len(v) for v in value.values()}) == 1:  # columns, e.g. density_prune's clusters
+                value = [dict(zip(value, r)) for r in zip(*value.values())]
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                header = list(value[0])
+                rows = [[r.get(h) for h in header] for r in value[:CLUSTER_ROWS]]
+                more = f"<p>first {CLUSTER_ROWS} of {len(value):,}</p>" if len(value) > CLUSTER_ROWS else ""
+                parts.append(f"<h3>{html.escape(s['step'])}: {html.escape(key)}</h3>"
+                             f"{_table(header, rows, numeric=set(range(len(header))))}{more}")
+    if not parts:
+        return ""
+    return "<section id=\"clusters\"><h2>Clusters of pruning steps</h2>" + "".join(parts) + "</section>"
+
+
+def _summaries(m: dict) -> str:
+    """Every step's summary as compact JSON (without the long lists and histograms drawn above)."""
+    def trim(v):
+        if isinstance(v, dict):
+            return {k: trim(x) for k, x in v.items() if k != "histogram"}
+        if isinstance(v, list) and len(v) > 12:
+            return f"[{len(v)} items]"
+        return v
+
+    rows = [[s["step"], json.dumps(trim(s["summary"]), default=str)[:2000]] for s in m.get("steps", [])
+            if s.get("summary")]
+    if not rows:
+        return ""
+    return f"<section id=\"step-summaries\"><h2>Step summaries</h2>{_table(['step', 'summary'], rows)}</section>"

@@ -1,0 +1,27 @@
+"""QDC summaries of a run for the terminal (`curate inspect RUN_DIR`), from its manifest."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from curate.report import qdc
+
+
+def qdc_tables(manifest: dict) -> list[Table]:
+    tables = []
+    for c in qdc.comparisons(manifest):
+        before, after = c["labels"]
+        table = Table(title=c["title"])
+        table.add_column("metric")
+        table.add_column(before, justify="right")
+        if after:
+            table.add_column(after, justify="right")
+        for metric, value in c["before"].items():
+            cells = [metric, _fmt(value)] + ([_fmt(c["after"].get(metric))] if after else [])
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
+
+
+def _fmt(v) -> str:
+    return "" if v is None else f"{v:,.4g}" if isinstance(v, float) else f"{v:,}"

@@ -1,0 +1,1 @@
+"""Quality, diversity and complexity (QDC) scores, dataset metrics and balanced selection."""

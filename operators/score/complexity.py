@@ -1,0 +1,89 @@
+"""complexity_scores: cheap per-row complexity measurements as complexity_* columns.
+
+Of the text column (or of `instruction_column` and `response_column` for instruction data,
+each prefixed `instruction_` / `response_`): words, sentences, mean sentence length (words per
+sentence), MATTR and the gzip compression ratio (text_stats.py); with `tokenizer`, tokens as
+that tokenizer counts them. With `code_column` (Python source), the depth and node count of its
+syntax tree (null where the code does not parse).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field
+
+from curate.ops import Map, Params
+from operators.score import text_stats
+from operators.score.code_ast import ast_shape
+from operators.score.columns import put, text
+
+Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
+METRICS = get_args(Metric)
+
+
+class ComplexityParams(Params):
+    instruction_column: str | None = Field(None, description="Instruction/prompt column: scored as complexity_instruction_*.")
+    response_column: str | None = Field(None, description="Response column: scored as complexity_response_*.")
+    metrics: list[Metric] = Field(list(METRICS), description="Which measurements to write.")
+    mattr_window: int = Field(50, ge=2, description="MATTR window, in tokens.")
+    tokenizer: str | None = Field(None, description="A Hugging Face tokenizer (local folder or cached hub id): "
+                                                    "also write *_tokens.")
+    code_column: str | None = Field(None, description="Python source column: complexity_ast_depth and complexity_ast_nodes.")
+
+
+class Complexity(Map):
+    """Words, sentences, mean sentence length, MATTR, compression ratio (and tokens, AST shape) per row."""
+
+    name = "complexity_scores"
+    Params = ComplexityParams
+
+    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
+        super().__init__(params, seed=seed, text_column=text_column)
+        p = self.params
+        pairs = [(c, f"{role}_") for c, role in ((p.instruction_column, "instruction"), (p.response_column, "response"))
+                 if c]
+        self.sources = pairs or [(text_column, "")]
+        names = [*p.metrics, *(["tokens"] if p.tokenizer else [])]
+        self.requires = tuple(c for c, _ in self.sources) + ((p.code_column,) if p.code_column else ())
+        self.provides = tuple(f"complexity_{prefix}{m}" for _, prefix in self.sources for m in names) + (
+            ("complexity_ast_depth", "complexity_ast_nodes") if p.code_column else ())
+        self._tokenizer = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_tokenizer": None}
+
+    def _tokens(self, values: pa.Array) -> np.ndarray:
+        if self._tokenizer is None:
+            from operators.score.lm import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.params.tokenizer, self.name)
+        texts = values.fill_null("").to_pylist()
+        enc = self._tokenizer(texts, add_special_tokens=False, return_length=True, return_attention_mask=False)
+        return np.asarray(enc["length"], np.float64)
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        p = self.params
+        for column, prefix in self.sources:
+            values = text(batch, column, self.name)
+            words = text_stats.word_counts(values)
+            sentences = text_stats.sentence_counts(values)
+            measured = {
+                "words": lambda: words,
+                "sentences": lambda: sentences,
+                "mean_sentence_length": lambda: np.divide(words, sentences, out=np.zeros(len(words)),
+                                                          where=sentences > 0),
+                "mattr": lambda: text_stats.mattr(values, p.mattr_window),
+                "compression_ratio": lambda: text_stats.compression_ratios(values),
+            }
+            for metric in p.metrics:
+                batch = put(batch, f"complexity_{prefix}{metric}", np.asarray(measured[metric](), np.float64))
+            if p.tokenizer:
+                batch = put(batch, f"complexity_{prefix}tokens", self._tokens(values))
+        if p.code_column:
+            shapes = [ast_shape(s) for s in text(batch, p.code_column, self.name).to_pylist()]
+            batch = put(batch, "complexity_ast_depth", [s[0] if s else None for s in shapes], pa.int64())
+            batch = put(batch, "complexity_ast_nodes", [s[1] if s else None for s in shapes], pa.int64())
+        return batch

@@ -1,0 +1,83 @@
+"""dataset_metrics: QDC of the dataset at this point of the recipe, into the manifest; removes nothing.
+
+A Global step (it needs the whole dataset): `fit` takes a seeded sample of `sample` rows and
+measures the lexical metrics on their text and, with `embedding_column`, the embedding ones
+(metrics.py: distinct-1..4, compression ratio, self-BLEU, mean pairwise cosine distance, Vendi,
+cluster entropy), and the mean, quantiles and histogram of every score column listed (over all
+rows). Put one at the start of a recipe (after embed) and one at the end to see what the run
+did to quality, diversity and complexity: the report shows them side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field
+
+from curate.ops import Global, Params, Verdict
+from operators.score import metrics
+from operators.score.columns import text
+from operators.score.sample import bottom_k
+from operators.score.scores import ScoreSummary
+
+
+class DatasetMetricsParams(Params):
+    embedding_column: str | None = Field(None, description="Embeddings (e.g. _embedding from embed) for the "
+                                                           "embedding metrics; null: lexical metrics only.")
+    score_columns: list[str] = Field([], description="Numeric columns (quality_*, complexity_*, diversity_*) "
+                                                     "to summarise over all rows.")
+    sample: int = Field(10_000, ge=2, description="Rows (seeded sample) the text and embedding metrics use.")
+    bleu_sample: int = Field(200, ge=2, description="Rows of that sample self-BLEU uses (cost grows as its square).")
+    clusters: int = Field(20, ge=1, description="k of the k-means behind cluster entropy.")
+
+
+@dataclass
+class Measured:
+    summary_: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return self.summary_
+
+
+class DatasetMetrics(Global):
+    """Quality, diversity and complexity of the dataset at this step (manifest and report); keeps every row."""
+
+    name = "dataset_metrics"
+    Params = DatasetMetricsParams
+
+    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
+        super().__init__(params, seed=seed, text_column=text_column)
+        p = self.params
+        self.requires = (text_column, *([p.embedding_column] if p.embedding_column else []), *p.score_columns)
+
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Measured:
+        p = self.params
+        scores = ScoreSummary(p.score_columns)
+
+        def observed():
+            for batch in batches:
+                scores.add(batch)
+                text(batch, self.text_column, self.name)
+                yield batch
+
+        columns = [self.text_column, *([p.embedding_column] if p.embedding_column else [])]
+        sample, rows = bottom_k(observed(), p.sample, self.seed, columns)
+        texts = [t or "" for t in sample.column(self.text_column).to_pylist()]
+        embeddings = None
+        if p.embedding_column:
+            from operators.prune.embeddings import embedding_matrix
+
+            embeddings = (embedding_matrix(sample.combine_chunks().to_batches()[0], p.embedding_column, self.name)
+                          if sample.num_rows else np.zeros((0, 1), np.float32))
+        out = {"rows": rows, "sample": sample.num_rows,
+               **metrics.summarize(texts, embeddings, seed=self.seed, clusters=p.clusters, bleu_sample=p.bleu_sample)}
+        if p.score_columns:
+            out["scores"] = scores.result()
+        return Measured(out)
+
+    def apply(self, batch: pa.RecordBatch, state: Measured) -> Verdict:
+        return Verdict(np.ones(batch.num_rows, bool))

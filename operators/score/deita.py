@@ -1,0 +1,85 @@
+"""deita_complexity: Deita-style complexity (Liu et al. 2024) of instructions, from a causal LM.
+
+The model reads the scorer prompt with the instruction in it and the score is the expected
+value of its next token over "1".."6": sum_i i * softmax(logits of "1".."6")_i, in [1, 6].
+Deita's own scorer is a LLaMA fine-tuned for this prompt; any causal LM (a local path or
+cached hub id) can be given, and the prompt changed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from curate.ops import Map, Resources
+from operators.score.columns import put, text
+from operators.score.model_params import ModelScoreParams
+
+PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
+          "##Query: {instruction}  \n##Complexity: ")
+
+
+class DeitaParams(ModelScoreParams):
+    instruction_column: str | None = Field(None, description="The instruction column; default: the text column.")
+    prompt: str = Field(PROMPT, description="The scorer prompt; {instruction} is replaced by the row's instruction.")
+    output_column: str = Field("complexity_deita", min_length=1, description="Where the score goes.")
+
+    @field_validator("prompt")
+    @classmethod
+    def _has_slot(cls, prompt: str) -> str:
+        if "{instruction}" not in prompt:
+            raise ValueError("the prompt needs an {instruction} slot")
+        return prompt
+
+
+class DeitaComplexity(Map):
+    """Deita complexity: expected score 1..6 of a scorer LM's next token after a rating prompt."""
+
+    name = "deita_complexity"
+    Params = DeitaParams
+    resource_class = "model"
+    resources = Resources(cpus=1.0)
+
+    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
+        super().__init__(params, seed=seed, text_column=text_column)
+        self.column = self.params.instruction_column or text_column
+        self.requires = (self.column,)
+        self.provides = (self.params.output_column,)
+        self.lm = None
+        self.digits = None
+
+    def setup(self) -> None:
+        if self.lm is None:
+            from curate.errors import CurateError
+            from operators.score.lm import CausalLM
+
+            p = self.params
+            self.lm = CausalLM(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,
+                               max_length=p.max_length, device=p.device, precision=p.precision)
+            digits = []
+            for d in "123456":
+                ids = self.lm.tokenizer(d, add_special_tokens=False)["input_ids"]
+                if len(ids) != 1:
+                    raise CurateError(f"{self.name}: the tokenizer of '{p.model}' does not encode '{d}' as one "
+                                      f"token; Deita's score needs single-token digits")
+                digits.append(ids[0])
+            self.digits = np.array(digits)
+
+    def teardown(self) -> None:
+        if self.lm is not None:
+            self.lm.close()
+            self.lm = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "lm": None}
+
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        self.setup()
+        instructions = text(batch, self.column, self.name).fill_null("").to_pylist()
+        prompts = [self.params.prompt.replace("{instruction}", s) for s in instructions]
+        logits = self.lm.next_token_logits(prompts)[:, self.digits].astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        return put(batch, self.params.output_column, p @ np.arange(1, 7, dtype=np.float64))

@@ -1,0 +1,21 @@
+"""Parameters shared by the scoring operators that run a model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from curate.ops import Params
+
+
+class ModelScoreParams(Params):
+    model: str = Field(..., description="A local model folder, or a Hugging Face hub id used from the local cache "
+                                        "(never downloaded).")
+    batch_size: int = Field(16, ge=1, le=65536, description="Most rows per model call (halved on out-of-memory).")
+    max_batch_tokens: int | None = Field(None, ge=1, description="Most padded tokens per model call; null: no limit.")
+    max_length: int | None = Field(None, ge=2, description="Tokens per text; longer texts are truncated. "
+                                                           "Default: the model's limit.")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one, else CPU.")
+    precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
+        "auto", description="auto is float16 on a GPU, float32 on CPU.")

@@ -1,0 +1,155 @@
+"""report.html: written after a run (or by `curate report`), self-contained, and drawn by a browser."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from curate.demo import generate
+from tests.conftest import write_recipe
+from tests.curate.report.devtools import Browser, chromium
+
+RECIPE = """
+name: qdc-report
+seed: 0
+input: {{path: "{data}/*.jsonl.gz", text_column: text, id_column: id}}
+output: {{path: "{out}"}}
+steps:
+  - quality_heuristics: {{}}
+  - complexity_scores: {{metrics: [words, mattr]}}
+  - embed: {{backend: hash, dim: 64}}
+  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr], sample: 300, bleu_sample: 40, clusters: 4}}
+  - gopher_quality: {{}}
+  - exact_dedup: {{}}
+  - qdc_select: {{fraction: 0.5, quality: {{quality_heuristic: 1}}, complexity: {{complexity_mattr: 1}}}}
+  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr], sample: 300, bleu_sample: 40, clusters: 4}}
+"""
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    pytest.importorskip("faiss")
+    from curate.cli import app
+    from typer.testing import CliRunner
+
+    tmp = tmp_path_factory.mktemp("report")
+    generate(tmp / "demo", docs=400, files=2, seed=0)
+    recipe = write_recipe(tmp / "r.yaml", RECIPE.format(data=tmp / "demo", out=tmp / "out"))
+    res = CliRunner().invoke(app, ["run", str(recipe), "-w", "2"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return tmp / "out"
+
+
+def test_run_writes_a_self_contained_report(run_dir):
+    page = (run_dir / "report.html").read_text()
+    assert "<script src" not in page and "<link" not in page  # nothing fetched: scripts and styles inline
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)  # the page itself, not the bundle's strings
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", markup)
+    for section in ("funnel", "timings", "reasons", "qdc", "histograms"):
+        assert f'<section id="{section}"' in page
+    assert "gopher_" in page and "qdc_not_selected" in page  # removal reasons, from the manifest
+    assert "doc-" in page  # sample rows from the trace (their ids)
+    assert "quality_heuristic" in page and "vendi" in page
+
+
+def test_no_report_flag_and_report_command(cli, run_dir, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    (copy / "report.html").unlink()
+    res = cli("report", copy)
+    assert res.exit_code == 0 and (copy / "report.html").is_file()
+
+
+def test_run_with_no_report_writes_none(cli, tmp_path):
+    generate(tmp_path / "demo", docs=30, files=1, seed=0)
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+name: plain
+input: {{path: "{tmp_path}/demo/*.jsonl.gz", text_column: text}}
+output: {{path: "{tmp_path}/out"}}
+steps: [exact_dedup: {{}}]
+""")
+    assert cli("run", recipe, "--no-report").exit_code == 0
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+def test_a_failing_report_is_a_warning_not_a_failed_run(cli, tmp_path, monkeypatch):
+    import curate.report.report as report
+
+    def broken(run_dir):
+        raise ValueError("plot exploded")
+
+    monkeypatch.setattr(report, "write_report", broken)
+    generate(tmp_path / "demo", docs=30, files=1, seed=0)
+    recipe = write_recipe(tmp_path / "r.yaml", f"""
+name: plain
+input: {{path: "{tmp_path}/demo/*.jsonl.gz", text_column: text}}
+output: {{path: "{tmp_path}/out"}}
+steps: [exact_dedup: {{}}]
+""")
+    res = cli("run", recipe)
+    assert res.exit_code == 0
+    assert "report.html not written" in res.stderr and "plot exploded" in res.stderr
+    assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+def test_report_of_an_unfinished_run_is_a_clear_error(cli, tmp_path):
+    res = cli("report", tmp_path)
+    assert res.exit_code == 2 and "no manifest.json" in res.stderr
+
+
+def test_report_size_does_not_grow_with_rows(run_dir):
+    # Histograms are counts per bin and samples a few per reason: the page is the bundle plus a little.
+    assert (run_dir / "report.html").stat().st_size < 2_000_000
+
+
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_chromium_renders_the_report_without_errors_or_network(run_dir):
+    pytest.importorskip("websockets")
+    from PIL import Image
+
+    browser = Browser()
+    try:
+        browser.open(run_dir / "report.html")
+        assert browser.errors() == []
+        external = [u for u in browser.requests() if not u.startswith(("file:", "data:", "about:"))]
+        assert external == []
+        steps = browser.evaluate("document.querySelectorAll('#fig-funnel g.point').length")
+        assert steps == 9  # read + 8 steps, one bar each
+        assert browser.evaluate("document.querySelectorAll('.hist .main-svg').length") >= 2
+        for figure in ("fig-funnel", "fig-hist-0"):
+            box = browser.evaluate(f"(() => {{const r = document.getElementById('{figure}').getBoundingClientRect();"
+                                   f"return {{x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}}}})()")
+            assert box["width"] > 100 and box["height"] > 100
+            image = Image.open(io.BytesIO(browser.screenshot(box))).convert("L")
+            histogram = image.histogram()
+            drawn = sum(histogram[:200]) / sum(histogram)  # bars and text (darker than 200) on a white page
+            assert drawn > 0.03, f"{figure}: only {drawn:.1%} of its area is drawn"
+    finally:
+        browser.close()
+
+
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_the_browser_check_sees_console_errors_and_network_requests(tmp_path):
+    pytest.importorskip("websockets")
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>console.error('boom'); fetch('http://127.0.0.1:9/x.js').catch(() => {});"
+                    "</script></body></html>")
+    browser = Browser()
+    try:
+        browser.open(page)
+        assert any("boom" in e for e in browser.errors())
+        assert "http://127.0.0.1:9/x.js" in browser.requests()
+    finally:
+        browser.close()
+
+
+def test_inspect_shows_qdc_before_and_after(cli, run_dir):
+    res = cli("inspect", run_dir)
+    assert res.exit_code == 0, res.output
+    assert "dataset metrics: 04_dataset_metrics vs 08_dataset_metrics" in res.stdout
+    assert "07_qdc_select: input vs selection" in res.stdout
+    assert "vendi" in res.stdout and "distinct_2" in res.stdout
