@@ -104,6 +104,12 @@ class Operator:
         whose class depends on its parameters (an LLM over HTTP, or a local one) overrides this."""
         return "model" if cls.resources.gpus > 0 else cls.resource_class
 
+    @classmethod
+    def env_vars(cls, params: Params) -> tuple[str, ...]:
+        """Environment variables the operator reads where it runs (an API key's name): an engine
+        whose workers are on other machines passes them along. Default: none."""
+        return ()
+
     def preflight(self) -> None:
         """Check what the operator needs from outside the data (an endpoint answers, its key is
         accepted), once, before any row is processed; raise CurateError. Default: nothing."""

@@ -32,8 +32,10 @@ class LocalEngine:
         pass
 
 
-def make(engine: str, address: str | None, progress: Progress, work: Path, status=lambda message: None):
-    """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for."""
+def make(engine: str, address: str | None, progress: Progress, work: Path, status=lambda message: None,
+         env: list[str] = ()):
+    """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
+    the environment variables the recipe's operators read in their workers (Operator.env_vars)."""
     if engine == "ray":
         try:
             from curate.engine.ray_executor import RayEngine
@@ -42,5 +44,5 @@ def make(engine: str, address: str | None, progress: Progress, work: Path, statu
                 raise
             raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
 
-        return RayEngine(address, progress, work, status)
+        return RayEngine(address, progress, work, status, env)
     return LocalEngine(progress, work)

@@ -37,7 +37,8 @@ class RayEngine:
     """A Ray connection for one run: started here when no address is given (and stopped after),
     else a connection to the cluster at `address`."""
 
-    def __init__(self, address: str | None, progress: Progress, work: Path, status=lambda message: None):
+    def __init__(self, address: str | None, progress: Progress, work: Path, status=lambda message: None,
+                 env: list[str] = ()):
         self.progress = progress
         self.work = work
         self.cwd = os.getcwd()  # relative paths in the recipe mean the same on the workers
@@ -45,7 +46,7 @@ class RayEngine:
             self.owned = False
         else:
             # "local": a new instance for the run, even where a cluster runs on this machine
-            context = ray.init(address=address or "local", runtime_env={"env_vars": _worker_env()},
+            context = ray.init(address=address or "local", runtime_env={"env_vars": _worker_env(env)},
                                include_dashboard=None, log_to_driver=False, logging_level="WARNING",
                                configure_logging=address is None)
             self.owned = True
@@ -83,13 +84,16 @@ class RayEngine:
             ray.shutdown()
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(names: list[str] = ()) -> dict[str, str]:
     """The environment Ray workers get beyond the node's own: this checkout on the import path
     (where curate is not installed on the nodes, the driver's source tree, if the nodes see it),
-    and CURATE_* settings."""
+    CURATE_* settings, and the variables the recipe's operators read (`names`, e.g. an API key's:
+    Ray's runtime environment carries them, so on a cluster shared with others set them on the
+    nodes instead)."""
     source = str(Path(worker.__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, **{k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)}}
+    return {"PYTHONPATH": path, **{k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)},
+            **{k: os.environ[k] for k in names if k in os.environ}}
 
 
 def check_shared(work: Path, nodes: list[dict]) -> None:

@@ -155,7 +155,8 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
 def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
          started: float) -> dict:
     the_plan = plan.make(recipe.steps, sources, opts.limit)
-    engine = engines.make(opts.engine, opts.address, reporter.rows, work, reporter.status)
+    env = sorted({name for step in recipe.steps for name in step.op_class.env_vars(step.params)})
+    engine = engines.make(opts.engine, opts.address, reporter.rows, work, reporter.status, env)
     workers = opts.workers or engine.cores
     try:
         pool: Executor = engine.cpu_executor(workers)

@@ -89,6 +89,10 @@ class Rephrase(Map):
     def runs_on(cls, params=None) -> str:
         return params.llm.runs_on if params is not None else "io"
 
+    @classmethod
+    def env_vars(cls, params) -> tuple[str, ...]:
+        return (params.llm.api_key_env,) if params.llm.backend == "openai" and params.llm.api_key_env else ()
+
     def setup(self) -> None:
         self.backend = open_backend(self.params.llm)
 

@@ -28,7 +28,8 @@ from curate.engine.runner import RunOptions, run
 
 ray = pytest.importorskip("ray")
 
-from curate.demo import generate  # noqa: E402
+from curate.demo import generate
+from tests.conftest import write_jsonl  # noqa: E402
 from tests.curate.engine.faultkit import REPO  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
 
@@ -70,7 +71,7 @@ def _demo_args(tmp: Path, docs: int = 400) -> list[str]:
     return ["--input", f"{tmp}/demo/*.jsonl.gz"]
 
 
-def recipe_args(name: str, tmp: Path, cli, monkeypatch) -> list[str]:
+def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
     """What a recipe needs to run offline here: the inputs its test in tests/recipes/ uses."""
     if name in ("quickstart", "near-dedup"):
         return _demo_args(tmp)
@@ -97,13 +98,38 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch) -> list[str]:
         return ["--input", tmp / "pairs", "--set", f"steps[0].embed.model={model}",
                 "--set", "steps[0].embed.pretrained=null", "--set", "steps[1].semantic_dedup.k=4",
                 "--set", "steps[2].density_prune.k=4"]
+    if name == "web-text":
+        pytest.importorskip("py3langid")
+        monkeypatch.setenv("TOKENIZER", str(_minilm()))
+        return _demo_args(tmp, docs=300)
+    if name == "sft-qdc":
+        from tests.operators.score.tiny_lm import build_tiny_gpt2
+        from tests.recipes.test_sft_qdc import sft_rows
+
+        minilm, gpt2 = _minilm(), build_tiny_gpt2(tmp / "tiny-gpt2")
+        write_jsonl(tmp / "sft" / "data.jsonl", sft_rows())
+        return ["--input", f"{tmp}/sft/*.jsonl", "--set", f"steps[2].perplexity.model={gpt2}",
+                "--set", f"steps[3].embed.model={minilm}", "--set", "steps[5].dataset_metrics.clusters=4",
+                "--set", "steps[7].dataset_metrics.clusters=4", "--no-report"]
+    if name == "wrap":
+        from tests.curate.llm.mockkit import RunningMock
+        from tests.recipes.test_wrap import SENTENCE
+
+        server = RunningMock(api_key="k-123")
+        request.addfinalizer(server.stop)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("WRAP_MODEL", "mock")
+        monkeypatch.setenv("OPENAI_API_KEY", "k-123")  # reaches the Ray workers: rephrase names it (env_vars)
+        monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp / "cache"))
+        write_jsonl(tmp / "docs.jsonl", [{"text": SENTENCE * n} for n in (3, 40, 90, 7)])
+        return ["--input", tmp / "docs.jsonl"]
     raise AssertionError(f"recipes/{name}.yaml is new: add how it runs offline to this test")
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in RECIPES.glob("*.yaml")))
 def test_every_recipe_gives_the_local_engines_bytes_on_two_ray_nodes(name, cluster, ray_env, cli, tmp_path,
-                                                                      monkeypatch):
-    args = recipe_args(name, tmp_path, cli, monkeypatch)
+                                                                      monkeypatch, request):
+    args = recipe_args(name, tmp_path, cli, monkeypatch, request)
     recipe = RECIPES / f"{name}.yaml"
     local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
     assert local.exit_code == 0, local.output
