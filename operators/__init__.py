@@ -33,6 +33,7 @@ CATALOG: dict[str, str] = {
     "perplexity": "operators.score.perplexity:Perplexity",
     "deita_complexity": "operators.score.deita:DeitaComplexity",
     "classifier_score": "operators.score.classifier:ClassifierScore",
+    "llm_judge": "operators.score.llm_judge:LLMJudge",
     "novelty": "operators.score.novelty:Novelty",
     "dataset_metrics": "operators.score.dataset_metrics:DatasetMetrics",
     "qdc_select": "operators.score.qdc_select:QdcSelect",

@@ -15,7 +15,6 @@ backend keeps `llm.concurrency` requests in flight. Local models run on the mode
 
 from __future__ import annotations
 
-import asyncio
 from math import gcd
 
 import numpy as np
@@ -23,7 +22,8 @@ import pyarrow as pa
 import xxhash
 from pydantic import Field, field_validator, model_validator
 
-from curate.llm import LLMConfig, Request, open_backend
+from curate.llm import LLMConfig, Request
+from curate.llm.step import LLMBacked
 from curate.ops import Map, Params, Verdict
 from operators.synth.cleaning import clean
 from operators.synth.prompts import PROMPTS, TEMPLATE
@@ -72,7 +72,7 @@ class RephraseParams(Params):
         return real // g, synthetic // g
 
 
-class Rephrase(Map):
+class Rephrase(LLMBacked, Map):
     name = "rephrase"
     Params = RephraseParams
     changes_rows = True
@@ -83,25 +83,6 @@ class Rephrase(Map):
         self.requires = (self.text_column,)
         self.prompts = {**PROMPTS, **self.params.prompts}
         self.real, self.synthetic = self.params.parts
-        self.backend = None
-
-    @classmethod
-    def runs_on(cls, params=None) -> str:
-        return params.llm.runs_on if params is not None else "io"
-
-    @classmethod
-    def env_vars(cls, params) -> tuple[str, ...]:
-        return (params.llm.api_key_env,) if params.llm.backend == "openai" and params.llm.api_key_env else ()
-
-    def setup(self) -> None:
-        self.backend = open_backend(self.params.llm)
-
-    def preflight(self) -> None:
-        if self.params.llm.backend == "openai":  # local models are loaded (and checked) on the workers
-            asyncio.run(open_backend(self.params.llm, cached=False).check())
-
-    def take_counts(self) -> dict[str, int]:
-        return self.backend.take_counts() if self.backend is not None else {}
 
     def styles_for(self, row_id: str) -> list[str]:
         """The styles of one row: all of them for 0:1, else `synthetic` of them, in turn by id."""
