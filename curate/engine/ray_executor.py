@@ -161,11 +161,7 @@ def _enter(sink, work: Path, threads: int, cwd: str) -> None:
     if str(work) not in _locked:
         hold_worker_lock(work)
         _locked.add(str(work))
-    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, str(threads))
-    import pyarrow as pa
-
-    pa.set_cpu_count(threads)
+    worker.use_cores(threads)
 
 
 @ray.remote(max_retries=RETRIES)

@@ -460,12 +460,17 @@ def worker_init(queue, parent_pid: int, work: Path, threads: int = 1, device: st
     _worker_lock = hold_worker_lock(work)
     if device is not None:  # before any CUDA library is loaded
         os.environ["CUDA_VISIBLE_DEVICES"] = device
-    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, str(threads))
-    pa.set_cpu_count(threads)
+    use_cores(threads)
     pa.set_io_thread_count(2)
     global _queue
     _queue = queue
+
+
+def use_cores(threads: int) -> None:
+    """Arrow, polars and the numeric libraries of this worker process use `threads` cores."""
+    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    pa.set_cpu_count(threads)
 
 
 _queue = None
