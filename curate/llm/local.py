@@ -16,7 +16,7 @@ class TransformersBackend:
         self.model, self.batch_size, self.dtype = model, batch_size, dtype
         self.lm = self.tokenizer = None
 
-    def _load(self) -> None:
+    def load(self) -> None:
         if self.lm is not None:
             return
         try:
@@ -37,7 +37,7 @@ class TransformersBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
     async def check(self) -> None:
-        self._load()
+        self.load()
 
     def prompt(self, request: Request) -> str:
         messages = list(request.messages)
@@ -46,7 +46,7 @@ class TransformersBackend:
         return "\n\n".join(m["content"] for m in messages) + "\n\n"  # a base model: the plain text
 
     async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
-        self._load()
+        self.load()
         prompts = [self.prompt(r) for r in requests]
         answers: list[Answer | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}  # a batch shares its sampling parameters

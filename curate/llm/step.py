@@ -24,6 +24,10 @@ class LLMBacked:
 
     def setup(self) -> None:
         self.backend = open_backend(self.params.llm)
+        if self.params.llm.backend != "openai":
+            # A local model loads once per worker here, not inside the first batch: the step's
+            # seconds in the manifest are then generation alone, as embed's are.
+            self.backend.backend.load()
 
     def preflight(self) -> None:
         if self.params.llm.backend == "openai":  # local models are loaded (and checked) on the workers

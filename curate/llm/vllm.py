@@ -15,7 +15,7 @@ class VLLMBackend:
         self.model, self.dtype = model, dtype
         self.engine = None
 
-    def _load(self) -> None:
+    def load(self) -> None:
         if self.engine is not None:
             return
         try:
@@ -25,12 +25,12 @@ class VLLMBackend:
         self.engine = LLM(model=self.model, dtype=self.dtype)
 
     async def check(self) -> None:
-        self._load()
+        self.load()
 
     async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
         from vllm import SamplingParams
 
-        self._load()
+        self.load()
         params = [SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
                   for r in requests]
         outputs = self.engine.chat([list(r.messages) for r in requests], sampling_params=params, use_tqdm=False)

@@ -32,7 +32,7 @@ def test_batched_left_padded_generation_equals_one_prompt_at_a_time(tiny_lm):
     assert [a.text for a in batched] == [a.text for a in alone]
     assert [a.tokens_out for a in batched] == [a.tokens_out for a in alone]
     backend = TransformersBackend(str(tiny_lm))
-    backend._load()
+    backend.load()
     assert backend.tokenizer.padding_side == "left"
     prompt = backend.prompt(requests[0])
     assert prompt == "user : the doc </s> assistant : "  # the chat template, with the generation prompt
