@@ -51,13 +51,16 @@ def check_max_length(name: str, wanted: int | None, limit: int | None, default: 
     return wanted or default or limit or 512
 
 
-def token_lengths(tokenizer, texts: list[str], max_length: int) -> np.ndarray:
-    """Tokens per text, at most max_length: only for bucketing, so only a prefix of each text is
-    tokenized (a token and its space average 4-5 characters in English; 6 leaves a margin)."""
+def token_lengths(tokenizer, texts: list[str], max_length: int, exact: bool) -> np.ndarray:
+    """The bucketing cost of each text. `exact`: tokens, at most max_length (a token budget needs
+    them), from a prefix of each text (a token and its space average 4-5 characters in English; 6
+    leaves a margin). Otherwise characters, which sort texts about as tokens do, as
+    sentence-transformers' own encode sorts them: that saves a tokenizer pass over every text, a
+    third of the step's time on a GPU, where tokenizing is most of the CPU's work."""
     prefix = 6 * max_length
     texts = [t if len(t) <= prefix else t[:prefix] for t in texts]
-    if tokenizer is None:  # a model without a text tokenizer: characters stand in for tokens
-        return np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), max_length)
+    if tokenizer is None or not exact:  # characters stand in for tokens
+        return np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), prefix)
     enc = tokenizer(texts, truncation=True, max_length=max_length, return_length=True,
                     return_attention_mask=False, return_token_type_ids=False)
     return np.asarray(enc["length"], dtype=np.int64)
@@ -93,7 +96,8 @@ class SentenceTransformersBackend(ModelBackend):
         self.dim = int(dim())
 
     def lengths(self, items: list[str]) -> np.ndarray:
-        return token_lengths(getattr(self.model, "tokenizer", None), items, self.max_length)
+        return token_lengths(getattr(self.model, "tokenizer", None), items, self.max_length,
+                             exact=self.params.max_batch_tokens is not None)
 
     def encode(self, items: list[str]) -> np.ndarray:
         out = self.model.encode(items, batch_size=len(items), show_progress_bar=False, convert_to_numpy=True,
@@ -128,7 +132,7 @@ class TransformersBackend(ModelBackend):
         self.dim = int(model.config.hidden_size)
 
     def lengths(self, items: list[str]) -> np.ndarray:
-        return token_lengths(self.tokenizer, items, self.max_length)
+        return token_lengths(self.tokenizer, items, self.max_length, exact=self.params.max_batch_tokens is not None)
 
     def encode(self, items: list[str]) -> np.ndarray:
         import torch

@@ -199,3 +199,22 @@ def test_float16_on_gpu_is_close_to_float32_on_cpu(st_op, minilm):
     assert op.backend.dtype == torch.float16
     assert np.abs(gpu - matrix(st_op.process(text_batch(texts)))).max() < 2e-2
     op.teardown()
+
+
+def test_bucketing_tokenizes_only_under_a_token_budget():
+    """Without max_batch_tokens the order alone matters, and characters give it without a tokenizer pass
+    (a third of the step on a GPU); a token budget needs real token counts."""
+    from operators.embed.text_models import token_lengths
+
+    class Tokenizer:
+        calls = 0
+
+        def __call__(self, texts, **kw):
+            Tokenizer.calls += 1
+            return {"length": [min(len(t.split()), kw["max_length"]) for t in texts]}
+
+    texts = ["one two three", "one", "one two"]
+    assert token_lengths(Tokenizer(), texts, 8, exact=False).tolist() == [13, 3, 7]
+    assert Tokenizer.calls == 0
+    assert token_lengths(Tokenizer(), texts, 2, exact=True).tolist() == [2, 1, 2]
+    assert Tokenizer.calls == 1
