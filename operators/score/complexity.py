@@ -3,8 +3,10 @@
 Of the text column (or of `instruction_column` and `response_column` for instruction data,
 each prefixed `instruction_` / `response_`): words, sentences, mean sentence length (words per
 sentence), MATTR and the gzip compression ratio (text_stats.py); with `tokenizer`, tokens as
-that tokenizer counts them. With `code_column` (Python source), the depth and node count of its
-syntax tree (null where the code does not parse).
+that tokenizer counts them. With `code_column`, the depth and node count of its syntax tree
+(code_ast.py: Python's `ast`, tree-sitter for the other languages), in `code_language` or in the
+language `code_language_column` names per row; null where the code does not parse or no grammar
+covers its language, counted in the manifest (`ast_parse_error`, `ast_unsupported_language`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.errors import RecipeError
 from curate.ops import Map, Params
 from operators.score import text_stats
-from operators.score.code_ast import ast_shape
+from operators.score.code_ast import CodeShapes, language_name
 from operators.score.columns import put, text
 
 Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
@@ -31,7 +34,12 @@ class ComplexityParams(Params):
     mattr_window: int = Field(50, ge=2, description="MATTR window, in tokens.")
     tokenizer: str | None = Field(None, description="A Hugging Face tokenizer (local folder or cached hub id): "
                                                     "also write *_tokens.")
-    code_column: str | None = Field(None, description="Python source column: complexity_ast_depth and complexity_ast_nodes.")
+    code_column: str | None = Field(None, description="Source code column: complexity_ast_depth and complexity_ast_nodes.")
+    code_language: str = Field("python", description="Language of code_column: python (its `ast`) or any language "
+                                                     "with a tree-sitter grammar package, tree_sitter_<name> "
+                                                     "(javascript, typescript, c, cpp, go, rust, java, ...).")
+    code_language_column: str | None = Field(None, description="Column naming each row's language (as code_language, "
+                                                               "or e.g. 'C++', 'JavaScript'); overrides code_language.")
 
 
 class Complexity(Map):
@@ -47,13 +55,28 @@ class Complexity(Map):
                  if c]
         self.sources = pairs or [(text_column, "")]
         names = [*p.metrics, *(["tokens"] if p.tokenizer else [])]
-        self.requires = tuple(c for c, _ in self.sources) + ((p.code_column,) if p.code_column else ())
+        code = (p.code_column, *([p.code_language_column] if p.code_language_column else [])) if p.code_column else ()
+        self.requires = tuple(c for c, _ in self.sources) + code
         self.provides = tuple(f"complexity_{prefix}{m}" for _, prefix in self.sources for m in names) + (
             ("complexity_ast_depth", "complexity_ast_nodes") if p.code_column else ())
         self._tokenizer = None
+        self.shapes = CodeShapes()
 
     def __getstate__(self):
-        return {**self.__dict__, "_tokenizer": None}
+        return {**self.__dict__, "_tokenizer": None, "shapes": CodeShapes()}
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        p = self.params
+        if not p.code_column or p.code_language_column:
+            return
+        name = language_name(p.code_language)
+        if name != "python" and (name is None or self.shapes.parser(name) is None):
+            raise RecipeError("code_language", f"no tree-sitter grammar for '{p.code_language}': install the "
+                                               f"package tree-sitter-{name or '<language>'} (and tree-sitter)")
+
+    def take_counts(self) -> dict[str, int]:
+        counts, self.shapes.counts = self.shapes.counts, {}
+        return counts
 
     def _tokens(self, values: pa.Array) -> np.ndarray:
         if self._tokenizer is None:
@@ -83,7 +106,10 @@ class Complexity(Map):
             if p.tokenizer:
                 batch = put(batch, f"complexity_{prefix}tokens", self._tokens(values))
         if p.code_column:
-            shapes = [ast_shape(s) for s in text(batch, p.code_column, self.name).to_pylist()]
+            sources = text(batch, p.code_column, self.name).to_pylist()
+            languages = (text(batch, p.code_language_column, self.name).to_pylist() if p.code_language_column
+                         else [p.code_language] * len(sources))
+            shapes = [self.shapes.shape(s, lang) for s, lang in zip(sources, languages)]
             batch = put(batch, "complexity_ast_depth", [s[0] if s else None for s in shapes], pa.int64())
             batch = put(batch, "complexity_ast_nodes", [s[1] if s else None for s in shapes], pa.int64())
         return batch
