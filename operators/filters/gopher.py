@@ -131,19 +131,17 @@ class GopherQuality(Filter):
         (all rows are measured when `scores` is on)."""
         text = pl.Series(pl.from_arrow(texts)).cast(pl.String).fill_null("")
         n = len(text)
-        words = gm.split_words(text)
-        metrics = gm.word_metrics(text, words, self.params.stop_words) | gm.line_metrics(text)
+        split = gm.Split(text)
+        metrics = gm.word_metrics(text, split, self.params.stop_words) | gm.line_metrics(text)
+        if not (self.top_ns or self.dup_ns):
+            return metrics
         todo = np.ones(n, bool)
         if not self.params.scores:
             for rule in self.rules:
                 if rule.metric in metrics:
                     todo &= ~rule.fails(metrics[rule.metric])
         rows = np.flatnonzero(todo)
-        local = np.full(n, -1, np.int64)  # row -> index among the rows measured for n-grams
-        local[rows] = np.arange(len(rows))
-        subset = words.take(todo[words.doc])
-        subset.doc = local[subset.doc]
-        for metric, values in gm.ngram_metrics(subset, len(rows), self.top_ns, self.dup_ns).items():
+        for metric, values in gm.ngram_metrics(split.words(todo), len(rows), self.top_ns, self.dup_ns).items():
             metrics[metric] = np.full(n, np.nan)
             metrics[metric][rows] = values
         return metrics

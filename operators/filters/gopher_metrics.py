@@ -1,9 +1,11 @@
 """Bulk measurement of Gopher's quality and repetition metrics for a whole batch of texts.
 
-Nothing here loops over documents in Python. A batch is tokenized once into a flat array of
-words (with the index of the document each word belongs to), words and lines are hashed to
-uint64 by polars, n-gram hashes are built by shifting the flat hash array, duplicates are
-found with hash-based polars ops, and per-document sums come from np.bincount.
+Nothing here loops over documents in Python. A batch is split once on whitespace into a flat
+column of parts (words, and the empty parts between runs of spaces, which measure nothing);
+per-document word statistics are sums over each document's run of parts. Only the n-gram
+metrics need the words themselves: hashed to uint64 by polars (lines too), n-gram hashes are
+built by shifting the flat hash array, duplicates are found with hash-based polars ops, and
+per-document sums come from np.bincount.
 
 Definitions (Rae et al. 2021, appendix A; where the paper is silent, the choice is noted):
 - words are whitespace-separated tokens, exactly Python's `str.split()`;
@@ -26,6 +28,7 @@ decision could notice.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,25 +54,34 @@ class Words:
     doc: np.ndarray  # int64, index of the document each word is in (non-decreasing)
     hash: np.ndarray  # uint64
     chars: np.ndarray  # int64, length in characters
-    alpha: np.ndarray  # bool, has at least one alphabetic character
 
-    def take(self, mask: np.ndarray) -> Words:
-        return Words(self.doc[mask], self.hash[mask], self.chars[mask], self.alpha[mask])
+
+class Split:
+    """A batch split into words exactly as Python's `str.split()` splits each text."""
+
+    def __init__(self, text: pl.Series):
+        parts = text.str.replace_many(_WHITESPACE, [" "] * len(_WHITESPACE)).str.split(" ")
+        self.lengths = parts.list.len().to_numpy().astype(np.int64)  # at least 1: "" splits into [""]
+        self.starts = np.cumsum(self.lengths) - self.lengths  # each document's first part
+        self.parts = parts.explode()  # runs of spaces leave empty parts
+        self.chars = self.parts.str.len_chars().to_numpy()  # uint32
+
+    def per_doc(self, values: np.ndarray) -> np.ndarray:
+        """Sum of an integer or boolean value of every part, per document."""
+        return np.add.reduceat(values, self.starts, dtype=np.int64).astype(np.float64)
+
+    def words(self, rows: np.ndarray | None = None) -> Words:
+        """The words of the documents in `rows` (a boolean mask; all when None), hashed, with the
+        index of their document among those rows."""
+        rows = np.ones(len(self.lengths), bool) if rows is None else rows
+        doc = np.repeat(np.cumsum(rows) - 1, self.lengths)
+        keep = (self.chars > 0) & np.repeat(rows, self.lengths)
+        return Words(doc=doc[keep], hash=self.parts.filter(pl.Series(keep)).hash(_SEED).to_numpy(),
+                     chars=self.chars[keep].astype(np.int64))
 
 
 def split_words(text: pl.Series) -> Words:
-    spaced = text.str.replace_many(_WHITESPACE, [" "] * len(_WHITESPACE))
-    parts = spaced.str.split(" ")
-    flat = parts.explode()
-    doc = np.repeat(np.arange(len(text), dtype=np.int64), parts.list.len().to_numpy())
-    real = (flat.str.len_bytes() > 0).to_numpy()  # runs of spaces leave empty parts
-    words = flat.filter(pl.Series(real))
-    return Words(
-        doc=doc[real],
-        hash=words.hash(_SEED).to_numpy(),
-        chars=words.str.len_chars().to_numpy().astype(np.int64),
-        alpha=words.str.contains(r"\p{L}").to_numpy(),
-    )
+    return Split(text).words()
 
 
 def _per_doc(doc: np.ndarray, n_docs: int, weights: np.ndarray | None = None) -> np.ndarray:
@@ -82,12 +94,25 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _whole_word(word: str) -> str:
-    return rf"(?i)(?:^|\W){re.escape(word)}(?:\W|$)"
+    r"""A stop word bounded by non-word characters or the text's ends. Beside a word character
+    that bound is \b, which the regex engine finds much faster (ASCII ones: \w for sure)."""
+    word_char = re.compile(r"[A-Za-z0-9_]")
+    before = r"\b" if word_char.fullmatch(word[:1]) else r"(?:^|\W)"
+    after = r"\b" if word_char.fullmatch(word[-1:]) else r"(?:\W|$)"
+    return "(?i)" + before + re.escape(word) + after
 
 
-def word_metrics(text: pl.Series, words: Words, stop_words: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _has_letter(words: pl.Series) -> np.ndarray:
+    r"""Which strings hold a letter (\p{L}): an ASCII one, found by a cheap search, or else any."""
+    found = words.str.contains_any(list(string.ascii_letters)).to_numpy().copy()
+    rest = np.flatnonzero(~found & (words.str.len_bytes().to_numpy() > 0))
+    found[rest] = words.gather(rest).str.contains(r"\p{L}").to_numpy()
+    return found
+
+
+def word_metrics(text: pl.Series, split: Split, stop_words: tuple[str, ...]) -> dict[str, np.ndarray]:
     n = len(text)
-    count = _per_doc(words.doc, n)
+    count = split.per_doc(split.chars > 0)
     hashes = text.str.count_matches("#", literal=True).to_numpy()
     ellipses = sum(text.str.count_matches(e, literal=True).to_numpy() for e in _ELLIPSES)
     # Stop words are matched as whole words, ignoring case ("The" is "the"); the bounds are
@@ -97,10 +122,10 @@ def word_metrics(text: pl.Series, words: Words, stop_words: tuple[str, ...]) -> 
         present += text.str.contains(_whole_word(word)).to_numpy()
     return {
         "word_count": count,
-        "mean_word_length": _ratio(_per_doc(words.doc, n, words.chars), count),
+        "mean_word_length": _ratio(split.per_doc(split.chars), count),
         "hash_word_ratio": _ratio(hashes, count),
         "ellipsis_word_ratio": _ratio(ellipses, count),
-        "alpha_word_frac": _ratio(_per_doc(words.doc, n, words.alpha), count),
+        "alpha_word_frac": _ratio(split.per_doc(_has_letter(split.parts)), count),
         "stop_words": present,
     }
 

@@ -1,12 +1,15 @@
 import math
+import re
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from curate.errors import InputError
 from tests.operators.filters.gopher_reference import reference_metrics
+from operators.filters import gopher_metrics as gm
 from operators.filters.gopher import GopherQuality
 
 GOOD = ("The old lighthouse on the northern cape has guided fishing boats home for more than a century. "
@@ -214,3 +217,25 @@ def test_batch_splitting_and_reruns_do_not_change_decisions(texts, data):
     assert whole.detail.to_pylist() == parts[0].detail.to_pylist() + parts[1].detail.to_pylist()
     again = verdict(texts, **params)[1]
     assert again.detail.to_pylist() == whole.detail.to_pylist()
+
+
+# The fast paths of gopher_metrics against the plain statements they stand for.
+pieces = st.lists(st.sampled_from(["the", "The", "tHE", "c++", "#tag", "é", "x", "_", "1", "théâtre", "ſ", "K",
+                                   " ", ".", "+", "#", "\n", "-", "日本", "²", "_x"]), max_size=12).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(pieces, min_size=1, max_size=8),
+       st.sampled_from(["the", "c++", "#tag", "é", "x", "_x", "1", "a b", "²", "théâtre", "k", "s"]))
+def test_stop_word_bounds_equal_non_word_characters_or_ends(texts, word):
+    plain = rf"(?i)(?:^|\W){re.escape(word)}(?:\W|$)"
+    series = pl.Series(texts, dtype=pl.String)
+    assert series.str.contains(gm._whole_word(word)).to_list() == series.str.contains(plain).to_list()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=6), max_size=20))
+@example(["", "1", "é", "日本", "²", "a1", "١٢", "ǅ", "\U0001d400"])
+def test_has_letter_equals_a_unicode_letter_search(words):
+    series = pl.Series(words, dtype=pl.String)
+    assert gm._has_letter(series).tolist() == series.str.contains(r"\p{L}").to_list()
