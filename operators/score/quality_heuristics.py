@@ -29,10 +29,10 @@ class QualityHeuristicsParams(Params):
     metrics: list[str] = Field(
         list(CHEAP),
         description="Gopher metrics to write as quality_<metric> columns (see `curate ops gopher_quality`); "
-                    "the n-gram ones, top_<n>gram_char_frac and dup_<n>gram_char_frac, cost about as much as all "
-                    "the others together.")
+                    "the n-gram ones, top_<n>gram_char_frac and dup_<n>gram_char_frac, cost about four times as much as "
+                    "all the others together.")
     ngram_rules: bool = Field(False, description="Count Gopher's n-gram repetition rules in quality_heuristic too "
-                                                 "(measures the n-grams of every row: about twice the cost).")
+                                                 "(measures the n-grams of every row: about five times the cost).")
 
     @field_validator("metrics")
     @classmethod
