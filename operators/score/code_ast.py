@@ -75,6 +75,11 @@ def tree_shape(tree) -> Shape | None:
             levels.pop()
 
 
+def grammar_package(name: str) -> str:
+    """The PyPI package holding grammar NAME ("c_sharp" -> "tree-sitter-c-sharp")."""
+    return "tree-sitter-" + _SHARED.get(name, (name,))[0].replace("_", "-")
+
+
 def load_grammar(name: str):
     """tree-sitter's Language for grammar NAME; ImportError when tree-sitter or the grammar is missing."""
     from tree_sitter import Language

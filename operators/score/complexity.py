@@ -20,7 +20,7 @@ from pydantic import Field
 from curate.errors import RecipeError
 from curate.ops import Map, Params
 from operators.score import text_stats
-from operators.score.code_ast import CodeShapes, language_name
+from operators.score.code_ast import CodeShapes, grammar_package, language_name
 from operators.score.columns import put, text
 
 Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
@@ -71,8 +71,9 @@ class Complexity(Map):
             return
         name = language_name(p.code_language)
         if name != "python" and (name is None or self.shapes.parser(name) is None):
+            package = grammar_package(name) if name else "tree-sitter-<language>"
             raise RecipeError("code_language", f"no tree-sitter grammar for '{p.code_language}': install the "
-                                               f"package tree-sitter-{name or '<language>'} (and tree-sitter)")
+                                               f"package {package} (and tree-sitter)")
 
     def take_counts(self) -> dict[str, int]:
         counts, self.shapes.counts = self.shapes.counts, {}

@@ -1,6 +1,8 @@
 """Syntax-tree depth and node count through tree-sitter (Python's `ast`: test_text_stats.py)."""
 
+import importlib.util
 import pickle
+import re
 import sys
 import types
 
@@ -162,8 +164,11 @@ def test_complexity_scores_with_a_fixed_language():
     assert out.column("complexity_ast_depth").to_pylist() == [7]
 
 
-@pytest.mark.parametrize("language", ["cobol", "no such/language"])
-def test_a_fixed_language_without_a_grammar_is_refused_before_the_run(language):
+@pytest.mark.parametrize("language,package", [("cobol", "tree-sitter-cobol"), ("C#", "tree-sitter-c-sharp"),
+                                              ("no such/language", "tree-sitter-<language>")])
+def test_a_fixed_language_without_a_grammar_is_refused_before_the_run(language, package):
+    if language == "C#" and importlib.util.find_spec("tree_sitter_c_sharp"):
+        pytest.skip("tree-sitter-c-sharp is installed here")
     op = Complexity(Complexity.Params(code_column="code", code_language=language))
-    with pytest.raises(RecipeError, match="no tree-sitter grammar"):
+    with pytest.raises(RecipeError, match=f"no tree-sitter grammar .* install the package {re.escape(package)} "):
         op.check_schema(pa.schema([("text", pa.string()), ("code", pa.string())]))
