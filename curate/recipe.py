@@ -67,7 +67,7 @@ class OutputSpec(_Strict):
 class MetricsSpec(_Strict):
     """`metrics:` dataset metrics of the run's input and output, measured by the tasks as they run."""
 
-    sample: int = Field(5000, ge=2, description="Rows of each side's seeded sample (bottom-k by hash of _id) for "
+    sample: int = Field(2000, ge=2, description="Rows of each side's seeded sample (bottom-k by hash of _id) for "
                                                 "compression ratio, self-BLEU and the embedding metrics.")
     bleu_sample: int = Field(200, ge=2, description="Rows of that sample self-BLEU uses (cost grows as its square).")
     clusters: int = Field(20, ge=1, description="k of the k-means behind cluster entropy.")

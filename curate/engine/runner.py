@@ -194,12 +194,13 @@ def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path,
                         sides[side].merge(part)
             shards = _shards(ctx.work / "data", results)
         _stage_data(recipe, out, shards, pool)
+        dataset_metrics = _measure(recipe, sides, pool)
         failpoint("staged")
     except BaseException:
         pool.close(kill=True)
         raise
     pool.close()
-    return _finish(recipe, out, work, stages, totals, fits, sides, started, opts)
+    return _finish(recipe, out, work, stages, totals, fits, dataset_metrics, started, opts)
 
 
 def _metric_sides(recipe: Recipe) -> dict:
@@ -211,12 +212,14 @@ def _metric_sides(recipe: Recipe) -> dict:
     return {"input": Side.of(recipe), "output": Side.of(recipe)}
 
 
-def _measure(recipe: Recipe, sides: dict) -> dict | None:
+def _measure(recipe: Recipe, sides: dict, pool: Executor) -> dict | None:
+    """The merged sides measured for the manifest, both at once in the workers."""
     if not sides:
         return None
-    from operators.score.run_metrics import manifest_entry
+    from operators.score.run_metrics import manifest_entry, measure
 
-    return manifest_entry(sides, recipe.metrics)
+    measured = pool.map(measure, list(sides.values()), [recipe.metrics] * len(sides))
+    return manifest_entry(dict(zip(sides, measured)), recipe.metrics)
 
 
 def _run_stage(ctx: StageContext, tasks: list[plan.Task], engine, pool: Executor, workers: int, opts: RunOptions,
@@ -295,7 +298,7 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
-            totals: dict[str, StepStats], fits: dict[str, dict], sides: dict, started: float,
+            totals: dict[str, StepStats], fits: dict[str, dict], dataset_metrics: dict | None, started: float,
             opts: RunOptions) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
@@ -316,7 +319,6 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
             entry["added"] = s.rows_out - s.expanded
         steps.append(entry)
     check_conservation(steps)
-    dataset_metrics = _measure(recipe, sides)  # before publishing: it reads the embeddings, which may be bad
 
     # Publish: traces merged per step into trace.tmp, then trace/ and data/ renamed into place,
     # manifest.json last. _work stays intact until the manifest is written, so a run killed
@@ -350,7 +352,7 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         "rows_in": steps[0]["rows_in"],
         "rows_out": steps[-1]["rows_out"],
         "steps": steps,
-        **({"dataset_metrics": dataset_metrics} if sides else {}),
+        **({"dataset_metrics": dataset_metrics} if dataset_metrics else {}),
         "format": recipe.output.format,
         "data_files": len(output_formats.data_files(out / "data", recipe.output.format)),
         "seconds": round(time.perf_counter() - started, 3),

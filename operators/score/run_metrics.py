@@ -43,14 +43,16 @@ def mix(h: np.ndarray) -> np.ndarray:
 
 
 def smallest_distinct(values: np.ndarray, k: int) -> np.ndarray:
-    """The k smallest distinct values, sorted; a partition first, so a large array is not sorted."""
-    m = k
-    while len(values) > m:
-        cut = np.partition(values, m - 1)[m - 1]
-        low = np.unique(values[values <= cut])
-        if len(low) >= k:
-            return low[:k]
-        m *= 4  # repeated values: look further
+    """The k smallest distinct values, sorted. Hashes are uniform below their largest, so about
+    4k of them lie below 4k/n of it: only those are sorted (further, where values repeat)."""
+    if len(values) > 4 * k:
+        top = float(values.max())
+        share = 4.0 * k / len(values)
+        while share < 1.0:
+            low = np.unique(values[values <= np.uint64(top * share)])
+            if len(low) >= k:  # every value under the cut is there: these are the k smallest
+                return low[:k]
+            share *= 4
     return np.unique(values)[:k]
 
 
@@ -172,11 +174,17 @@ class Side:
         self.__dict__.update(state)
 
 
-def manifest_entry(sides: dict[str, Side], spec) -> dict:
-    """The manifest's `dataset_metrics`: each merged side measured, the settings, and the seconds
-    spent (in the tasks and here)."""
+def measure(side: Side, spec) -> tuple[dict, float]:
+    """A merged side's figures, and the seconds spent on it (its tasks' and this); the runner
+    measures both sides at once in its workers."""
     started = time.perf_counter()
-    out: dict = {side: s.measure(clusters=spec.clusters, bleu_sample=spec.bleu_sample) for side, s in sides.items()}
+    figures = side.measure(clusters=spec.clusters, bleu_sample=spec.bleu_sample)
+    return figures, side.seconds + time.perf_counter() - started
+
+
+def manifest_entry(measured: dict[str, tuple[dict, float]], spec) -> dict:
+    """The manifest's `dataset_metrics`: each side's figures, the settings, the seconds."""
+    out: dict = {name: figures for name, (figures, _) in measured.items()}
     out["settings"] = spec.model_dump()
-    out["seconds"] = round(sum(s.seconds for s in sides.values()) + time.perf_counter() - started, 3)
+    out["seconds"] = round(sum(seconds for _, seconds in measured.values()), 3)
     return out
