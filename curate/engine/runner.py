@@ -9,6 +9,8 @@ Layout of a run directory while it runs:
   _work/stage-K/data/            the stage's output shards
   _work/stage-K/trace/<step>/    removed rows, per task
   _work/stage-K/done/            one marker per finished task, holding its stats
+  _work/stage-K/metrics/         with recipe `metrics:`, each task's summary of the rows it read
+                                 (first stage) or wrote (last stage), written before its marker
   _work/stage-K/state.pkl        the stage's Global operator state, once fitted
 On success the last stage's shards become data/part-NNNNN.parquet, traces are merged
 into trace/<step>.parquet, manifest.json is written last, and _work/ is removed.
