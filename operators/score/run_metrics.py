@@ -85,7 +85,8 @@ class Side:
     """The summary of one side (input or output) of a run, or of a part of it."""
 
     def __init__(self, *, sample: int, sketch: int, seed: int, text_column: str, embedding_column: str):
-        self.size, self.seed = sample, seed
+        self.size = sample
+        self.seed = seed % 2**64  # a recipe's seed may be negative; the hash and the generator take unsigned ones
         self.text_column, self.embedding_column = text_column, embedding_column
         self.rows = 0
         self.totals = {n: 0 for n in NGRAMS}

@@ -184,3 +184,13 @@ def test_rows_with_one_id_enter_the_sample_by_text_whatever_order_the_tasks_fini
     assert forward.sample.equals(backward.sample)
     same = forward.sample.filter(pa.compute.equal(forward.sample["_id"], "same"))
     assert same["text"].to_pylist() == ["a a", "b b", "c c", "d d"]
+
+
+def test_a_negative_seed_is_a_seed_like_any_other():
+    texts = corpus(100, seed=5)
+    negative = side(sample=10, seed=-3)
+    negative.observe(batch(texts))
+    zero = side(sample=10, seed=0)
+    zero.observe(batch(texts))
+    assert figures(negative)["sample"] == 10
+    assert negative.sample["_id"].to_pylist() != zero.sample["_id"].to_pylist()
