@@ -34,21 +34,23 @@ def ngram_hashes(texts, n: int) -> np.ndarray:
     return word_ngrams(words_of(texts), n)
 
 
-def words_of(texts):
-    """The words of `texts` (gopher_metrics' split and 64-bit hashes); nulls have none."""
-    from operators.filters.gopher_metrics import split_words
+def words_of(texts) -> tuple[np.ndarray, np.ndarray]:
+    """(text index, hash) of every word of `texts` (gopher_metrics' split); nulls have none."""
+    from operators.filters.gopher_metrics import word_hashes
 
-    return split_words(pl.Series(texts, dtype=pl.String).fill_null(""))
+    return word_hashes(pl.Series(texts, dtype=pl.String).fill_null(""))
 
 
-def word_ngrams(words, n: int) -> np.ndarray:
-    m = len(words.doc) - n + 1
+def word_ngrams(words: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
+    doc, hashes = words
+    m = len(doc) - n + 1
     if m <= 0:
         return np.zeros(0, np.uint64)
-    inside = words.doc[:m] == words.doc[n - 1:]
-    key = np.zeros(m, np.uint64)
-    for i in range(n):
-        key = key * _P + words.hash[i:i + m]
+    inside = doc[:m] == doc[n - 1:]
+    key = hashes[:m].copy()
+    for i in range(1, n):  # in place: no temporary arrays
+        key *= _P
+        key += hashes[i:i + m]
     return key[inside]
 
 

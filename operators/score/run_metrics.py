@@ -25,6 +25,7 @@ import time
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from operators.score import metrics
 from operators.score.columns import text
@@ -36,10 +37,13 @@ _WHERE = "metrics"  # how errors name this feature: the recipe's `metrics:` sect
 def mix(h: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: n-gram hashes are polynomial in their words' hashes, and KMV needs
     hashes that look uniform over the distinct n-grams."""
-    z = h.astype(np.uint64)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    z = np.array(h, np.uint64)  # a copy, changed in place
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def smallest_distinct(values: np.ndarray, k: int) -> np.ndarray:
@@ -125,7 +129,7 @@ class Side:
         table = part if self.sample is None else pa.concat_tables([self.sample, part], promote_options="permissive")
         order = [("_key", "ascending"), ("_id", "ascending")]  # ties (repeated _ids): by text, for determinism
         order += [(self.text_column, "ascending")] if self.text_column in table.column_names else []
-        self.sample = table.sort_by(order).slice(0, self.size)
+        self.sample = table.take(pc.sort_indices(table, order)[:self.size])  # copies only the rows kept
 
     def merge(self, other: "Side") -> None:
         self.rows += other.rows
