@@ -1,7 +1,8 @@
 """Run one task: read its rows, pass them through the stage's steps, write shards and trace.
 
 A task's outputs appear under their final names only once complete, and its `done` marker
-(with its stats) is written last, so a killed task is simply run again on resume.
+(with its stats) is written last, after its summary for the run's dataset metrics (recipe
+`metrics:`), so a killed task is simply run again on resume.
 """
 
 from __future__ import annotations

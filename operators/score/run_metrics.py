@@ -96,7 +96,7 @@ class Side:
         self.totals = {n: 0 for n in NGRAMS}
         self.sketches = {n: Sketch(sketch) for n in NGRAMS}
         self.sample: pa.Table | None = None  # _key, _id, and the text and embedding columns where there
-        self.seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU, not wall: workers share cores
 
     @classmethod
     def of(cls, recipe) -> "Side":
@@ -106,7 +106,7 @@ class Side:
                    embedding_column=spec.embedding_column)
 
     def observe(self, batch: pa.RecordBatch) -> None:
-        started = time.perf_counter()
+        started = time.process_time()
         self.rows += batch.num_rows
         names = batch.schema.names
         if self.text_column in names:
@@ -123,7 +123,7 @@ class Side:
             kept = [c for c in ("_id", self.text_column, self.embedding_column) if c in names]
             part = pa.Table.from_batches([batch.select(kept)]).add_column(0, "_key", pa.array(keys, pa.uint64()))
             self._sample_from(part)
-        self.seconds += time.perf_counter() - started
+        self.cpu_seconds += time.process_time() - started
 
     def _sample_from(self, part: pa.Table) -> None:
         table = part if self.sample is None else pa.concat_tables([self.sample, part], promote_options="permissive")
@@ -133,7 +133,7 @@ class Side:
 
     def merge(self, other: "Side") -> None:
         self.rows += other.rows
-        self.seconds += other.seconds
+        self.cpu_seconds += other.cpu_seconds
         for n in NGRAMS:
             self.totals[n] += other.totals[n]
             self.sketches[n].merge(other.sketches[n])
@@ -180,16 +180,16 @@ class Side:
 
 
 def measure(side: Side, spec) -> tuple[dict, float]:
-    """A merged side's figures, and the seconds spent on it (its tasks' and this); the runner
-    measures both sides at once in its workers."""
-    started = time.perf_counter()
+    """A merged side's figures, and the CPU seconds spent on it (in its tasks and here); the
+    runner measures both sides at once in its workers."""
+    started = time.process_time()
     figures = side.measure(clusters=spec.clusters, bleu_sample=spec.bleu_sample)
-    return figures, side.seconds + time.perf_counter() - started
+    return figures, side.cpu_seconds + time.process_time() - started
 
 
 def manifest_entry(measured: dict[str, tuple[dict, float]], spec) -> dict:
-    """The manifest's `dataset_metrics`: each side's figures, the settings, the seconds."""
+    """The manifest's `dataset_metrics`: each side's figures, the settings, the CPU seconds."""
     out: dict = {name: figures for name, (figures, _) in measured.items()}
     out["settings"] = spec.model_dump()
-    out["seconds"] = round(sum(seconds for _, seconds in measured.values()), 3)
+    out["cpu_seconds"] = round(sum(seconds for _, seconds in measured.values()), 3)
     return out
