@@ -109,7 +109,8 @@ class Side:
         started = time.process_time()
         self.rows += batch.num_rows
         names = batch.schema.names
-        if self.text_column in names:
+        # a text column read as all-null has type null in that batch: no words, not an error
+        if self.text_column in names and not pa.types.is_null(batch.schema.field(self.text_column).type):
             words = metrics.words_of(text(batch, self.text_column, _WHERE))
             for n in NGRAMS:
                 hashes = metrics.word_ngrams(words, n)

@@ -194,3 +194,12 @@ def test_a_negative_seed_is_a_seed_like_any_other():
     zero.observe(batch(texts))
     assert figures(negative)["sample"] == 10
     assert negative.sample["_id"].to_pylist() != zero.sample["_id"].to_pylist()
+
+
+def test_a_batch_whose_text_is_all_null_counts_rows_and_no_words():
+    s = side(sample=10)
+    s.observe(pa.RecordBatch.from_pydict({"_id": ["a", "b"], "text": pa.nulls(2)}))
+    s.observe(batch(["x y", "y z"], ["c", "d"]))
+    out = figures(s)
+    assert out["rows"] == 4 and out["ngrams"]["1"] == 4 and out["distinct_1"] == 0.75
+    assert out["sample"] == 4
