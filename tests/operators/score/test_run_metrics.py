@@ -12,8 +12,6 @@ from curate.errors import InputError
 from operators.score import metrics
 from operators.score.run_metrics import NGRAMS, Side, Sketch, smallest_distinct
 
-WORDS = [f"w{i}" for i in range(40)]
-
 
 def corpus(n: int, seed: int = 0, vocab: int = 40) -> list[str]:
     rng = np.random.default_rng(seed)
