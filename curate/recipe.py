@@ -64,6 +64,19 @@ class OutputSpec(_Strict):
         return self.compression if self.format == "parquet" and self.compression else "zstd"
 
 
+class MetricsSpec(_Strict):
+    """`metrics:` dataset metrics of the run's input and output, measured by the tasks as they run."""
+
+    sample: int = Field(2000, ge=2, description="Rows of each side's seeded sample (bottom-k by hash of _id) for "
+                                                "compression ratio, self-BLEU and the embedding metrics.")
+    bleu_sample: int = Field(200, ge=2, description="Rows of that sample self-BLEU uses (cost grows as its square).")
+    clusters: int = Field(20, ge=1, description="k of the k-means behind cluster entropy.")
+    sketch: int = Field(4096, ge=16, description="KMV sketch size k behind distinct-n over all rows: exact up to k "
+                                                 "distinct n-grams, else relative standard error 1/sqrt(k - 2).")
+    embedding_column: str = Field("_embedding", description="Embeddings for the embedding metrics, where the rows "
+                                                            "have them (e.g. after embed).")
+
+
 class Step(BaseModel):
     """One validated step: the operator class, its params and its place in the recipe."""
 
@@ -93,6 +106,7 @@ class Recipe(BaseModel):
     input: InputSpec
     output: OutputSpec
     steps: list[Step]
+    metrics: MetricsSpec | None = None  # None: no run-level dataset metrics
     raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
@@ -237,7 +251,21 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
     return steps
 
 
-_TOP_LEVEL = ("name", "seed", "input", "output", "steps")
+_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "steps")
+
+
+def _metrics(value: Any) -> MetricsSpec | None:
+    """`metrics: true` (the defaults), `false` or absent (none), or a mapping of settings."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return MetricsSpec()
+    if not isinstance(value, dict):
+        raise RecipeError("metrics", f"must be true, false or a mapping of settings (got {value!r})")
+    try:
+        return MetricsSpec.model_validate(value)
+    except ValidationError as e:
+        raise _pydantic_error("metrics", e, MetricsSpec) from None
 
 
 def _yaml_error(path: str | Path | None, e: yaml.YAMLError) -> RecipeError:
@@ -294,4 +322,5 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     if not isinstance(seed, int):
         raise RecipeError("seed", f"must be an integer (got {seed!r})")
     steps = _parse_steps(doc.get("steps"))
-    return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps, raw=doc, display=display)
+    return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
+                  metrics=_metrics(doc.get("metrics")), raw=doc, display=display)

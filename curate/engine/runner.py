@@ -9,6 +9,8 @@ Layout of a run directory while it runs:
   _work/stage-K/data/            the stage's output shards
   _work/stage-K/trace/<step>/    removed rows, per task
   _work/stage-K/done/            one marker per finished task, holding its stats
+  _work/stage-K/metrics/         with recipe `metrics:`, each task's summary of the rows it read
+                                 (first stage) or wrote (last stage), written before its marker
   _work/stage-K/state.pkl        the stage's Global operator state, once fitted
 On success the last stage's shards become data/part-NNNNN.parquet, traces are merged
 into trace/<step>.parquet, manifest.json is written last, and _work/ is removed.
@@ -36,7 +38,8 @@ from curate.engine.failpoints import failpoint
 from curate.engine import engines
 from curate.engine.local import stage_parallelism
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
-from curate.engine.worker import READ_STEP, StageContext, check_columns, prepared_name, run_task, stage_dir
+from curate.engine.worker import (READ_STEP, StageContext, check_columns, metrics_path, prepared_name, run_task,
+                                  stage_dir)
 from curate.errors import CurateError, NoSpace
 from curate import preflight
 from curate.io import output_formats
@@ -170,6 +173,7 @@ def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path,
     stages = list(the_plan.stages)
     totals: dict[str, StepStats] = {}
     fits: dict[str, dict] = {}
+    sides = _metric_sides(recipe)
     try:
         shards: list[Path] = []
         for stage, after in zip(stages, stages[1:] + [None]):
@@ -187,14 +191,37 @@ def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path,
             for r in results:
                 for label, s in r["stats"].items():
                     totals.setdefault(label, StepStats()).add(StepStats(**s))
+                if "metrics" in r:
+                    for side, part in pickle.loads(metrics_path(ctx, r["metrics"]).read_bytes()).items():
+                        sides[side].merge(part)
             shards = _shards(ctx.work / "data", results)
         _stage_data(recipe, out, shards, pool)
+        dataset_metrics = _measure(recipe, sides, pool)
         failpoint("staged")
     except BaseException:
         pool.close(kill=True)
         raise
     pool.close()
-    return _finish(recipe, out, work, stages, totals, fits, started, opts)
+    return _finish(recipe, out, work, stages, totals, fits, dataset_metrics, started, opts)
+
+
+def _metric_sides(recipe: Recipe) -> dict:
+    """The run's dataset metrics (recipe `metrics:`), merged from the tasks' summaries as they finish."""
+    if recipe.metrics is None:
+        return {}
+    from operators.score.run_metrics import Side
+
+    return {"input": Side.of(recipe), "output": Side.of(recipe)}
+
+
+def _measure(recipe: Recipe, sides: dict, pool: Executor) -> dict | None:
+    """The merged sides measured for the manifest, both at once in the workers."""
+    if not sides:
+        return None
+    from operators.score.run_metrics import manifest_entry, measure
+
+    measured = pool.map(measure, list(sides.values()), [recipe.metrics] * len(sides))
+    return manifest_entry(dict(zip(sides, measured)), recipe.metrics)
 
 
 def _run_stage(ctx: StageContext, tasks: list[plan.Task], engine, pool: Executor, workers: int, opts: RunOptions,
@@ -273,7 +300,8 @@ def _stage_data(recipe: Recipe, out: Path, shards: list[Path], pool: Executor) -
 
 
 def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
-            totals: dict[str, StepStats], fits: dict[str, dict], started: float, opts: RunOptions) -> dict:
+            totals: dict[str, StepStats], fits: dict[str, dict], dataset_metrics: dict | None, started: float,
+            opts: RunOptions) -> dict:
     steps = []
     ordered = [READ_STEP] + [s.label for s in recipe.steps]
     for label in ordered:
@@ -326,6 +354,7 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
         "rows_in": steps[0]["rows_in"],
         "rows_out": steps[-1]["rows_out"],
         "steps": steps,
+        **({"dataset_metrics": dataset_metrics} if dataset_metrics else {}),
         "format": recipe.output.format,
         "data_files": len(output_formats.data_files(out / "data", recipe.output.format)),
         "seconds": round(time.perf_counter() - started, 3),

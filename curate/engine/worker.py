@@ -1,7 +1,8 @@
 """Run one task: read its rows, pass them through the stage's steps, write shards and trace.
 
 A task's outputs appear under their final names only once complete, and its `done` marker
-(with its stats) is written last, so a killed task is simply run again on resume.
+(with its stats) is written last, after its summary for the run's dataset metrics (recipe
+`metrics:`), so a killed task is simply run again on resume.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,9 @@ from curate.io.writer import ShardWriter, atomic_write_bytes
 from curate.ops import Filter, Global, Map, Operator, Verdict
 from curate.recipe import Recipe, Step
 from curate.trace import StepStats, count_reasons, removed_rows
+
+if TYPE_CHECKING:
+    from operators.score.run_metrics import Side
 
 READ_STEP = "00_read"
 Progress = Callable[[str, int, int], None]  # step label, rows in, rows out
@@ -309,11 +313,35 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
         yield pa.concat_batches(pending)
 
 
-def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict) -> None:
-    """A batch through the stage's steps: prepared for the next Global, written."""
+def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict,
+            output: Side | None) -> None:
+    """A batch through the stage's steps: prepared for the next Global, measured as the run's
+    output (with its internal columns, such as _embedding, still there), written."""
     if preparer is not None and batch.num_rows:
         batch = _prepare(preparer, ctx.next_global, batch, ctx, stats)
+    if output is not None and batch.num_rows:
+        output.observe(batch)
     data.write(_output_columns(batch, ctx))
+
+
+def _observed(batches: Iterator[pa.RecordBatch], side: Side) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        side.observe(batch)
+        yield batch
+
+
+def _metric_sides(ctx: StageContext, task: Task) -> dict[str, Side]:
+    """The run's dataset metrics this task takes part in: the input (rows read, in the first
+    stage) and the output (rows written, in the last)."""
+    if ctx.recipe.metrics is None:
+        return {}
+    from operators.score.run_metrics import Side
+
+    return {side: Side.of(ctx.recipe) for side in ["input"] * bool(task.sources) + ["output"] * ctx.final}
+
+
+def metrics_path(ctx: StageContext, name: str) -> Path:
+    return ctx.work / "metrics" / name
 
 
 # Batches an I/O stage's worker keeps in flight at once (each may hold thousands of requests),
@@ -414,15 +442,22 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     out = ctx.recipe.output
     data = ShardWriter(ctx.work / "data", task.name, shard_bytes=out.shard_mb << 20,
                        compression=out.parquet_compression if ctx.final else "zstd")
+    sides = _metric_sides(ctx, task)
+
+    def commit(batch: pa.RecordBatch) -> None:
+        _commit(batch, ctx, preparer, data, stats, sides.get("output"))
+
     try:
         batches = _rows(ctx, task, stats, traces)
+        if "input" in sides:
+            batches = _observed(batches, sides["input"])
         if progress and task.sources:
             batches = _counted(batches, progress)
         if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):
             rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
             _event_loop().run_until_complete(_run_async(ctx, task, ops[:len(steps)],
                                                         rebatch(batches, rows) if rows else batches, stats, traces,
-                                                        progress, lambda b: _commit(b, ctx, preparer, data, stats)))
+                                                        progress, commit))
             batches = iter(())
         if failure is not None:
             first = steps[0]
@@ -433,7 +468,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         for batch in batches:
             if ops:
                 failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
-            _commit(batch, ctx, preparer, data, stats)
+            commit(batch)
         data.close()
         traces.close()
     except BaseException:
@@ -444,6 +479,11 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         stats.setdefault(step.label, StepStats())
     result = {"task": task.name, "shards": [p.name for p in data.paths],
               "stats": {label: asdict(s) for label, s in stats.items()}}
+    if sides:  # beside the marker, written before it: a resumed run merges the same summaries
+        result["metrics"] = f"{task.name}.pkl"
+        path = metrics_path(ctx, result["metrics"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, pickle.dumps(sides))
     marker.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(marker, json.dumps(result).encode())
     return result

@@ -1,4 +1,5 @@
-"""The QDC figures of a run, taken from its manifest: dataset_metrics and qdc_select summaries."""
+"""The QDC figures of a run, taken from its manifest: the run's own dataset metrics (recipe
+`metrics:`), dataset_metrics steps and qdc_select summaries."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ DIVERSITY = [("distinct_1", "higher"), ("distinct_2", "higher"), ("distinct_3", 
 
 def comparisons(manifest: dict) -> list[dict]:
     """[{title, before: {metric: value}, after: {...}, labels: (before, after)}] for the run:
-    the first and last dataset_metrics steps (input and output), and each qdc_select
-    (its input and its selection)."""
+    its input and output as the tasks measured them (manifest `dataset_metrics`), the first and
+    last dataset_metrics steps, and each qdc_select (its input and its selection)."""
     out = []
+    run = manifest.get("dataset_metrics")
+    if run:
+        out.append({"title": f"run: input vs output (distinct-n over all rows; the other metrics on a sample of "
+                             f"{run['settings']['sample']:,} rows by _id)",
+                    "labels": (f"input ({run['input']['rows']:,} rows)", f"output ({run['output']['rows']:,} rows)"),
+                    "before": flat(run["input"]), "after": flat(run["output"])})
     measured = [s for s in manifest.get("steps", []) if s.get("op") == "dataset_metrics" and s.get("summary")]
     if len(measured) >= 2:
         first, last = measured[0], measured[-1]
@@ -30,6 +37,11 @@ def comparisons(manifest: dict) -> list[dict]:
                                    f"selection ({summary['selection']['rows']:,} rows)"),
                         "before": flat_qdc(summary["input"]), "after": flat_qdc(summary["selection"])})
     return out
+
+
+def metric_names(comparison: dict) -> list[str]:
+    """The metrics of a comparison: those of either side (the output may have embeddings the input lacks)."""
+    return list(dict.fromkeys([*comparison["before"], *comparison["after"]]))
 
 
 def flat(summary: dict) -> dict:

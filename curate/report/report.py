@@ -183,7 +183,7 @@ def _qdc(go, m: dict) -> str:
 
     blocks = []
     for n, c in enumerate(qdc.comparisons(m)):
-        metrics = list(c["before"])
+        metrics = qdc.metric_names(c)
         if not metrics:
             continue
         rows = [[k, c["before"].get(k), c["after"].get(k)] for k in metrics]
@@ -199,8 +199,9 @@ def _qdc(go, m: dict) -> str:
         blocks.append(f"<h3>{html.escape(c['title'])}</h3>{table}"
                       f"{_figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
     if not blocks:
-        return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset_metrics or qdc_select "
-                "step in this recipe: add dataset_metrics at the start and end to compare.</p></section>")
+        return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset metrics in this run: "
+                "add <code>metrics: true</code> to the recipe to measure its input and output, or dataset_metrics "
+                "steps where the recipe should be measured.</p></section>")
     return "<section id=\"qdc\"><h2>Quality, diversity, complexity: before and after</h2>" + "".join(blocks) + \
         "</section>"
 

@@ -16,8 +16,8 @@ def qdc_tables(manifest: dict) -> list[Table]:
         table.add_column(before, justify="right")
         if after:
             table.add_column(after, justify="right")
-        for metric, value in c["before"].items():
-            cells = [metric, _fmt(value)] + ([_fmt(c["after"].get(metric))] if after else [])
+        for metric in qdc.metric_names(c):
+            cells = [metric, _fmt(c["before"].get(metric))] + ([_fmt(c["after"].get(metric))] if after else [])
             table.add_row(*cells)
         tables.append(table)
     return tables

@@ -84,6 +84,12 @@ def split_words(text: pl.Series) -> Words:
     return Split(text).words()
 
 
+def word_hashes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(doc, hash) of split_words, for callers that need no more (distinct n-grams)."""
+    words = split_words(text)
+    return words.doc, words.hash
+
+
 def _per_doc(doc: np.ndarray, n_docs: int, weights: np.ndarray | None = None) -> np.ndarray:
     return np.bincount(doc, weights=weights, minlength=n_docs).astype(np.float64)
 

@@ -17,26 +17,41 @@ from __future__ import annotations
 import gzip
 
 import numpy as np
+import polars as pl
 
 _P = np.uint64(0x9E3779B97F4A7C15)
 
 
 def distinct_n(texts: list[str], n: int) -> float:
     """Words and n-grams are compared by 64-bit hash, as in gopher_metrics (collisions ~2**-64)."""
-    import polars as pl
-
-    from operators.filters.gopher_metrics import split_words
-
-    words = split_words(pl.Series(texts, dtype=pl.String).fill_null(""))
-    m = len(words.doc) - n + 1
-    if m <= 0:
-        return 0.0
-    inside = words.doc[:m] == words.doc[n - 1:]
-    key = np.zeros(m, np.uint64)
-    for i in range(n):
-        key = key * _P + words.hash[i:i + m]
-    key = key[inside]
+    key = ngram_hashes(texts, n)
     return float(pl.Series(key, dtype=pl.UInt64).n_unique() / len(key)) if len(key) else 0.0
+
+
+def ngram_hashes(texts, n: int) -> np.ndarray:
+    """A 64-bit hash of every word n-gram of `texts` (strings: a list, or an Arrow or polars
+    column), n-grams not crossing texts, in order."""
+    return word_ngrams(words_of(texts), n)
+
+
+def words_of(texts) -> tuple[np.ndarray, np.ndarray]:
+    """(text index, hash) of every word of `texts` (gopher_metrics' split); nulls have none."""
+    from operators.filters.gopher_metrics import word_hashes
+
+    return word_hashes(pl.Series(texts, dtype=pl.String).fill_null(""))
+
+
+def word_ngrams(words: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
+    doc, hashes = words
+    m = len(doc) - n + 1
+    if m <= 0:
+        return np.zeros(0, np.uint64)
+    inside = doc[:m] == doc[n - 1:]
+    key = hashes[:m].copy()
+    for i in range(1, n):  # in place: no temporary arrays
+        key *= _P
+        key += hashes[i:i + m]
+    return key[inside]
 
 
 def compression_ratio(texts: list[str]) -> float:
@@ -128,12 +143,13 @@ def self_bleu(texts: list[str]) -> float:
 
 
 def summarize(texts: list[str] | None, embeddings: np.ndarray | None, *, seed: int, clusters: int,
-              bleu_sample: int) -> dict:
-    """Every metric the inputs allow, as a JSON-able dict."""
+              bleu_sample: int, distinct: bool = True) -> dict:
+    """Every metric the inputs allow, as a JSON-able dict (distinct-n only with `distinct`: a
+    caller may count it otherwise)."""
     out: dict = {}
     if texts is not None:
         out["rows_measured"] = len(texts)
-        for n in (1, 2, 3, 4):
+        for n in (1, 2, 3, 4) if distinct else ():
             out[f"distinct_{n}"] = round(distinct_n(texts, n), 6)
         out["compression_ratio"] = round(compression_ratio(texts), 6)
         rng = np.random.default_rng(seed)

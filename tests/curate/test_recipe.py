@@ -34,12 +34,24 @@ def test_valid_recipe_builds_steps_in_order():
     (BASE.replace("{columns: [text]}", "{colums: [text]}"), "steps[2].exact_dedup.colums", "Did you mean columns?"),
     (BASE.replace("input: {path: in.jsonl}", "input: {pth: in.jsonl}"), "input.pth", "Did you mean path?"),
     (BASE.replace("name: t", "nmae: t"), "nmae", "Did you mean name?"),
+    (BASE + "metrics: {sampel: 10}\n", "metrics.sampel", "Did you mean sample?"),
+    (BASE + "metrics: {sample: 1}\n", "metrics.sample", "greater than or equal to 2"),
+    (BASE + "metrics: yes please\n", "metrics", "must be true, false or a mapping"),
 ])
 def test_errors_name_the_place(bad, where, words):
     with pytest.raises(RecipeError) as e:
         recipe.load(text=bad)
     assert e.value.where == where
     assert words in str(e.value)
+
+
+def test_metrics_are_off_unless_asked_for_and_change_the_fingerprint():
+    assert recipe.load(text=BASE).metrics is None
+    assert recipe.load(text=BASE + "metrics: false\n").metrics is None
+    on = recipe.load(text=BASE, overrides=["metrics=true"])
+    assert on.metrics.sample == 2000 and on.metrics.sketch == 4096
+    assert recipe.load(text=BASE + "metrics: {sample: 50}\n").metrics.sample == 50
+    assert on.fingerprint() != recipe.load(text=BASE).fingerprint()  # --resume refuses a changed setting
 
 
 def test_unknown_operator_suggests_close_names():

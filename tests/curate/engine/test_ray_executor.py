@@ -221,6 +221,20 @@ def test_progress_reaches_the_reporter_as_with_the_local_engine(cluster, ray_env
         assert counts[step["step"]] == [step["rows_in"], step["rows_out"]], step["step"]
 
 
+def test_run_metrics_on_two_ray_nodes_equal_the_local_engines(cluster, ray_env, tmp_path):
+    """Task summaries written on either node, merged and measured by the Ray workers: the same figures."""
+    from curate import recipe
+    from tests.curate.engine.test_dataset_metrics import config, write
+
+    inp = write(tmp_path / "in", 4)
+    local = run(recipe.load(text=config(inp, tmp_path / "local")), RunOptions(workers=2))
+    on_ray = run(recipe.load(text=config(inp, tmp_path / "ray")), RunOptions(engine="ray", address=cluster.address))
+    assert on_ray["dataset_metrics"]["output"]["rows"] == on_ray["rows_out"]
+    for m in (local, on_ray):
+        del m["dataset_metrics"]["cpu_seconds"]
+    assert on_ray["dataset_metrics"] == local["dataset_metrics"]
+
+
 def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cli, tmp_path):
     args = _demo_args(tmp_path, docs=200)
     res = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "ray", "--engine", "ray", "-w", "2")

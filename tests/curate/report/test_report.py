@@ -18,6 +18,7 @@ name: qdc-report
 seed: 0
 input: {{path: "{data}/*.jsonl.gz", text_column: text, id_column: id}}
 output: {{path: "{out}"}}
+metrics: {{sample: 300, bleu_sample: 40, clusters: 4}}
 steps:
   - quality_heuristics: {{}}
   - complexity_scores: {{metrics: [words, mattr]}}
@@ -54,6 +55,7 @@ def test_run_writes_a_self_contained_report(run_dir):
     assert "gopher_" in page and "qdc_not_selected" in page  # removal reasons, from the manifest
     assert "doc-" in page  # sample rows from the trace (their ids)
     assert "quality_heuristic" in page and "vendi" in page
+    assert "run: input vs output" in page  # the run's own metrics (recipe `metrics:`)
 
 
 def test_no_report_flag_and_report_command(cli, run_dir, tmp_path):
@@ -151,5 +153,6 @@ def test_inspect_shows_qdc_before_and_after(cli, run_dir):
     res = cli("inspect", run_dir)
     assert res.exit_code == 0, res.output
     assert "dataset metrics: 04_dataset_metrics vs 08_dataset_metrics" in res.stdout
+    assert "run: input vs output" in res.stdout and "input (400 rows)" in res.stdout
     assert "07_qdc_select: input vs selection" in res.stdout
     assert "vendi" in res.stdout and "distinct_2" in res.stdout
