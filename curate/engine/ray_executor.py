@@ -172,8 +172,10 @@ def _run_task(ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd
 
 @ray.remote(max_retries=RETRIES)
 def _call(cwd: str, fn, *args):
+    """One piece of `map` work (a fit's, the publisher's) on the one CPU a task reserves."""
     if os.getcwd() != cwd:
         os.chdir(cwd)
+    worker.use_cores(1)
     return fn(*args)
 
 
