@@ -173,17 +173,14 @@ class Parallel:
     over the items (local worker processes, or Ray tasks on any node) and returns the results in
     input order. `fn` must be a top-level function and its arguments must pickle; large arrays
     go under the fit's workdir (storage every worker sees) and are passed as paths. `width`: how
-    many pieces run at once, to size what is handed over at a time (1: they run one by one in
-    the fit's own process, which may then use its cores itself). A fit's result must not depend
-    on `width`: its pieces and their merge order are fixed by the data alone."""
+    many pieces run at once, to size what is handed over at a time. `threads`: the cores one
+    piece may use (a worker process, or a Ray task, has one of its own); None: the fit's own
+    choice, for pieces run one by one in its process. A fit's result must not depend on `width`
+    or `threads`: its pieces and their merge order are fixed by the data alone."""
 
     map: Callable[..., list] = serial_map
     width: int = 1
-
-    def piece_threads(self, cores: int) -> int:
-        """Threads one piece may use: `cores` when pieces run one by one in the fit's process,
-        else 1 (a worker process, or a Ray task, has one core of its own)."""
-        return cores if self.width == 1 else 1
+    threads: int | None = None
 
     def stream(self, fn: Callable, items: Iterable) -> Iterator:
         """`fn(item)` over a long or lazy `items`, handed over 2 x width at a time, results in

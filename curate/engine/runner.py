@@ -115,7 +115,7 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter, poo
         return results
 
     started = time.perf_counter()
-    state = op.fit(batches(), fit_dir, Parallel(timed_map, workers))
+    state = op.fit(batches(), fit_dir, Parallel(timed_map, workers, threads=1))  # a core per worker
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
     # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).

@@ -74,7 +74,7 @@ class ContainmentDedup(NearDedup):
         con = connect(workdir, p.memory_gb, workers)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        candidates = _candidate_pairs(con, out, plan, workdir, p.memory_gb, parallel.piece_threads(workers), parallel)
+        candidates = _candidate_pairs(con, out, plan, workdir, p.memory_gb, parallel.threads or workers, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         sizes = np.zeros(len(rank), np.int64)

@@ -59,7 +59,7 @@ class MinhashDedup(NearDedup):
         links = workdir / "links"
         links.mkdir(exist_ok=True)
         np.save(workdir / "rank.npy", rank)
-        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", p.memory_gb, parallel.piece_threads(workers))
+        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", p.memory_gb, parallel.threads or workers)
         parallel.map(partial(group_links, job), range(len(out.bucket_groups)), out.bucket_groups)
         parts = sorted(links.glob("*.parquet"))  # none when no document has a shingle
         chunks = (

@@ -19,8 +19,8 @@ class NearDedupParams(Params):
     prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
     memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget of each join (joins running at once as "
                              "pieces of the fit have one each); past it, a join spills to the workdir.")
-    workers: int | None = Field(None, ge=1, description="duckdb threads of the fit's own joins (and of its pieces when they "
-                                "run in its process); default: the cores available.")
+    workers: int | None = Field(None, ge=1, description="duckdb threads of the fit's own joins (and of its pieces when the fit "
+                                "is called outside a run; in a run each piece has a core); default: the cores available.")
 
 
 class NearDedup(Global):

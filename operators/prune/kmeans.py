@@ -62,7 +62,7 @@ def assign(embeddings, centroids: np.ndarray | Path, threads: int | None = None,
     n = embeddings.shape[0]
     starts = range(0, n, PIECE_CHUNKS * ASSIGN_CHUNK)
     stops = [min(n, start + PIECE_CHUNKS * ASSIGN_CHUNK) for start in starts]
-    threads = parallel.piece_threads(threads or available_cores())
+    threads = parallel.threads or threads or available_cores()
     parts = parallel.map(partial(assign_rows, embeddings, centroids, threads), starts, stops)
     return np.concatenate(parts) if parts else np.empty(0, np.int32)
 

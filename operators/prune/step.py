@@ -25,7 +25,8 @@ class ClusterParams(Params):
     niter: int = Field(20, ge=1, le=1000, description="k-means iterations.")
     train_rows: int | None = Field(None, ge=1, description="Rows k-means trains on (a seeded sample; all rows are "
                                    "then assigned); default max(50000, 40 per cluster).")
-    threads: int | None = Field(None, ge=1, description="faiss threads; default: the available cores.")
+    threads: int | None = Field(None, ge=1, description="faiss threads of k-means training (and of the assignment when the "
+                                "fit is called outside a run; in a run each of its pieces has a core); default: the available cores.")
     columns: bool = Field(False, description=f"Add `{CLUSTER_COLUMN}` and `{DIST_COLUMN}` (1 - cosine to the "
                           "row's centroid) to the rows kept.")
 

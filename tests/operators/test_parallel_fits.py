@@ -31,7 +31,7 @@ VOCAB = [f"w{i}" for i in range(300)]
 def pool(tmp_path_factory):
     """The runner's local executor with two worker processes, as a fit's Parallel."""
     executor = LocalExecutor(2, lambda *counts: None, tmp_path_factory.mktemp("work"))
-    yield Parallel(executor.map, 2)
+    yield Parallel(executor.map, 2, threads=1)
     executor.close()
 
 
