@@ -176,7 +176,9 @@ def _call(cwd: str, fn, *args):
     if os.getcwd() != cwd:
         os.chdir(cwd)
     worker.use_cores(1)
-    return fn(*args)
+    result = fn(*args)
+    failpoint("map-piece")  # its files written, its result not delivered: a retry must redo it alike
+    return result
 
 
 def _stage_resources(stage: Stage) -> dict:
