@@ -9,7 +9,7 @@ the local engine on 1 worker and on `--workers`, Ray on one node (a `ray start -
 `--workers` CPUs) and Ray on two nodes (a head and a worker node of `--workers / 2` CPUs each: the
 same cores, split). The Ray clusters are started before their run and the start is reported
 apart: a user with a running cluster does not pay it. CPU-seconds: the `curate run` process tree
-plus the cluster's processes (with the workers they reaped) over the run. The outputs must be
+plus the cluster's processes, sampled from /proc over the run (ClusterCpu). The outputs must be
 byte-identical.
 
 Fit model, from measurements: each run keeps its _work (--keep-work), whose fit.json files give
