@@ -6,15 +6,17 @@ An operator is a class with a pydantic `Params` model, the columns it `requires`
 - Map.process(batch) -> batch: adds or transforms columns (or, with `changes_rows`, makes
   new rows: (children, Verdict over the input rows)).
 - Filter.keep(batch) -> Verdict: which rows stay; the engine traces the others with the reason.
-- Global.fit(batches, workdir) -> state, then Global.apply(batch, state) -> Verdict | batch,
-  for decisions that need the whole dataset (dedup, clustering, pruning).
+- Global.fit(batches, workdir, parallel) -> state, then Global.apply(batch, state) -> Verdict | batch,
+  for decisions that need the whole dataset (dedup, clustering, pruning). `parallel` runs the
+  fit's parallel pieces on the engine's workers (local processes or Ray tasks).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Union
+from itertools import islice
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Union
 
 import numpy as np
 import pyarrow as pa
@@ -161,12 +163,44 @@ class Filter(Operator):
         raise NotImplementedError
 
 
+def serial_map(fn: Callable, *iterables) -> list:
+    return [fn(*args) for args in zip(*iterables)]
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """What a Global's `fit` may hand to the engine's workers: `map(fn, *iterables)` runs `fn`
+    over the items (local worker processes, or Ray tasks on any node) and returns the results in
+    input order. `fn` must be a top-level function and its arguments must pickle; large arrays
+    go under the fit's workdir (storage every worker sees) and are passed as paths. `width`: how
+    many pieces run at once, to size what is handed over at a time. `threads`: the cores one
+    piece may use (a worker process, or a Ray task, has one of its own); None: the fit's own
+    choice, for pieces run one by one in its process. A fit's result must not depend on `width`
+    or `threads`: its pieces and their merge order are fixed by the data alone."""
+
+    map: Callable[..., list] = serial_map
+    width: int = 1
+    threads: int | None = None
+
+    def stream(self, fn: Callable, items: Iterable) -> Iterator:
+        """`fn(item)` over a long or lazy `items`, handed over 2 x width at a time, results in
+        order: what is in flight stays bounded however many items there are."""
+        items = iter(items)
+        while window := list(islice(items, 2 * self.width)):
+            yield from self.map(fn, window)
+
+
+SERIAL = Parallel()
+
+
 class Global(Operator):
     """Sees the whole dataset in `fit`, then decides batch by batch in `apply`.
 
     Batches given to `fit` and `apply` carry `_id` and `_ord` (the row's position in the
     stage input, 0..n-1, the same in both passes) besides the columns in `requires`.
-    `fit` may write large state under `workdir`; the state it returns must pickle.
+    `fit` may write large state under `workdir`; the state it returns must pickle. Work that
+    splits into independent pieces goes through `parallel` (see Parallel); the runner passes its
+    executor's; called directly, a fit runs its pieces one by one.
     """
 
     kind = "global"
@@ -179,7 +213,7 @@ class Global(Operator):
         rows and handed to `fit` under the same names, so `fit` need not read the text again."""
         return None
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Any:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Any:
         raise NotImplementedError
 
     def apply(self, batch: pa.RecordBatch, state: Any) -> Verdict | pa.RecordBatch:

@@ -172,9 +172,13 @@ def _run_task(ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd
 
 @ray.remote(max_retries=RETRIES)
 def _call(cwd: str, fn, *args):
+    """One piece of `map` work (a fit's, the publisher's) on the one CPU a task reserves."""
     if os.getcwd() != cwd:
         os.chdir(cwd)
-    return fn(*args)
+    worker.use_cores(1)
+    result = fn(*args)
+    failpoint("map-piece")  # its files written, its result not delivered: a retry must redo it alike
+    return result
 
 
 def _stage_resources(stage: Stage) -> dict:

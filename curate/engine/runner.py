@@ -45,7 +45,7 @@ from curate import preflight
 from curate.io import output_formats
 from curate.io.sources import Source
 from curate.io.writer import atomic_write_bytes
-from curate.ops import Global
+from curate.ops import Global, Parallel
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, merge_shards, versions, write_manifest
 
@@ -74,8 +74,9 @@ def _shards(directory: Path, results: list[dict]) -> list[Path]:
     return [directory / name for r in results for name in r["shards"]]
 
 
-def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> None:
-    """Fit the stage's Global operator over the previous stage's output, once (kept for resume)."""
+def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter, pool: Executor, workers: int) -> None:
+    """Fit the stage's Global operator over the previous stage's output, once (kept for resume);
+    its parallel pieces run on `pool`'s `workers`."""
     state_file = ctx.work / "state.pkl"
     if state_file.is_file():
         return
@@ -104,12 +105,25 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter) -> 
                 yield batch.append_column("_ord", ords)
                 failpoint("fit")
 
+    mapped: dict[str, dict] = {}
+
+    def timed_map(fn, *iterables) -> list:
+        """pool.map, its wall seconds and pieces summed per function (the fit's parallel phases)."""
+        t0 = time.perf_counter()
+        results = pool.map(fn, *iterables)
+        name = getattr(fn, "func", fn).__name__  # a functools.partial's function
+        entry = mapped.setdefault(name, {"seconds": 0.0, "pieces": 0})
+        entry["seconds"] += time.perf_counter() - t0
+        entry["pieces"] += len(results)
+        return results
+
     started = time.perf_counter()
-    state = op.fit(batches(), fit_dir)
+    state = op.fit(batches(), fit_dir, Parallel(timed_map, workers, threads=1))  # a core per worker
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
-    # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able.
+    # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
+    # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
     summary = state.summary() if callable(getattr(state, "summary", None)) else None
-    report = {"seconds": time.perf_counter() - started, "summary": summary}
+    report = {"seconds": time.perf_counter() - started, "summary": summary, "workers": workers, "map": mapped}
     atomic_write_bytes(ctx.work / "fit.json", json.dumps(report).encode())
     atomic_write_bytes(state_file, pickle.dumps(state))  # last: its presence means "fitted"
     failpoint("state-written")
@@ -180,7 +194,7 @@ def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path,
             ctx = StageContext(recipe, stage, stage_dir(work, stage.index), final=after is None,
                                next_global=after.global_step if after else None)
             if stage.global_step is not None:
-                _fit(ctx, shards, reporter)
+                _fit(ctx, shards, reporter, pool, workers)
                 fits[stage.global_step.label] = json.loads((ctx.work / "fit.json").read_text())
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))

@@ -1,18 +1,20 @@
 """containment_dedup: remove documents contained in larger ones (C(A,B) = |S(A)∩S(B)|/|S(A)| >= tau).
 
 fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples, all
-to disk); duckdb joins the band rows into candidate pairs; each pair is screened on a small
-hash sample and, unless clearly below tau, verified on the stored shingle samples (chunks of
-pairs in parallel threads); resolution removes every document with a verified edge to a
-better-ranked one. apply: looks the batch's _ords up in the decisions file.
+to disk); duckdb joins the band rows into candidate pairs, a band group at a time; each pair
+is screened on a small hash sample and, unless clearly below tau, verified on the stored
+shingle samples, a chunk of pairs at a time; resolution removes every document with a
+verified edge to a better-ranked one. The signing, the joins and the verification are pieces
+of the fit's `parallel` map (the run's workers), merged in a fixed order. apply: looks the
+batch's _ords up in the decisions file.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Iterable
@@ -22,16 +24,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import Verdict
+from curate.ops import SERIAL, Parallel, Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import Decisions
 from operators.dedup.near import NearDedup, NearDedupParams
-from operators.dedup.lsh import ContainmentPlan, size_partition
+from operators.dedup.lsh import ContainmentPlan
 from operators.dedup.shingles import ShingleSpec
 from operators.dedup.store import RowStore
-from operators.dedup.threads import default_workers, ordered_map
-from operators.dedup.verify import containment, cutoffs, screened_containment
+from operators.dedup.threads import default_workers
+from operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ class ContainmentDedup(NearDedup):
     name = "containment_dedup"
     Params = ContainmentParams
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         p = self.params
         workdir = Path(workdir)
         workers = p.workers or default_workers()
@@ -64,23 +66,21 @@ class ContainmentDedup(NearDedup):
         started = time.monotonic()
         out = signature_pass.run(
             batches, workdir,
-            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed),
-            num_perm=p.num_perm, text_column=self.text_column, prefer=p.prefer,
-            buckets=lambda ords, sig, sizes: plan.bucket_rows(ords, sig, size_partition(sizes, p.partition_ratio)),
-            sample=p.verify_sample, keep_sigs=False, workers=workers,
+            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
+            text_column=self.text_column, prefer=p.prefer, sample=p.verify_sample, keep_sigs=False,
+            parallel=parallel,
         )
         log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
         con = connect(workdir, p.memory_gb, workers)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        con.register("plan", plan.table())
-        candidates = _candidate_pairs(con, out, workdir)
+        candidates = _candidate_pairs(con, out, plan, workdir, p.memory_gb, parallel.threads or workers, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         sizes = np.zeros(len(rank), np.int64)
         n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
         sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
-        edges_dir = self._verify(out.samples, sizes, rank, candidates, workdir / "edges", workers)
+        edges_dir = self._verify(out.samples, sizes, rank, candidates, workdir, parallel)
         log.info("containment_dedup: verified at %.1fs", time.monotonic() - started)
         decisions = workdir / "decisions.parquet"
         resolve.containment_decisions(con, str(edges_dir / "*.parquet"), out.docs_glob, str(decisions))
@@ -89,69 +89,81 @@ class ContainmentDedup(NearDedup):
         log.info("containment_dedup: %d removed at %.1fs", removed, time.monotonic() - started)
         return Decisions(str(decisions), reason="contained", removed=int(removed))
 
-    def _verify(self, samples: RowStore, sizes: np.ndarray, rank: np.ndarray, candidates: Path, edges_dir: Path,
-                workers: int) -> Path:
+    def _verify(self, samples: RowStore, sizes: np.ndarray, rank: np.ndarray, candidates: Path, workdir: Path,
+                parallel: Parallel) -> Path:
         """Verified edges (child, parent, containment) as Parquet parts, one per candidate chunk.
 
-        Chunks are verified in `workers` threads (numpy releases the GIL in the heavy parts)
-        and written in chunk order, so the files do not depend on thread timing.
+        Chunks are pieces of `parallel`, each reading the samples and the per-row arrays
+        (saved here) from the workdir; their edges are written in chunk order.
         """
         p = self.params
+        edges_dir = workdir / "edges"
         edges_dir.mkdir(exist_ok=True)
-        # Random reads over a map kept open are several times faster than re-mapping per chunk;
-        # past the budget, each gather maps afresh so resident memory stays bounded.
-        keep = samples.nbytes <= p.sample_map_gb * 2**30
-        with samples.kept_mapped() if keep else nullcontext(), ThreadPoolExecutor(max(1, workers)) as pool:
-            cut = cutoffs(samples, sizes)
-            head_cut = cutoffs(samples, sizes, p.screen_sample) if p.screen_sample else None
-            verify = partial(self._verify_chunk, samples, cut, head_cut, rank)
-            chunks = pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk)
-            for i, edges in enumerate(ordered_map(pool, verify, chunks, ahead=max(1, workers) + 1)):
-                pq.write_table(edges, edges_dir / f"part-{i:06d}.parquet")
+        job = _VerifyJob(samples.path, workdir / "cut.npy", workdir / "head_cut.npy" if p.screen_sample else None,
+                         workdir / "rank.npy", p.threshold, p.screen_sample, p.screen_margin, p.sample_map_gb)
+        np.save(job.cut, cutoffs(samples, sizes))
+        if job.head_cut:
+            np.save(job.head_cut, cutoffs(samples, sizes, p.screen_sample))
+        np.save(job.rank, rank)
+        chunks = ((c.column("a").to_numpy(), c.column("b").to_numpy())
+                  for c in pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk))
+        for i, edges in enumerate(parallel.stream(partial(verify_chunk, job), chunks)):
+            pq.write_table(edges, edges_dir / f"part-{i:06d}.parquet")
         if not any(edges_dir.iterdir()):
             pq.write_table(pa.table({"child": pa.array([], pa.int64()), "parent": pa.array([], pa.int64()),
                                      "containment": pa.array([], pa.float64())}), edges_dir / "part-000000.parquet")
         return edges_dir
 
-    def _verify_chunk(self, samples: RowStore, cut: np.ndarray, head_cut: np.ndarray | None, rank: np.ndarray,
-                      chunk: pa.RecordBatch) -> pa.Table:
-        p = self.params
-        a = chunk.column("a").to_numpy()
-        b = chunk.column("b").to_numpy()
-        # Only the worse-ranked document of a pair can be removed, so only its containment matters.
-        child = np.where(rank[a] > rank[b], a, b)
-        parent = np.where(rank[a] > rank[b], b, a)
-        if head_cut is None:
-            c = containment(samples, cut, child, parent)
-        else:
-            c = screened_containment(samples, cut, head_cut, child, parent, p.screen_sample,
-                                     p.threshold - p.screen_margin)
-        ok = c >= p.threshold
-        return pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]})
-
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
         return state.verdict(batch)
 
 
-def _candidate_pairs(con, out: signature_pass.PassOutput, workdir: Path) -> Path:
+@dataclass(frozen=True)
+class _VerifyJob:
+    """What a verification piece reads: the samples, cut-offs and ranks by path, and the params."""
+
+    samples: Path
+    cut: Path
+    head_cut: Path | None
+    rank: Path
+    threshold: float
+    screen_sample: int
+    screen_margin: float
+    sample_map_gb: float
+
+
+def verify_chunk(job: _VerifyJob, pairs: tuple[np.ndarray, np.ndarray]) -> pa.Table:
+    """One piece: the verified edges among a chunk of candidate pairs (a, b)."""
+    a, b = pairs
+    rank = np.load(job.rank, mmap_mode="r")
+    samples = RowStore(job.samples, SAMPLE_DTYPE)
+    cut = np.load(job.cut, mmap_mode="r")
+    # Only the worse-ranked document of a pair can be removed, so only its containment matters.
+    child = np.where(rank[a] > rank[b], a, b)
+    parent = np.where(rank[a] > rank[b], b, a)
+    # Random reads over a map kept open are several times faster than re-mapping per gather;
+    # past the budget, each gather maps afresh so resident memory stays bounded.
+    with samples.kept_mapped() if samples.nbytes <= job.sample_map_gb * 2**30 else nullcontext():
+        if job.head_cut is None:
+            c = containment(samples, cut, child, parent)
+        else:
+            c = screened_containment(samples, cut, np.load(job.head_cut, mmap_mode="r"), child, parent,
+                                     job.screen_sample, job.threshold - job.screen_margin)
+    ok = c >= job.threshold
+    return pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]})
+
+
+def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan, workdir: Path, memory_gb: float,
+                     threads: int, parallel: Parallel) -> Path:
     """Distinct (a, b) pairs sharing a band key, where the plan bands that partition pair, by b.
 
-    Each band group is joined on its own (its hash table fits the memory budget), then the
-    pairs found by several groups are made distinct.
+    Each band group is joined on its own (its hash table fits the memory budget), as a piece of
+    `parallel`; then the pairs found by several groups are made distinct.
     """
     parts = workdir / "candidate_parts"
     parts.mkdir(exist_ok=True)
-    for i, group in enumerate(out.bucket_groups):
-        rows = f"{out.buckets_dir / group}/*.parquet"
-        con.execute(f"""
-            COPY (
-              SELECT DISTINCT q.ord AS a, c.ord AS b
-              FROM read_parquet('{rows}') q
-              JOIN read_parquet('{rows}') c ON q.key = c.key AND q.band = c.band
-              JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
-              WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
-            ) TO '{parts / f"part-{i:05d}.parquet"}' (FORMAT parquet)
-        """)
+    job = _PairsJob(out.buckets_dir, parts, plan, memory_gb, threads)
+    parallel.map(partial(group_pairs, job), range(len(out.bucket_groups)), out.bucket_groups)
     candidates = workdir / "candidates.parquet"
     if out.bucket_groups:
         # Sorted by candidate: a verification chunk then reads its parents from one narrow
@@ -160,3 +172,30 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, workdir: Path) -> Path
     else:
         pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), candidates)
     return candidates
+
+
+@dataclass(frozen=True)
+class _PairsJob:
+    buckets_dir: Path
+    parts: Path
+    plan: ContainmentPlan
+    memory_gb: float
+    threads: int
+
+
+def group_pairs(job: _PairsJob, i: int, group: str) -> None:
+    """One piece: the candidate pairs of band group `group`, to candidate_parts/part-i (its own
+    duckdb, spilling to a directory of its own)."""
+    rows = f"{job.buckets_dir / group}/*.parquet"
+    con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
+    con.register("plan", job.plan.table())
+    con.execute(f"""
+        COPY (
+          SELECT DISTINCT q.ord AS a, c.ord AS b
+          FROM read_parquet('{rows}') q
+          JOIN read_parquet('{rows}') c ON q.key = c.key AND q.band = c.band
+          JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
+          WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
+        ) TO '{job.parts / f"part-{i:05d}.parquet"}' (FORMAT parquet)
+    """)
+    con.close()

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import Global, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
@@ -67,7 +67,7 @@ class ExactDedup(Global):
         keys = key_hashes(batch, self.columns, self.params.normalize, self.params.lowercase)
         return {"h1": keys["h1"].to_arrow(), "h2": keys["h2"].to_arrow()}
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path):
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL):
         import duckdb
 
         p = self.params

@@ -92,8 +92,10 @@ class ContainmentPlan:
             "bands": pa.array([self.gap_banding[g][1] for g in gaps], pa.int16()),
         })
 
-    def bucket_rows(self, ords: np.ndarray, sig: np.ndarray, parts: np.ndarray) -> pa.Table:
-        """One row per (document, rows-per-band, band): the keys this batch adds to the index."""
+    def bucket_rows(self, ords: np.ndarray, sig: np.ndarray, sizes: np.ndarray) -> pa.Table:
+        """One row per (document, rows-per-band, band): the keys this batch adds to the index
+        (`sizes`: the documents' shingle counts, which set their size partitions)."""
+        parts = size_partition(sizes, self.ratio)
         pieces = []
         for part in np.unique(parts):
             sel = np.flatnonzero(parts == part)
@@ -112,7 +114,8 @@ class JaccardPlan:
     def num_perm(self) -> int:
         return self.bands * self.rows
 
-    def bucket_rows(self, ords: np.ndarray, sig: np.ndarray) -> pa.Table:
+    def bucket_rows(self, ords: np.ndarray, sig: np.ndarray, sizes: np.ndarray | None = None) -> pa.Table:
+        """One row per (document, band); sizes do not matter to Jaccard banding."""
         keys = band_keys(sig, self.rows, self.bands)
         return _rows(keys, ords, r=self.rows, part=0)
 

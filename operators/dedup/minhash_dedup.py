@@ -2,13 +2,17 @@
 
 Same shingles, signatures and on-disk band rows as containment_dedup, with a fixed banding
 (default 14 bands x 8 rows, datatrove's). Documents sharing a band key are linked to the
-best-ranked member of that bucket (duckdb); a chunked union-find turns the links into
-components; each component keeps its best-ranked member (`prefer` column, then _id). The
-trace names the kept member and the Jaccard estimated from the two signatures.
+best-ranked member of that bucket (duckdb, a band group at a time); a chunked union-find turns
+the links into components; each component keeps its best-ranked member (`prefer` column, then
+_id). The trace names the kept member and the Jaccard estimated from the two signatures. The
+signing and the band groups' links are pieces of the fit's `parallel` map (the run's workers);
+the components do not depend on the order of the links.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Iterable
 
@@ -17,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import Verdict
+from curate.ops import SERIAL, Parallel, Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
@@ -40,36 +44,27 @@ class MinhashDedup(NearDedup):
     name = "minhash_dedup"
     Params = MinhashParams
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Decisions:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         p = self.params
         workdir = Path(workdir)
         workers = p.workers or default_workers()
         plan = JaccardPlan(p.bands, p.rows_per_band)
         out = signature_pass.run(
             batches, workdir,
-            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed),
-            num_perm=plan.num_perm, text_column=self.text_column, prefer=p.prefer,
-            buckets=lambda ords, sig, sizes: plan.bucket_rows(ords, sig),
-            sample=None, keep_sigs=True, workers=workers,
+            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
+            text_column=self.text_column, prefer=p.prefer, sample=None, keep_sigs=True, parallel=parallel,
         )
         con = connect(workdir, p.memory_gb, workers)
         rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        links = workdir / "links.parquet"
-        # Star links (member -> best member of its bucket) connect a bucket with one edge per member.
-        if out.bucket_groups:
-            con.execute(f"""
-                COPY (
-                  SELECT DISTINCT rank AS u, head AS v FROM (
-                    SELECT r.rank, min(r.rank) OVER (PARTITION BY k.band, k.key) AS head
-                    FROM read_parquet('{out.buckets_dir}/*/*.parquet') k JOIN ranks r ON r._ord = k.ord
-                  ) WHERE rank <> head
-                ) TO '{links}' (FORMAT parquet)
-            """)
-        else:  # no document has a shingle
-            pq.write_table(pa.table({"u": pa.array([], pa.int64()), "v": pa.array([], pa.int64())}), links)
+        links = workdir / "links"
+        links.mkdir(exist_ok=True)
+        np.save(workdir / "rank.npy", rank)
+        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", p.memory_gb, parallel.threads or workers)
+        parallel.map(partial(group_links, job), range(len(out.bucket_groups)), out.bucket_groups)
+        parts = sorted(links.glob("*.parquet"))  # none when no document has a shingle
         chunks = (
             (c.column("u").to_numpy(), c.column("v").to_numpy())
-            for c in pq.ParquetFile(links).iter_batches(batch_size=p.edge_chunk)
+            for part in parts for c in pq.ParquetFile(part).iter_batches(batch_size=p.edge_chunk)
         )
         root = resolve.union_find(chunks, len(rank))
         ord_of_rank = np.empty(len(rank), np.int64)
@@ -96,3 +91,31 @@ class MinhashDedup(NearDedup):
 
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
         return state.verdict(batch)
+
+
+@dataclass(frozen=True)
+class _LinksJob:
+    buckets_dir: Path
+    links: Path
+    rank: Path  # rank.npy: rank by _ord
+    memory_gb: float
+    threads: int
+
+
+def group_links(job: _LinksJob, i: int, group: str) -> None:
+    """One piece: band group `group`'s star links (member rank -> best rank of each bucket it
+    shares), distinct, to links/part-i (its own duckdb, spilling to a directory of its own).
+    Star links connect a bucket with one edge per member."""
+    rank = np.load(job.rank)
+    valid = np.flatnonzero(rank >= 0)
+    con = connect(job.links / f"spill-{i:05d}", job.memory_gb, job.threads)
+    con.register("ranks", pa.table({"_ord": valid, "rank": rank[valid]}))
+    con.execute(f"""
+        COPY (
+          SELECT DISTINCT rank AS u, head AS v FROM (
+            SELECT r.rank, min(r.rank) OVER (PARTITION BY k.band, k.key) AS head
+            FROM read_parquet('{job.buckets_dir / group}/*.parquet') k JOIN ranks r ON r._ord = k.ord
+          ) WHERE rank <> head
+        ) TO '{job.links / f"part-{i:05d}.parquet"}' (FORMAT parquet)
+    """)
+    con.close()

@@ -17,8 +17,10 @@ class NearDedupParams(Params):
     prefer: str | None = Field(None, description="Numeric column that decides which of two documents is kept "
                                                  "(after size, for containment), then the smaller _id.")
     prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
-    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget; joins spill to the workdir past it.")
-    workers: int | None = Field(None, ge=1, description="Threads for signatures and joins; default: the cores available.")
+    memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget of each join (joins running at once as "
+                             "pieces of the fit have one each); past it, a join spills to the workdir.")
+    workers: int | None = Field(None, ge=1, description="duckdb threads of the fit's own joins (and of its pieces when the fit "
+                                "is called outside a run; in a run each piece has a core); default: the cores available.")
 
 
 class NearDedup(Global):

@@ -1,8 +1,9 @@
 """The one pass over the text that both near-dedup operators share.
 
-Each batch is shingled, signed and banded in a worker thread (numpy and polars release the
-GIL, so threads use the cores without copying batches to other processes); the main thread
-writes the results in batch order, so the files do not depend on thread timing:
+Each batch is shingled, signed and banded as one piece of the fit's `parallel` map (the run's
+worker processes or Ray tasks), which writes the batch's docs and band rows under its batch
+index and returns its samples and signatures; this process appends those to their stores in
+batch order, so the files do not depend on where or in what order pieces ran:
 
   docs/part-N.parquet      _ord, _id, shingle count, size partition, prefer value
   buckets/rR-gG/part-N.parquet  band rows (r, band, key, ord, part), grouped by rows per band R
@@ -16,26 +17,32 @@ Memory is bounded by the batches in flight; everything that grows with the corpu
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.ops import Parallel
 from operators.dedup.minhash import permutations, signatures
 from operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
-from operators.dedup.threads import ordered_map
 from operators.dedup.store import RowStore, RowStoreWriter, ranges
 from operators.dedup.verify import SAMPLE_DTYPE, sample_values
 
-# (ords, signatures, set sizes) -> bucket rows for this batch
 # Bands per on-disk group: a group of 8 bands holds 8 rows per document, small enough for
 # duckdb to join in memory at millions of documents.
 BANDS_PER_GROUP = 8
-BucketFn = Callable[[np.ndarray, np.ndarray, np.ndarray], pa.Table]
+
+
+class Banding(Protocol):
+    """An LSH plan (lsh.py): its signature width and the band rows of a batch."""
+
+    num_perm: int
+
+    def bucket_rows(self, ords: np.ndarray, sig: np.ndarray, sizes: np.ndarray) -> pa.Table: ...
 
 
 @dataclass
@@ -48,60 +55,44 @@ class PassOutput:
     rows: int
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What every piece of the pass needs (it pickles: pieces may run on other machines)."""
+
+    workdir: Path
+    spec: ShingleSpec
+    plan: Banding
+    text_column: str
+    prefer: str | None
+    sample: int | None
+    keep_sigs: bool
+
+
 def run(
     batches: Iterable[pa.RecordBatch],
     workdir: Path,
     *,
     spec: ShingleSpec,
-    num_perm: int,
+    plan: Banding,
     text_column: str,
     prefer: str | None,
-    buckets: BucketFn,
     sample: int | None,
     keep_sigs: bool,
-    workers: int,
+    parallel: Parallel,
 ) -> PassOutput:
     workdir = Path(workdir)
     (workdir / "docs").mkdir(parents=True, exist_ok=True)
     (workdir / "buckets").mkdir(parents=True, exist_ok=True)
-    a, b = permutations(num_perm, spec.seed)
-
-    def work(batch: pa.RecordBatch):
-        sets = shingle_sets(batch.column(text_column), spec)
-        sig = signatures(sets, a, b)
-        ords = batch.column("_ord").to_numpy().astype(np.int64)
-        sizes = sets.sizes
-        has = sizes > 0  # empty documents are never candidates
-        docs = pa.table({
-            "_ord": ords,
-            "_id": batch.column("_id").cast(pa.string()),
-            "n": pa.array(sizes.astype(np.int64)),
-            "prefer": batch.column(prefer).cast(pa.float64()) if prefer else pa.nulls(len(ords), pa.float64()),
-        })
-        band_rows = buckets(ords[has], sig[has], sizes[has])
-        return ords, sets, sig, docs, band_rows
-
+    job = _Job(workdir, spec, plan, text_column, prefer, sample, keep_sigs)
     sample_writer = RowStoreWriter(workdir / "samples.bin", SAMPLE_DTYPE) if sample else None
     sig_writer = RowStoreWriter(workdir / "sigs.bin") if keep_sigs else None
     rows = 0
-    index = 0
-
-    def write(result) -> None:
-        nonlocal rows, index
-        ords, sets, sig, docs, band_rows = result
-        pq.write_table(docs, workdir / "docs" / f"part-{index:06d}.parquet")
-        _write_band_groups(band_rows, workdir / "buckets", index)
+    for ords, samples, sig in parallel.stream(partial(sign_batch, job), enumerate(batches)):
         if sample_writer is not None:
-            sample_writer.append(ords, *_head(sets, sample))
+            sample_writer.append(ords, *samples)
         if sig_writer is not None:
-            sig_writer.append(ords, sig.reshape(-1), np.arange(len(ords) + 1, dtype=np.int64) * num_perm)
+            sig_writer.append(ords, sig.reshape(-1), np.arange(len(ords) + 1, dtype=np.int64) * plan.num_perm)
         rows += len(ords)
-        index += 1
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        # Two batches per worker in flight: the workers never wait on the writer.
-        for result in ordered_map(pool, work, batches, ahead=2 * max(1, workers)):
-            write(result)
     return PassOutput(
         docs_glob=str(workdir / "docs" / "*.parquet"),
         buckets_dir=workdir / "buckets",
@@ -112,6 +103,26 @@ def run(
     )
 
 
+def sign_batch(job: _Job, item: tuple[int, pa.RecordBatch]):
+    """One piece: batch `index`'s docs and band rows written under its index; returns its ords,
+    its samples (values, offsets) when asked, and its signatures when asked."""
+    index, batch = item
+    sets = shingle_sets(batch.column(job.text_column), job.spec)
+    sig = signatures(sets, *permutations(job.plan.num_perm, job.spec.seed))
+    ords = batch.column("_ord").to_numpy().astype(np.int64)
+    sizes = sets.sizes
+    has = sizes > 0  # empty documents are never candidates
+    docs = pa.table({
+        "_ord": ords,
+        "_id": batch.column("_id").cast(pa.string()),
+        "n": pa.array(sizes.astype(np.int64)),
+        "prefer": batch.column(job.prefer).cast(pa.float64()) if job.prefer else pa.nulls(len(ords), pa.float64()),
+    })
+    pq.write_table(docs, job.workdir / "docs" / f"part-{index:06d}.parquet")
+    _write_band_groups(job.plan.bucket_rows(ords[has], sig[has], sizes[has]), job.workdir / "buckets", index)
+    return ords, _head(sets, job.sample) if job.sample else None, sig if job.keep_sigs else None
+
+
 def _write_band_groups(rows: pa.Table, root: Path, index: int) -> None:
     """Split a batch's band rows by (rows per band, band // BANDS_PER_GROUP) into their directories."""
     group = rows.column("r").to_numpy().astype(np.int64) * 65536 + rows.column("band").to_numpy() // BANDS_PER_GROUP
@@ -119,7 +130,7 @@ def _write_band_groups(rows: pa.Table, root: Path, index: int) -> None:
     keys, starts = np.unique(group[order], return_index=True)
     for key, lo, hi in zip(keys, starts, np.append(starts[1:], len(order))):
         directory = root / f"r{key // 65536}-g{key % 65536:04d}"
-        directory.mkdir(exist_ok=True)
+        directory.mkdir(exist_ok=True)  # pieces running at once may both make it
         # Random 64-bit keys: compression and dictionaries only cost time.
         pq.write_table(rows.take(order[lo:hi]), directory / f"part-{index:06d}.parquet", compression="none",
                        use_dictionary=False)

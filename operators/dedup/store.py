@@ -67,8 +67,9 @@ class RowStore:
     def __init__(self, path: Path, dtype=np.uint64):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
-        self.starts = np.load(self.path.with_suffix(".starts.npy"))
-        self.lengths = np.load(self.path.with_suffix(".lengths.npy"))
+        # Mapped: a piece of the fit that opens the store in another process reads what it needs.
+        self.starts = np.load(self.path.with_suffix(".starts.npy"), mmap_mode="r")
+        self.lengths = np.load(self.path.with_suffix(".lengths.npy"), mmap_mode="r")
         self._kept: np.memmap | None = None
 
     @property

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
+from curate.ops import Parallel
 from operators.prune.dbp import Complexity, dbp
 from operators.prune.embeddings import EmbeddingStore
 from operators.prune.order import Mode
@@ -63,7 +64,8 @@ class DensityPrune(ClusterStep):
         p = self.params
         return p.count if p.count is not None else max(1, int(np.floor(p.fraction * rows + 0.5)))
 
-    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path) -> Decided:
+    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path,
+               parallel: Parallel) -> Decided:
         p = self.params
         n = len(labels)
         keep = self.target(n)

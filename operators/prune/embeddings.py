@@ -88,6 +88,11 @@ class EmbeddingStore:
     def __len__(self) -> int:
         return self.rows
 
+    def __reduce__(self):
+        """Pickles as its file (pieces of a fit open it in their own process; the file is on the
+        workdir, which every worker sees)."""
+        return EmbeddingStore, (self.path, self.rows, self.dim, self.dtype.str, self.budget)
+
     def __getitem__(self, index: slice | np.ndarray) -> np.ndarray:  # slices with step 1
         row_bytes = self.dim * self.dtype.itemsize
         if isinstance(index, slice):

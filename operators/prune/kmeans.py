@@ -1,18 +1,23 @@
 """Spherical k-means with faiss: trained on a seeded sample, then every row assigned in chunks.
 
 Training cost is niter x sample x k x d, assignment n x k x d; the sample bounds the first
-whatever the data size, and the chunks bound the memory of the second.
+whatever the data size, and the chunks bound the memory of the second, which spreads over the
+run's workers.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 
+from curate.ops import SERIAL, Parallel
 from operators.prune.embeddings import unit32
 
 ASSIGN_CHUNK = 1 << 14
+PIECE_CHUNKS = 8  # chunks per piece of a parallel assignment
 # faiss's own advice: fewer than ~39 training points per centroid gives poor centroids.
 MIN_TRAIN = 50_000
 TRAIN_PER_CLUSTER = 40
@@ -48,16 +53,30 @@ def train(embeddings, k: int, *, niter: int, seed: int, sample: int, threads: in
     return np.ascontiguousarray(km.centroids, dtype=np.float32)
 
 
-def assign(embeddings, centroids: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """The nearest centroid (by cosine) of every row, as int32, streamed in chunks."""
+def assign(embeddings, centroids: np.ndarray | Path, threads: int | None = None,
+           parallel: Parallel = SERIAL) -> np.ndarray:
+    """The nearest centroid (by cosine) of every row, as int32, streamed in chunks; runs of
+    PIECE_CHUNKS chunks are pieces of `parallel` (an EmbeddingStore travels as its path; give
+    many centroids as the path of their .npy under the workdir). Pieces search the same chunks
+    as one process would, so the labels do not depend on how many run at once."""
+    n = embeddings.shape[0]
+    starts = range(0, n, PIECE_CHUNKS * ASSIGN_CHUNK)
+    stops = [min(n, start + PIECE_CHUNKS * ASSIGN_CHUNK) for start in starts]
+    threads = parallel.threads or threads or available_cores()
+    parts = parallel.map(partial(assign_rows, embeddings, centroids, threads), starts, stops)
+    return np.concatenate(parts) if parts else np.empty(0, np.int32)
+
+
+def assign_rows(embeddings, centroids: np.ndarray | Path, threads: int, start: int, stop: int) -> np.ndarray:
+    """One piece: the labels of rows start..stop (start at a chunk boundary)."""
     import faiss
 
-    faiss.omp_set_num_threads(threads or available_cores())
-    index = faiss.IndexFlatIP(centroids.shape[1])
-    index.add(unit32(centroids))
-    n = embeddings.shape[0]
-    labels = np.empty(n, dtype=np.int32)
-    for start in range(0, n, ASSIGN_CHUNK):
-        _, nearest = index.search(unit32(embeddings[start:start + ASSIGN_CHUNK]), 1)
-        labels[start:start + ASSIGN_CHUNK] = nearest[:, 0]
+    faiss.omp_set_num_threads(threads)
+    c = np.load(centroids) if isinstance(centroids, (str, Path)) else centroids
+    index = faiss.IndexFlatIP(c.shape[1])
+    index.add(unit32(c))
+    labels = np.empty(stop - start, dtype=np.int32)
+    for at in range(start, stop, ASSIGN_CHUNK):
+        _, nearest = index.search(unit32(embeddings[at:min(stop, at + ASSIGN_CHUNK)]), 1)
+        labels[at - start:at - start + len(nearest)] = nearest[:, 0]
     return labels

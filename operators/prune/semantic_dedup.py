@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
+from curate.ops import Parallel
 from operators.prune import semdedup
 from operators.prune.embeddings import EmbeddingStore, ids_at
 from operators.prune.order import Mode
@@ -57,9 +58,10 @@ class SemanticDedup(ClusterStep):
     def clusters(self, rows: int) -> int:
         return self.params.k or default_k(rows)
 
-    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path) -> Decided:
+    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path,
+               parallel: Parallel) -> Decided:
         p = self.params
-        s = semdedup.scores(store, centroids, labels, order=p.order, seed=self.seed)
+        s = semdedup.scores(store, centroids, labels, order=p.order, seed=self.seed, parallel=parallel)
         removed = np.flatnonzero(s.removed(p.eps))
         similarity = pc.cast(pa.array(np.round(s.max_similarity[removed].astype(np.float64), 6)), pa.string())
         detail = pc.binary_join_element_wise(

@@ -1,5 +1,6 @@
 """What semantic_dedup and density_prune share: their embedding and k-means params, and a fit
-that spills the embeddings, clusters them and hands the clusters to the subclass's `decide`."""
+that spills the embeddings, clusters them (the assignment in pieces of the fit's `parallel`
+map) and hands the clusters to the subclass's `decide`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Global, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict
 from operators.prune import kmeans
 from operators.prune.embeddings import EmbeddingStore, spill
 from operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
@@ -24,7 +25,8 @@ class ClusterParams(Params):
     niter: int = Field(20, ge=1, le=1000, description="k-means iterations.")
     train_rows: int | None = Field(None, ge=1, description="Rows k-means trains on (a seeded sample; all rows are "
                                    "then assigned); default max(50000, 40 per cluster).")
-    threads: int | None = Field(None, ge=1, description="faiss threads; default: the available cores.")
+    threads: int | None = Field(None, ge=1, description="faiss threads of k-means training (and of the assignment when the "
+                                "fit is called outside a run; in a run each of its pieces has a core); default: the available cores.")
     columns: bool = Field(False, description=f"Add `{CLUSTER_COLUMN}` and `{DIST_COLUMN}` (1 - cosine to the "
                           "row's centroid) to the rows kept.")
 
@@ -65,10 +67,11 @@ class ClusterStep(Global):
     def clusters(self, rows: int) -> int:
         raise NotImplementedError
 
-    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path) -> Decided:
+    def decide(self, store: EmbeddingStore, centroids: np.ndarray, labels: np.ndarray, workdir: Path,
+               parallel: Parallel) -> Decided:
         raise NotImplementedError
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> PruneState:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> PruneState:
         p = self.params
         clock = _Clock()
         store = spill(batches, p.embedding_column, workdir, self.name, ids=self.needs_ids)
@@ -81,10 +84,11 @@ class ClusterStep(Global):
         sample = kmeans.train_rows(n, k, p.train_rows)
         centroids = kmeans.train(store, k, niter=p.niter, seed=self.seed, sample=sample, threads=p.threads)
         clock.lap("kmeans_train")
-        labels = kmeans.assign(store, centroids, threads=p.threads)
+        np.save(workdir / "centroids.npy", centroids)  # read by the assignment's pieces
+        labels = kmeans.assign(store, workdir / "centroids.npy", threads=p.threads, parallel=parallel)
         store.release()
         clock.lap("kmeans_assign")
-        decided = self.decide(store, centroids, labels, workdir)
+        decided = self.decide(store, centroids, labels, workdir, parallel)
         store.discard()
         clock.lap("decide")
         summary = {"rows": n, "kept": n - len(decided.removed), "k": k, "train_rows": sample, "niter": p.niter,

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Global, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict
 from operators.score import metrics
 from operators.score.columns import text
 from operators.score.sample import bottom_k
@@ -54,7 +54,7 @@ class DatasetMetrics(Global):
         p = self.params
         self.requires = (text_column, *([p.embedding_column] if p.embedding_column else []), *p.score_columns)
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Measured:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Measured:
         p = self.params
         scores = ScoreSummary(p.score_columns)
 

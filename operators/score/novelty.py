@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Global, Params
+from curate.ops import SERIAL, Global, Parallel, Params
 from operators.prune.embeddings import spill, unit32
 from operators.prune.kmeans import ASSIGN_CHUNK, available_cores
 from operators.score.columns import put
@@ -52,7 +52,7 @@ class Novelty(Global):
         self.requires = (self.params.embedding_column,)
         self.provides = (self.params.output_column,)
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> NoveltyState:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> NoveltyState:
         store = spill(batches, self.params.embedding_column, workdir, self.name)
         novelty = nearest_novelty(store[:], self.params, self.seed)
         store.discard()

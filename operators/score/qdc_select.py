@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.errors import CurateError
-from curate.ops import Global, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict
 from operators.prune.embeddings import spill, unit32
 from operators.score import metrics, selection
 
@@ -91,7 +91,7 @@ class QdcSelect(Global):
         self.columns = [*p.quality, *[c for c in p.complexity if c not in p.quality]]
         self.requires = (p.embedding_column, *self.columns)
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path) -> Selection:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Selection:
         p = self.params
         parts: dict[str, list[np.ndarray]] = {c: [] for c in self.columns}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import random
 import signal
 import sys
 import threading
@@ -166,6 +167,39 @@ def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(poi
         registry.catalog.cache_clear()
     assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
     assert digest(tmp_path / "killed") == digest(tmp_path / "local")
+
+
+def test_a_ray_worker_killed_in_a_fit_piece_is_retried_and_the_output_is_identical(cluster, ray_env, tmp_path,
+                                                                                  monkeypatch):
+    """containment_dedup's fit hands its pieces (signing, band joins, verification) to Ray tasks;
+    the worker of the second piece is killed after writing its files: Ray runs it again, and the
+    bytes are those of the local engine's run."""
+    from curate import recipe
+
+    rnd = random.Random(1)
+    words = [f"w{i}" for i in range(500)]
+    docs = [" ".join(rnd.choice(words) for _ in range(rnd.randint(60, 120))) for _ in range(60)]
+    docs += [d.upper() + " more" for d in docs[:20]]  # each contains one of the first 20
+    write_jsonl(tmp_path / "in" / "docs.jsonl", [{"text": d} for d in docs])
+
+    def load(out: str):
+        return recipe.load(text=f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}', batch_rows: 20}}\n"
+                                f"output: {{path: '{tmp_path / out}'}}\nsteps:\n  - containment_dedup: {{}}\n")
+
+    run(load("local"), RunOptions(workers=2))
+    once = tmp_path / "fired"
+    monkeypatch.setenv("CURATE_FAILPOINT", "map-piece@2")
+    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
+    found: list[int] = []
+    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
+    killer.start()
+    try:
+        run(load("killed"), RunOptions(engine="ray", address=cluster.address))
+    finally:
+        killer.join()
+    assert found and found[0] > 0, "no Ray worker stopped in a fit piece"
+    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
+    assert pq.read_table(tmp_path / "local" / "trace").num_rows == 20
 
 
 def _kill_stopped(marker: str, timeout: float = 120) -> int:

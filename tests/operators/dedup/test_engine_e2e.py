@@ -26,8 +26,13 @@ steps:
   - containment_dedup: {{threshold: 0.8}}
   - minhash_dedup: {{}}
 """)
-    manifest = run(r, RunOptions(workers=1))
+    manifest = run(r, RunOptions(workers=2, keep_work=True))
     out = tmp_path / "out"
+    # The fits' pieces ran on the executor: a signing piece per batch of 16 (55 rows, then 40).
+    fits = [json.loads(p.read_text()) for p in sorted((out / "_work").glob("stage-*/fit.json"))]
+    assert [sorted(f["map"]) for f in fits] == [["group_pairs", "sign_batch", "verify_chunk"],
+                                                ["group_links", "sign_batch"]]
+    assert [f["map"]["sign_batch"]["pieces"] for f in fits] == [4, 3] and fits[0]["workers"] == 2
     kept = set(pq.read_table(out / "data").column("_id").to_pylist())
     trace = pq.read_table(out / "trace" / "01_containment_dedup.parquet")
     gone = dict(zip(trace.column("_id").to_pylist(), trace.column("detail").to_pylist()))
