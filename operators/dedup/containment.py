@@ -71,6 +71,8 @@ class ContainmentDedup(NearDedup):
             parallel=parallel,
         )
         log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
+        if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
+            return Decisions(str(workdir / "decisions.parquet"), reason="contained", removed=0)
         con = connect(workdir, p.memory_gb, workers)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")

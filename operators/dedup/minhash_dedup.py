@@ -54,6 +54,8 @@ class MinhashDedup(NearDedup):
             spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
             text_column=self.text_column, prefer=p.prefer, sample=None, keep_sigs=True, parallel=parallel,
         )
+        if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
+            return Decisions(str(workdir / "decisions.parquet"), reason="near_duplicate", removed=0)
         con = connect(workdir, p.memory_gb, workers)
         rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links"

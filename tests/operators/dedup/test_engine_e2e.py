@@ -44,3 +44,20 @@ steps:
     assert kept == {r["id"] for r in rows} - set(gone)
     for step in manifest["steps"]:
         assert step["rows_in"] == step["rows_out"] + step["removed"]
+
+
+def test_near_dedup_steps_after_a_filter_that_removes_every_row(tmp_path):
+    # Their fits get no rows at all: they decide nothing rather than fail on files that do not exist.
+    write_jsonl(tmp_path / "in" / "part.jsonl", [{"id": f"d{i}", "text": f"short text {i}"} for i in range(20)])
+    r = recipe.load(text=f"""
+input: {{path: '{tmp_path / "in" / "*.jsonl"}', id_column: id}}
+output: {{path: '{tmp_path / "out"}'}}
+steps:
+  - sql_filter: {{where: "length(text) > 1000", reason: too_short}}
+  - containment_dedup: {{}}
+  - minhash_dedup: {{}}
+""")
+    manifest = run(r, RunOptions(workers=2))
+    assert [(s["rows_in"], s["removed"]) for s in manifest["steps"][1:]] == [(20, 20), (0, 0), (0, 0)]
+    assert manifest["rows_out"] == 0
+    assert pq.read_table(tmp_path / "out" / "trace" / "01_sql_filter.parquet").num_rows == 20
