@@ -12,6 +12,7 @@ import os
 import platform
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -241,6 +242,20 @@ def emit(args, body: str, headlines: list[list[str]] | None = None) -> None:
         args.section_out.parent.mkdir(parents=True, exist_ok=True)
         args.section_out.write_text(body.strip() + "\n")
         args.section_out.with_suffix(".json").write_text(json.dumps(headlines or []))
+
+
+def medians_vs_first(results: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float, float, str, str]]:
+    """(name, median wall, median CPU, wall vs the first variant, CPU vs it) per variant of
+    `results` ({name: [(wall s, CPU s) per round]}): the first is the baseline."""
+    names = list(results)
+    base_w = statistics.median(w for w, _ in results[names[0]])
+    base_c = statistics.median(c for _, c in results[names[0]])
+    out = []
+    for name in names:
+        w = statistics.median(x for x, _ in results[name])
+        c = statistics.median(x for _, x in results[name])
+        out.append((name, w, c, f"{100 * (w / base_w - 1):+.1f}%", f"{100 * (c / base_c - 1):+.1f}%"))
+    return out
 
 
 def ratio(slow: float, fast: float) -> str:

@@ -130,16 +130,11 @@ def part_overhead(work: Path, files: int, workers: int, repeats: int) -> tuple[s
             m = h.curate_run(rec, "--workers", str(workers), "--overwrite", "--no-report", log=work / f"overhead-{key}.log")
             h.require_ok(m, name)
             results[name].append((m.seconds, m.cpu_seconds))
-    base_w = statistics.median(s for s, _ in results["quickstart"])
-    base_c = statistics.median(c for _, c in results["quickstart"])
     rows, heads = [], []
-    for name in names:
-        w = statistics.median(s for s, _ in results[name])
-        c = statistics.median(c for _, c in results[name])
-        rows.append([name, f"{w:.1f}", f"{c:.1f}", f"{100 * (w / base_w - 1):+.1f}%", f"{100 * (c / base_c - 1):+.1f}%"])
+    for name, w, c, dw, dc in h.medians_vs_first(results):
+        rows.append([name, f"{w:.1f}", f"{c:.1f}", dw, dc])
         if name != "quickstart":
-            heads.append([f"{name} vs quickstart ({docs // 1000}k docs)", f"{100 * (w / base_w - 1):+.1f}%",
-                          f"{100 * (c / base_c - 1):+.1f}%", "target < +20% wall"])
+            heads.append([f"{name} vs quickstart ({docs // 1000}k docs)", dw, dc, "target < +20% wall"])
     body = (f"First {files} demo-corpus files (~{docs:,} docs), --workers {workers}, medians of {repeats} rounds "
             f"(order rotated). `quality_heuristics` (defaults: the cheap Gopher metrics, 12 `quality_*` columns, and "
             f"`quality_heuristic`) runs last, on the rows the quickstart keeps, or first, on every row; `scores: true` "

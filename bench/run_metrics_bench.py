@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -60,16 +59,11 @@ def main() -> None:
             results[name].append((m.seconds, m.cpu_seconds))
             if VARIANTS[name]:
                 manifest = json.loads((out / "manifest.json").read_text())
-    base_w = statistics.median(s for s, _ in results["quickstart"])
-    base_c = statistics.median(c for _, c in results["quickstart"])
     rows, heads = [], []
-    for name in names:
-        w = statistics.median(s for s, _ in results[name])
-        c = statistics.median(c for _, c in results[name])
-        rows.append([name, f"{w:.1f}", f"{c:.1f}", f"{100 * (w / base_w - 1):+.1f}%", f"{100 * (c / base_c - 1):+.1f}%"])
+    for name, w, c, dw, dc in h.medians_vs_first(results):
+        rows.append([name, f"{w:.1f}", f"{c:.1f}", dw, dc])
         if name != "quickstart":
-            heads.append([f"metrics: true vs the quickstart ({a.docs_files * 14_583 // 1000}k docs)",
-                          f"{100 * (w / base_w - 1):+.1f}%", f"{100 * (c / base_c - 1):+.1f}%",
+            heads.append([f"metrics: true vs the quickstart ({a.docs_files * 14_583 // 1000}k docs)", dw, dc,
                           "off by default: it costs more than a few percent"])
     dm = manifest["dataset_metrics"]
     figures = [[k, dm["input"].get(k), dm["output"].get(k)] for k in SHOWN]
