@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import CURATE, DATA, RUNS, add_section_args, emit, load, machine, run_measured, table  # noqa: E402
+from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402
+                     run_measured, step_entry, table)
 
 
 def images(n: int, files: int = 4) -> list[Path]:
@@ -119,17 +120,13 @@ def main() -> None:
                 m = run_measured([sys.executable, __file__, "--bare-run", args.arch, str(args.batch_size), args.device,
                                   str(runs / "bare.npy"), *map(str, files)], log=runs / "bare.log")
                 label = BARE
-                if m.returncode != 0:
-                    raise SystemExit(f"bare loop failed:\n{m.output[-3000:]}")
-                inner = json.loads(m.output.strip().splitlines()[-1])["embed_seconds"]
+                inner = bare_result(m, "bare loop")["embed_seconds"]
             else:
                 label = "curate run -w 1"
                 m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report"],
                                  log=runs / "curate.log")
-                if m.returncode != 0:
-                    raise SystemExit(f"curate run failed:\n{m.output[-3000:]}")
-                manifest = json.loads((runs / "out" / "manifest.json").read_text())
-                inner = next(s for s in manifest["steps"] if s["op"] == "embed")["seconds"]
+                require_ok(m, "curate run")
+                inner = step_entry(runs / "out", "embed")["seconds"]
             results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner))
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, embed {inner:.1f}s "
                   f"(load {load()})", flush=True)

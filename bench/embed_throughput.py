@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import CURATE, DATA, RUNS, add_section_args, emit, load, machine, run_measured, table  # noqa: E402
+from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402
+                     run_measured, step_entry, table)
 
 
 def default_model() -> str:
@@ -120,17 +121,13 @@ def main() -> None:
                 m = run_measured([sys.executable, __file__, "--bare-run", model, str(args.batch_size),
                                   str(args.max_length or 0), args.device, str(ref_path), *map(str, files)],
                                  log=runs / "bare.log")
-                if m.returncode != 0:
-                    raise SystemExit(f"bare encode failed:\n{m.output[-3000:]}")
-                inner = json.loads(m.output.strip().splitlines()[-1])["encode_seconds"]
+                inner = bare_result(m, "bare encode")["encode_seconds"]
             else:
                 label = f"curate run -w {side[1:]}"
                 m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", side[1:], "--no-report"],
                                  log=runs / f"curate-{side}.log")
-                if m.returncode != 0:
-                    raise SystemExit(f"{label} failed:\n{m.output[-3000:]}")
-                manifest = json.loads((runs / "out" / "manifest.json").read_text())
-                inner = next(s for s in manifest["steps"] if s["op"] == "embed")["seconds"]
+                require_ok(m, label)
+                inner = step_entry(runs / "out", "embed")["seconds"]
             results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner))
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, "
                   f"embed {inner:.1f}s (load {load()})", flush=True)

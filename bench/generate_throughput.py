@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import CURATE, DATA, RUNS, add_section_args, emit, load, machine, run_measured, table  # noqa: E402
+from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402
+                     run_measured, step_entry, table)
 
 
 def corpus(prompts: int) -> Path:
@@ -139,19 +140,15 @@ def main() -> None:
                 label = BARE
                 m = run_measured([sys.executable, __file__, "--bare-run", str(model), str(args.batch_size),
                                   str(args.max_new_tokens), args.device, dtype, str(data)], log=runs / "bare.log")
-                if m.returncode != 0:
-                    raise SystemExit(f"bare loop failed:\n{m.output[-3000:]}")
-                got = json.loads(m.output.strip().splitlines()[-1])
+                got = bare_result(m, "bare loop")
                 inner, tokens = got["generate_seconds"], got["tokens_out"]
             else:
                 label = "curate run (rephrase, transformers backend)"
                 cache = runs / f"cache-{repeat}"  # a fresh request cache: every prompt is generated
                 m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report"],
                                  env={"CURATE_CACHE_DIR": str(cache)}, log=runs / "curate.log")
-                if m.returncode != 0:
-                    raise SystemExit(f"curate run failed:\n{m.output[-3000:]}")
-                step = next(s for s in json.loads((runs / "out" / "manifest.json").read_text())["steps"]
-                            if s["op"] == "rephrase")
+                require_ok(m, "curate run")
+                step = step_entry(runs / "out", "rephrase")
                 inner, tokens = step["seconds"], step["counts"]["tokens_out"]
             results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner, tokens))
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, generate {inner:.1f}s, {tokens} tokens "
@@ -181,7 +178,7 @@ def main() -> None:
     body += table(["run", "wall s", "CPU s (tree)", "generate s", "tokens out", "tokens / generate s",
                    "vs bare"], rows)
     ours = rows[1] if rows[0][0] == BARE else rows[0]
-    emit(args, body, [[f"batched generation (transformers backend) via curate run vs bare generate loop", ours[6], "",
+    emit(args, body, [["batched generation (transformers backend) via curate run vs bare generate loop", ours[6], "",
                        f"{ours[5]} tokens/s; {params / 1e6:.0f}M Llama, batch {args.batch_size}, {args.device}"]])
 
 

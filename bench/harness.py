@@ -6,12 +6,10 @@ run as a subprocess (`python -m curate.cli run ...`), the anchors with their ven
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import platform
 import resource
-import shlex
 import statistics
 import subprocess
 import sys
@@ -207,6 +205,17 @@ def parquet_rows(folder: Path) -> int:
 def require_ok(m: Measured, what: str) -> None:
     if m.returncode != 0:
         raise SystemExit(f"{what} failed (exit {m.returncode}); last output:\n{m.output[-3000:]}")
+
+
+def bare_result(m: Measured, what: str) -> dict:
+    """What a bare baseline run printed last (one JSON line), once it exited 0."""
+    require_ok(m, what)
+    return json.loads(m.output.strip().splitlines()[-1])
+
+
+def step_entry(out: Path, op: str) -> dict:
+    """The manifest entry of the first `op` step of the finished run at `out`."""
+    return next(s for s in json.loads((out / "manifest.json").read_text())["steps"] if s["op"] == op)
 
 
 def table(headers: list[str], rows: list[list]) -> str:

@@ -35,7 +35,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 
 import harness as h
 
