@@ -62,6 +62,9 @@ def run(
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
                                                                   "(host:port, or auto); default: a Ray instance "
                                                                   "started for the run."),
+    work_store: Optional[str] = typer.Option(None, "--work-store", help="With --engine ray: an fsspec URI "
+                                             "(s3://BUCKET/PREFIX, gs://...) through which nodes that do not see "
+                                             "the output directory share the run's work files."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
 ) -> None:
     """Run a recipe, print the per-step funnel and write report.html."""
@@ -71,6 +74,8 @@ def run(
         raise typer.BadParameter(f"'{engine}': choose local or ray", param_hint="--engine")
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
+    if work_store and engine != "ray":
+        raise typer.BadParameter("--work-store is for --engine ray", param_hint="--work-store")
     r = _load(recipe, set_, input, output)
     if resume and _finished(r):
         return
@@ -82,7 +87,7 @@ def run(
     from curate.progress import funnel_table, run_with_progress
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
-                      engine=engine, address=address)
+                      engine=engine, address=address, work_store=work_store)
     manifest = run_with_progress(r, opts, cli_errors.err, checked.sources)
 
     out.print(funnel_table(manifest))

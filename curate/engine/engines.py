@@ -28,14 +28,16 @@ class LocalEngine:
     def model_pool(self, cpu_workers: int) -> ModelPool:
         return ModelPool(self.progress, self.work, cpu_workers)
 
-    def close(self) -> None:
+    def close(self, discard_work: bool = False) -> None:
         pass
 
 
 def make(engine: str, address: str | None, progress: Progress, work: Path, status=lambda message: None,
-         env: list[str] = ()):
+         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()):
     """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
-    the environment variables the recipe's operators read in their workers (Operator.env_vars)."""
+    the environment variables the recipe's operators read in their workers (Operator.env_vars);
+    `store`, `resume`, `inputs`: the Ray engine's work store, whether the run resumes, its
+    input files (ray_executor.RayEngine)."""
     if engine == "ray":
         try:
             from curate.engine.ray_executor import RayEngine
@@ -44,5 +46,5 @@ def make(engine: str, address: str | None, progress: Progress, work: Path, statu
                 raise
             raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
 
-        return RayEngine(address, progress, work, status, env)
+        return RayEngine(address, progress, work, status, env, store, resume, inputs)
     return LocalEngine(progress, work)

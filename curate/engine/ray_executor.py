@@ -6,9 +6,10 @@ operators' `resources` (num_cpus, memory); a model stage runs on an actor pool (
 model loaded once per actor, `teardown()` when the stage ends); `map` work (a fit's or the
 publisher's) runs as Ray tasks. A task lost with its worker or node is run again by Ray
 (`max_retries`, actor restarts): a task writes under temporary names and its done marker last,
-so running it twice gives the same files. Workers read and write the run's `_work/` directly:
-it must be on storage every node sees, at the same path, which `RayEngine` checks on each node
-before anything runs.
+so running it twice gives the same files. Workers read and write the run's `_work/` directly
+where they see it at the same path; with `--work-store URI`, nodes that do not see it share its
+files through an object store instead (work_store.py). `RayEngine` looks from each node before
+anything runs.
 
 Ray is imported here only, so `curate --help` and the local engine never load it.
 """
@@ -17,36 +18,46 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import ray
 
-from curate.engine import worker
+from curate.engine import work_store, worker
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.plan import Stage, Task
 from curate.engine.run_dir import hold_worker_lock
+from curate.engine.work_store import WorkStore
 from curate.engine.worker import Progress, StageContext, run_task_in_worker, teardown_in_worker
 from curate.errors import CurateError
 
 RETRIES = 3  # runs of a task whose worker died, after the first
 PASSED_ENV = ("CURATE_",)  # driver environment the workers get (failpoints in tests, settings)
+STORE_ENV = ("FSSPEC_", "AWS_")  # and with a work store, its settings and credentials
 
 
 class RayEngine:
     """A Ray connection for one run: started here when no address is given (and stopped after),
-    else a connection to the cluster at `address`."""
+    else a connection to the cluster at `address`. `store`: the URI of a work store (for nodes
+    that do not see `work`); `resume`: whether the run resumes (a store then keeps its files);
+    `inputs`: the run's input files, which every node must see."""
 
     def __init__(self, address: str | None, progress: Progress, work: Path, status=lambda message: None,
-                 env: list[str] = ()):
+                 env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()):
         self.progress = progress
-        self.work = work
+        self.status = status
+        self.work = work.resolve()
         self.cwd = os.getcwd()  # relative paths in the recipe mean the same on the workers
+        self.store = WorkStore(store, self.work) if store else None
+        self.session = uuid.uuid4().hex  # names this run's mirrors on blind nodes
+        self.fetched = 0  # files of tasks run on blind nodes, fetched into _work/
         if ray.is_initialized():  # a caller's own connection (a notebook, a test): use it as it is
             self.owned = False
         else:
             # "local": a new instance for the run, even where a cluster runs on this machine
-            context = ray.init(address=address or "local", runtime_env={"env_vars": _worker_env(env)},
+            context = ray.init(address=address or "local",
+                               runtime_env={"env_vars": _worker_env(env, store=self.store is not None)},
                                include_dashboard=None, log_to_driver=False, logging_level="WARNING",
                                configure_logging=address is None)
             self.owned = True
@@ -57,7 +68,12 @@ class RayEngine:
             nodes = [n for n in ray.nodes() if n["Alive"]]
             status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                    f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
-            check_shared(work.resolve(), nodes)
+            self.here = ray.get_runtime_context().get_node_id()
+            if self.store is not None:
+                self.store.start(resume)
+            blind = check_nodes(self.work, nodes, self.store, [os.path.abspath(p) for p in inputs])
+            if blind:
+                status(f"Ray: {len(blind)} of {len(nodes)} nodes share the work files through {store}")
             self.sink = _ProgressSink.remote()
         except BaseException:
             self.close()
@@ -79,45 +95,119 @@ class RayEngine:
         for label, (rows_in, rows_out) in ray.get(self.sink.take.remote()).items():
             self.progress(label, rows_in, rows_out)
 
-    def close(self) -> None:
-        if self.owned:
-            ray.shutdown()
+    def setup(self, threads: int) -> "_Setup":
+        return _Setup(self.sink, self.work, threads, self.cwd, self.store, self.session)
+
+    def before_stage(self, ctx: StageContext, tasks: list[Task]) -> None:
+        """With a store, what the stage's tasks read goes there first: its fitted state, and
+        input shards that no task put there (written before this run used the store)."""
+        if self.store is None:
+            return
+        work_store.publish_shards(self.store, [shard for task in tasks for shard in task.shards])
+        if ctx.stage.global_step is not None:
+            work_store.publish_state(self.store, ctx.work)
+
+    def after_task(self, ctx: StageContext, result: dict) -> dict:
+        """With a store, a task's files come to the run's `_work/` (from wherever it ran)."""
+        if self.store is not None and "failed" not in result:
+            self.fetched += work_store.fetch_task_files(self.store, ctx, result)
+        return result
+
+    def map(self, fn, *iterables) -> list:
+        """`fn` over the items as Ray tasks: on any node, or with a work store on this one, where
+        the fit's files are."""
+        call = _call
+        if self.store is not None:
+            call = _call.options(scheduling_strategy=_on_node(self.here))
+        return [_result(ref) for ref in [call.remote(self.cwd, fn, *args) for args in zip(*iterables)]]
+
+    def close(self, discard_work: bool = False) -> None:
+        """End the connection; with a work store, blind nodes' mirrors go, and with `discard_work`
+        (a finished run without --keep-work) the store's copy of the work files."""
+        if self.store is not None:
+            self.status(f"Ray: fetched {self.fetched} files of tasks on other nodes from the work store")
+        try:
+            if self.store is not None and ray.is_initialized():
+                ray.get([_drop_mirror.options(scheduling_strategy=_on_node(n["NodeID"])).remote(self.work, self.session)
+                         for n in ray.nodes() if n["Alive"]])
+            if discard_work and self.store is not None:
+                self.store.clear()
+        finally:
+            if self.owned:
+                ray.shutdown()
 
 
-def _worker_env(names: list[str] = ()) -> dict[str, str]:
+def _on_node(node: str):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node, soft=False)
+
+
+def _worker_env(names: list[str] = (), store: bool = False) -> dict[str, str]:
     """The environment Ray workers get beyond the node's own: this checkout on the import path
     (where curate is not installed on the nodes, the driver's source tree, if the nodes see it),
-    CURATE_* settings, and the variables the recipe's operators read (`names`, e.g. an API key's:
+    CURATE_* settings, the variables the recipe's operators read (`names`, e.g. an API key's:
     Ray's runtime environment carries them, so on a cluster shared with others set them on the
-    nodes instead)."""
+    nodes instead), and with a work store, its settings (FSSPEC_*, AWS_*)."""
     source = str(Path(worker.__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, **{k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)},
+    passed = PASSED_ENV + (STORE_ENV if store else ())
+    return {"PYTHONPATH": path, **{k: v for k, v in os.environ.items() if k.startswith(passed)},
             **{k: os.environ[k] for k in names if k in os.environ}}
 
 
-def check_shared(work: Path, nodes: list[dict]) -> None:
-    """Every node must see the run's work directory at the same path: a probe file written here is
-    looked for from a task pinned to each node. A node that does not see it is a user error."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
+def check_nodes(work: Path, nodes: list[dict], store: WorkStore | None, inputs: list[str]) -> frozenset[str]:
+    """Look from a task pinned to each node: whether it sees the run's work directory at the same
+    path (a probe file written here), the input files, and the work store where one is given.
+    Returns the nodes that do not see the work directory (they use the store); a node that can
+    work neither way is a user error naming it."""
     probe = work / f"probe-{uuid.uuid4().hex}"
     probe.write_bytes(b"")
     try:
-        seen = ray.get([_sees.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-                        .remote(str(probe)) for n in nodes])
+        if store is not None:
+            store.put(probe)
+        looks = ray.get([_look.options(scheduling_strategy=_on_node(n["NodeID"])).remote(str(probe), inputs, store)
+                         for n in nodes])
     finally:
         probe.unlink()
-    blind = [n["NodeManagerAddress"] for n, ok in zip(nodes, seen) if not ok]
-    if blind:
-        raise CurateError(f"the run directory {work.parent} is not visible from Ray node(s) {', '.join(blind)}: "
-                          f"with --engine ray the output (and input) must be on storage every node sees at the "
-                          f"same path (a shared filesystem such as NFS), as workers write their shards there")
+        if store is not None:
+            store.fs.rm(store.key(probe))
+    blind = [(n, look) for n, look in zip(nodes, looks) if not look["sees_work"]]
+    if blind and store is None:
+        raise CurateError(f"the run directory {work.parent} is not visible from Ray node(s) "
+                          f"{', '.join(n['NodeManagerAddress'] for n, _ in blind)}: with --engine ray the output must "
+                          f"be on storage every node sees at the same path (a shared filesystem such as NFS), as "
+                          f"workers write their shards there, or the nodes share the work files through an object "
+                          f"store: --work-store s3://BUCKET/PREFIX")
+    for n, look in zip(nodes, looks):
+        if look["store_error"]:
+            raise CurateError(f"Ray node {n['NodeManagerAddress']} cannot read the work store {store.uri}: "
+                              f"{look['store_error']}. Every node needs access to it (credentials, endpoint)")
+        if look["missing_inputs"]:
+            first = look["missing_inputs"][0]
+            raise CurateError(f"input file {first} is not visible from Ray node {n['NodeManagerAddress']} "
+                              f"({len(look['missing_inputs'])} of {len(inputs)} input files are not): every node "
+                              f"reads input files at the same path (a shared or replicated read-only location)")
+    return frozenset(n["NodeID"] for n, _ in blind)
 
 
 @ray.remote(num_cpus=0)
-def _sees(path: str) -> bool:
-    return os.path.exists(path)
+def _look(probe: str, inputs: list[str], store: WorkStore | None) -> dict:
+    sees = os.path.exists(probe)
+    store_error = None
+    if store is not None and not sees:
+        try:
+            if store.read_bytes(Path(probe)) is None:
+                store_error = "a file the run put there is not found"
+        except Exception as e:  # any failure of the filesystem: the message says which
+            store_error = f"{type(e).__name__}: {e}"
+    return {"sees_work": sees, "store_error": store_error,
+            "missing_inputs": [p for p in inputs if not os.path.exists(p)]}
+
+
+@ray.remote(num_cpus=0)
+def _drop_mirror(work: Path, session: str) -> None:
+    work_store.drop_mirror(work, session)
 
 
 @ray.remote(num_cpus=0)
@@ -147,33 +237,56 @@ class _SinkQueue:
         self.sink.add.remote(*item)
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What a worker needs of the run besides its task: where progress goes, the work directory,
+    its cores, the driver's working directory (relative paths in a recipe), and the work store
+    and engine session where a store is given (work_store.py)."""
+
+    sink: object
+    work: Path
+    threads: int
+    cwd: str
+    store: WorkStore | None
+    session: str
+
+
 _locked: set[str] = set()
 
 
-def _enter(sink, work: Path, threads: int, cwd: str) -> None:
-    """Ready this worker process for the run's tasks: the driver's working directory (relative
-    paths in a recipe), progress to the run's sink, the run's worker lock held (as the local
-    engine's workers hold it: a resume waits for them), and `threads` cores for Arrow and the
-    numeric libraries."""
-    if os.getcwd() != cwd:
-        os.chdir(cwd)
-    worker._queue = _SinkQueue(sink)
-    if str(work) not in _locked:
-        hold_worker_lock(work)
-        _locked.add(str(work))
-    worker.use_cores(threads)
+def _enter(setup: _Setup) -> bool:
+    """Ready this worker process for the run's tasks: the driver's working directory (where this
+    node has it), progress to the run's sink, the run's worker lock held (as the local engine's
+    workers hold it: a resume waits for them; a blind node's workers write no file the run
+    process reads), and `threads` cores for Arrow and the numeric libraries. Returns whether this
+    node is blind: it does not see the run's `_work/` (whose lock file the live run holds)."""
+    if os.getcwd() != setup.cwd and os.path.isdir(setup.cwd):
+        os.chdir(setup.cwd)
+    worker._queue = _SinkQueue(setup.sink)
+    blind = not (setup.work / "lock").exists()
+    if not blind and str(setup.work) not in _locked:
+        hold_worker_lock(setup.work)
+        _locked.add(str(setup.work))
+    worker.use_cores(setup.threads)
+    return blind
+
+
+def _run_here(setup: _Setup, ctx: StageContext, task: Task) -> dict:
+    blind = _enter(setup)
+    if setup.store is None:  # every node sees _work/
+        return run_task_in_worker(ctx, task)
+    return work_store.run_task(setup.store, ctx, task, blind, setup.session)
 
 
 @ray.remote(max_retries=RETRIES)
-def _run_task(ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd: str) -> dict:
-    _enter(sink, work, threads, cwd)
-    return run_task_in_worker(ctx, task)
+def _run_task(setup: _Setup, ctx: StageContext, task: Task) -> dict:
+    return _run_here(setup, ctx, task)
 
 
 @ray.remote(max_retries=RETRIES)
 def _call(cwd: str, fn, *args):
     """One piece of `map` work (a fit's, the publisher's) on the one CPU a task reserves."""
-    if os.getcwd() != cwd:
+    if os.getcwd() != cwd and os.path.isdir(cwd):
         os.chdir(cwd)
     worker.use_cores(1)
     result = fn(*args)
@@ -197,7 +310,8 @@ class RayExecutor(Executor):
     def run(self, ctx: StageContext, tasks: list[Task], parallel: int) -> list[dict]:
         resources = _stage_resources(ctx.stage)
         remote = _run_task.options(**resources)
-        threads = max(1, int(resources["num_cpus"]))
+        setup = self.engine.setup(max(1, int(resources["num_cpus"])))
+        self.engine.before_stage(ctx, tasks)
         results: list[dict | None] = [None] * len(tasks)
         queued = list(enumerate(tasks))
         running: dict = {}
@@ -205,11 +319,11 @@ class RayExecutor(Executor):
             while queued or running:
                 while queued and len(running) < parallel:
                     i, task = queued.pop(0)
-                    running[remote.remote(ctx, task, self.engine.sink, self.engine.work, threads, self.engine.cwd)] = i
+                    running[remote.remote(setup, ctx, task)] = i
                 done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
                 self.engine.drain()
                 for ref in done:
-                    results[running.pop(ref)] = _result(ref)
+                    results[running.pop(ref)] = self.engine.after_task(ctx, _result(ref))
                     failpoint("task-done")
         except BaseException:
             for ref in running:
@@ -219,7 +333,7 @@ class RayExecutor(Executor):
         return results
 
     def map(self, fn, *iterables) -> list:
-        return [_result(ref) for ref in [_call.remote(self.engine.cwd, fn, *args) for args in zip(*iterables)]]
+        return self.engine.map(fn, *iterables)
 
     def close(self, kill: bool = False) -> None:
         """Nothing of its own to free: Ray's workers belong to the cluster (and go with the engine)."""
@@ -240,9 +354,8 @@ class _ModelWorker:
     """One model actor: the stage's operators (its models) are built once, on its first task,
     and kept for the stage's other tasks (worker.py caches them per process)."""
 
-    def run(self, ctx: StageContext, task: Task, sink, work: Path, threads: int, cwd: str) -> dict:
-        _enter(sink, work, threads, cwd)
-        return run_task_in_worker(ctx, task)
+    def run(self, setup: _Setup, ctx: StageContext, task: Task) -> dict:
+        return _run_here(setup, ctx, task)
 
     def teardown(self, ctx: StageContext) -> None:
         teardown_in_worker(ctx)
@@ -270,6 +383,8 @@ class RayModelPool(Executor):
 
     def run(self, ctx: StageContext, tasks: list[Task], parallel: int) -> list[dict]:
         self.ctx = ctx
+        setup = self.engine.setup(self.threads)
+        self.engine.before_stage(ctx, tasks)
         results: list[dict | None] = [None] * len(tasks)
         queued = list(range(len(tasks)))
         running: dict = {}
@@ -277,14 +392,13 @@ class RayModelPool(Executor):
         while queued or running:
             while queued and free:
                 i, actor = queued.pop(0), free.pop(0)
-                running[actor.run.remote(ctx, tasks[i], self.engine.sink, self.engine.work, self.threads,
-                                         self.engine.cwd)] = (i, actor)
+                running[actor.run.remote(setup, ctx, tasks[i])] = (i, actor)
             done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
             self.engine.drain()
             for ref in done:
                 i, actor = running.pop(ref)
                 try:
-                    results[i] = _result(ref)
+                    results[i] = self.engine.after_task(ctx, _result(ref))
                     failpoint("task-done")
                 except ray.exceptions.RayActorError as e:  # died more often than Ray restarts it
                     results[i] = {"failed": f"the model actor died on this task {RETRIES + 1} times ({e})"}
@@ -293,7 +407,7 @@ class RayModelPool(Executor):
         return results
 
     def map(self, fn, *iterables) -> list:
-        return [_result(ref) for ref in [_call.remote(self.engine.cwd, fn, *args) for args in zip(*iterables)]]
+        return self.engine.map(fn, *iterables)
 
     def close(self, kill: bool = False) -> None:
         if not kill and self.ctx is not None:  # free models and GPU memory in each actor

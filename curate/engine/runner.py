@@ -60,6 +60,7 @@ class RunOptions:
     model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
     engine: str = "local"  # what runs the tasks: "local" processes or "ray" (engines.py)
     address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
+    work_store: str | None = None  # with engine "ray": an fsspec URI for nodes that do not see _work/
 
 
 @dataclass
@@ -141,6 +142,10 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         sources = preflight.check(recipe).sources
     if recipe.output.upload:
         output_formats.remote_fs(recipe.output.upload)
+    if opts.work_store:
+        if opts.engine != "ray":
+            raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
+        output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     created_out = not out.exists()
     lock, finished = open_run_dir(out, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
@@ -171,15 +176,22 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
 
 def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, sources: list,
          started: float) -> dict:
+    # Absolute, so that a path in a task or in a fitted state names the same file in a worker
+    # started elsewhere (a Ray node's, whatever its working directory).
+    out, work = out.absolute(), work.absolute()
     the_plan = plan.make(recipe.steps, sources, opts.limit)
     env = sorted({name for step in recipe.steps for name in step.op_class.env_vars(step.params)})
-    engine = engines.make(opts.engine, opts.address, reporter.rows, work, reporter.status, env)
+    engine = engines.make(opts.engine, opts.address, reporter.rows, work, reporter.status, env, opts.work_store,
+                          opts.resume, [s.path for s in sources])
     workers = opts.workers or engine.cores
     try:
         pool: Executor = engine.cpu_executor(workers)
-        return _run_stages(recipe, opts, reporter, out, work, started, the_plan, engine, pool, workers)
-    finally:
+        manifest = _run_stages(recipe, opts, reporter, out, work, started, the_plan, engine, pool, workers)
+    except BaseException:
         engine.close()
+        raise
+    engine.close(discard_work=not opts.keep_work)  # the work files are gone from _work/ too
+    return manifest
 
 
 def _run_stages(recipe: Recipe, opts: RunOptions, reporter: Reporter, out: Path, work: Path, started: float,

@@ -64,8 +64,8 @@ def stage_dir(work: Path, stage: int) -> Path:
     return work / f"stage-{stage}"
 
 
-def done_path(ctx: StageContext, task: Task) -> Path:
-    return ctx.work / "done" / f"{task.name}.json"
+def done_path(ctx: StageContext, task_name: str) -> Path:
+    return ctx.work / "done" / f"{task_name}.json"
 
 
 def _operators_for(ctx: StageContext) -> list[Operator]:
@@ -148,6 +148,10 @@ class Traces:
     def close(self) -> None:
         for w in self.writers.values():
             w.close()
+
+    def files(self) -> list[str]:
+        """The shards written, as `<step>/<name>` under the stage's trace directory."""
+        return [f"{label}/{p.name}" for label, w in self.writers.items() for p in w.paths]
 
     def abort(self) -> None:
         for w in self.writers.values():
@@ -431,7 +435,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
 
     With `failure` (the error of a worker that died on this task twice), its rows are not
     processed but traced at the stage's first step with that error, so none is lost."""
-    marker = done_path(ctx, task)
+    marker = done_path(ctx, task.name)
     if marker.is_file():
         return json.loads(marker.read_text())
     ops = _operators_for(ctx) if failure is None else []  # a failed task loads no model
@@ -477,7 +481,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         raise
     for step in steps:  # steps that saw no rows still report zeros
         stats.setdefault(step.label, StepStats())
-    result = {"task": task.name, "shards": [p.name for p in data.paths],
+    result = {"task": task.name, "shards": [p.name for p in data.paths], "traces": traces.files(),
               "stats": {label: asdict(s) for label, s in stats.items()}}
     if sides:  # beside the marker, written before it: a resumed run merges the same summaries
         result["metrics"] = f"{task.name}.pkl"

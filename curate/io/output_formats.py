@@ -76,18 +76,19 @@ def convert(staging: Path, fmt: str, compression: str | None, run_map) -> None:
         (staging / "dataset_info.json").write_text(json.dumps({"description": "written by curate"}))
 
 
-def remote_fs(uri: str):
-    """The fsspec filesystem and root path of `uri`; a clear error when it cannot be opened
-    (checked before a run starts, so a typo does not surface after hours of work)."""
+def remote_fs(uri: str, what: str = "output.upload"):
+    """The fsspec filesystem and root path of `uri`; a clear error naming `what` (the setting)
+    when it cannot be opened (checked before a run starts, so a typo does not surface after
+    hours of work)."""
     try:
         import fsspec
     except ImportError:
-        raise CurateError("output.upload needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// "
+        raise CurateError(f"{what} needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// "
                           "or gcsfs for gs://") from None
     try:
         fs, root = fsspec.core.url_to_fs(uri)
     except (ImportError, ValueError) as e:
-        raise CurateError(f"output.upload: cannot open {uri}: {e}") from None
+        raise CurateError(f"{what}: cannot open {uri}: {e}") from None
     return fs, root.rstrip("/")
 
 

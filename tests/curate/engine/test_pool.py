@@ -33,11 +33,12 @@ def fake_model(monkeypatch):
     registry.catalog.cache_clear()
 
 
-def load(tmp_path, out, files=3):
+def load(tmp_path, out, files=3, output=None):
+    """The recipe of these tests, writing to tmp_path/out (or `output`), and its model's log directory."""
     log = tmp_path / f"log-{out}"
     log.mkdir()
     inp = corpus(tmp_path / "in", files=files)
-    text = f"input: {{path: '{inp}', batch_rows: 50}}\noutput: {{path: '{tmp_path / out}'}}\n" + STEPS.format(log=log)
+    text = f"input: {{path: '{inp}', batch_rows: 50}}\noutput: {{path: '{output or tmp_path / out}'}}\n" + STEPS.format(log=log)
     return recipe.load(text=text), log
 
 

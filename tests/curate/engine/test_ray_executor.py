@@ -13,6 +13,8 @@ import hashlib
 import importlib.util
 import os
 import random
+import re
+import shutil
 import signal
 import sys
 import threading
@@ -296,3 +298,151 @@ def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_p
     monkeypatch.delitem(sys.modules, "curate.engine.ray_executor", raising=False)
     with pytest.raises(CurateError, match=r"pip install 'curate\[ray\]'"):
         engines.make("ray", None, lambda *a: None, tmp_path)
+
+
+# --- nodes that do not see the output directory: the work files through an object store ---
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    from tests.curate.io.test_output_formats import _free_port
+
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_store(moto_endpoint, monkeypatch, request):
+    """A fresh bucket on the moto server; its URI. The settings reach the Ray workers as a user's
+    would: AWS_* and FSSPEC_* variables in the driver's environment."""
+    import boto3
+    import fsspec.config
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+                 "FSSPEC_S3_ENDPOINT_URL": moto_endpoint}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": moto_endpoint})  # fsspec read its env already
+    bucket = f"work-{request.node.name.lower().replace('_', '-')[:40]}-{os.getpid()}".strip("-")
+    boto3.client("s3", endpoint_url=moto_endpoint).create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/runs/one"
+
+
+def _store_keys(uri: str) -> list[str]:
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(uri)
+    fs.invalidate_cache()
+    return [k.removeprefix(root + "/") for k in fs.find(root)] if fs.exists(root) else []
+
+
+def _private(cluster) -> Path:
+    if cluster.private is None:
+        pytest.skip("needs root and unshare to give the worker node storage of its own")
+    return cluster.private
+
+
+@pytest.mark.parametrize("name", ["near-dedup", "text-pruning"])
+def test_a_node_that_cannot_see_the_run_directory_shares_the_work_files_through_s3(name, cluster, ray_env, cli,
+                                                                                   tmp_path, monkeypatch, request,
+                                                                                   s3_store):
+    """The output lies where the worker node cannot see it: tasks there fetch their shards and the
+    fitted states (with the files they name) from the store and put their files there; the bytes
+    are the local engine's, and the store and the node's mirror are emptied after."""
+    private = _private(cluster)
+    args = recipe_args(name, tmp_path, cli, monkeypatch, request)
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    out = private / f"{name}-{os.getpid()}"
+    try:
+        on_ray = cli("run", recipe, *args, "--output", out, "--engine", "ray", "--address", cluster.address,
+                     "--work-store", s3_store)
+        assert on_ray.exit_code == 0, on_ray.output
+        assert "1 of 2 nodes share the work files through" in on_ray.output
+        fetched = int(re.search(r"fetched (\d+) files", on_ray.output).group(1))
+        assert fetched > 0  # tasks ran on the node that does not see the output
+        assert digest(out) == digest(tmp_path / "local")
+        assert _store_keys(s3_store) == []  # a finished run's work files are gone from the store too
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_ray_worker_killed_mid_task_on_a_work_store_run_changes_nothing(cluster, ray_env, tmp_path, monkeypatch,
+                                                                         s3_store):
+    """As above, with a worker killed at its second batch and the output where one node cannot see it."""
+    from tests.curate.engine import test_pool
+
+    private = _private(cluster)
+    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
+    registry.catalog.cache_clear()
+    local, _ = test_pool.load(tmp_path, "local")
+    run(local, RunOptions(workers=2))
+    killed, _ = test_pool.load(tmp_path, "killed", output=private / f"killed-{os.getpid()}")
+    once = tmp_path / "fired"
+    monkeypatch.setenv("CURATE_FAILPOINT", "task-batch@2")
+    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
+    found: list[int] = []
+    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
+    killer.start()
+    try:
+        run(killed, RunOptions(engine="ray", address=cluster.address, work_store=s3_store))
+        assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
+        assert digest(Path(killed.output.path)) == digest(tmp_path / "local")
+    finally:
+        killer.join()
+        registry.catalog.cache_clear()
+        shutil.rmtree(private / f"killed-{os.getpid()}", ignore_errors=True)
+
+
+def test_a_work_store_run_killed_after_its_first_stage_resumes_to_the_same_bytes(cluster, ray_env, cli, tmp_path,
+                                                                                s3_store):
+    """The run process is killed once the first stage is done (its tasks' files in the store, on
+    either node); --resume finds them there and in _work/ and gives the local engine's bytes."""
+    from tests.curate.engine import faultkit
+
+    private = _private(cluster)
+    args = _demo_args(tmp_path)
+    recipe = RECIPES / "near-dedup.yaml"
+    assert cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2").exit_code == 0
+    out = private / f"resumed-{os.getpid()}"
+    ray_args = [*args, "--output", str(out), "--engine", "ray", "--address", cluster.address, "--work-store", s3_store]
+    try:
+        proc = faultkit.start(recipe, *ray_args, failpoint="stage-done")
+        assert faultkit.wait_for_failpoint(proc), proc.stderr.read().decode()[-3000:]
+        faultkit.kill(proc, whole_group=True)
+        proc.wait()
+        assert any(k.startswith("stage-0/done/") for k in _store_keys(s3_store))
+        res = cli("run", recipe, *ray_args, "--resume")
+        assert res.exit_code == 0, res.output
+        assert digest(out) == digest(tmp_path / "local")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_work_store_holding_other_files_is_refused_and_kept(cluster, ray_env, cli, tmp_path, s3_store):
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(s3_store)
+    fs.pipe_file(f"{root}/precious.txt", b"not curate's")
+    res = cli("run", RECIPES / "quickstart.yaml", *_demo_args(tmp_path, docs=50), "--output", tmp_path / "out",
+              "--engine", "ray", "--address", cluster.address, "--work-store", s3_store)
+    assert res.exit_code == 2, res.output
+    assert "not a curate run's work files" in res.output
+    assert fs.cat_file(f"{root}/precious.txt") == b"not curate's"
+    assert not (tmp_path / "out").exists()
+
+
+def test_work_store_options_are_checked(cli, tmp_path):
+    recipe = RECIPES / "quickstart.yaml"
+    res = cli("run", recipe, "--work-store", "s3://bucket/x")
+    assert res.exit_code == 2 and "--work-store is for --engine ray" in res.output
+    res = cli("run", recipe, *_demo_args(tmp_path, docs=50), "--output", tmp_path / "out", "--engine", "ray",
+              "--work-store", "nosuchfs://bucket/x")
+    assert res.exit_code == 2 and "--work-store: cannot open nosuchfs://bucket/x" in res.output
+    assert not (tmp_path / "out").exists()

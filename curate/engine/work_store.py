@@ -1,0 +1,255 @@
+"""A run's work files on an object store, for Ray nodes that share no filesystem with the
+`curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem).
+
+The run process keeps `_work/` on its own disk as always: the runner reads it and --resume
+finds it there. The store holds a copy of what crosses nodes, under the same relative names:
+  - each task's files (data shards, trace shards, its metrics summary) and then its done
+    marker, put there by the task wherever it ran: a marker in the store means its files are;
+  - a fitted stage's `state.pkl` and the files under `fit/` that the state names (a dedup's
+    decisions, a selection's arrays), put there by the run process before the stage's tasks.
+A node that does not see `_work/` (a "blind" node, found by the Ray engine's probe) keeps a
+mirror of it at the same path, so that every path in a task and in a fitted state names the
+same file on every node; a task there fetches what it reads before it runs. The run process
+fetches each finished task's files into `_work/`. A fit's own pieces run on the run process's
+node, where the fit's files are.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pickle
+import posixpath
+import shutil
+import uuid
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from curate.engine.worker import StageContext, Task, done_path, metrics_path, run_task_in_worker
+from curate.errors import CurateError
+from curate.io.output_formats import remote_fs
+
+STATE_FILES = "state-files.json"  # beside state.pkl: the files under fit/ the state names
+MIRROR_TAG = "mirror-of"  # in a blind node's mirror: the engine session it belongs to
+MIRROR_LOCK = "mirror.lock"
+
+
+class WorkStore:
+    """`_work/` (at the absolute path `work`) copied file by file under `uri`."""
+
+    def __init__(self, uri: str, work: Path):
+        self.uri = uri
+        self.work = Path(work)
+        self.fs, self.root = remote_fs(uri, "--work-store")
+
+    def key(self, path: Path) -> str:
+        return f"{self.root}/{Path(path).relative_to(self.work).as_posix()}"
+
+    def put(self, path: Path) -> None:
+        key = self.key(path)
+        self.fs.makedirs(posixpath.dirname(key), exist_ok=True)
+        self.fs.put_file(str(path), key)
+
+    def put_bytes(self, path: Path, data: bytes) -> None:
+        key = self.key(path)
+        self.fs.makedirs(posixpath.dirname(key), exist_ok=True)
+        self.fs.pipe_file(key, data)
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        try:
+            return self.fs.cat_file(self.key(path))
+        except FileNotFoundError:
+            return None
+
+    def read_json(self, path: Path):
+        """The JSON file at `path`, or None when it is not there (or was cut short)."""
+        data = self.read_bytes(path)
+        try:
+            return None if data is None else json.loads(data)
+        except ValueError:
+            return None
+
+    def size(self, path: Path) -> int | None:
+        self.fs.invalidate_cache()  # other processes write here: no listing of ours is current
+        try:
+            return self.fs.size(self.key(path))
+        except FileNotFoundError:
+            return None
+
+    def fetch(self, path: Path) -> bool:
+        """`path` from the store, unless it is here already (False); it appears under its name
+        only whole."""
+        path = Path(path)
+        if path.exists():
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.fetch-{uuid.uuid4().hex}")
+        try:
+            self.fs.get_file(self.key(path), str(part))
+            os.replace(part, path)
+            return True
+        except FileNotFoundError:
+            raise CurateError(f"{self.uri}: {self.key(path)} is missing from the work store (was it emptied "
+                              f"during the run?); continue with --resume") from None
+        finally:
+            part.unlink(missing_ok=True)
+
+    def start(self, resume: bool) -> None:
+        """Ready the store for a run whose `_work/run.json` is written: a fresh run empties it,
+        a resume keeps what an earlier attempt of the same run put there. Only a store holding
+        curate's work files (or nothing) is ever emptied."""
+        run = self.work / "run.json"
+        before = self.read_bytes(run)
+        if resume and before == run.read_bytes():
+            return
+        if before is None and self.fs.exists(self.root) and self.fs.ls(self.root):
+            raise CurateError(f"--work-store {self.uri} holds files that are not a curate run's work files; "
+                              f"give an empty location (curate empties it at each fresh run)")
+        self.clear()
+        self.put(run)
+
+    def clear(self) -> None:
+        if self.fs.exists(self.root):
+            self.fs.rm(self.root, recursive=True)
+
+
+def task_files(ctx: StageContext, result: dict) -> list[Path]:
+    """What a finished task wrote under the stage's directory, its done marker last."""
+    files = [ctx.work / "data" / name for name in result["shards"]]
+    files += [ctx.work / "trace" / name for name in result.get("traces", [])]
+    if "metrics" in result:
+        files.append(metrics_path(ctx, result["metrics"]))
+    return files + [done_path(ctx, result["task"])]
+
+
+def run_task(store: WorkStore, ctx: StageContext, task: Task, blind: bool, session: str) -> dict:
+    """Run `task` on this node, its files shared through `store`. Done already (its marker is
+    in the store): its result. On a blind node, the files it reads are fetched first."""
+    done = store.read_json(done_path(ctx, task.name))
+    if done is not None:
+        return done
+    if blind:
+        mirror(store.work, session)
+        for shard in task.shards:
+            store.fetch(shard)
+        if ctx.stage.global_step is not None:
+            fetch_state(store, ctx.work)
+    result = run_task_in_worker(ctx, task)
+    for path in task_files(ctx, result):
+        store.put(path)
+    return result
+
+
+def fetch_task_files(store: WorkStore, ctx: StageContext, result: dict) -> int:
+    """A finished task's files into the run process's `_work/` (where it ran elsewhere); how many
+    were not there."""
+    return sum(store.fetch(path) for path in task_files(ctx, result))
+
+
+def publish_shards(store: WorkStore, shards: list[Path]) -> None:
+    """Input shards of a stage that are not in the store go there (their tasks ran before this
+    run used a store, or on a node that sees `_work/` in an attempt without one)."""
+    for directory in sorted({Path(s).parent for s in shards}):
+        store.fs.invalidate_cache()
+        try:
+            there = {posixpath.basename(k) for k in store.fs.ls(store.key(directory), detail=False)}
+        except FileNotFoundError:
+            there = set()
+        for shard in shards:
+            if Path(shard).parent == directory and Path(shard).name not in there:
+                store.put(Path(shard))
+
+
+def publish_state(store: WorkStore, stage_work: Path) -> None:
+    """A fitted stage's state into the store, with the files it names, state.pkl last; nothing
+    to do when an earlier attempt put it there whole."""
+    state = stage_work / "state.pkl"
+    if store.size(state) == state.stat().st_size:
+        return
+    files = referenced_files(pickle.loads(state.read_bytes()), stage_work / "fit")
+    for path in files:
+        store.put(path)
+    store.put_bytes(stage_work / STATE_FILES, json.dumps([str(p.relative_to(store.work)) for p in files]).encode())
+    store.put(state)
+
+
+def fetch_state(store: WorkStore, stage_work: Path) -> None:
+    """The stage's state and its files on this node; state.pkl last, so its presence means all."""
+    state = stage_work / "state.pkl"
+    if state.exists():
+        return
+    for name in store.read_json(stage_work / STATE_FILES) or []:
+        store.fetch(store.work / name)
+    store.fetch(state)
+
+
+def referenced_files(state, root: Path) -> list[Path]:
+    """The files under `root` that `state` names by path (str or Path) in its fields, at any
+    depth; a named directory brings the files in it."""
+    found: set[Path] = set()
+    seen: set[int] = set()
+
+    def walk(x, depth: int) -> None:
+        if depth > 10 or id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, (str, Path)):
+            p = Path(x) if len(str(x)) < 4096 else None
+            if p is not None and p.is_absolute() and p.is_relative_to(root):
+                found.update([p] if p.is_file() else (f for f in p.rglob("*") if f.is_file()))
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v, depth + 1)
+        elif isinstance(x, (list, tuple, set, frozenset)):
+            for v in x:
+                walk(v, depth + 1)
+        elif is_dataclass(x):
+            for f in fields(x):
+                walk(getattr(x, f.name), depth + 1)
+        elif hasattr(x, "__dict__"):
+            for v in vars(x).values():
+                walk(v, depth + 1)
+
+    walk(state, 0)
+    return sorted(found)
+
+
+_mirrored: set[tuple[str, str]] = set()
+
+
+def mirror(work: Path, session: str) -> None:
+    """Make `work` on this (blind) node this engine session's mirror: created where missing; a
+    mirror of another session (a run killed before its cleanup) is emptied first. A directory
+    there that is no mirror (another run's `_work/` on this node's own disk) is left alone."""
+    if (str(work), session) in _mirrored:
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    fd = os.open(work / MIRROR_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the node's other workers wait while one empties it
+        tag = work / MIRROR_TAG
+        if not tag.exists() or tag.read_text() != session:
+            others = [p for p in work.iterdir() if p.name not in (MIRROR_LOCK, MIRROR_TAG)]
+            if others and not tag.exists():
+                raise CurateError(f"{work} on this Ray node holds files of its own (another run's work directory?); "
+                                  f"curate mirrors the run's work files there on nodes that do not see the output "
+                                  f"directory: choose another --output")
+            for p in others:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+            tag.write_text(session)
+    finally:
+        os.close(fd)
+    _mirrored.add((str(work), session))
+
+
+def drop_mirror(work: Path, session: str) -> None:
+    """Remove this node's mirror of `work` (if it is this session's), and the output directory
+    above it if that is left empty."""
+    tag = work / MIRROR_TAG
+    if tag.exists() and tag.read_text() == session:
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            work.parent.rmdir()
+        except OSError:
+            pass

@@ -1,0 +1,147 @@
+"""The work store (`--work-store URI`) on a local fsspec filesystem: what a fitted state takes
+with it, when a store is emptied or kept, whole-file fetches, and blind nodes' mirrors. The
+Ray tests (test_ray_executor.py) run it across nodes on S3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fsspec")
+
+from curate.engine import work_store  # noqa: E402
+from curate.engine.work_store import WorkStore, drop_mirror, mirror, referenced_files  # noqa: E402
+from curate.errors import CurateError  # noqa: E402
+
+
+@dataclass
+class Decisions:
+    path: str
+    removed: int
+
+
+class Selection:
+    def __init__(self, arrays: dict):
+        self.arrays = arrays
+
+
+def _store(tmp_path: Path) -> tuple[WorkStore, Path]:
+    work = tmp_path / "out" / "_work"
+    work.mkdir(parents=True)
+    (work / "run.json").write_text('{"recipe": "a"}')
+    return WorkStore(f"file://{tmp_path / 'store'}", work), work
+
+
+def test_a_state_takes_the_files_it_names_under_the_fit_directory(tmp_path):
+    fit = tmp_path / "stage-1" / "fit"
+    (fit / "parts").mkdir(parents=True)
+    for name in ("decisions.parquet", "scores.npy", "parts/a.parquet", "parts/b.parquet", "unnamed.bin"):
+        (fit / name).write_bytes(b"x")
+    (tmp_path / "outside.npy").write_bytes(b"x")
+    state = [Decisions(str(fit / "decisions.parquet"), 3),
+             Selection({"scores": fit / "scores.npy", "parts": (str(fit / "parts"),), "n": 5,
+                        "gone": str(fit / "missing.npy"), "other": str(tmp_path / "outside.npy"),
+                        "text": "a decisions.parquet line"})]
+    state.append(state)  # a cycle is walked once
+    assert referenced_files(state, fit) == [fit / "decisions.parquet", fit / "parts" / "a.parquet",
+                                            fit / "parts" / "b.parquet", fit / "scores.npy"]
+
+
+def test_a_fresh_run_empties_a_store_of_curate_work_files_and_a_resume_keeps_them(tmp_path):
+    store, work = _store(tmp_path)
+    store.start(resume=False)
+    (work / "stage-0" / "done").mkdir(parents=True)
+    (work / "stage-0" / "done" / "t0.json").write_text("{}")
+    store.put(work / "stage-0" / "done" / "t0.json")
+    store.start(resume=True)  # the same run: kept
+    assert store.read_json(work / "stage-0" / "done" / "t0.json") == {}
+    (work / "run.json").write_text('{"recipe": "b"}')
+    store.start(resume=True)  # another run's files: a resume does not take them
+    assert store.read_json(work / "stage-0" / "done" / "t0.json") is None
+    store.put(work / "stage-0" / "done" / "t0.json")
+    store.start(resume=False)  # a fresh run starts from nothing
+    assert store.read_json(work / "stage-0" / "done" / "t0.json") is None
+    assert store.read_bytes(work / "run.json") == b'{"recipe": "b"}'
+
+
+def test_a_store_holding_other_files_is_refused_and_left_alone(tmp_path):
+    store, work = _store(tmp_path)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "precious.csv").write_text("a,b\n")
+    with pytest.raises(CurateError, match="not a curate run's work files"):
+        store.start(resume=False)
+    assert (tmp_path / "store" / "precious.csv").read_text() == "a,b\n"
+
+
+def test_a_fetch_writes_whole_files_and_never_replaces_one_here(tmp_path):
+    store, work = _store(tmp_path)
+    shard = work / "stage-0" / "data" / "t0-00000.parquet"
+    shard.parent.mkdir(parents=True)
+    shard.write_bytes(b"stored")
+    store.put(shard)
+    shard.unlink()
+    assert store.fetch(shard) and shard.read_bytes() == b"stored"
+    shard.write_bytes(b"here")
+    assert not store.fetch(shard) and shard.read_bytes() == b"here"
+    missing = work / "stage-0" / "data" / "t1-00000.parquet"
+    with pytest.raises(CurateError, match="missing from the work store"):
+        store.fetch(missing)
+    assert sorted(p.name for p in shard.parent.iterdir()) == ["t0-00000.parquet"]  # no part file left
+
+
+def test_a_cut_short_marker_reads_as_not_done(tmp_path):
+    store, work = _store(tmp_path)
+    store.put_bytes(work / "stage-0" / "done" / "t0.json", b'{"task": "t0", "sha')
+    assert store.read_json(work / "stage-0" / "done" / "t0.json") is None
+
+
+def test_a_published_state_arrives_on_a_blind_node_with_its_files(tmp_path):
+    import pickle
+
+    store, work = _store(tmp_path)
+    stage = work / "stage-1"
+    (stage / "fit").mkdir(parents=True)
+    (stage / "fit" / "decisions.parquet").write_bytes(b"removed rows")
+    (stage / "state.pkl").write_bytes(pickle.dumps(Decisions(str(stage / "fit" / "decisions.parquet"), 1)))
+    work_store.publish_state(store, stage)
+    blind = WorkStore(store.uri, work)  # another node: the same path, nothing there yet
+    for p in ((stage / "fit" / "decisions.parquet"), (stage / "state.pkl")):
+        p.rename(p.with_name(p.name + ".driver"))
+    work_store.fetch_state(blind, stage)
+    assert (stage / "fit" / "decisions.parquet").read_bytes() == b"removed rows"
+    assert pickle.loads((stage / "state.pkl").read_bytes()).removed == 1
+
+
+def test_a_mirror_belongs_to_one_session_and_never_takes_over_a_directory_of_its_own(tmp_path):
+    work = tmp_path / "out" / "_work"
+    mirror(work, "s1")
+    (work / "stage-0").mkdir()
+    work_store._mirrored.clear()  # a new worker process
+    mirror(work, "s2")  # a killed session's mirror: emptied
+    assert not (work / "stage-0").exists()
+    drop_mirror(work, "s1")  # not its session's: left
+    assert work.exists()
+    drop_mirror(work, "s2")
+    assert not (tmp_path / "out").exists()  # the output directory it made, empty, goes too
+
+    other = tmp_path / "other" / "_work"
+    other.mkdir(parents=True)
+    (other / "run.json").write_text("{}")
+    with pytest.raises(CurateError, match="holds files of its own"):
+        mirror(other, "s3")
+    assert (other / "run.json").exists()
+
+
+def test_input_shards_no_task_put_in_the_store_are_put_there_before_the_stage(tmp_path):
+    store, work = _store(tmp_path)
+    data = work / "stage-0" / "data"
+    data.mkdir(parents=True)
+    shards = [data / f"t{i}-00000.parquet" for i in range(3)]
+    for i, shard in enumerate(shards):
+        shard.write_bytes(b"shard %d" % i)
+    store.put(shards[0])
+    store.put_bytes(shards[1], b"put by its task")  # there already: not put again
+    work_store.publish_shards(store, shards)
+    assert [store.read_bytes(s) for s in shards] == [b"shard 0", b"put by its task", b"shard 2"]
