@@ -124,7 +124,7 @@ class RayEngine:
     def close(self, discard_work: bool = False) -> None:
         """End the connection; with a work store, blind nodes' mirrors go, and with `discard_work`
         (a finished run without --keep-work) the store's copy of the work files."""
-        if self.store is not None:
+        if self.fetched:
             self.status(f"Ray: fetched {self.fetched} files of tasks on other nodes from the work store")
         try:
             if self.store is not None and ray.is_initialized():
