@@ -34,20 +34,15 @@ import harness as h
 from ray_bench import RECIPE, ClusterCpu, digest
 
 sys.path.insert(0, str(h.REPO))
+from tests.conftest import free_port  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Moto:
     """A moto S3 server as a subprocess, with a bucket; its CPU seconds so far from /proc."""
 
     def __init__(self):
-        self.port = _free_port()
+        self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ def write_jsonl(path: Path, rows: list[dict], compress: bool | None = None) -> P
         data = gzip.compress(data, mtime=0)
     path.write_bytes(data)
     return path
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (for servers the tests start: Ray nodes, moto S3)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def write_recipe(path: Path, text: str) -> Path:

@@ -109,7 +109,7 @@ class RayEngine:
 
     def after_task(self, ctx: StageContext, result: dict) -> dict:
         """With a store, a task's files come to the run's `_work/` (from wherever it ran)."""
-        if self.store is not None and "failed" not in result:
+        if self.store is not None:
             self.fetched += work_store.fetch_task_files(self.store, ctx, result)
         return result
 
@@ -260,8 +260,7 @@ def _enter(setup: _Setup) -> bool:
     workers hold it: a resume waits for them; a blind node's workers write no file the run
     process reads), and `threads` cores for Arrow and the numeric libraries. Returns whether this
     node is blind: it does not see the run's `_work/` (whose lock file the live run holds)."""
-    if os.getcwd() != setup.cwd and os.path.isdir(setup.cwd):
-        os.chdir(setup.cwd)
+    _to_cwd(setup.cwd)
     worker._queue = _SinkQueue(setup.sink)
     blind = not (setup.work / "lock").exists()
     if not blind and str(setup.work) not in _locked:
@@ -269,6 +268,12 @@ def _enter(setup: _Setup) -> bool:
         _locked.add(str(setup.work))
     worker.use_cores(setup.threads)
     return blind
+
+
+def _to_cwd(cwd: str) -> None:
+    """The `curate run` process's working directory, where this node has it (relative paths)."""
+    if os.getcwd() != cwd and os.path.isdir(cwd):
+        os.chdir(cwd)
 
 
 def _run_here(setup: _Setup, ctx: StageContext, task: Task) -> dict:
@@ -286,8 +291,7 @@ def _run_task(setup: _Setup, ctx: StageContext, task: Task) -> dict:
 @ray.remote(max_retries=RETRIES)
 def _call(cwd: str, fn, *args):
     """One piece of `map` work (a fit's, the publisher's) on the one CPU a task reserves."""
-    if os.getcwd() != cwd and os.path.isdir(cwd):
-        os.chdir(cwd)
+    _to_cwd(cwd)
     worker.use_cores(1)
     result = fn(*args)
     failpoint("map-piece")  # its files written, its result not delivered: a retry must redo it alike

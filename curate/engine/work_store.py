@@ -47,14 +47,23 @@ class WorkStore:
         return f"{self.root}/{Path(path).relative_to(self.work).as_posix()}"
 
     def put(self, path: Path) -> None:
-        key = self.key(path)
-        self.fs.makedirs(posixpath.dirname(key), exist_ok=True)
-        self.fs.put_file(str(path), key)
+        self.fs.put_file(str(path), self._key_in_made_dir(path))
 
     def put_bytes(self, path: Path, data: bytes) -> None:
+        self.fs.pipe_file(self._key_in_made_dir(path), data)
+
+    def _key_in_made_dir(self, path: Path) -> str:
         key = self.key(path)
         self.fs.makedirs(posixpath.dirname(key), exist_ok=True)
-        self.fs.pipe_file(key, data)
+        return key
+
+    def names(self, directory: Path) -> set[str]:
+        """The file names in `directory` of the store, as it is now."""
+        self.fs.invalidate_cache()  # other processes write here: no listing of ours is current
+        try:
+            return {posixpath.basename(k) for k in self.fs.ls(self.key(directory), detail=False)}
+        except FileNotFoundError:
+            return set()
 
     def read_bytes(self, path: Path) -> bytes | None:
         try:
@@ -150,15 +159,12 @@ def fetch_task_files(store: WorkStore, ctx: StageContext, result: dict) -> int:
 def publish_shards(store: WorkStore, shards: list[Path]) -> None:
     """Input shards of a stage that are not in the store go there (their tasks ran before this
     run used a store, or on a node that sees `_work/` in an attempt without one)."""
-    for directory in sorted({Path(s).parent for s in shards}):
-        store.fs.invalidate_cache()
-        try:
-            there = {posixpath.basename(k) for k in store.fs.ls(store.key(directory), detail=False)}
-        except FileNotFoundError:
-            there = set()
-        for shard in shards:
-            if Path(shard).parent == directory and Path(shard).name not in there:
-                store.put(Path(shard))
+    listed: dict[Path, set[str]] = {}
+    for shard in map(Path, shards):
+        if shard.parent not in listed:
+            listed[shard.parent] = store.names(shard.parent)
+        if shard.name not in listed[shard.parent]:
+            store.put(shard)
 
 
 def publish_state(store: WorkStore, stage_work: Path) -> None:

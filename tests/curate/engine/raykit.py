@@ -12,22 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from tests.conftest import free_port
 from tests.curate.engine.faultkit import REPO, alive, descendants
 
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -44,10 +38,10 @@ class Cluster:
         """A head node with cpus[0] CPUs, then a worker node for each further entry."""
         import ray
 
-        port = _free_port()
+        port = free_port()
         self.address = f"127.0.0.1:{port}"
-        self._node(["--head", f"--port={port}", f"--ray-client-server-port={_free_port()}",
-                    f"--dashboard-port={_free_port()}", "--include-dashboard=false"], "head", cpus[0])
+        self._node(["--head", f"--port={port}", f"--ray-client-server-port={free_port()}",
+                    f"--dashboard-port={free_port()}", "--include-dashboard=false"], "head", cpus[0])
         if private_worker and os.geteuid() == 0 and shutil.which("unshare"):
             self.private = self.temp / "private"
             self.private.mkdir()
@@ -64,7 +58,7 @@ class Cluster:
 
     def _node(self, args: list[str], name: str, cpus: int, private: Path | None = None) -> None:
         command = [*RAY, "start", *args, f"--num-cpus={cpus}", f"--temp-dir={self.temp / name}",
-                   "--disable-usage-stats", f"--dashboard-agent-listen-port={_free_port()}"]
+                   "--disable-usage-stats", f"--dashboard-agent-listen-port={free_port()}"]
         if private is not None:  # a private tmpfs over `private`, seen by this node only
             command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                        f'mount -t tmpfs tmpfs "{private}" && exec "$@"', "sh", *command]

@@ -10,6 +10,7 @@ private tmpfs over one directory: a run writing there is one whose storage that 
 from __future__ import annotations
 
 import hashlib
+import contextlib
 import importlib.util
 import os
 import random
@@ -35,6 +36,7 @@ from curate.demo import generate
 from tests.conftest import write_jsonl  # noqa: E402
 from tests.curate.engine.faultkit import REPO  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
+from tests.curate.io import motokit  # noqa: E402
 
 pytestmark = pytest.mark.ray
 RECIPES = REPO / "recipes"
@@ -143,32 +145,32 @@ def test_every_recipe_gives_the_local_engines_bytes_on_two_ray_nodes(name, clust
     assert cluster.worker_node_ran_tasks()
 
 
-@pytest.mark.parametrize("point", ["task-batch@2", "model-batch@2"])
-def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(point, cluster, ray_env, tmp_path,
-                                                                              monkeypatch):
+@pytest.mark.parametrize("point, blind", [("task-batch@2", False), ("model-batch@2", False), ("task-batch@2", True)],
+                         ids=["cpu-task", "model-actor", "cpu-task-work-store"])
+def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(point, blind, cluster, ray_env, tmp_path,
+                                                                              monkeypatch, request):
     """A Ray task's worker process (a CPU stage) or a model actor's (a model stage) stops at its
     second batch and is killed: Ray runs the task again (on a restarted actor), and the bytes are
-    those of the local engine's run."""
+    those of the local engine's run. `blind`: the output is where the worker node cannot see it,
+    and the work files cross nodes through an S3 work store."""
     from tests.curate.engine import test_pool
 
+    output = store = None
+    if blind:
+        output = _private(cluster) / f"killed-{os.getpid()}"
+        request.addfinalizer(lambda: shutil.rmtree(output, ignore_errors=True))
+        store = request.getfixturevalue("s3_store")
     monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
     registry.catalog.cache_clear()
     local, _ = test_pool.load(tmp_path, "local")
     run(local, RunOptions(workers=2))
-    killed, _ = test_pool.load(tmp_path, "killed")
-    once = tmp_path / "fired"
-    monkeypatch.setenv("CURATE_FAILPOINT", point)
-    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
-    found: list[int] = []
-    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
-    killer.start()
+    killed, _ = test_pool.load(tmp_path, "killed", output=output)
     try:
-        run(killed, RunOptions(engine="ray", address=cluster.address))
+        with _worker_killed_at(point, tmp_path, monkeypatch):
+            run(killed, RunOptions(engine="ray", address=cluster.address, work_store=store))
     finally:
-        killer.join()
         registry.catalog.cache_clear()
-    assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
-    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
+    assert digest(Path(killed.output.path)) == digest(tmp_path / "local")
 
 
 def test_a_ray_worker_killed_in_a_fit_piece_is_retried_and_the_output_is_identical(cluster, ray_env, tmp_path,
@@ -189,19 +191,27 @@ def test_a_ray_worker_killed_in_a_fit_piece_is_retried_and_the_output_is_identic
                                 f"output: {{path: '{tmp_path / out}'}}\nsteps:\n  - containment_dedup: {{}}\n")
 
     run(load("local"), RunOptions(workers=2))
+    with _worker_killed_at("map-piece@2", tmp_path, monkeypatch):
+        run(load("killed"), RunOptions(engine="ray", address=cluster.address))
+    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
+    assert pq.read_table(tmp_path / "local" / "trace").num_rows == 20
+
+
+@contextlib.contextmanager
+def _worker_killed_at(point: str, tmp_path: Path, monkeypatch):
+    """Ray workers stop at failpoint `point` (once, whatever restarts), and a thread SIGKILLs the
+    one that stopped; the block must have made one stop."""
     once = tmp_path / "fired"
-    monkeypatch.setenv("CURATE_FAILPOINT", "map-piece@2")
+    monkeypatch.setenv("CURATE_FAILPOINT", point)
     monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
     found: list[int] = []
     killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
     killer.start()
     try:
-        run(load("killed"), RunOptions(engine="ray", address=cluster.address))
+        yield
     finally:
         killer.join()
-    assert found and found[0] > 0, "no Ray worker stopped in a fit piece"
-    assert digest(tmp_path / "killed") == digest(tmp_path / "local")
-    assert pq.read_table(tmp_path / "local" / "trace").num_rows == 20
+    assert found and found[0] > 0, f"no Ray worker stopped at the failpoint {point}"
 
 
 def _kill_stopped(marker: str, timeout: float = 120) -> int:
@@ -304,32 +314,16 @@ def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_p
 
 @pytest.fixture(scope="module")
 def moto_endpoint():
-    pytest.importorskip("s3fs")
-    moto_server = pytest.importorskip("moto.server")
-    from tests.curate.io.test_output_formats import _free_port
-
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with motokit.server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
 def s3_store(moto_endpoint, monkeypatch, request):
     """A fresh bucket on the moto server; its URI. The settings reach the Ray workers as a user's
     would: AWS_* and FSSPEC_* variables in the driver's environment."""
-    import boto3
-    import fsspec.config
-
-    for k, v in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-                 "FSSPEC_S3_ENDPOINT_URL": moto_endpoint}.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": moto_endpoint})  # fsspec read its env already
     bucket = f"work-{request.node.name.lower().replace('_', '-')[:40]}-{os.getpid()}".strip("-")
-    boto3.client("s3", endpoint_url=moto_endpoint).create_bucket(Bucket=bucket)
+    motokit.use(monkeypatch, moto_endpoint, bucket)
     return f"s3://{bucket}/runs/one"
 
 
@@ -371,33 +365,6 @@ def test_a_node_that_cannot_see_the_run_directory_shares_the_work_files_through_
         assert _store_keys(s3_store) == []  # a finished run's work files are gone from the store too
     finally:
         shutil.rmtree(out, ignore_errors=True)
-
-
-def test_a_ray_worker_killed_mid_task_on_a_work_store_run_changes_nothing(cluster, ray_env, tmp_path, monkeypatch,
-                                                                         s3_store):
-    """As above, with a worker killed at its second batch and the output where one node cannot see it."""
-    from tests.curate.engine import test_pool
-
-    private = _private(cluster)
-    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
-    registry.catalog.cache_clear()
-    local, _ = test_pool.load(tmp_path, "local")
-    run(local, RunOptions(workers=2))
-    killed, _ = test_pool.load(tmp_path, "killed", output=private / f"killed-{os.getpid()}")
-    once = tmp_path / "fired"
-    monkeypatch.setenv("CURATE_FAILPOINT", "task-batch@2")
-    monkeypatch.setenv("CURATE_FAILPOINT_ONCE", str(once))
-    found: list[int] = []
-    killer = threading.Thread(target=lambda: found.append(_kill_stopped(f"CURATE_FAILPOINT_ONCE={once}")))
-    killer.start()
-    try:
-        run(killed, RunOptions(engine="ray", address=cluster.address, work_store=s3_store))
-        assert found and found[0] > 0, "no Ray worker stopped at the failpoint"
-        assert digest(Path(killed.output.path)) == digest(tmp_path / "local")
-    finally:
-        killer.join()
-        registry.catalog.cache_clear()
-        shutil.rmtree(private / f"killed-{os.getpid()}", ignore_errors=True)
 
 
 def test_a_work_store_run_killed_after_its_first_stage_resumes_to_the_same_bytes(cluster, ray_env, cli, tmp_path,

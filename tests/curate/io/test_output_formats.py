@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import socket
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +14,7 @@ from curate.engine.runner import RunOptions, run
 from curate.errors import CurateError
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
+from tests.curate.io import motokit
 
 STEPS = "steps:\n  - sql_filter: {where: \"n % 5 <> 0\"}\n"
 
@@ -104,36 +104,15 @@ def test_upload_killed_before_the_manifest_is_redone_by_resume(tmp_path):
     assert pl.read_parquet(remote / "data" / "*.parquet").height == 160
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_upload_to_s3_on_a_local_moto_server(tmp_path, monkeypatch):
-    pytest.importorskip("s3fs")
-    moto_server = pytest.importorskip("moto.server")
-    import boto3
-    import fsspec.config
-
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        for k, v in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-            monkeypatch.setenv(k, v)
-        monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
-        s3 = boto3.client("s3", endpoint_url=endpoint)
-        s3.create_bucket(Bucket="curated")
+    with motokit.server() as endpoint:
+        s3 = motokit.use(monkeypatch, endpoint, "curated")
         m, out = go(tmp_path, ", format: jsonl, compression: gzip, upload: 's3://curated/web/run1'")
         keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="curated")["Contents"])
         assert "web/run1/manifest.json" in keys
         assert len([k for k in keys if k.startswith("web/run1/data/")]) == m["data_files"]
         body = s3.get_object(Bucket="curated", Key="web/run1/manifest.json")["Body"].read()
         assert body == (out / "manifest.json").read_bytes()
-    finally:
-        server.stop()
 
 
 def test_upload_to_an_unknown_scheme_is_a_clear_error(tmp_path):
