@@ -81,7 +81,7 @@ def run(
         return
     checked = preflight.check(r)
     if dry_run:
-        _show_plan(r, checked, limit, as_json)
+        _show_plan(r, checked, limit, as_json, workers or 0)
         return
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
@@ -134,12 +134,12 @@ def _emptied_by(manifest: dict) -> str:
     return f"{last['step']} removed the last {last['rows_in']:,}" + (f": {why}" if why else "")
 
 
-def _show_plan(r, checked, limit: int | None, as_json: bool) -> None:
+def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> None:
     import json
 
     from curate.engine import plan
 
-    the_plan = plan.make(r.steps, checked.sources, limit)
+    the_plan = plan.make(r.steps, checked.sources, limit, workers)
     if as_json:
         print(json.dumps(the_plan.describe(), indent=1))
         return

@@ -198,9 +198,11 @@ class Global(Operator):
 
     Batches given to `fit` and `apply` carry `_id` and `_ord` (the row's position in the
     stage input, 0..n-1, the same in both passes) besides the columns in `requires`.
-    `fit` may write large state under `workdir`; the state it returns must pickle. Work that
-    splits into independent pieces goes through `parallel` (see Parallel); the runner passes its
-    executor's; called directly, a fit runs its pieces one by one.
+    `fit` may write large state under `workdir`; the state it returns must pickle, and where it
+    names files under `workdir` that `apply` reads, it lists them in a `files()` method (the
+    engine ships exactly those to workers that do not see the run's disk). Work that splits into
+    independent pieces goes through `parallel` (see Parallel); the runner passes its executor's;
+    called directly, a fit runs its pieces one by one.
     """
 
     kind = "global"

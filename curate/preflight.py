@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from curate.engine.worker import check_columns
+from curate.engine.steps import check_columns
 from curate.errors import RecipeError
 from curate.io.readers import read_source
 from curate.io.sources import Source, discover

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from curate.engine.runner import Reporter, RunOptions, run
-from curate.engine.worker import READ_STEP
+from curate.engine.context import READ_STEP
 from curate.io.sources import Source
 from curate.ops import Global, Map
 from curate.recipe import Recipe

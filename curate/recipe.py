@@ -32,6 +32,9 @@ class InputSpec(_Strict):
     id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
     split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")
     on_bad_row: Literal["trace", "fail"] = Field("trace", description="Unparseable rows: trace them, or stop the run.")
+    on_duplicate_id: Literal["warn", "fail"] = Field("warn", description="Rows repeating an id_column value with "
+                                                     "different content: count them in the manifest and warn, or "
+                                                     "fail the run.")
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
 
 

@@ -1,39 +1,18 @@
-"""Which executors run a run's tasks: the local engine (processes on this machine) or Ray.
-
-An engine hands the runner a CPU executor for the run and a model pool per model stage; the
-runner does the rest, the same way for both.
-"""
+"""The engines a run may use: the local engine (processes on this machine) or Ray."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from curate.engine.local import LocalExecutor, available_cores
-from curate.engine.pool import ModelPool
-from curate.engine.worker import Progress
+from curate.engine.context import Progress
+from curate.engine.executor import Engine
+from curate.engine.layout import RunLayout
+from curate.engine.local import LocalEngine
 from curate.errors import CurateError
 
 ENGINES = ("local", "ray")
 
 
-class LocalEngine:
-    def __init__(self, progress: Progress, work: Path):
-        self.progress = progress
-        self.work = work
-        self.cores = available_cores()
-
-    def cpu_executor(self, workers: int) -> LocalExecutor:
-        return LocalExecutor(workers, self.progress, self.work)
-
-    def model_pool(self, cpu_workers: int) -> ModelPool:
-        return ModelPool(self.progress, self.work, cpu_workers)
-
-    def close(self, discard_work: bool = False) -> None:
-        pass
-
-
-def make(engine: str, address: str | None, progress: Progress, work: Path, status=lambda message: None,
-         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()):
+def make(engine: str, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
+         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()) -> Engine:
     """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
     the environment variables the recipe's operators read in their workers (Operator.env_vars);
     `store`, `resume`, `inputs`: the Ray engine's work store, whether the run resumes, its
@@ -46,5 +25,5 @@ def make(engine: str, address: str | None, progress: Progress, work: Path, statu
                 raise
             raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
 
-        return RayEngine(address, progress, work, status, env, store, resume, inputs)
-    return LocalEngine(progress, work)
+        return RayEngine(address, progress, layout, status, env, store, resume, inputs)
+    return LocalEngine(progress, layout)

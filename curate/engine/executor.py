@@ -1,7 +1,12 @@
 """The seam between the runner and whatever executes tasks (local processes, model pools, Ray).
 
-An executor runs tasks and hands back their results in task order; it knows nothing of what a
-run means, so every executor gives the same bytes, trace, manifest and resume.
+An engine hands the runner a CPU executor for the run and a model pool per model stage. An
+executor runs tasks as the stage's policy says (plan.py) and hands back their results in task
+order, plus a parallel `map` for a Global fit's pieces and the publisher; it knows nothing of
+what a run means, so every engine gives the same bytes, trace, manifest and resume. Where the
+engine's workers do not see the run's `_work/`, it is also the transport of the work files
+(`share` before a stage, `receive` after each task): the runner calls both, the engine decides
+nothing about them.
 """
 
 from __future__ import annotations
@@ -9,14 +14,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable
 
+from curate.engine.context import StageContext
 from curate.engine.plan import Task
-from curate.engine.worker import StageContext
+from curate.engine.result import TaskResult
 
 
 class Executor(ABC):
     @abstractmethod
-    def run(self, ctx: StageContext, tasks: list[Task], parallel: int) -> list[dict]:
-        """Run `tasks` of one stage, at most `parallel` at a time; their results, in task order."""
+    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+        """Run `tasks` of one stage, as many at once as its policy allows; results in task order."""
 
     @abstractmethod
     def map(self, fn: Callable, *iterables) -> list:
@@ -25,3 +31,24 @@ class Executor(ABC):
     @abstractmethod
     def close(self, kill: bool = False) -> None:
         """Free the workers: after their tasks finish, or at once (`kill`: on an error or interrupt)."""
+
+
+class Engine(ABC):
+    cores: int  # the cores its executors run tasks on (this machine's, or a cluster's)
+
+    @abstractmethod
+    def cpu_executor(self, workers: int) -> Executor:
+        """The run's executor of CPU and io stages, with `workers` task processes where it has such."""
+
+    @abstractmethod
+    def model_pool(self, cpu_workers: int) -> Executor:
+        """An executor for one model stage (one worker per GPU, else `cpu_workers`), closed after it."""
+
+    def share(self, ctx: StageContext, tasks: list[Task]) -> None:
+        """Make what the stage's tasks read reachable by its workers. Default: they see `_work/`."""
+
+    def receive(self, ctx: StageContext, result: TaskResult) -> None:
+        """Bring a finished task's files into the run's `_work/`. Default: they are there."""
+
+    def close(self, discard_work: bool = False) -> None:
+        """End the engine; `discard_work`: the run finished, its work files are not needed again."""

@@ -1,110 +1,76 @@
-"""The local executor: a stage's tasks on this machine's cores, one spawned process per worker.
-
-It only runs tasks (see executor.py); what a run means lives in runner.py.
-"""
+"""The local engine: a run's tasks on this machine, CPU stages on `--workers` spawned processes
+(`LocalExecutor`), model stages on a model pool (pool.py). It only runs tasks (executor.py)."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import queue as queue_module
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from pathlib import Path
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-from curate.engine import plan
-from curate.engine.executor import Executor
-from curate.engine.failpoints import failpoint
-from curate.engine.worker import Progress, StageContext, run_task, run_task_in_worker, worker_init
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+from curate.engine.context import Progress, StageContext
+from curate.engine.dispatch import Slots, dispatch
+from curate.engine.executor import Engine, Executor
+from curate.engine.layout import RunLayout
+from curate.engine.plan import Task, available_cores
+from curate.engine.pool import ModelPool
+from curate.engine.result import TaskResult
+from curate.engine.task import run_task
+from curate.engine.worker import relay_progress, run_task_in_worker, spawn_pool, stop_pool
 
 
-class LocalExecutor(Executor):
+class LocalExecutor(Executor, Slots[int, Future]):
     """Runs tasks on `workers` spawned processes (inline for one worker) and relays their progress."""
 
-    def __init__(self, workers: int, progress: Progress, work: Path):
+    def __init__(self, workers: int, progress: Progress, layout: RunLayout):
         self.progress = progress
-        self.executor = None
+        self.pool = None
+        self.ctx: StageContext | None = None
         if workers > 1:
-            mp = multiprocessing.get_context("spawn")
-            self.queue = mp.Queue()
-            self.executor = ProcessPoolExecutor(workers, mp_context=mp, initializer=worker_init,
-                                                initargs=(self.queue, os.getpid(), work))
+            import multiprocessing
 
-    def run(self, ctx: StageContext, tasks: list[plan.Task], parallel: int) -> list[dict]:
-        """Run `tasks`, at most `parallel` at a time; results in task order."""
-        if self.executor is None or parallel == 1:
+            self.queue = multiprocessing.get_context("spawn").Queue()
+            self.pool = spawn_pool(workers, self.queue, layout.workers_lock)
+
+    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+        parallel = ctx.stage.policy.parallel
+        if self.pool is None or parallel == 1:
             return [run_task(ctx, t, self.progress) for t in tasks]
-        results: list[dict | None] = [None] * len(tasks)
-        queued = list(enumerate(tasks))
-        futures, pending = {}, set()
-        try:
-            while queued or pending:
-                while queued and len(pending) < parallel:
-                    i, task = queued.pop(0)
-                    future = self.executor.submit(run_task_in_worker, ctx, task)
-                    futures[future] = i
-                    pending.add(future)
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                drain_progress(self.queue, self.progress)
-                for f in done:
-                    results[futures[f]] = f.result()
-                    failpoint("task-done")
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
-        drain_progress(self.queue, self.progress)
-        return results
+        self.ctx = ctx
+        return dispatch(tasks, list(range(parallel)), self)
+
+    def start(self, slot: int, task: Task) -> Future:
+        return self.pool.submit(run_task_in_worker, self.ctx, task)
+
+    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
+        return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
+
+    def collect(self, handle: Future) -> TaskResult:
+        return handle.result()
+
+    def cancel(self, handles: list[Future]) -> None:
+        for f in handles:
+            f.cancel()
+
+    def relay(self) -> None:
+        relay_progress(self.queue, self.progress)
 
     def map(self, fn, *iterables) -> list:
         """fn over the items, in the worker processes when there are several."""
-        if self.executor is None:
+        if self.pool is None:
             return [fn(*args) for args in zip(*iterables)]
-        return list(self.executor.map(fn, *iterables))
-
+        return list(self.pool.map(fn, *iterables))
 
     def close(self, kill: bool = False) -> None:
-        """Stop the workers: after their tasks, or at once (`kill`, on an error or interrupt: what
-        they were writing is under temporary names, and the next run redoes those tasks)."""
-        if self.executor is None:
-            return
-        if kill:
-            for process in list((self.executor._processes or {}).values()):
-                process.kill()
-            for process in list((self.executor._processes or {}).values()):
-                process.join()
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if self.pool is not None:
+            stop_pool(self.pool, kill)
 
 
-def drain_progress(queue, progress: Progress) -> None:
-    """Relay the rows counts workers have reported so far."""
-    while True:
-        try:
-            label, rows_in, rows_out = queue.get_nowait()
-        except queue_module.Empty:
-            return
-        progress(label, rows_in, rows_out)
+class LocalEngine(Engine):
+    def __init__(self, progress: Progress, layout: RunLayout):
+        self.progress = progress
+        self.layout = layout
+        self.cores = available_cores()
 
+    def cpu_executor(self, workers: int) -> LocalExecutor:
+        return LocalExecutor(workers, self.progress, self.layout)
 
-def stage_parallelism(stage: plan.Stage, workers: int, cores: int | None = None) -> int:
-    """How many of the stage's tasks may run at once, from the resources its operators declare
-    (`cores`: the engine's; this machine's by default)."""
-    cores = cores or available_cores()
-    need_cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
-    parallel = min(workers, max(1, int(cores // need_cpus)))
-    if stage.resource_class == "io":
-        # Network-bound: one process's event loop keeps hundreds of requests in flight, and the
-        # client's CPU per request is what counts, so few processes (one per 4 cores; with one,
-        # the stage runs in the main process and spawns nothing).
-        parallel = min(parallel, max(1, cores // 4))
-    need_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0])
-    if need_gb:
-        total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        parallel = min(parallel, max(1, int(total_gb // need_gb)))
-    return parallel
+    def model_pool(self, cpu_workers: int) -> ModelPool:
+        return ModelPool(self.progress, self.layout, cpu_workers)

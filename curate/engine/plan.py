@@ -14,6 +14,7 @@ shards they read), and any executor (local processes, model pool, Ray) runs its 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,11 +26,23 @@ from curate.recipe import Step
 
 
 @dataclass(frozen=True)
+class Policy:
+    """How a stage's tasks are given resources, decided once here and read by every executor."""
+
+    cpus: float = 1.0  # cores one task reserves (Ray's num_cpus; the local engine's cores per task)
+    memory_gb: float | None = None  # memory one task needs, where an operator declares it
+    parallel: int = 1  # tasks of the stage at once (CPU and io stages; a model stage: one per model worker)
+
+
+@dataclass(frozen=True)
 class Stage:
     index: int
     global_step: Step | None  # fitted over the previous stage's output, applied first
     steps: tuple[Step, ...]  # Map and Filter steps that follow
-    resource_class: str = "cpu"  # "cpu" (the task processes) or "model" (the model worker pool)
+    # Which class of worker runs its tasks: "cpu" (the task processes), "io" (few processes,
+    # async), "model" (the model worker pool).
+    resource_class: str = "cpu"
+    policy: Policy = Policy()
 
     @property
     def all_steps(self) -> tuple[Step, ...]:
@@ -77,6 +90,8 @@ class Plan:
             out.append({
                 "stage": stage.index,
                 "resources": stage.resource_class,
+                "policy": {"cpus": stage.policy.cpus, "memory_gb": stage.policy.memory_gb,
+                           "parallel": stage.policy.parallel},
                 "global": stage.global_step.label if stage.global_step else None,
                 "steps": [{"step": s.label, "op": s.name, "kind": s.op_class.kind,
                            "params": s.params.model_dump(mode="json"),
@@ -88,11 +103,37 @@ class Plan:
         return {"stages": out}
 
 
-def make(steps: list[Step], sources: list[Source], limit: int | None) -> Plan:
-    """The plan of a run: its stages, and the first stage's tasks (the later ones read shards
-    that do not exist yet: `shard_tasks` makes them when the stage before is done)."""
-    staged = stages(steps)
+def make(steps: list[Step], sources: list[Source], limit: int | None, workers: int = 0,
+         cores: int | None = None) -> Plan:
+    """The plan of a run: its stages with their resource policy for `workers` task processes
+    (0: one per core) on an engine of `cores` cores, and the first stage's tasks (the later ones
+    read shards that do not exist yet: `shard_tasks` makes them when the stage before is done)."""
+    cores = cores or available_cores()
+    staged = [replace(s, policy=policy(s, workers or cores, cores)) for s in stages(steps)]
     return Plan(tuple(staged), (tuple(input_tasks(sources, limit)),) + (None,) * (len(staged) - 1))
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def policy(stage: Stage, workers: int, cores: int) -> Policy:
+    """The stage's policy from the resources its operators declare."""
+    cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
+    parallel = min(workers, max(1, int(cores // cpus)))
+    if stage.resource_class == "io":
+        # Network-bound: one process's event loop keeps hundreds of requests in flight, and the
+        # client's CPU per request is what counts, so few processes (one per 4 cores; with one,
+        # the stage runs in the main process and spawns nothing).
+        parallel = min(parallel, max(1, cores // 4))
+    memory_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0]) or None
+    if memory_gb:
+        total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        parallel = min(parallel, max(1, int(total_gb // memory_gb)))
+    return Policy(cpus, memory_gb, parallel)
 
 
 def stages(steps: list[Step]) -> list[Stage]:

@@ -1,11 +1,12 @@
 """A run's work files on an object store, for Ray nodes that share no filesystem with the
 `curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem).
 
-The run process keeps `_work/` on its own disk as always: the runner reads it and --resume
-finds it there. The store holds a copy of what crosses nodes, under the same relative names:
-  - each task's files (data shards, trace shards, its metrics summary) and then its done
-    marker, put there by the task wherever it ran: a marker in the store means its files are;
-  - a fitted stage's `state.pkl` and the files under `fit/` that the state names (a dedup's
+It is a transport, not a second owner of the run: the run process keeps `_work/` on its own
+disk as always, where the runner decides what is done and --resume finds it. The store holds a
+copy of what crosses nodes, under the same relative names (layout.py):
+  - each task's files (data shards, trace shards, its observers' summaries) and then its done
+    marker, put there by the task wherever it ran;
+  - a fitted stage's `state.pkl` and the files its state lists (`state.files()`: a dedup's
     decisions, a selection's arrays), put there by the run process before the stage's tasks.
 A node that does not see `_work/` (a "blind" node, found by the Ray engine's probe) keeps a
 mirror of it at the same path, so that every path in a task and in a fitted state names the
@@ -23,10 +24,13 @@ import pickle
 import posixpath
 import shutil
 import uuid
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from curate.engine.worker import StageContext, Task, done_path, metrics_path, run_task_in_worker
+from curate.engine.context import StageContext
+from curate.engine.layout import StageLayout
+from curate.engine.plan import Task
+from curate.engine.result import TaskResult
+from curate.engine.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.io.output_formats import remote_fs
 
@@ -123,40 +127,37 @@ class WorkStore:
             self.fs.rm(self.root, recursive=True)
 
 
-def task_files(ctx: StageContext, result: dict) -> list[Path]:
+def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:
     """What a finished task wrote under the stage's directory, its done marker last."""
-    files = [ctx.work / "data" / name for name in result["shards"]]
-    files += [ctx.work / "trace" / name for name in result.get("traces", [])]
-    if "metrics" in result:
-        files.append(metrics_path(ctx, result["metrics"]))
-    return files + [done_path(ctx, result["task"])]
+    files = [Path(layout.data) / name for name in result.shards]
+    files += [Path(layout.traces) / name for name in result.traces]
+    if result.observed:
+        files.append(Path(layout.observed(result.task)))
+    return files + [Path(layout.done(result.task))]
 
 
-def run_task(store: WorkStore, ctx: StageContext, task: Task, blind: bool, session: str) -> dict:
-    """Run `task` on this node, its files shared through `store`. Done already (its marker is
-    in the store): its result. On a blind node, the files it reads are fetched first."""
-    done = store.read_json(done_path(ctx, task.name))
-    if done is not None:
-        return done
+def run_task(store: WorkStore, ctx: StageContext, task: Task, blind: bool, session: str, queue=None) -> TaskResult:
+    """Run `task` on this node, its files shared through `store`. On a blind node, the files it
+    reads are fetched first."""
     if blind:
         mirror(store.work, session)
         for shard in task.shards:
             store.fetch(shard)
         if ctx.stage.global_step is not None:
-            fetch_state(store, ctx.work)
-    result = run_task_in_worker(ctx, task)
-    for path in task_files(ctx, result):
+            fetch_state(store, ctx.layout)
+    result = run_task_in_worker(ctx, task, queue)
+    for path in task_files(ctx.layout, result):
         store.put(path)
     return result
 
 
-def fetch_task_files(store: WorkStore, ctx: StageContext, result: dict) -> int:
+def fetch_task_files(store: WorkStore, layout: StageLayout, result: TaskResult) -> int:
     """A finished task's files into the run process's `_work/` (where it ran elsewhere); how many
     were not there."""
-    return sum(store.fetch(path) for path in task_files(ctx, result))
+    return sum(store.fetch(path) for path in task_files(layout, result))
 
 
-def publish_shards(store: WorkStore, shards: list[Path]) -> None:
+def publish_shards(store: WorkStore, shards: list[str]) -> None:
     """Input shards of a stage that are not in the store go there (their tasks ran before this
     run used a store, or on a node that sees `_work/` in an attempt without one)."""
     listed: dict[Path, set[str]] = {}
@@ -167,58 +168,34 @@ def publish_shards(store: WorkStore, shards: list[Path]) -> None:
             store.put(shard)
 
 
-def publish_state(store: WorkStore, stage_work: Path) -> None:
-    """A fitted stage's state into the store, with the files it names, state.pkl last; nothing
-    to do when an earlier attempt put it there whole."""
-    state = stage_work / "state.pkl"
+def publish_state(store: WorkStore, layout: StageLayout) -> None:
+    """A fitted stage's state into the store, with the files it lists (`state.files()`, the Global
+    contract), state.pkl last; nothing to do when an earlier attempt put it there whole."""
+    state = Path(layout.state)
     if store.size(state) == state.stat().st_size:
         return
-    files = referenced_files(pickle.loads(state.read_bytes()), stage_work / "fit")
+    files = state_files(pickle.loads(state.read_bytes()))
     for path in files:
         store.put(path)
-    store.put_bytes(stage_work / STATE_FILES, json.dumps([str(p.relative_to(store.work)) for p in files]).encode())
+    store.put_bytes(Path(layout.root) / STATE_FILES,
+                    json.dumps([str(p.relative_to(store.work)) for p in files]).encode())
     store.put(state)
 
 
-def fetch_state(store: WorkStore, stage_work: Path) -> None:
+def state_files(state) -> list[Path]:
+    """The files a fitted state reads; a state without `files()` reads none."""
+    files = state.files() if callable(getattr(state, "files", None)) else []
+    return sorted(Path(f) for f in files)
+
+
+def fetch_state(store: WorkStore, layout: StageLayout) -> None:
     """The stage's state and its files on this node; state.pkl last, so its presence means all."""
-    state = stage_work / "state.pkl"
+    state = Path(layout.state)
     if state.exists():
         return
-    for name in store.read_json(stage_work / STATE_FILES) or []:
+    for name in store.read_json(Path(layout.root) / STATE_FILES) or []:
         store.fetch(store.work / name)
     store.fetch(state)
-
-
-def referenced_files(state, root: Path) -> list[Path]:
-    """The files under `root` that `state` names by path (str or Path) in its fields, at any
-    depth; a named directory brings the files in it."""
-    found: set[Path] = set()
-    seen: set[int] = set()
-
-    def walk(x, depth: int) -> None:
-        if depth > 10 or id(x) in seen:
-            return
-        seen.add(id(x))
-        if isinstance(x, (str, Path)):
-            p = Path(x) if len(str(x)) < 4096 else None
-            if p is not None and p.is_absolute() and p.is_relative_to(root):
-                found.update([p] if p.is_file() else (f for f in p.rglob("*") if f.is_file()))
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v, depth + 1)
-        elif isinstance(x, (list, tuple, set, frozenset)):
-            for v in x:
-                walk(v, depth + 1)
-        elif is_dataclass(x):
-            for f in fields(x):
-                walk(getattr(x, f.name), depth + 1)
-        elif hasattr(x, "__dict__"):
-            for v in vars(x).values():
-                walk(v, depth + 1)
-
-    walk(state, 0)
-    return sorted(found)
 
 
 _mirrored: set[tuple[str, str]] = set()

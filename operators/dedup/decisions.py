@@ -27,6 +27,10 @@ class Decisions:
     reason: str
     removed: int
 
+    def files(self) -> list[str]:
+        """The files this state reads (a Global state's contract: see ops.Global.fit)."""
+        return [self.path] if self.removed else []
+
     def verdict(self, batch: pa.RecordBatch) -> Verdict:
         batch_ords = batch.column("_ord").to_numpy().astype(np.int64)
         if len(batch_ords) and self.removed:

@@ -32,6 +32,10 @@ class PruneState:
         """The step's report for manifest.json (kept fraction per eps, per-cluster table, ...)."""
         return self.info
 
+    def files(self) -> list[str]:
+        rows = [str(Path(self.rows_dir) / name) for name in ("labels.npy", "dist.npy")] if self.rows_dir else []
+        return self.decisions.files() + rows
+
     def apply(self, batch: pa.RecordBatch) -> Verdict | tuple[pa.RecordBatch, Verdict]:
         verdict = self.decisions.verdict(batch)
         if self.rows_dir is None:

@@ -35,6 +35,9 @@ class NoveltyParams(Params):
 class NoveltyState:
     path: str
 
+    def files(self) -> list[str]:
+        return [self.path]
+
     def summary(self) -> dict:
         from operators.score.scores import describe
 

@@ -62,6 +62,9 @@ class Selection:
     scores_path: str
     summary_: dict
 
+    def files(self) -> list[str]:
+        return [self.path, self.scores_path]
+
     def summary(self) -> dict:
         return self.summary_
 

@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.observers import RunObserver
 from operators.score import metrics
 from operators.score.columns import text
 
@@ -194,3 +195,25 @@ def manifest_entry(measured: dict[str, tuple[dict, float]], spec) -> dict:
     out["settings"] = spec.model_dump()
     out["cpu_seconds"] = round(sum(seconds for _, seconds in measured.values()), 3)
     return out
+
+
+class DatasetMetrics(RunObserver):
+    """The recipe's `metrics:`: QDC metrics of the run's input and output, as the tasks see them
+    (registered under the `curate.observers` entry points)."""
+
+    key = "dataset_metrics"
+
+    def __init__(self, recipe):
+        self.recipe = recipe
+
+    @classmethod
+    def for_recipe(cls, recipe) -> "DatasetMetrics | None":
+        return cls(recipe) if recipe.metrics is not None else None
+
+    def summary(self, side: str) -> Side:
+        return Side.of(self.recipe)
+
+    def finish(self, merged: dict[str, Side], map) -> dict:
+        """Both sides measured at once, in the engine's workers."""
+        measured = map(measure, list(merged.values()), [self.recipe.metrics] * len(merged))
+        return manifest_entry(dict(zip(merged, measured)), self.recipe.metrics)

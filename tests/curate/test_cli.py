@@ -80,10 +80,11 @@ def test_validate_and_dry_run_write_nothing(cli, tmp_path):
 def test_dry_run_json_is_the_plan_the_run_follows(cli, tmp_path):
     for name in ("a", "b"):
         write_jsonl(tmp_path / "in" / f"{name}.jsonl", [{"text": f"{name}{i}"} for i in range(5)])
-    res = cli("run", recipe_file(tmp_path), "--dry-run", "--json")
+    res = cli("run", recipe_file(tmp_path), "--dry-run", "--json", "-w", "1")
     assert res.exit_code == 0
     planned = json.loads(res.stdout)
     assert [s["resources"] for s in planned["stages"]] == ["cpu", "cpu"]
+    assert planned["stages"][0]["policy"]["parallel"] == 1  # the plan is made for the run's workers
     assert [t["sources"][0]["path"].rsplit("/", 1)[1] for t in planned["stages"][0]["tasks"]] == ["a.jsonl", "b.jsonl"]
     assert planned["stages"][1]["global"] == "01_exact_dedup" and isinstance(planned["stages"][1]["tasks"], str)
     assert not (tmp_path / "out").exists()

@@ -9,6 +9,7 @@ import pytest
 
 from curate.engine import worker
 from curate.engine.runner import RunOptions, run
+from curate.engine.layout import RunLayout
 from curate.engine.run_dir import RunLock, RunLocked
 from curate.errors import CurateError, NoSpace
 from curate.io.writer import ShardWriter
@@ -143,12 +144,12 @@ def test_a_run_that_fails_part_way_keeps_its_work_and_says_what_to_do(cli, tmp_p
 
 
 def test_the_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
-    first = RunLock(tmp_path / "_work")
+    first = RunLock(RunLayout.at(tmp_path))
     first.acquire()
     with pytest.raises(RunLocked, match=r"pid \d+ on "):
-        RunLock(tmp_path / "_work").acquire()
+        RunLock(RunLayout.at(tmp_path)).acquire()
     first.release()
-    second = RunLock(tmp_path / "_work")
+    second = RunLock(RunLayout.at(tmp_path))
     second.acquire()  # released locks (and dead holders) block nobody
     second.release()
 

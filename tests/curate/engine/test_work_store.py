@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("fsspec")
 
 from curate.engine import work_store  # noqa: E402
-from curate.engine.work_store import WorkStore, drop_mirror, mirror, referenced_files  # noqa: E402
+from curate.engine.layout import StageLayout  # noqa: E402
+from curate.engine.work_store import WorkStore, drop_mirror, mirror, state_files  # noqa: E402
 from curate.errors import CurateError  # noqa: E402
 
 
@@ -21,10 +22,8 @@ class Decisions:
     path: str
     removed: int
 
-
-class Selection:
-    def __init__(self, arrays: dict):
-        self.arrays = arrays
+    def files(self) -> list[str]:  # the Global state contract (ops.Global.fit)
+        return [self.path]
 
 
 def _store(tmp_path: Path) -> tuple[WorkStore, Path]:
@@ -34,19 +33,10 @@ def _store(tmp_path: Path) -> tuple[WorkStore, Path]:
     return WorkStore(f"file://{tmp_path / 'store'}", work), work
 
 
-def test_a_state_takes_the_files_it_names_under_the_fit_directory(tmp_path):
+def test_a_state_takes_the_files_it_lists_and_a_state_without_files_none(tmp_path):
     fit = tmp_path / "stage-1" / "fit"
-    (fit / "parts").mkdir(parents=True)
-    for name in ("decisions.parquet", "scores.npy", "parts/a.parquet", "parts/b.parquet", "unnamed.bin"):
-        (fit / name).write_bytes(b"x")
-    (tmp_path / "outside.npy").write_bytes(b"x")
-    state = [Decisions(str(fit / "decisions.parquet"), 3),
-             Selection({"scores": fit / "scores.npy", "parts": (str(fit / "parts"),), "n": 5,
-                        "gone": str(fit / "missing.npy"), "other": str(tmp_path / "outside.npy"),
-                        "text": "a decisions.parquet line"})]
-    state.append(state)  # a cycle is walked once
-    assert referenced_files(state, fit) == [fit / "decisions.parquet", fit / "parts" / "a.parquet",
-                                            fit / "parts" / "b.parquet", fit / "scores.npy"]
+    assert state_files(Decisions(str(fit / "decisions.parquet"), 3)) == [fit / "decisions.parquet"]
+    assert state_files({"summary": str(fit / "decisions.parquet")}) == []  # named, not listed: not taken
 
 
 def test_a_fresh_run_empties_a_store_of_curate_work_files_and_a_resume_keeps_them(tmp_path):
@@ -105,11 +95,11 @@ def test_a_published_state_arrives_on_a_blind_node_with_its_files(tmp_path):
     (stage / "fit").mkdir(parents=True)
     (stage / "fit" / "decisions.parquet").write_bytes(b"removed rows")
     (stage / "state.pkl").write_bytes(pickle.dumps(Decisions(str(stage / "fit" / "decisions.parquet"), 1)))
-    work_store.publish_state(store, stage)
+    work_store.publish_state(store, StageLayout(str(stage)))
     blind = WorkStore(store.uri, work)  # another node: the same path, nothing there yet
     for p in ((stage / "fit" / "decisions.parquet"), (stage / "state.pkl")):
         p.rename(p.with_name(p.name + ".driver"))
-    work_store.fetch_state(blind, stage)
+    work_store.fetch_state(blind, StageLayout(str(stage)))
     assert (stage / "fit" / "decisions.parquet").read_bytes() == b"removed rows"
     assert pickle.loads((stage / "state.pkl").read_bytes()).removed == 1
 

@@ -1,0 +1,64 @@
+"""What every task of a stage shares: the stage's context, and its operators and fitted state,
+built once per worker process and kept for the stage's other tasks."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Callable
+
+from curate.engine.layout import StageLayout
+from curate.engine.plan import Stage
+from curate.ops import Operator
+from curate.recipe import Recipe, Step
+
+READ_STEP = "00_read"
+Progress = Callable[[str, int, int], None]  # step label, rows in, rows out
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Pickled once per task to the worker."""
+
+    recipe: Recipe
+    stage: Stage
+    layout: StageLayout  # this stage's files under _work/
+    final: bool  # the last stage writes the curated data (internal columns dropped)
+    next_global: Step | None = None  # the next stage's Global step, whose `prepare` runs here
+    observers: tuple = ()  # the run's observers (curate.observers), fed by the tasks
+
+
+_operators: dict[tuple[str, int], list[Operator]] = {}
+_states: dict[str, object] = {}
+
+
+def operators_for(ctx: StageContext) -> list[Operator]:
+    """The stage's operators (and, last, the next Global's, for `prepare`), built once per worker."""
+    key = (ctx.layout.root, ctx.stage.index)
+    if key not in _operators:
+        steps = list(ctx.stage.all_steps) + ([ctx.next_global] if ctx.next_global else [])
+        ops = [step.build(ctx.recipe) for step in steps]
+        for op in ops:
+            op.setup()
+        _operators[key] = ops
+    return _operators[key]
+
+
+def load_state(ctx: StageContext):
+    """The stage's fitted Global state, loaded once per worker."""
+    path = ctx.layout.state
+    if path not in _states:
+        with open(path, "rb") as f:
+            _states[path] = pickle.load(f)
+    return _states[path]
+
+
+def teardown(ctx: StageContext) -> None:
+    """The stage is done: its operators free what they loaded (models, GPU memory)."""
+    for op in _operators.pop((ctx.layout.root, ctx.stage.index), []):
+        op.teardown()
+
+
+def prepared_name(step: Step, name: str) -> str:
+    """Where a step's prepared column is stored: unique per step, internal (dropped from output)."""
+    return f"_prepared{step.index}_{name}"

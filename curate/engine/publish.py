@@ -1,0 +1,86 @@
+"""Publishing a run: the last stage's shards staged as data.tmp/, the traces merged per step into
+trace.tmp/, both renamed into place, manifest.json last.
+
+_work/ stays intact until the manifest is written, so a run killed anywhere in here is published
+again, from scratch, by --resume (run_dir.open_run_dir); until manifest.json exists the run is
+not complete, whatever data/ holds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from curate.engine.executor import Executor
+from curate.engine.failpoints import failpoint
+from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.io import output_formats
+from curate.recipe import Recipe
+from curate.trace import merge_shards, versions, write_manifest
+
+
+def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
+    """Consecutive shards with one schema, grouped up to `target_bytes` each: small per-task
+    shards become files of about the target size, in order."""
+    groups: list[list[Path]] = []
+    size, schema = 0, None
+    for shard in shards:
+        shard_size, shard_schema = shard.stat().st_size, pq.read_schema(shard)
+        if groups and size + shard_size <= target_bytes and shard_schema == schema:
+            groups[-1].append(shard)
+            size += shard_size
+        else:
+            groups.append([shard])
+            size, schema = shard_size, shard_schema
+    return groups
+
+
+def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: Executor, files: Files) -> None:
+    """The final shards as `data.tmp/part-NNNNN.parquet`: large ones hard-linked, runs of small
+    ones merged (in the workers), then converted to the output format there."""
+    staging = Path(layout.data_tmp)
+    files.remove(layout.data_tmp)
+    files.makedirs(layout.data_tmp)
+    compression = None if recipe.output.parquet_compression == "none" else recipe.output.parquet_compression
+    merges = []
+    paths = [Path(s) for s in shards]
+    groups = shard_groups(paths, recipe.output.shard_mb << 20) if recipe.output.merge_shards else [[s] for s in paths]
+    for i, group in enumerate(groups):
+        target = staging / f"part-{i:05d}.parquet"
+        if len(group) == 1:
+            os.link(group[0], target)
+        else:
+            merges.append((group, target))
+    executor.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
+    if recipe.output.format != "parquet":
+        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map)
+
+
+def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
+            manifest: dict, files: Files, started: float) -> dict:
+    """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
+    into place, the manifest (its figures in `manifest`, the run's start at `started`) written
+    last; the manifest as written."""
+    files.remove(layout.trace_tmp)
+    files.makedirs(layout.trace_tmp)
+    traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet")
+              for label, parts in trace_parts.items() if parts}
+    for entry in steps:
+        if entry["removed"] != traced.get(entry["step"], 0):
+            raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
+                               f"{entry['removed']} were removed")
+    if traced:
+        files.move(layout.trace_tmp, layout.trace)
+    else:
+        files.remove(layout.trace_tmp)
+    files.move(layout.data_tmp, layout.data)
+    failpoint("published-data")
+    manifest = {"format_version": MANIFEST_FORMAT, **manifest, "versions": versions(),
+                "format": recipe.output.format,
+                "data_files": len(output_formats.data_files(Path(layout.data), recipe.output.format)),
+                "seconds": round(time.perf_counter() - started, 3)}
+    write_manifest(Path(layout.manifest), manifest)
+    return manifest

@@ -1,0 +1,192 @@
+"""One task's semantics: read its rows, pass them through the stage's steps, write its shards,
+trace and stats, whatever process or node runs it.
+
+A task's outputs appear under their final names only once complete, and its done marker (its
+TaskResult) is written last, after the summaries of the run's observers, so a killed task is
+simply run again on resume. Whether a task is done is the runner's decision (runner.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate import observers
+from curate.engine.context import READ_STEP, Progress, StageContext, operators_for, prepared_name
+from curate.engine.failpoints import failpoint
+from curate.engine.layout import Files
+from curate.engine.plan import Task
+from curate.engine.result import TaskResult
+from curate.engine.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
+from curate.io.readers import BadRows, read_source
+from curate.io.writer import ShardWriter
+from curate.trace import StepStats
+
+
+def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces") -> Iterator[pa.RecordBatch]:
+    """The task's input batches; stage 0 reads sources (bad rows go to the `read` trace)."""
+    spec = ctx.recipe.input
+    if task.sources:
+        remaining = task.limit
+        read = stats.setdefault(READ_STEP, StepStats())
+        for source in task.sources:
+            for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
+                                          on_bad_row=spec.on_bad_row):
+                if bad is not None and len(bad):
+                    trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
+                    read.rows_in += len(bad)
+                    read.removed += len(bad)
+                    read.reasons["unparseable"] = read.reasons.get("unparseable", 0) + len(bad)
+                if batch is None or batch.num_rows == 0:
+                    continue
+                if remaining is not None:
+                    batch = batch.slice(0, remaining)
+                    remaining -= batch.num_rows
+                read.rows_in += batch.num_rows
+                read.rows_out += batch.num_rows
+                yield batch
+                if remaining == 0:
+                    return
+        return
+    yield from shard_batches(task.shards, task.ord_offset, spec.batch_rows)
+
+
+def shard_batches(shards, offset: int, batch_rows: int, columns: list[str] | None = None,
+                  rename=lambda names: names) -> Iterator[pa.RecordBatch]:
+    """The rows of a stage's shards with `_ord`, their position in the stage's input from `offset`
+    (a later stage's tasks, and a Global's fit, read them so)."""
+    for shard in shards:
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=batch_rows, columns=columns):
+            ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
+            offset += batch.num_rows
+            yield batch.rename_columns(rename(batch.schema.names)).append_column("_ord", ords)
+
+
+def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
+    n = len(bad)
+    return pa.RecordBatch.from_pydict({
+        "_id": pa.array([f"{path}:{line}" for line in bad.line], pa.string()),
+        "step": pa.array([READ_STEP] * n, pa.string()),
+        "reason": pa.array(["unparseable"] * n, pa.string()),
+        "detail": pa.array([f"{path}, line {line}: {err}" for line, err in zip(bad.line, bad.error)], pa.string()),
+        "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
+    })
+
+
+class Traces:
+    """The task's trace writers, one per step that removed something."""
+
+    def __init__(self, ctx: StageContext, task: Task):
+        self.layout = ctx.layout
+        self.task = task
+        self.writers: dict[str, ShardWriter] = {}  # one trace shard per step, however large
+
+    def write(self, label: str, batch: pa.RecordBatch) -> None:
+        if label not in self.writers:
+            self.writers[label] = ShardWriter(Path(self.layout.trace(label)), self.task.name, shard_bytes=1 << 40)
+        self.writers[label].write(batch)
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+
+    def files(self) -> list[str]:
+        """The shards written, as `<step>/<name>` under the stage's trace directory."""
+        return [f"{label}/{p.name}" for label, w in self.writers.items() for p in w.paths]
+
+    def abort(self) -> None:
+        for w in self.writers.values():
+            w.abort()
+
+
+def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
+    if not ctx.final:
+        used = prepared_name(ctx.stage.global_step, "") if ctx.stage.global_step else None
+        return batch.select([n for n in batch.schema.names if n != "_ord" and not (used and n.startswith(used))])
+    keep = set(ctx.recipe.output.keep_columns) | {"_id"}
+    return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
+
+
+def _counted(batches: Iterator[pa.RecordBatch], progress: Progress) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        progress(READ_STEP, batch.num_rows, batch.num_rows)
+        yield batch
+
+
+
+def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict,
+            summaries: dict) -> None:
+    """A batch through the stage's steps: prepared for the next Global, shown to the run's
+    observers as output (with its internal columns, such as _embedding, still there), written."""
+    if preparer is not None and batch.num_rows:
+        batch = prepare(preparer, ctx.next_global, batch, ctx, stats)
+    if batch.num_rows:
+        observers.observe(summaries, "output", batch)
+    data.write(_output_columns(batch, ctx))
+
+
+def _observed(batches: Iterator[pa.RecordBatch], summaries: dict) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        observers.observe(summaries, "input", batch)
+        yield batch
+
+
+def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None,
+             files: Files = Files()) -> TaskResult:
+    """Run `task`: its result, also written as its done marker.
+
+    With `failure` (the error of a worker that died on this task too often), its rows are not
+    processed but traced at the stage's first step with that error, so none is lost."""
+    ops = operators_for(ctx) if failure is None else []  # a failed task loads no model
+    steps = ctx.stage.all_steps
+    preparer = ops[len(steps)] if ctx.next_global and ops else None
+    stats: dict[str, StepStats] = {}
+    traces = Traces(ctx, task)
+    out = ctx.recipe.output
+    data = ShardWriter(Path(ctx.layout.data), task.name, shard_bytes=out.shard_mb << 20,
+                       compression=out.parquet_compression if ctx.final else "zstd")
+    summaries = observers.task_summaries(ctx.observers, reads_input=bool(task.sources), writes_output=ctx.final)
+
+    def commit(batch: pa.RecordBatch) -> None:
+        _commit(batch, ctx, preparer, data, stats, summaries)
+
+    try:
+        batches = _observed(_rows(ctx, task, stats, traces), summaries)
+        if progress and task.sources:
+            batches = _counted(batches, progress)
+        if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):
+            rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
+            event_loop().run_until_complete(run_async(ctx, task, ops[:len(steps)],
+                                                       rebatch(batches, rows) if rows else batches, stats, traces,
+                                                       progress, commit))
+            batches = iter(())
+        if failure is not None:
+            first = steps[0]
+            batches = (fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure)
+                       for b in batches)
+        for op, step in zip(ops, steps):
+            batches = step_stream(batches, op, step, ctx, task, stats, traces, progress)
+        for batch in batches:
+            if ops:
+                failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
+            commit(batch)
+        data.close()
+        traces.close()
+    except BaseException:
+        data.abort()
+        traces.abort()
+        raise
+    for step in steps:  # steps that saw no rows still report zeros
+        stats.setdefault(step.label, StepStats())
+    result = TaskResult(task.name, [p.name for p in data.paths], traces.files(), stats,
+                        observed=any(summaries.values()))
+    if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
+        files.write_bytes(ctx.layout.observed(task.name), pickle.dumps(summaries))
+    files.write_bytes(ctx.layout.done(task.name), result.to_json())
+    return result

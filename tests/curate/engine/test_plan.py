@@ -1,0 +1,37 @@
+"""The plan's resource policy: how many tasks of a stage run at once follows what the operators
+declare, decided once for every executor."""
+
+from curate.engine import plan
+from curate.ops import Map, Resources
+from curate.recipe import Step
+
+
+def test_declared_resources_limit_parallel_tasks():
+    class Heavy(Map):
+        name = "heavy"
+        resources = Resources(cpus=4, memory_gb=1)
+
+    stage = plan.Stage(0, None, (Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params()),))
+    assert plan.policy(stage, workers=8, cores=8) == plan.Policy(cpus=4, memory_gb=1, parallel=2)
+    assert plan.policy(plan.Stage(0, None, ()), workers=8, cores=8).parallel == 8
+    assert plan.policy(plan.Stage(0, None, ()), workers=3, cores=8).parallel == 3
+
+
+def test_io_stages_run_on_few_processes():
+    """One event loop keeps hundreds of requests in flight: one process per 4 cores, and on a
+    small machine one (the main process: nothing spawned)."""
+    io = plan.Stage(0, None, (), resource_class="io")
+    for cores, expected in [(2, 1), (8, 2), (16, 4)]:
+        assert plan.policy(io, workers=16, cores=cores).parallel == expected
+    assert plan.policy(io, workers=1, cores=16).parallel == 1
+
+
+def test_the_plan_carries_each_stages_policy(tmp_path):
+    class Heavy(Map):
+        name = "heavy"
+        resources = Resources(cpus=2)
+
+    steps = [Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params())]
+    made = plan.make(steps, [], None, workers=4, cores=4)
+    assert made.stages[0].policy.parallel == 2
+    assert made.describe()["stages"][0]["policy"] == {"cpus": 2, "memory_gb": None, "parallel": 2}
