@@ -7,11 +7,18 @@ Each answer is committed as it arrives: answers arriving in the same turn of the
 committed together right after it (one transaction, not one each: a commit costs ~70 us), so
 a SIGKILL loses at most the requests still in flight and the answers of that one turn.
 Transient failures (timeouts, 5xx after the last retry) are not recorded: a later run tries again.
+
+Identical requests asked at once (the io stage keeps several batches in flight, and web text
+repeats) share one request: one request sequence, one attempt count, one answer for every row
+that asked. The disk covers what is committed; `CachedBackend.shared` covers the rest: requests
+in flight, answers not yet committed, and transient failures, which a process gives every later
+asker too, so that whether a row meets a failure does not depend on timing or concurrency.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sqlite3
 from collections import deque
@@ -49,15 +56,16 @@ class RequestCache:
                 found[key] = Answer(text, finish, t_in, t_out, error, detail, permanent=error is not None, cached=True)
         return found
 
-    def put_many(self, items: list[tuple[str, Answer]]) -> None:
+    def put_many(self, items: list[tuple[str, Answer]]) -> list[str]:
         """Record answers, and permanently bad requests, in one transaction; transient failures
-        are not kept."""
+        are not kept. Returns the keys recorded."""
         rows = [(key, a.text, a.finish_reason, a.tokens_in, a.tokens_out, a.error, a.detail)
                 for key, a in items if a.error is None or a.permanent]
         if rows:
             with self.db:
                 self.db.execute("BEGIN")
                 self.db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return [row[0] for row in rows]
 
     def close(self) -> None:
         self.db.close()
@@ -65,8 +73,9 @@ class RequestCache:
 
 class CachedBackend:
     """Any backend with the cache in front: hits are answered from disk, misses sent (once, if
-    asked twice) and each answer stored as it arrives. Counts hits, misses, duplicates, errors
-    and tokens for the manifest."""
+    asked twice, in one call or in calls at once) and each answer stored as it arrives. Counts
+    hits, misses (requests sent), duplicates (rows given another row's request), errors and
+    tokens for the manifest."""
 
     def __init__(self, backend, cache: RequestCache):
         self.backend, self.cache = backend, cache
@@ -81,13 +90,19 @@ class CachedBackend:
         self.writing: asyncio.Future | None = None
         self.save_soon = False
         self.failed: BaseException | None = None  # a commit that failed: the call raises it
+        # Requests of this process that the disk does not answer, by key: in flight (a future of
+        # the answer, resolved on this loop by the call sending it), answered and not committed
+        # yet (dropped once committed), or failed transiently (kept: every later asker gets it).
+        self.shared: dict[str, asyncio.Future | Answer] = {}
 
-    def _write(self) -> None:
+    def _write(self) -> list[str]:
+        recorded = []
         while self.unsaved:
             batch = [self.unsaved.popleft() for _ in range(len(self.unsaved))]
-            self.cache.put_many(batch)
+            recorded += self.cache.put_many(batch)
             for _ in batch:
                 failpoint("llm-answer")
+        return recorded
 
     def _save(self) -> None:
         """Start committing what arrived, unless a commit is under way (it looks again when done)."""
@@ -97,8 +112,11 @@ class CachedBackend:
             self.writing.add_done_callback(self._written)
 
     def _written(self, done: asyncio.Future) -> None:
-        if not done.cancelled() and done.exception() is not None and self.failed is None:
-            self.failed = done.exception()
+        if not done.cancelled() and done.exception() is not None:
+            self.failed = self.failed or done.exception()
+        elif not done.cancelled():
+            for key in done.result():  # on disk now: later askers read it there
+                self.shared.pop(key, None)
         self._save()
 
     def _remember(self, key: str, answer: Answer) -> None:
@@ -115,41 +133,90 @@ class CachedBackend:
 
     async def generate(self, requests: list[Request], on_answer=None) -> list[Answer]:
         keys = [r.key(self.kind, self.model) for r in requests]
-        hits = self.cache.get_many(keys)
-        answers: list[Answer | None] = [hits.get(k) for k in keys]
-        self._count("cache_hits", sum(a is not None for a in answers))
-        todo: dict[str, list[int]] = {}  # a request asked twice in one call is sent once
-        for i, a in enumerate(answers):
-            if a is None:
-                todo.setdefault(keys[i], []).append(i)
-        sent = [same[0] for same in todo.values()]
-        self._count("cache_misses", len(sent))
-        self._count("duplicates", sum(len(same) - 1 for same in todo.values()))
+        answers: list[Answer | None] = [None] * len(requests)
+
+        def give(i: int, answer: Answer) -> None:
+            answers[i] = answer
+            if on_answer:
+                on_answer(i, answer)
+
+        left = list(range(len(requests)))
+        while left:  # rows that shared a request whose sender was cancelled: asked again
+            left = await self._answer(requests, keys, left, give)
+        return answers
+
+    async def _answer(self, requests: list[Request], keys: list[str], asked: list[int], give) -> list[int]:
+        """Answer rows `asked`: from another call's request or this process's, from disk, or by
+        sending; returns the rows whose shared request was abandoned (its sender cancelled)."""
+        unknown = list(dict.fromkeys(keys[i] for i in asked if keys[i] not in self.shared))
+        hits = self.cache.get_many(unknown)
+        joined: dict[str, list[int]] = {}  # keys some other call is sending: their rows
+        mine: dict[str, list[int]] = {}  # keys this call sends: their rows
+        from_disk = settled = 0
+        for i in asked:
+            key = keys[i]
+            known = self.shared.get(key)
+            if isinstance(known, Answer):
+                give(i, known)
+                settled += 1
+            elif known is not None:
+                joined.setdefault(key, []).append(i)
+            elif key in hits:
+                give(i, hits[key])
+                from_disk += 1
+            else:
+                mine.setdefault(key, []).append(i)
+        self._count("cache_hits", from_disk)
+        self._count("cache_misses", len(mine))
+        self._count("duplicates", settled + sum(len(rows) for rows in joined.values()) +
+                    sum(len(rows) - 1 for rows in mine.values()))
+        loop = asyncio.get_running_loop()
+        sent = list(mine)
+        for key in sent:
+            self.shared[key] = loop.create_future()
+
+        def share(rows: list[int], done: asyncio.Future) -> None:
+            if not done.cancelled():
+                for i in rows:
+                    give(i, done.result())
+
+        # Added before asyncio.wait adds its own, so these run before the wait below returns.
+        waiting = {key: self.shared[key] for key in joined}
+        for key, future in waiting.items():
+            future.add_done_callback(functools.partial(share, joined[key]))
 
         def arrived(j: int, answer: Answer) -> None:
-            key = keys[sent[j]]
+            key = sent[j]
+            future, self.shared[key] = self.shared[key], answer
+            future.set_result(answer)
             self._remember(key, answer)
             if answer.ok:
                 self._count("tokens_in", answer.tokens_in)
                 self._count("tokens_out", answer.tokens_out)
             else:
                 self._count(f"errors_{answer.error}")
-            for i in todo[key]:
-                answers[i] = answer
-                if on_answer:
-                    on_answer(i, answer)
+            for i in mine[key]:
+                give(i, answer)
 
-        if sent:
-            try:
-                await self.backend.generate([requests[i] for i in sent], arrived)
-            finally:  # everything stored before returning (also what came before a fatal error)
+        try:
+            if sent:
+                await self.backend.generate([requests[mine[key][0]] for key in sent], arrived)
+            if waiting:
+                await asyncio.wait(waiting.values())
+        finally:
+            for key in sent:  # not answered (a fatal error, or cancelled): those sharing it ask again
+                if isinstance(self.shared.get(key), asyncio.Future):
+                    self.shared.pop(key).cancel()
+            if sent:  # everything stored before returning (also what came before a fatal error)
                 while self.unsaved or (self.writing is not None and not self.writing.done()):
                     self._save()
                     if self.writing is not None and not self.writing.done():
                         await asyncio.wait([self.writing])
                 if self.failed is not None:  # a failed commit is an error, not a silent loss
                     raise self.failed
-        return answers
+        abandoned = [i for key, future in waiting.items() if future.cancelled() for i in joined[key]]
+        self._count("duplicates", -len(abandoned))
+        return abandoned
 
     def take_counts(self) -> dict[str, int]:
         counts, self.counts = self.counts, {}

@@ -6,17 +6,18 @@ the cleaning of preambles is exercised. Markers in the prompt ask for an outcome
 (a refusal), `[[empty]]` (no text), `[[long]]` (cut at max_tokens: finish_reason "length"),
 `[[bad]]` (400, a request the server rejects).
 
-Faults, drawn per request at `fault_rate` (seeded, so a run can be replayed) among `faults`:
-`timeout` (no answer for `stall_s`), `429` (with Retry-After), `500`, `malformed` (200 with a
-body that is not JSON) and `truncated` (a body cut short). GET /stats gives the requests
-received per prompt (`prompt_key`), how many got a real answer, and the faults injected.
+Faults, drawn per request at `fault_rate` among `faults`: `timeout` (no answer for `stall_s`),
+`429` (with Retry-After), `500`, `malformed` (200 with a body that is not JSON) and
+`truncated` (a body cut short). The draw is a hash of the seed, the prompt and how many times
+that prompt was asked before, not of the order requests arrive in: a prompt meets the same
+faults in the same order at any concurrency, so a run can be replayed. GET /stats gives the
+requests received per prompt (`prompt_key`), how many got a real answer, and the faults injected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 
 import orjson
 
@@ -39,7 +40,7 @@ class MockLLM:
         self.models, self.api_key = list(models), api_key
         self.fault_rate, self.faults = fault_rate, list(faults)
         self.retry_after, self.stall_s = retry_after, stall_s
-        self.random = random.Random(seed)
+        self.seed = seed
         self.received: dict[str, int] = {}
         self.answered: dict[str, int] = {}
         self.injected: dict[str, int] = {}
@@ -78,9 +79,10 @@ class MockLLM:
         if doc.get("model") not in self.models:
             return web.json_response({"error": {"message": f"model {doc.get('model')!r} does not exist"}}, status=404)
         key = prompt_key(doc["messages"])
-        self.received[key] = self.received.get(key, 0) + 1
-        if self.fault_rate and self.random.random() < self.fault_rate:
-            fault = self.random.choice(self.faults)
+        asked_before = self.received.get(key, 0)
+        self.received[key] = asked_before + 1
+        fault = self._fault_for(key, asked_before)
+        if fault is not None:
             self.injected[fault] = self.injected.get(fault, 0) + 1
             return await self._fault(fault, request)
         prompt = doc["messages"][-1]["content"]
@@ -99,6 +101,15 @@ class MockLLM:
                 "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                           "total_tokens": len(prompt.split()) + len(text.split())}}
         return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    def _fault_for(self, key: str, asked_before: int) -> str | None:
+        """The fault (or None) of the prompt's request number `asked_before` (from 0)."""
+        if not self.fault_rate:
+            return None
+        draw = hashlib.sha256(f"{self.seed}:{key}:{asked_before}".encode()).digest()
+        if int.from_bytes(draw[:8], "big") >= self.fault_rate * 2 ** 64:
+            return None
+        return self.faults[int.from_bytes(draw[8:16], "big") % len(self.faults)]
 
     async def _fault(self, fault: str, request):
         from aiohttp import web

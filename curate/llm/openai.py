@@ -110,7 +110,9 @@ class OpenAIBackend:
         body = orjson.dumps({"model": self.model, "messages": list(request.messages), **request.sampling()})
         url = f"{self.base_url}/chat/completions"
         unreachable = 0
-        for attempt in range(self.max_retries + 1):
+        # `attempts` is the one count of requests tried for this prompt: the cache in front
+        # sends each prompt once (one _send) for all the rows, in all the calls, that ask it.
+        for attempts in range(1, self.max_retries + 2):
             wait = None
             try:
                 async with session.post(url, data=body) as response:
@@ -137,13 +139,16 @@ class OpenAIBackend:
             except (aiohttp.ClientConnectionError, OSError) as e:
                 answer = Answer(error="connection", detail=f"{type(e).__name__}: {e}")
                 unreachable += isinstance(e, (aiohttp.ClientConnectorError, ConnectionRefusedError))
-            if attempt == self.max_retries:
+            if attempts > self.max_retries:
                 break
-            await self.sleep(max(wait or 0.0, self._backoff(attempt)))
-        if unreachable > self.max_retries:  # every attempt failed to connect: the server is gone
+            await self.sleep(max(wait or 0.0, self._backoff(attempts - 1)))
+        if unreachable == attempts:  # every attempt failed to connect: the server is gone
             raise BackendError(f"the LLM endpoint {self.base_url} stopped accepting connections ({answer.detail}); "
                                f"the run can continue with --resume once it is back")
-        answer.detail = f"after {self.max_retries + 1} attempts: {answer.detail}"
+        # An attempt that could not connect sent nothing: said apart, so that the count can be
+        # checked against the server's.
+        unsent = f", {unreachable} of them not sent (no connection)" if unreachable else ""
+        answer.detail = f"after {attempts} attempt{'s' * (attempts != 1)}{unsent}: {answer.detail}"
         return answer
 
     def _backoff(self, attempt: int) -> float:

@@ -1,5 +1,5 @@
-"""The mock LLM server (curate/llm/mock_server.py) on a free loopback port, in a thread of the
-test process, with its request counts at hand."""
+"""The mock LLM server (curate/llm/mock_server.py) on a free loopback port (or the one given), in
+a thread of the test process, with its request counts at hand."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from curate.llm.mock_server import MockLLM
 
 
 class RunningMock:
-    def __init__(self, **options):
-        self.llm = MockLLM(**options)
+    def __init__(self, port: int = 0, **options):
+        self.llm, self.port = MockLLM(**options), port
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
         self.thread = threading.Thread(target=self._serve, args=(started,), daemon=True)
@@ -24,7 +24,7 @@ class RunningMock:
         asyncio.set_event_loop(self.loop)
         self.runner = web.AppRunner(self.llm.app(), access_log=None)
         self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        site = web.TCPSite(self.runner, "127.0.0.1", self.port)
         self.loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         started.set()

@@ -1,15 +1,19 @@
 """The request cache: answered and permanently bad requests are never sent twice; transient
-failures are tried again; the key covers backend, model, prompt, sampling and seed."""
+failures are tried again by a later process; identical requests in flight at once share one
+request sequence; the key covers backend, model, prompt, sampling and seed."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
+import threading
 
 from curate.llm.cache import FILE, CachedBackend, RequestCache
 from curate.llm.mock_server import prompt_key
 from curate.llm.openai import OpenAIBackend
 from curate.llm.types import Request
+from tests.curate.llm.mockkit import RunningMock
 
 
 def _cached(mock, cache_dir, **kw):
@@ -81,3 +85,79 @@ def test_a_failed_commit_fails_the_call_instead_of_losing_answers(mock_llm, tmp_
 
     with pytest.raises(sqlite3.OperationalError, match="disk is full"):
         _ask(backend, [Request(({"role": "user", "content": f"d{i}"},)) for i in range(5)])
+
+
+def _attempts(answer) -> int:
+    return int(re.search(r"after (\d+) attempts?", answer.detail).group(1))
+
+
+def test_identical_requests_in_flight_in_several_calls_share_one_request_sequence(tmp_path):
+    """The io stage keeps several batches in flight on one backend: a prompt two of them ask is
+    sent once, and every row that asked gets that one answer, with its true attempt count."""
+    server = RunningMock(fault_rate=1.0, faults=["malformed"])
+    try:
+        backend = _cached(server, tmp_path, max_retries=2, backoff_s=0.001)
+        shared = Request(({"role": "user", "content": "asked by every batch"},))
+        batches = [[shared, Request(({"role": "user", "content": f"only in batch {b}"},)), shared] for b in range(4)]
+
+        async def in_flight_at_once():
+            return await asyncio.gather(*[backend.generate(batch) for batch in batches])
+
+        answers = [a for batch in asyncio.run(in_flight_at_once()) for a in batch]
+        received = server.llm.received
+        assert received[prompt_key(list(shared.messages))] == 3 and set(received.values()) == {3}
+        assert all(a.error == "malformed" and _attempts(a) == 3 for a in answers)
+        assert backend.take_counts() == {"cache_hits": 0, "cache_misses": 5, "duplicates": 7, "errors_malformed": 5}
+        # a later call on the backend gets the same failure: this process asked that prompt already
+        (again,) = asyncio.run(backend.generate([shared]))
+        assert again.detail == answers[0].detail and received[prompt_key(list(shared.messages))] == 3
+    finally:
+        server.stop()
+
+
+def test_an_answer_is_shared_until_the_cache_has_it(mock_llm, tmp_path, monkeypatch):
+    backend = _cached(mock_llm, tmp_path)
+    request = Request(({"role": "user", "content": "once"},))
+    committed, put_many = threading.Event(), backend.cache.put_many
+
+    def held_back(items):
+        committed.wait(5)
+        return put_many(items)
+
+    monkeypatch.setattr(backend.cache, "put_many", held_back)
+
+    async def ask_again_before_the_commit():
+        arrived = asyncio.Event()
+        sending = asyncio.ensure_future(backend.generate([request], lambda i, a: arrived.set()))
+        await arrived.wait()
+        (again,) = await backend.generate([request])  # not on disk yet: the answer in memory
+        committed.set()
+        (first,) = await sending
+        return first, again
+
+    first, again = asyncio.run(ask_again_before_the_commit())
+    assert first.ok and again is first and mock_llm.llm.received[prompt_key(list(request.messages))] == 1
+    assert not backend.shared  # once committed, the cache holds it, not memory
+    (third,) = _ask(backend, [request])
+    assert third.cached and third.text == first.text
+
+
+def test_a_call_sharing_a_request_sends_it_itself_if_the_sender_is_cancelled(tmp_path):
+    server = RunningMock(fault_rate=1.0, faults=["timeout"], stall_s=0.3)
+    try:
+        backend = _cached(server, tmp_path, max_retries=0)
+        request = Request(({"role": "user", "content": "slow"},))
+
+        async def cancel_the_sender():
+            sender = asyncio.ensure_future(backend.generate([request]))
+            await asyncio.sleep(0.05)
+            sharer = asyncio.ensure_future(backend.generate([request]))
+            await asyncio.sleep(0.05)
+            sender.cancel()
+            return await sharer
+
+        (answer,) = asyncio.run(cancel_the_sender())
+        assert answer.error == "http_504" and _attempts(answer) == 1
+        assert server.llm.received[prompt_key(list(request.messages))] == 2
+    finally:
+        server.stop()

@@ -48,6 +48,29 @@ def test_each_fault_is_retried_then_reported_with_its_reason(fault, error):
         server.stop()
 
 
+def test_attempts_that_could_not_connect_are_said_apart_from_requests_sent():
+    from tests.conftest import free_port
+    from tests.curate.llm.mockkit import RunningMock
+
+    port, started = free_port(), []
+    backend = OpenAIBackend("mock", f"http://127.0.0.1:{port}/v1", max_retries=2, backoff_s=0.0)
+
+    async def sleep(seconds):  # the server comes up after the first attempt found nobody
+        if not started:
+            started.append(RunningMock(port=port, fault_rate=1.0, faults=["500"]))
+
+    backend.sleep = sleep
+    request = _request("anyone there?")
+    try:
+        (answer,) = _generate(backend, [request])
+        assert answer.error == "http_500"
+        assert answer.detail.startswith("after 3 attempts, 1 of them not sent (no connection): ")
+        assert started[0].llm.received[prompt_key(list(request.messages))] == 2
+    finally:
+        for server in started:
+            server.stop()
+
+
 def test_a_fault_then_success_gives_the_answer(mock_llm):
     mock_llm.llm.fault_rate, mock_llm.llm.retry_after = 0.5, 0
     backend = OpenAIBackend("mock", mock_llm.url, max_retries=20, backoff_s=0.001, timeout_s=60)

@@ -1,9 +1,11 @@
 """rephrase through `curate run` against the loopback mock LLM: the real:synthetic ratio, the
-columns, trace reasons, 30% injected faults, bad endpoints, keys and models, a local model."""
+columns, trace reasons, 30% injected faults, duplicate prompts in batches in flight at once, bad
+endpoints, keys and models, a local model."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,8 +13,11 @@ import pytest
 
 from curate import recipe as recipes
 from curate.errors import RecipeError
-from curate.llm.mock_server import reply_to
+from curate.llm.mock_server import prompt_key, reply_to
+from operators.synth.prompts import PROMPTS, TEMPLATE
 from tests.conftest import write_jsonl
+from tests.curate.engine import faultkit
+from tests.curate.llm.mockkit import RunningMock
 
 DOCS = [{"text": f"Doc {i} starts here. It has a second sentence. And a third one, number {i}."} for i in range(24)]
 
@@ -172,3 +177,38 @@ def test_a_local_transformers_model_runs_end_to_end_on_the_model_workers(cli, tm
     assert len(rows) + len(traced) == step["rows_in"] == 2  # random weights: an answer, or a reason
     assert all(r["synth_model"] == str(model) for r in rows)
     assert step["counts"]["cache_misses"] == 2
+
+
+FLAKY = {"fault_rate": 0.5, "faults": ["429", "500", "malformed", "truncated"], "retry_after": 0, "seed": 3}
+
+
+@pytest.mark.parametrize("mock_llm", [FLAKY], indirect=True)
+def test_duplicate_prompts_in_batches_in_flight_share_one_request_sequence(cli, tmp_path, mock_llm, monkeypatch):
+    """Six texts, each in eight rows spread over the batches the io stage keeps in flight at once,
+    against a server failing half its requests: each prompt is sent as one request sequence, a
+    traced row's attempt count is the server's count for its prompt, and the output is the same
+    bytes at concurrency 1."""
+    docs = [{"text": f"Row {i % 6} says something."} for i in range(48)]
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
+    path = recipe_text(tmp_path, _llm(mock_llm, concurrency=256, max_retries=2, backoff_s=0.001),
+                       "styles: [medium]", docs=docs, batch_rows=4)
+    result = cli("run", path, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    traced = _trace(tmp_path / "out")
+    assert 0 < len(traced) < len(docs)
+    for row in traced:  # every failed prompt's row says how many requests the server got for it
+        messages = [{"role": "user", "content": TEMPLATE.format(prompt=PROMPTS["medium"], text=row["row"]["text"])}]
+        attempts = int(re.search(r"after (\d+) attempts", row["detail"]).group(1))
+        assert attempts == mock_llm.llm.received[prompt_key(messages)] == 3, row["detail"]
+    assert len(mock_llm.llm.received) == 6 and max(mock_llm.llm.received.values()) <= 3
+
+    fresh = RunningMock(**FLAKY)
+    try:
+        monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache-1"))
+        path = recipe_text(tmp_path, _llm(fresh, concurrency=1, max_retries=2, backoff_s=0.001),
+                           "styles: [medium]", docs=docs, batch_rows=4)
+        result = cli("run", path, "--workers", "1", "--output", tmp_path / "one-at-a-time")
+        assert result.exit_code == 0, result.output
+    finally:
+        fresh.stop()
+    assert faultkit.digest(tmp_path / "one-at-a-time") == faultkit.digest(tmp_path / "out")
