@@ -15,12 +15,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from operators.lake import brute_force, content, scan as scan_mod
-from operators.lake.brute_force import contained_pairs
-from operators.lake.columns import normalize_name
-from operators.lake.scan import ScanOptions, scan_lake
-from operators.lake.scan_output import write_scan
-from tests.operators.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
+from lake import content, scan as scan_mod
+from lake.columns import normalize_name
+from lake.scan import ScanOptions, scan_lake
+from lake.scan_output import write_scan
+from tests.lake import brute_force
+from tests.lake.brute_force import contained_pairs
+from tests.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,10 @@ def test_the_oracle_reads_and_normalizes_on_its_own():
     # A bug in the scanner's reader or column names would hide on both sides otherwise:
     # of the lake package, the oracle uses only the list of tables.
     tree = ast.parse(Path(brute_force.__file__).read_text())
-    relative = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
-    assert relative == {"tables"}
+    from_lake = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and (node.level or node.module.split(".")[0] == "lake")}
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert from_lake == {"lake.tables"} and not any(m.split(".")[0] == "lake" for m in imported)
 
 
 @given(st.text())

@@ -7,8 +7,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from operators.lake.reader import read_table
-from operators.lake.tables import discover, table_at
+from lake.reader import read_table
+from lake.tables import discover, table_at
 
 
 def write(path, **cols):

@@ -11,14 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import CurateError
-from operators.lake.apply import apply_plan
-from operators.lake.plan_file import make_plan
-from operators.lake.quarantine import Quarantine
-from operators.lake.reader import read_table
-from operators.lake.restore import restore_tables
-from operators.lake.scan import ScanOptions, scan_lake
-from operators.lake.scan_output import write_scan
-from operators.lake.tables import discover
+from lake.apply import apply_plan
+from lake.plan_file import make_plan
+from lake.quarantine import Quarantine
+from lake.reader import read_table
+from lake.restore import restore_tables
+from lake.scan import ScanOptions, scan_lake
+from lake.scan_output import write_scan
+from lake.tables import discover
 
 
 @pytest.fixture
