@@ -103,10 +103,18 @@ def test_rescan_of_unchanged_lake_reads_no_data(lake_root, tmp_path, monkeypatch
     monkeypatch.setattr(scan_mod, "compute_stats", no_data)
     monkeypatch.setattr(scan_mod, "check_contained", no_data)
     monkeypatch.setattr(scan_mod, "verify_edge", no_data)
+    monkeypatch.setattr(scan_mod.Table, "content_hash", no_data)
     second = scan_lake([lake_root], tmp_path, ScanOptions(progress=False))
     assert second.cache_hits == len(second.tables) + len(second.issues)  # every table from cache
     assert confirmed_names(second) == confirmed_names(first)
     assert second.funnel["steps"] == first.funnel["steps"]
+    assert second.contents == first.contents
+
+
+def test_tables_in_confirmed_edges_have_a_content_hash(scanned):
+    in_edges = {k for e in scanned.edges if e.status == "confirmed" for k in (e.container, e.contained)}
+    assert in_edges and {k for k, c in enumerate(scanned.contents) if c} == in_edges
+    assert all(scanned.contents[k] == scanned.tables[k].content_hash() for k in in_edges)
 
 
 def test_a_changed_table_is_scanned_again(lake_root, tmp_path):
