@@ -33,16 +33,16 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from operators.lake.apply import apply_plan  # noqa: E402
-from operators.lake.brute_force import contained_pairs  # noqa: E402
-from operators.lake.plan_file import make_plan  # noqa: E402
-from operators.lake.quarantine import Quarantine  # noqa: E402
-from operators.lake.reader import TableReadError, read_table  # noqa: E402
-from operators.lake.restore import restore_tables  # noqa: E402
-from operators.lake.tables import discover  # noqa: E402
-from operators.lake.scan import ScanOptions, scan_lake  # noqa: E402
-from operators.lake.scan_output import write_scan  # noqa: E402
-from tests.operators.lake.lake_testkit import WRITERS  # noqa: E402  (the CSV writers the tests use)
+from lake.apply import apply_plan  # noqa: E402
+from lake.plan_file import make_plan  # noqa: E402
+from lake.quarantine import Quarantine  # noqa: E402
+from lake.reader import TableReadError, read_table  # noqa: E402
+from lake.restore import restore_tables  # noqa: E402
+from lake.tables import discover  # noqa: E402
+from lake.scan import ScanOptions, scan_lake  # noqa: E402
+from lake.scan_output import write_scan  # noqa: E402
+from tests.lake.brute_force import contained_pairs  # noqa: E402  (the tests' oracle, not part of the product)
+from tests.lake.lake_testkit import WRITERS  # noqa: E402  (the CSV writers the tests use)
 
 DERIVED_PER_BASE = 30
 LAKE_DESCRIPTION = (

@@ -6,16 +6,79 @@ Heavy packages are imported inside the commands, so `curate --help` stays fast.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
-from curate import cli_errors
+from curate import cli_errors, plugins
 from curate.cli_errors import handle_errors
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _Commands(TyperGroup):
+    """curate's own commands, then the command groups packages register in the `curate.commands`
+    entry points (`curate adp`, `curate lake`). A group is imported only when it is run or a
+    listing (--help, shell completion) needs its help, so `curate run` imports none of them."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        own = super().list_commands(ctx)
+        return own + [name for name in plugins.registered(plugins.COMMANDS) if name not in own]
+
+    def get_command(self, ctx: typer.Context, name: str):
+        own = super().get_command(ctx, name)  # a plugin cannot replace one of curate's commands
+        if own is not None or name not in plugins.registered(plugins.COMMANDS):
+            return own
+        return _command_group(name)
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]):
+        if args and self.get_command(ctx, args[0]) is None:
+            # No such command: Typer's "Did you mean ...?" looks in self.commands only.
+            self.commands.update({name: _command_group(name) for name in plugins.registered(plugins.COMMANDS)
+                                  if name not in self.commands})
+        return super().resolve_command(ctx, args)
+
+
+@lru_cache(maxsize=None)
+def _command_group(name: str):
+    """The registered group `name` as a command; one that does not load becomes a command that
+    says why (a package installed without its code, an import error in it), not a traceback."""
+    ep = plugins.registered(plugins.COMMANDS)[name]
+    try:
+        target = ep.load()
+        if not isinstance(target, typer.Typer):
+            raise TypeError(f"it is a {type(target).__name__}, not a Typer app")
+        # Mounted as app.add_typer(target, name=name) would: named so, and without a group's
+        # own --install-completion (that belongs to `curate` itself).
+        host = typer.Typer(add_completion=False)
+        host.add_typer(target, name=name)
+        return typer.main.get_command(host).commands[name]
+    except Exception as e:  # noqa: BLE001: whatever a broken package raises, the rest of curate works
+        return _unavailable(name, ep, e)
+
+
+def _unavailable(name: str, ep, error: Exception):
+    why = f"{type(error).__name__}: {error}"
+    stub = typer.Typer(add_completion=False)
+
+    # No options of its own and any arguments accepted, so `curate NAME ... --help` explains too.
+    @stub.command(name=name, help=f"(unavailable: {why})", add_help_option=False,
+                  context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def explain() -> None:
+        if cli_errors.show_tracebacks:
+            import traceback
+
+            cli_errors.err.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
+        cli_errors.err.print(f"[bold red]error:[/] `curate {name}` is unavailable: {plugins.origin(ep)} does not "
+                             f"load ({why}); reinstall or uninstall that package", highlight=False)
+        raise typer.Exit(1)
+
+    return typer.main.get_command(stub)
+
+
+app = typer.Typer(cls=_Commands, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
 out = Console(width=None if sys.stdout.isatty() else 120)  # logs of batch jobs get full tables
 
@@ -256,18 +319,6 @@ def serve_mock(
               f"fault rate {fault_rate})", highlight=False)
     serve(port=port, models=model or ["mock"], api_key=api_key, fault_rate=fault_rate, faults=chosen,
           retry_after=retry_after, stall_s=stall_s, seed=seed)
-
-
-def _subcommand_groups() -> None:
-    """Command groups that live with their operators (they import only typer and rich at load)."""
-    from operators.agent.cli import app as adp_app
-    from operators.lake.cli import app as lake_app
-
-    app.add_typer(adp_app, name="adp")
-    app.add_typer(lake_app, name="lake")
-
-
-_subcommand_groups()
 
 
 def main() -> None:

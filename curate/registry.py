@@ -1,7 +1,7 @@
 """Operator names -> classes, imported only when used so `curate --help` stays fast.
 
-The built-in catalog lives in `operators/__init__.py` as "name": "module:Class"; other
-packages add operators through the `curate.operators` entry-point group.
+Every operator is registered through the `curate.operators` entry-point group as
+name = "module:Class": curate's own in its pyproject.toml, others by their packages.
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ import difflib
 import importlib
 from functools import lru_cache
 
-from curate.errors import RecipeError
+from curate import plugins
+from curate.errors import CurateError, RecipeError
 from curate.ops import Operator
 
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, str]:
-    from importlib.metadata import entry_points
-
-    from operators import CATALOG
-
-    names = dict(CATALOG)
-    for ep in entry_points(group="curate.operators"):
-        names.setdefault(ep.name, ep.value)
+    """name -> "module:Class" of every registered operator (tests add theirs to this dict)."""
+    names = {name: ep.value for name, ep in plugins.registered(plugins.OPERATORS).items()}
+    if not names:
+        # curate registers dozens itself: none means its package metadata is missing or stale
+        raise CurateError(f"no operators are registered (entry-point group {plugins.OPERATORS}); "
+                          "install curate with `pip install -e .` (again, after pyproject.toml changed)")
     return names
 
 

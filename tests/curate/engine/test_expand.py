@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import operators
 from curate import recipe, registry
 from curate.engine import expand
 from curate.engine.runner import RunOptions, run
@@ -19,11 +18,8 @@ from tests.conftest import write_jsonl
 
 @pytest.fixture(autouse=True)
 def expander(monkeypatch):
-    monkeypatch.setitem(operators.CATALOG, "test_expander", "tests.curate.engine.expand_ops:Expander")
-    monkeypatch.setitem(operators.CATALOG, "test_async_expander", "tests.curate.engine.expand_ops:AsyncExpander")
-    registry.catalog.cache_clear()
-    yield
-    registry.catalog.cache_clear()
+    monkeypatch.setitem(registry.catalog(), "test_expander", "tests.curate.engine.expand_ops:Expander")
+    monkeypatch.setitem(registry.catalog(), "test_async_expander", "tests.curate.engine.expand_ops:AsyncExpander")
 
 
 def _run(root, ns, batch, op="test_expander", params="{}", workers=1):

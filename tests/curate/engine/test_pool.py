@@ -9,7 +9,6 @@ import threading
 import pyarrow.parquet as pq
 import pytest
 
-import operators
 from curate import recipe, registry
 from curate.engine import plan
 from curate.engine.runner import RunOptions, run
@@ -27,10 +26,7 @@ steps:
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch):
-    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
-    registry.catalog.cache_clear()
-    yield
-    registry.catalog.cache_clear()
+    monkeypatch.setitem(registry.catalog(), "fake_model", "tests.curate.engine.model_ops:FakeModel")
 
 
 def load(tmp_path, out, files=3, output=None):

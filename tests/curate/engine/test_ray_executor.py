@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import operators
 from curate import registry
 from curate.engine.runner import RunOptions, run
 
@@ -160,16 +159,12 @@ def test_a_ray_worker_killed_mid_task_is_retried_and_the_output_is_identical(poi
         output = _private(cluster) / f"killed-{os.getpid()}"
         request.addfinalizer(lambda: shutil.rmtree(output, ignore_errors=True))
         store = request.getfixturevalue("s3_store")
-    monkeypatch.setitem(operators.CATALOG, "fake_model", "tests.curate.engine.model_ops:FakeModel")
-    registry.catalog.cache_clear()
+    monkeypatch.setitem(registry.catalog(), "fake_model", "tests.curate.engine.model_ops:FakeModel")
     local, _ = test_pool.load(tmp_path, "local")
     run(local, RunOptions(workers=2))
     killed, _ = test_pool.load(tmp_path, "killed", output=output)
-    try:
-        with _worker_killed_at(point, tmp_path, monkeypatch):
-            run(killed, RunOptions(engine="ray", address=cluster.address, work_store=store))
-    finally:
-        registry.catalog.cache_clear()
+    with _worker_killed_at(point, tmp_path, monkeypatch):
+        run(killed, RunOptions(engine="ray", address=cluster.address, work_store=store))
     assert digest(Path(killed.output.path)) == digest(tmp_path / "local")
 
 

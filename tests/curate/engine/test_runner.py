@@ -185,14 +185,9 @@ def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
 
 @pytest.fixture
 def batch_size_op(monkeypatch):
-    import operators
-
     from curate import registry
 
-    monkeypatch.setitem(operators.CATALOG, "batch_size", "tests.curate.engine.model_ops:BatchSize")
-    registry.catalog.cache_clear()
-    yield
-    registry.catalog.cache_clear()
+    monkeypatch.setitem(registry.catalog(), "batch_size", "tests.curate.engine.model_ops:BatchSize")
 
 
 def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_path, batch_size_op):

@@ -32,7 +32,7 @@ import pyarrow.dataset as ds
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from .tables import Table
+from lake.tables import Table
 
 TEXT = "text"
 # Families a CSV column may be read as, most specific first.

@@ -13,7 +13,7 @@ from curate.errors import CurateError
 from .quarantine import Quarantine
 from .rebuild import read_container, rebuild, schema_from_text, write_rebuilt
 from .reader import read_table
-from .tables import table_at
+from .tables import same_data, table_at
 
 
 @dataclass
@@ -48,7 +48,8 @@ def _restore_one(entry: dict, root: Path) -> Restored:
     container = table_at(entry["container_path"])
     copy = root / entry["quarantined"] if entry.get("quarantined") else None
     slot = (root / entry["positions"]).parent
-    if container is None or container.fingerprint != entry["container_fingerprint"]:
+    # By content: a container touched or copied back since the apply still rebuilds the table.
+    if not same_data(container, entry["container_fingerprint"], entry.get("container_content")):
         if copy is None or not copy.exists():
             raise CurateError(
                 f"{entry['table']}: its container {entry['container_path']} changed or is gone, "

@@ -4,7 +4,9 @@ A table is a Parquet file, a CSV file, a JSONL file, or a partitioned Parquet
 directory (hive `key=value` subdirectories, or a directory of `part-*` files).
 Any other directory is a folder of tables and is searched recursively.
 The fingerprint covers every file's path, size and mtime, so it changes when
-any file of the table changes, and computing it reads no data.
+any file of the table changes, and computing it reads no data. It can also change
+when nothing did (a `touch`, the same bytes copied back): where that matters, for a
+plan's tables and a deleted table's container, the content hash decides (same_data).
 """
 
 from __future__ import annotations
@@ -54,6 +56,33 @@ class Table:
         for f in self.files:
             h.update(f"{f.path}\0{f.size}\0{f.mtime_ns}\n".encode())
         return h.hexdigest()
+
+    def content_hash(self) -> str:
+        """xxh3-128 of the table's data: each file's place in the table and its bytes, streamed.
+        Reads the whole table, so it is taken only for tables a plan may name (scan.py)."""
+        h = xxhash.xxh3_128()
+        buf = bytearray(1 << 20)
+        for f in self.files:
+            h.update(f"{os.path.relpath(f.path, self.path)}\0".encode())
+            size = 0
+            with open(f.path, "rb", buffering=0) as fh:
+                while n := fh.readinto(buf):
+                    h.update(memoryview(buf)[:n])
+                    size += n
+            h.update(f"\0{size}\n".encode())  # where one file ends and the next begins
+        return h.hexdigest()
+
+
+def same_data(now: Table | None, fingerprint: str, content: str | None) -> bool:
+    """Whether the table at a path `now` still holds the data recorded as (fingerprint, content).
+    An unchanged fingerprint says so without reading; otherwise the content decides, so a touched
+    file or a byte-identical copy is the same table. Records without a content hash (scans before
+    it was recorded) have only the fingerprint."""
+    if now is None:
+        return False
+    if now.fingerprint == fingerprint:
+        return True
+    return content is not None and now.content_hash() == content
 
 
 def _format_of(name: str) -> str | None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.operators.lake.lake_testkit import make_lake
+from tests.lake.lake_testkit import make_lake
 
 
 @pytest.fixture(scope="session")

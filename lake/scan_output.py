@@ -1,6 +1,7 @@
 """The scan's output directory: what `scan` writes and what `plan` reads back.
 
-  tables.parquet      every table of the graph: name, path, format, fingerprint, bytes, rows
+  tables.parquet      every table of the graph: name, path, format, fingerprint, content hash
+                      (tables in confirmed edges), bytes, rows
   graph.parquet       every schema-contained pair with the step that decided it and the evidence
   containment.json    the confirmed edges only (container, contained, column mapping, evidence)
   funnel.json         pairs considered, removed by each step, confirmed; seconds per step
@@ -48,6 +49,7 @@ def write_scan(out: str | Path, roots: list[str], options: ScanOptions, result: 
                 "format": [x.format for x in t],
                 "partitioned": [x.partitioned for x in t],
                 "fingerprint": [x.fingerprint for x in t],
+                "content": pa.array(result.contents, pa.string()),
                 "bytes": pa.array([x.bytes for x in t], pa.int64()),
                 "rows": pa.array([s.rows for s in result.stats], pa.int64()),
                 "columns": [[c.name for c in s.columns] for s in result.stats],

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from operators.lake.cli import app
+from lake.cli import app
 
 runner = CliRunner()
 

@@ -1,4 +1,5 @@
-"""Dataset containment across a data lake (R2D2), behind `curate lake`.
+"""Dataset containment across a data lake (R2D2), behind `curate lake`. Not an operator: it
+works on whole tables of a lake, not on a recipe's stream, so it lives beside `operators/`.
 
 scan:    tables.py (discovery, fingerprints) -> stats.py + stats_cache.py (footer statistics,
          cached) -> schema_index.py (step 1) -> minmax.py (step 2) -> content.py (step 3)
@@ -6,5 +7,6 @@ scan:    tables.py (discovery, fingerprints) -> stats.py + stats_cache.py (foote
          CSV columns are text, compared with other columns on canonical values (text.py).
 plan:    planner.py (HiGHS integer program, greedy fallback), plan_file.py.
 apply:   apply.py moves tables to quarantine.py after rebuild.py proves they rebuild exactly.
-restore: restore.py. The commands are in cli.py; brute_force.py is the ground truth for tests.
+restore: restore.py. The commands are in cli.py (registered as `curate lake` through the
+         `curate.commands` entry points); the tests' ground truth is tests/lake/brute_force.py.
 """

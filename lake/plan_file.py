@@ -1,7 +1,8 @@
 """From a scan directory to a deletion plan file (JSON), and back.
 
 The plan records, for each table to delete, everything apply needs to check that
-nothing changed since the scan: both tables' paths and fingerprints, and the column mapping.
+nothing changed since the scan: both tables' paths, fingerprints and content hashes, and the
+column mapping.
 """
 
 from __future__ import annotations
@@ -79,12 +80,14 @@ def make_plan(
                 "format": b["format"],
                 "partitioned": b["partitioned"],
                 "fingerprint": b["fingerprint"],
+                "content": b.get("content"),  # None from scans that did not record it
                 "bytes": b["bytes"],
                 "rows": b["rows"],
                 "frequency": inp.frequency[i],
                 "container": a["name"],
                 "container_path": a["path"],
                 "container_fingerprint": a["fingerprint"],
+                "container_content": a.get("content"),
                 "columns": mapping[(a["name"], b["name"])],
                 "rebuild_seconds": rebuild_seconds(inp, j),
             }

@@ -49,6 +49,9 @@ class ScanResult:
     funnel: dict
     seconds: dict = field(default_factory=dict)
     cache_hits: int = 0
+    # per table: the content hash of a table in a confirmed edge (what apply and restore compare
+    # with later; see tables.same_data), None for the others, which no plan can name
+    contents: list[str | None] = field(default_factory=list)
 
     def confirmed(self) -> list[Edge]:
         return [e for e in self.edges if e.status in ("confirmed", "unverified")]
@@ -127,6 +130,7 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
         found, issues = discover(list(roots), exclude=[out])
         tables: list[Table] = []
         stats: list[TableStats] = []
+        entries: list[dict] = []
         for t in steps.run("statistics (footers)", found):
             entry = _table_stats(t, cache)
             if "error" in entry:
@@ -139,6 +143,7 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
                 continue
             tables.append(t)
             stats.append(s)
+            entries.append(entry)
 
         with steps.whole("schema index"):
             edges = schema_candidates(stats)
@@ -151,6 +156,7 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
         _content_step(con, edges, tables, opts, cache, steps)
         _verify_step(con, edges, tables, opts, cache, steps)
         con.close()
+        contents = _content_hashes(edges, tables, entries, cache, steps)
     cache.save()
     seconds = {**steps.seconds, "total": time.perf_counter() - start}
     return ScanResult(
@@ -161,6 +167,7 @@ def scan_lake(roots: list[str | Path], out: str | Path, options: ScanOptions | N
         funnel=funnel(len(tables), edges),
         seconds=seconds,
         cache_hits=cache.hits,
+        contents=contents,
     )
 
 
@@ -207,6 +214,24 @@ def _verify_step(con, edges: list[Edge], tables: list[Table], opts: ScanOptions,
         verify_edge(con, e, tables)
         if e.status != "error":
             cache.put_pair(_pair_key(tables, e, "verify"), {"stage": e.stage, "status": e.status, "evidence": e.evidence})
+
+
+def _content_hashes(edges: list[Edge], tables: list[Table], entries: list[dict], cache: ScanCache,
+                    steps: _Steps) -> list[str | None]:
+    """Content hashes of the tables in confirmed edges, the only ones a plan can name. Kept with
+    the table's cached statistics, so a rescan of an unchanged lake still reads no data."""
+    needed = sorted({k for e in edges if e.status == "confirmed" for k in (e.container, e.contained)})
+    contents: list[str | None] = [None] * len(tables)
+    for k in steps.run("content hashes", needed):
+        t, entry = tables[k], entries[k]
+        if "content" not in entry:
+            try:
+                entry["content"] = t.content_hash()
+            except OSError:  # gone or unreadable since it was verified: compared by fingerprint alone
+                continue
+            cache.put_table(t.fingerprint, entry)
+        contents[k] = entry["content"]
+    return contents
 
 
 def funnel(n_tables: int, edges: list[Edge]) -> dict:

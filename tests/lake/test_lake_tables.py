@@ -1,4 +1,4 @@
-"""Which files and directories are tables, and when a table's fingerprint changes."""
+"""Which files and directories are tables, when a table's fingerprint changes, and when its data does."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from operators.lake.reader import read_table
-from operators.lake.tables import discover, table_at
+from lake.reader import read_table
+from lake.tables import discover, same_data, table_at
 
 
 def write(path, **cols):
@@ -51,3 +51,25 @@ def test_fingerprint_follows_files(tmp_path):
     os.utime(tmp_path / "a.parquet", ns=(st.st_atime_ns, st.st_mtime_ns + 1))
     assert table_at(tmp_path / "a.parquet").fingerprint != before
     assert table_at(tmp_path / "gone.parquet") is None
+
+
+def test_same_data_is_decided_by_content(tmp_path):
+    write(tmp_path / "hive" / "k=1" / "f.parquet", x=[1, 2])
+    write(tmp_path / "hive" / "k=2" / "f.parquet", x=[3])
+    scanned = table_at(tmp_path / "hive")
+    fp, content = scanned.fingerprint, scanned.content_hash()
+    f = tmp_path / "hive" / "k=2" / "f.parquet"
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    touched = table_at(tmp_path / "hive")
+    assert touched.fingerprint != fp and same_data(touched, fp, content)
+    assert not same_data(touched, fp, None)  # without a recorded hash the fingerprint is all there is
+    # the same bytes under another partition value, then one byte more: other data
+    os.rename(tmp_path / "hive" / "k=2", tmp_path / "hive" / "k=3")
+    assert not same_data(table_at(tmp_path / "hive"), fp, content)
+    os.rename(tmp_path / "hive" / "k=3", tmp_path / "hive" / "k=2")
+    assert same_data(table_at(tmp_path / "hive"), fp, content)
+    with open(f, "ab") as fh:
+        fh.write(b"\0")
+    assert not same_data(table_at(tmp_path / "hive"), fp, content)
+    assert not same_data(None, fp, content)  # gone

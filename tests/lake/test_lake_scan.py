@@ -15,12 +15,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from operators.lake import brute_force, content, scan as scan_mod
-from operators.lake.brute_force import contained_pairs
-from operators.lake.columns import normalize_name
-from operators.lake.scan import ScanOptions, scan_lake
-from operators.lake.scan_output import write_scan
-from tests.operators.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
+from lake import content, scan as scan_mod
+from lake.columns import normalize_name
+from lake.scan import ScanOptions, scan_lake
+from lake.scan_output import write_scan
+from tests.lake import brute_force
+from tests.lake.brute_force import contained_pairs
+from tests.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,10 @@ def test_the_oracle_reads_and_normalizes_on_its_own():
     # A bug in the scanner's reader or column names would hide on both sides otherwise:
     # of the lake package, the oracle uses only the list of tables.
     tree = ast.parse(Path(brute_force.__file__).read_text())
-    relative = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
-    assert relative == {"tables"}
+    from_lake = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and (node.level or node.module.split(".")[0] == "lake")}
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert from_lake == {"lake.tables"} and not any(m.split(".")[0] == "lake" for m in imported)
 
 
 @given(st.text())
@@ -100,10 +103,18 @@ def test_rescan_of_unchanged_lake_reads_no_data(lake_root, tmp_path, monkeypatch
     monkeypatch.setattr(scan_mod, "compute_stats", no_data)
     monkeypatch.setattr(scan_mod, "check_contained", no_data)
     monkeypatch.setattr(scan_mod, "verify_edge", no_data)
+    monkeypatch.setattr(scan_mod.Table, "content_hash", no_data)
     second = scan_lake([lake_root], tmp_path, ScanOptions(progress=False))
     assert second.cache_hits == len(second.tables) + len(second.issues)  # every table from cache
     assert confirmed_names(second) == confirmed_names(first)
     assert second.funnel["steps"] == first.funnel["steps"]
+    assert second.contents == first.contents
+
+
+def test_tables_in_confirmed_edges_have_a_content_hash(scanned):
+    in_edges = {k for e in scanned.edges if e.status == "confirmed" for k in (e.container, e.contained)}
+    assert in_edges and {k for k, c in enumerate(scanned.contents) if c} == in_edges
+    assert all(scanned.contents[k] == scanned.tables[k].content_hash() for k in in_edges)
 
 
 def test_a_changed_table_is_scanned_again(lake_root, tmp_path):

@@ -4,6 +4,7 @@ after a change; restore refuses what it cannot rebuild exactly."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 
 import pyarrow as pa
@@ -11,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import CurateError
-from operators.lake.apply import apply_plan
-from operators.lake.plan_file import make_plan
-from operators.lake.quarantine import Quarantine
-from operators.lake.reader import read_table
-from operators.lake.restore import restore_tables
-from operators.lake.scan import ScanOptions, scan_lake
-from operators.lake.scan_output import write_scan
-from operators.lake.tables import discover
+from lake.apply import apply_plan
+from lake.plan_file import make_plan
+from lake.quarantine import Quarantine
+from lake.reader import read_table
+from lake.restore import restore_tables
+from lake.scan import ScanOptions, scan_lake
+from lake.scan_output import write_scan
+from lake.tables import discover
 
 
 @pytest.fixture
@@ -84,6 +85,45 @@ def test_apply_refuses_after_a_change(planned):
     with pytest.raises(CurateError, match="changed since the scan"):
         apply_plan(plan, quarantine, yes=True)
     assert sorted(p.name for p in lake.iterdir()) == before
+
+
+def touch(path):
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+
+
+def copy_back(path, tmp_path):
+    """The same bytes written again: a new file (new mtime, maybe a new inode) with the old content."""
+    shutil.copyfile(path, tmp_path / "saved")
+    os.unlink(path)
+    shutil.copyfile(tmp_path / "saved", path)
+    touch(path)  # whatever the clock's resolution, the mtime differs from the scanned one
+
+
+@pytest.mark.parametrize("how", ["touch", "copy back"])
+def test_a_container_with_the_same_bytes_still_restores_after_purge(planned, tmp_path, how):
+    """Issue 21: "changed" is decided by content; a new mtime on the same bytes changes nothing."""
+    lake, plan, quarantine = planned
+    before = snapshot(lake)
+    container = next(d for d in plan["deletions"] if d["table"] == "rows_subset.parquet")["container_path"]
+    inside = {d["table"] for d in plan["deletions"] if d["container_path"] == container}
+    apply_plan(plan, quarantine, yes=True, purge=True)
+    touch(container) if how == "touch" else copy_back(container, tmp_path)
+    restored = restore_tables(quarantine, sorted(inside))
+    assert {r.table for r in restored} == inside and {r.source for r in restored} == {"container"}
+    after = snapshot(lake)
+    assert all(after[name].equals(before[name], check_metadata=True) for name in inside)
+
+
+def test_apply_goes_ahead_when_only_mtimes_changed(planned, tmp_path):
+    lake, plan, quarantine = planned
+    d = next(d for d in plan["deletions"] if d["table"] == "rows_subset.parquet")
+    touch(d["path"])
+    copy_back(d["container_path"], tmp_path)
+    report = apply_plan(plan, quarantine, yes=True, purge=True)
+    assert "rows_subset.parquet" in report.moved and not report.skipped
+    (r,) = restore_tables(quarantine, ["rows_subset.parquet"])
+    assert r.source == "container"
 
 
 def test_restore_falls_back_to_quarantine_copy_when_container_changed(planned):

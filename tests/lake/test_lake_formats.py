@@ -21,11 +21,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.lake import brute_force
-from operators.lake.brute_force import contained_pairs
-from operators.lake.scan import ScanOptions, scan_lake
-from operators.lake.text import TEXT_FAMILIES, parsed_sql
-from tests.operators.lake.lake_testkit import WRITERS, confirmed_names, write_csv
+from lake.scan import ScanOptions, scan_lake
+from lake.text import TEXT_FAMILIES, parsed_sql
+from tests.lake import brute_force
+from tests.lake.brute_force import contained_pairs
+from tests.lake.lake_testkit import WRITERS, confirmed_names, write_csv
 
 N = 240
 

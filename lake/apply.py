@@ -1,10 +1,11 @@
 """Applying a deletion plan: check, rebuild-test, record, then move to quarantine.
 
 Nothing is touched unless `yes`. If any table of the plan (deleted or container) changed
-since the scan, the whole apply is refused: the plan's evidence no longer holds. Each
-table is rebuilt in memory from its container and compared with the original (rows,
-order, schema with metadata) before it is moved; the record that restore needs is written
-before the move, so a crash never loses a table.
+since the scan (holds other data: a new mtime alone is no change, see tables.same_data),
+the whole apply is refused: the plan's evidence no longer holds. Each table is rebuilt in
+memory from its container and compared with the original (rows, order, schema with
+metadata) before it is moved; the record that restore needs is written before the move,
+so a crash never loses a table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from curate.errors import CurateError
 from .quarantine import Quarantine
 from .rebuild import file_layout, read_container, rebuild, row_positions, schema_to_text, table_schema
 from .reader import TableReadError, read_table
-from .tables import Table, table_at
+from .tables import Table, same_data, table_at
 
 
 @dataclass
@@ -36,18 +37,20 @@ class ApplyReport:
 
 
 def changed_since_scan(plan: dict) -> list[str]:
-    """Tables of the plan that are gone or whose fingerprint differs from the scan's."""
+    """Tables of the plan that are gone or hold other data than at the scan."""
     problems = []
     seen: set[str] = set()
     for d in plan["deletions"]:
-        for path, fp, role in ((d["path"], d["fingerprint"], "table"), (d["container_path"], d["container_fingerprint"], "container")):
+        for path, fp, content, role in ((d["path"], d["fingerprint"], d.get("content"), "table"),
+                                        (d["container_path"], d["container_fingerprint"], d.get("container_content"),
+                                         "container")):
             if path in seen:
                 continue
             seen.add(path)
             now = table_at(path)
             if now is None:
                 problems.append(f"{path} ({role}) is gone")
-            elif now.fingerprint != fp:
+            elif not same_data(now, fp, content):
                 problems.append(f"{path} ({role}) changed")
     return problems
 
@@ -113,6 +116,8 @@ def _quarantine_one(d: dict, quarantine: Quarantine, entries: dict, purge: bool)
         "container": d["container"],
         "container_path": a.path,
         "container_fingerprint": a.fingerprint,
+        # the scan's: changed_since_scan found the container's data the same as then
+        "container_content": d.get("container_content"),
         "columns": mapping,
         # relative to the quarantine, so the quarantine can be moved as a whole
         "positions": (slot / "positions.parquet").relative_to(quarantine.root).as_posix(),
