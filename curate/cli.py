@@ -322,7 +322,13 @@ def serve_mock(
 
 
 def main() -> None:
-    app()
+    from curate import interrupts
+
+    interrupts.install()  # before anything is imported or parsed: a signal at any point ends cleanly
+    try:
+        app()
+    except KeyboardInterrupt:  # outside a command (while parsing its options, say)
+        sys.exit(interrupts.report())
 
 
 if __name__ == "__main__":

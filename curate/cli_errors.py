@@ -4,11 +4,11 @@ and exit 2, bugs print one line and exit 1; `curate --debug` adds the traceback.
 from __future__ import annotations
 
 import functools
-import signal
-import threading
 
 import typer
 from rich.console import Console
+
+from curate import interrupts
 
 err = Console(stderr=True, soft_wrap=True)
 show_tracebacks = False
@@ -17,7 +17,7 @@ show_tracebacks = False
 def fail(exc: BaseException) -> None:
     from concurrent.futures.process import BrokenProcessPool
 
-    from curate.errors import CurateError, Interrupted
+    from curate.errors import CurateError
 
     if show_tracebacks:
         err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
@@ -28,8 +28,7 @@ def fail(exc: BaseException) -> None:
             err.print(exc.hint, highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
-        err.print("interrupted; continue with --resume")
-        raise typer.Exit(143 if isinstance(exc, Interrupted) else 130)
+        raise typer.Exit(interrupts.report())
     if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
         err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
                   f"Continue with --resume", highlight=False)
@@ -39,24 +38,20 @@ def fail(exc: BaseException) -> None:
     raise typer.Exit(1)
 
 
-def _raise_interrupted(signum, frame) -> None:
-    from curate.errors import Interrupted
-
-    raise Interrupted()
-
-
 def handle_errors(command):
     """Decorate a Typer command so that no error reaches the user as a raw traceback."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        if threading.current_thread() is threading.main_thread():  # signal handlers live there only
-            signal.signal(signal.SIGTERM, _raise_interrupted)
+        interrupts.install()
         try:
-            return command(*args, **kwargs)
+            result = command(*args, **kwargs)
         except (Exception, KeyboardInterrupt) as e:
             if type(e).__module__.split(".")[0] in ("typer", "click"):  # exits and usage errors: Typer's job
                 raise
             fail(e)
+        if interrupts.was_interrupted():  # a signal whose Interrupted something swallowed: never a success
+            raise typer.Exit(interrupts.report())
+        return result
 
     return wrapper

@@ -23,4 +23,4 @@ class NoSpace(CurateError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM, raised in the main process like Ctrl-C's KeyboardInterrupt; the CLI exits 143."""
+    """SIGINT or SIGTERM (`args[0]`), raised in the main process (interrupts.py); the CLI exits 130 or 143."""

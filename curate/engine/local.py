@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from curate.engine.context import Progress, StageContext
 from curate.engine.dispatch import Slots, dispatch
 from curate.engine.executor import Engine, Executor
+from curate.engine.failpoints import failpoint
 from curate.engine.layout import RunLayout
 from curate.engine.plan import Task, available_cores
 from curate.engine.pool import ModelPool
@@ -56,11 +58,18 @@ class LocalExecutor(Executor, Slots[int, Future]):
         """fn over the items, in the worker processes when there are several."""
         if self.pool is None:
             return [fn(*args) for args in zip(*iterables)]
-        return list(self.pool.map(fn, *iterables))
+        return list(self.pool.map(functools.partial(_piece, fn), *iterables))
 
     def close(self, kill: bool = False) -> None:
         if self.pool is not None:
             stop_pool(self.pool, kill)
+
+
+def _piece(fn, *args):
+    """One piece of `map` work in a worker process."""
+    result = fn(*args)
+    failpoint("map-piece")  # its work done, its result not yet handed back
+    return result
 
 
 class LocalEngine(Engine):

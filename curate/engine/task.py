@@ -50,6 +50,7 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
                     remaining -= batch.num_rows
                 read.rows_in += batch.num_rows
                 read.rows_out += batch.num_rows
+                failpoint("read-batch")
                 yield batch
                 if remaining == 0:
                     return

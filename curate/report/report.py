@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
 from curate.report import qdc
 
@@ -40,6 +41,7 @@ def write_report(run_dir: Path) -> Path:
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(render(manifest, run_dir), encoding="utf-8")
+    failpoint("report")
     tmp.replace(target)
     return target
 
