@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.errors import InputError
-from curate.ops import Map, Params, Resources, Verdict
+from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -40,14 +40,14 @@ class EmbedParams(Params):
     pretrained: str | None = Field(
         None, description="open_clip only: a local checkpoint file (replaces the folder's weights), or 'random' "
                           "(tests only). Needed when `model` is a config file or an architecture name.")
-    column: str | None = Field(None, description="The column to embed; default: the recipe's input.text_column.")
+    column: str | None = reads_column(None, "The column to embed; default: the recipe's input.text_column.",
+                                      instead_of_text=True)
     modality: Literal["text", "image"] = Field(
         "text", description="image (open_clip only): the column holds encoded image bytes, local file paths "
                             "or {bytes, path} structs.")
-    output_column: str = Field(
-        "_embedding", min_length=1,
-        description="Where the vectors go; `_` columns are dropped from the output unless listed in "
-                    "output.keep_columns.")
+    output_column: str = writes_column(
+        "_embedding", "Where the vectors go; `_` columns are dropped from the output unless listed in "
+                      "output.keep_columns.", min_length=1)
     dtype: Literal["float32", "float16"] = Field("float32", description="Element type of the output vectors.")
     normalize: bool = Field(True, description="L2-normalise the vectors (cosine similarity = dot product).")
     batch_size: int = Field(64, ge=1, le=65536, description="Most rows per model call (halved on out-of-memory).")
@@ -92,13 +92,11 @@ class Embed(Map):
     Params = EmbedParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
+    backend = None  # the loaded model, from setup
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.column = self.params.column or text_column
-        self.requires = (self.column,)
-        self.provides = (self.params.output_column,)
-        self.backend = None
+    @property
+    def column(self) -> str:
+        return self.params.column or self.text_column
 
     def setup(self) -> None:
         if self.backend is None:

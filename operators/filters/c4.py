@@ -24,7 +24,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import RecipeError
-from curate.ops import Filter, Params, Verdict
+from curate.ops import TEXT, Filter, Params, Verdict
 from operators.filters.text_column import text_values, with_scores
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -56,12 +56,11 @@ class C4Quality(Filter):
 
     name = "c4_quality"
     Params = C4QualityParams
+    requires = (TEXT,)
+    bad_words: frozenset[str] = frozenset()  # setup reads the list
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (SCORE_PREFIX + "sentences", SCORE_PREFIX + "kept_line_frac") if self.params.scores else ()
-        self.bad_words: frozenset[str] = frozenset()
+    def computed_provides(self) -> tuple[str, ...]:
+        return (SCORE_PREFIX + "sentences", SCORE_PREFIX + "kept_line_frac") if self.params.scores else ()
 
     def setup(self) -> None:
         if self.params.bad_words:

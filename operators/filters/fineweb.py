@@ -19,7 +19,7 @@ import pyarrow as pa
 import regex
 from pydantic import Field
 
-from curate.ops import Filter, Params, Verdict
+from curate.ops import TEXT, Filter, Params, Verdict
 from operators.filters.text_column import text_values, with_scores
 
 TERMINAL = regex.compile(r"\p{Sentence_Terminal}$")
@@ -62,11 +62,10 @@ class FineWebQuality(Filter):
 
     name = "fineweb_quality"
     Params = FineWebQualityParams
+    requires = (TEXT,)
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = tuple(SCORE_PREFIX + m for m in METRICS) if self.params.scores else ()
+    def computed_provides(self) -> tuple[str, ...]:
+        return tuple(SCORE_PREFIX + m for m in METRICS) if self.params.scores else ()
 
     def reason(self, ratios: tuple[float, float, float, float] | None) -> tuple[str, str] | None:
         """The first rule the page fails, as (reason, detail), or None."""

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pydantic import Field, model_validator
 
 from curate.errors import CurateError, RecipeError
-from curate.ops import Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Verdict, writes_column
 from operators.filters.text_column import text_values, with_scores
 
 
@@ -34,8 +34,8 @@ class LanguageIdParams(Params):
                          "bound with `default` for the rest.")
     candidates: list[str] | None = Field(None, description="langid: restrict the classifier to these languages.")
     max_chars: int | None = Field(None, ge=1, description="Classify only this many leading characters (faster).")
-    language_column: str = Field("language", description="Column for the language code.")
-    score_column: str = Field("language_score", description="Column for its confidence (0..1).")
+    language_column: str = writes_column("language", "Column for the language code.")
+    score_column: str = writes_column("language_score", "Column for its confidence (0..1).")
 
     @model_validator(mode="after")
     def _model_for_fasttext(self) -> "LanguageIdParams":
@@ -54,12 +54,8 @@ class LanguageId(Map):
 
     name = "language_id"
     Params = LanguageIdParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (self.params.language_column, self.params.score_column)
-        self.classify = None
+    requires = (TEXT,)
+    classify = None  # texts -> [(language, score)], from setup
 
     def setup(self) -> None:
         p = self.params

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curate.errors import InputError
-from curate.ops import Map, Params
+from curate.ops import TEXT, Map, Params
 
 # Category Cc except tab, line feed and carriage return (those are whitespace, handled below).
 _CONTROL = r"[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{9F}]"
@@ -42,11 +42,7 @@ class NormalizeText(Map):
 
     name = "normalize_text"
     Params = NormalizeTextParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (text_column,)
+    requires = provides = (TEXT,)
 
     def normalize(self, text: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         p = self.params
