@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
-from curate.errors import InputError
+from curate.columns import put, text_array
 from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
@@ -114,16 +114,15 @@ class Embed(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()
-        values = batch.column(self.column)
         if self.params.modality == "image":
             from operators.embed.images import check_image_column
 
+            values = batch.column(self.column)
             check_image_column(self.column, values.type)
             present = pc.is_valid(values)
             reason = "no_image"
         else:
-            if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-                raise InputError(f"embed: column '{self.column}' must be text, it is {values.type}")
+            values = text_array(batch, self.column, self.name)
             if self.params.on_empty == "embed":
                 values = values.fill_null("")
                 present = pa.array(np.ones(len(values), dtype=bool))
@@ -146,9 +145,7 @@ class Embed(Map):
                 full[rows] = matrix
         flat = np.ascontiguousarray(full, dtype=self.params.dtype).ravel()
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
-        at = batch.schema.get_field_index(self.params.output_column)
-        field = pa.field(self.params.output_column, vectors.type)
-        batch = batch.set_column(at, field, vectors) if at >= 0 else batch.append_column(field, vectors)
+        batch = put(batch, self.params.output_column, vectors)
         if len(rows) == batch.num_rows and not errors:
             return batch
         reasons = np.full(batch.num_rows, reason, dtype=object)

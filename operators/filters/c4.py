@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.errors import RecipeError
 from curate.ops import TEXT, Filter, Params, Verdict
-from operators.filters.text_column import text_values, with_scores
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")
@@ -117,6 +117,6 @@ class C4Quality(Filter):
             text = pa.array([o if r[0] else r[1] for o, r in zip(original, results)], batch.schema.field(column).type)
             batch = batch.set_column(column, self.text_column, text)
         if self.params.scores:
-            batch = with_scores(batch, {SCORE_PREFIX + "sentences": pa.array([r[2] for r in results], pa.int64()),
-                                        SCORE_PREFIX + "kept_line_frac": pa.array([r[3] for r in results], pa.float64())})
+            batch = put(batch, SCORE_PREFIX + "sentences", [r[2] for r in results], pa.int64())
+            batch = put(batch, SCORE_PREFIX + "kept_line_frac", [r[3] for r in results])
         return (batch, verdict) if self.params.rewrite_text or self.params.scores else verdict

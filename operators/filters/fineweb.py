@@ -19,8 +19,8 @@ import pyarrow as pa
 import regex
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.ops import TEXT, Filter, Params, Verdict
-from operators.filters.text_column import text_values, with_scores
 
 TERMINAL = regex.compile(r"\p{Sentence_Terminal}$")
 WORD = regex.compile(r"\w+|[^\w\s]")
@@ -92,6 +92,6 @@ class FineWebQuality(Filter):
                           detail=pa.array([f and f[1] for f in failed], pa.string()))
         if not self.params.scores:
             return verdict
-        columns = {SCORE_PREFIX + m: pa.array([None if r is None else r[i] for r in measured], pa.float64())
-                   for i, m in enumerate(METRICS)}
-        return with_scores(batch, columns), verdict
+        for i, metric in enumerate(METRICS):
+            batch = put(batch, SCORE_PREFIX + metric, [None if r is None else r[i] for r in measured])
+        return batch, verdict

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
-from curate.errors import InputError
+from curate.columns import put, text_array
 from curate.ops import TEXT, Filter, Params, Verdict
 from operators.filters import gopher_metrics as gm
 
@@ -162,11 +162,7 @@ class GopherQuality(Filter):
     def keep(self, batch: pa.RecordBatch):
         """The verdict; with `scores`, (the batch with the score columns, the verdict), which the
         engine accepts from a filter, so the kept rows carry their scores on."""
-        column = batch.column(self.text_column)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
-                or pa.types.is_string_view(column.type)):
-            raise InputError(f"gopher_quality: column '{self.text_column}' must be text, it is {column.type}")
-        metrics = self.measure(column)
+        metrics = self.measure(text_array(batch, self.text_column, self.name))
         n = batch.num_rows
         first_failed = np.full(n, -1)
         for i, rule in enumerate(self.rules):
@@ -183,7 +179,5 @@ class GopherQuality(Filter):
         if not self.params.scores:
             return verdict
         for metric in self._metric_names():
-            name, column = SCORE_PREFIX + metric, pa.array(metrics[metric], pa.float64())
-            at = batch.schema.get_field_index(name)
-            batch = batch.set_column(at, name, column) if at >= 0 else batch.append_column(name, column)
+            batch = put(batch, SCORE_PREFIX + metric, metrics[metric])
         return batch, verdict

@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, Verdict, writes_column
-from operators.filters.text_column import text_values, with_scores
 
 
 class LanguageIdParams(Params):
@@ -84,8 +84,7 @@ class LanguageId(Map):
         found = self.classify(texts)
         languages = [lang for lang, _ in found]
         scores = np.array([score for _, score in found], np.float64)
-        batch = with_scores(batch, {p.language_column: pa.array(languages, pa.string()),
-                                    p.score_column: pa.array(scores, pa.float64())})
+        batch = put(put(batch, p.language_column, languages, pa.string()), p.score_column, scores)
         if p.languages is None and p.min_score in (0, 0.0, {}):
             return batch
         allowed = np.array([p.languages is None or lang in p.languages for lang in languages], bool)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curate.errors import InputError
+from curate.columns import text_array
 from curate.ops import TEXT, Map, Params
 
 # Category Cc except tab, line feed and carriage return (those are whitespace, handled below).
@@ -61,8 +61,7 @@ class NormalizeText(Map):
         return text
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        normalized = self.normalize(text_array(batch, self.text_column, self.name))
         at = batch.schema.get_field_index(self.text_column)
-        column = batch.column(at)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise InputError(f"normalize_text: column '{self.text_column}' must be text, it is {column.type}")
-        return batch.set_column(at, batch.schema.field(at), self.normalize(column))
+        # The field keeps its nullability and metadata: only the values change.
+        return batch.set_column(at, batch.schema.field(at).with_type(normalized.type), normalized)

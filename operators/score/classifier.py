@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.columns import put, text
 from operators.score.model_params import ModelScoreParams
 
 
@@ -67,7 +67,7 @@ class ClassifierScore(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
-        texts = text(batch, self.params.column or self.text_column, self.name).fill_null("").to_pylist()
+        texts = text_values(batch, self.params.column or self.text_column, self.name)
         logits = self.model.logits(texts).astype(np.float64) if texts else np.zeros((0, self.model.labels))
         if self.model.labels == 1:
             score = logits[:, 0]

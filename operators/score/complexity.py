@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from curate.columns import put, text_array
 from curate.errors import RecipeError
 from curate.ops import Map, Params, reads_column
 from operators.score import text_stats
 from operators.score.code_ast import CodeShapes, grammar_package, language_name
-from operators.score.columns import put, text
 
 Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
 METRICS = get_args(Metric)
@@ -106,7 +106,7 @@ class Complexity(Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         p = self.params
         for column, prefix in self.sources:
-            values = text(batch, column, self.name)
+            values = text_array(batch, column, self.name)
             words = text_stats.word_counts(values)
             sentences = text_stats.sentence_counts(values)
             measured = {
@@ -122,8 +122,8 @@ class Complexity(Map):
             if p.tokenizer:
                 batch = put(batch, f"complexity_{prefix}tokens", self._tokens(values))
         if p.code_column:
-            sources = text(batch, p.code_column, self.name).to_pylist()
-            languages = (text(batch, p.code_language_column, self.name).to_pylist() if p.code_language_column
+            sources = text_array(batch, p.code_column, self.name).to_pylist()
+            languages = (text_array(batch, p.code_language_column, self.name).to_pylist() if p.code_language_column
                          else [p.code_language] * len(sources))
             shapes = [self.shapes.shape(s, lang) for s, lang in zip(sources, languages)]
             batch = put(batch, "complexity_ast_depth", [s[0] if s else None for s in shapes], pa.int64())

@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import text_array
 from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict, reads_column
 from operators.score import metrics
-from operators.score.columns import text
 from operators.score.sample import bottom_k
 from operators.score.scores import ScoreSummary
 
@@ -57,7 +57,7 @@ class DatasetMetrics(Global):
         def observed():
             for batch in batches:
                 scores.add(batch)
-                text(batch, self.text_column, self.name)
+                text_array(batch, self.text_column, self.name)
                 yield batch
 
         columns = [self.text_column, *([p.embedding_column] if p.embedding_column else [])]

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from curate.columns import put, text_values
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.columns import put, text
 from operators.score.model_params import ModelScoreParams
 
 PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
@@ -71,7 +71,7 @@ class DeitaComplexity(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
-        instructions = text(batch, self.params.instruction_column or self.text_column, self.name).fill_null("").to_pylist()
+        instructions = text_values(batch, self.params.instruction_column or self.text_column, self.name)
         prompts = [self.params.prompt.replace("{instruction}", s) for s in instructions]
         logits = self.lm.next_token_logits(prompts)[:, self.digits].astype(np.float64)
         logits -= logits.max(axis=1, keepdims=True)

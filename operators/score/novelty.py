@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put
 from curate.ops import SERIAL, Global, Parallel, Params, reads_column, writes_column
 from operators.prune.embeddings import spill, unit32
 from operators.prune.kmeans import ASSIGN_CHUNK, available_cores
-from operators.score.columns import put
 
 
 class NoveltyParams(Params):

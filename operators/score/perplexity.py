@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import model_validator
 
+from curate.columns import put, text_values, with_nulls
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.columns import put, text, with_nulls
 from operators.score.model_params import ModelScoreParams
 
 
@@ -64,10 +64,10 @@ class Perplexity(Map):
         self.setup()
         p = self.params
         if not p.instruction_column:
-            nll = self.lm.mean_nll(text(batch, self.text_column, self.name).fill_null("").to_pylist())
+            nll = self.lm.mean_nll(text_values(batch, self.text_column, self.name))
             return put(batch, p.output_column, _ppl(nll))
-        instructions = text(batch, p.instruction_column, self.name).fill_null("").to_pylist()
-        responses = text(batch, p.response_column, self.name).fill_null("").to_pylist()
+        instructions = text_values(batch, p.instruction_column, self.name)
+        responses = text_values(batch, p.response_column, self.name)
         given = self.lm.mean_nll(responses, contexts=instructions)
         alone = self.lm.mean_nll(responses)
         batch = put(batch, p.output_column, _ppl(given))

@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from curate.columns import put, text_array
 from curate.ops import TEXT, Map, Params
 from operators.filters.gopher import GopherQuality, GopherQualityParams, _rules
-from operators.score.columns import put, text
 
 CHEAP = ("word_count", "mean_word_length", "hash_word_ratio", "ellipsis_word_ratio", "bullet_line_frac",
          "ellipsis_line_frac", "alpha_word_frac", "stop_words", "dup_line_frac", "dup_para_frac",
@@ -75,7 +75,7 @@ class QualityHeuristics(Map):
         return tuple(f"quality_{m}" for m in p.metrics) + (("quality_heuristic",) if p.combined else ())
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        metrics = self.gopher.measure(text(batch, self.text_column, self.name))
+        metrics = self.gopher.measure(text_array(batch, self.text_column, self.name))
         for metric in self.params.metrics:
             batch = put(batch, f"quality_{metric}", metrics[metric])
         if self.rules:

@@ -21,7 +21,7 @@ from typing import Callable, Literal
 import pyarrow as pa
 from pydantic import Field
 
-from curate.errors import InputError
+from curate.columns import put, text_array
 from curate.ops import Map, Params, reads_column
 
 Kind = Literal["credit_card", "email", "ip_address", "phone"]
@@ -98,12 +98,9 @@ class PiiRedact(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         for name in self.requires:
-            at = batch.schema.get_field_index(name)
-            column = batch.column(at)
-            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-                raise InputError(f"pii_redact: column '{name}' must be text, it is {column.type}")
+            column = text_array(batch, name, self.name)
             redacted = [None if t is None else self.redact(t) for t in column.to_pylist()]
-            batch = batch.set_column(at, name, pa.array(redacted, column.type))
+            batch = put(batch, name, redacted, column.type)
         return batch
 
     def take_counts(self) -> dict[str, int]:

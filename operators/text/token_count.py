@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, writes_column
-from operators.filters.text_column import text_values, with_scores
 
 
 class TokenCountParams(Params):
@@ -71,7 +71,7 @@ class TokenCount(Map):
         encoded = self.tokenizer.encode_batch(texts, add_special_tokens=self.params.special_tokens)
         counts = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))
         self.total += int(counts.sum())
-        return with_scores(batch, {self.params.column: pa.array(counts, pa.int64())})
+        return put(batch, self.params.column, counts, pa.int64())
 
     def take_counts(self) -> dict[str, int]:
         total, self.total = self.total, 0
