@@ -93,15 +93,12 @@ def _names(value: Any) -> tuple[str, ...]:
 def declared_columns(params: Params, role: str, text_column: str) -> tuple[str, ...]:
     """The columns `params`' fields declared with `role` name, in field order; the text column in
     place of the `instead_of_text` fields when none of them names one."""
-    fields = [(name, info) for name, info in type(params).model_fields.items() if column_role(info) == role]
-    replaced = [name for name, info in fields if info.json_schema_extra.get("instead_of_text")]
-    text_read = not any(_names(getattr(params, name)) for name in replaced)
-    out: list[str] = []
-    for name, _ in fields:
-        if text_read and replaced and name == replaced[0]:
-            out.append(text_column)
-        out.extend(_names(getattr(params, name)))
-    return tuple(out)
+    fields = {name: info for name, info in type(params).model_fields.items() if column_role(info) == role}
+    named = {name: _names(getattr(params, name)) for name in fields}
+    instead = [name for name, info in fields.items() if info.json_schema_extra.get("instead_of_text")]
+    if instead and not any(named[name] for name in instead):
+        named[instead[0]] = (text_column,)
+    return tuple(column for names in named.values() for column in names)
 
 
 ReasonLike = Union[str, pa.Array, np.ndarray, list, None]

@@ -29,8 +29,8 @@ METRICS = get_args(Metric)
 
 
 class ComplexityParams(Params):
-    instruction_column: str | None = reads_column(None, "Instruction/prompt column: scored as complexity_instruction_*.",
-                                                  instead_of_text=True)
+    instruction_column: str | None = reads_column(
+        None, "Instruction/prompt column: scored as complexity_instruction_*.", instead_of_text=True)
     response_column: str | None = reads_column(None, "Response column: scored as complexity_response_*.",
                                                instead_of_text=True)
     metrics: list[Metric] = Field(list(METRICS), description="Which measurements to write.")
