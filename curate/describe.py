@@ -11,6 +11,7 @@ from rich.table import Table
 
 from curate import registry
 from curate.errors import CurateError
+from curate.ops import column_role
 
 
 def _type_name(annotation) -> str:
@@ -19,12 +20,15 @@ def _type_name(annotation) -> str:
 
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+_COLUMN_ROLES = {"reads": "input column", "writes": "output column"}
 
 
 def _type_and_range(info) -> str:
-    """`float | None, >= 0, <= 1`: the type, and the range Field(ge=..., le=...) puts on it."""
+    """`float | None, >= 0, <= 1`: the type, and the range Field(ge=..., le=...) puts on it; `str,
+    input column` for a parameter naming columns (reads_column, writes_column)."""
     bounds = [f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in _BOUNDS if hasattr(m, key)]
-    return ", ".join([_type_name(info.annotation), *bounds])
+    role = _COLUMN_ROLES.get(column_role(info))
+    return ", ".join([_type_name(info.annotation), *bounds, *([role] if role else [])])
 
 
 def summary(cls) -> str:

@@ -1,7 +1,9 @@
 """The operator contract: Map, Filter and Global operators over pyarrow.RecordBatch.
 
 An operator is a class with a pydantic `Params` model, the columns it `requires` and
-`provides`, and the `resources` it needs. It never knows which engine runs it.
+`provides`, and the `resources` it needs. It never knows which engine runs it. Parameters that
+name columns are declared with `reads_column` / `writes_column`, and the base class derives
+`requires` / `provides` from them (see Operator).
 
 - Map.process(batch) -> batch: adds or transforms columns (or, with `changes_rows`, makes
   new rows: (children, Verdict over the input rows)).
@@ -20,7 +22,8 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Union
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 
 class Params(BaseModel):
@@ -28,7 +31,8 @@ class Params(BaseModel):
 
     A field declared with `Field(..., json_schema_extra=OPERATIONAL)` says how to run, not what
     to compute (an endpoint's URL, a concurrency limit): it is left out of the recipe's
-    fingerprint, so changing it does not stop `--resume`."""
+    fingerprint, so changing it does not stop `--resume`. One declared with `reads_column(...)` or
+    `writes_column(...)` names columns the operator reads or writes (its `requires` / `provides`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,6 +47,59 @@ class Resources(BaseModel):
 
 
 OPERATIONAL = {"operational": True}
+
+
+class TextColumn:
+    """`TEXT`: the operator's text column (the recipe's input.text_column) in a class's fixed
+    `requires` / `provides`; each instance gets the column's name in its place."""
+
+    def __repr__(self) -> str:
+        return "TEXT"
+
+
+TEXT = TextColumn()
+
+
+def reads_column(default: Any = ..., description: str | None = None, *, instead_of_text: bool = False,
+                 **field: Any) -> Any:
+    """A Params field naming input columns: a name, a list of names or a dict keyed by names (None
+    or empty: none). The operator `requires` them. `instead_of_text`: the field replaces the text
+    column, which the operator reads when no such field of its Params names a column."""
+    extra = {"column": "reads", "instead_of_text": True} if instead_of_text else {"column": "reads"}
+    return Field(default, description=description, json_schema_extra=extra, **field)
+
+
+def writes_column(default: Any = ..., description: str | None = None, **field: Any) -> Any:
+    """A Params field naming output columns (as `reads_column`); the operator `provides` them."""
+    return Field(default, description=description, json_schema_extra={"column": "writes"}, **field)
+
+
+def column_role(field: FieldInfo) -> str | None:
+    """"reads" or "writes" for a field declared with reads_column / writes_column, else None."""
+    extra = field.json_schema_extra
+    return extra.get("column") if isinstance(extra, dict) else None
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, dict)):  # a dict (column -> weight, type, new name) by its keys
+        return tuple(value)
+    raise TypeError(f"a column parameter holds a name, a list or a dict of names, not {value!r}")
+
+
+def declared_columns(params: Params, role: str, text_column: str) -> tuple[str, ...]:
+    """The columns `params`' fields declared with `role` name, in field order; the text column in
+    place of the `instead_of_text` fields when none of them names one."""
+    fields = {name: info for name, info in type(params).model_fields.items() if column_role(info) == role}
+    named = {name: _names(getattr(params, name)) for name in fields}
+    instead = [name for name, info in fields.items() if info.json_schema_extra.get("instead_of_text")]
+    if instead and not any(named[name] for name in instead):
+        named[instead[0]] = (text_column,)
+    return tuple(column for names in named.values() for column in names)
+
 
 ReasonLike = Union[str, pa.Array, np.ndarray, list, None]
 
@@ -77,7 +134,9 @@ class Operator:
     # Operators declaring `resources.gpus > 0` are "model" whatever this says. "io": waits on
     # the network (LLM endpoints), in a stage of its own on few processes, its `process` async.
     resource_class: ClassVar[str] = "cpu"
-    # Columns the operator reads and writes; instances may compute them from params.
+    # Columns the operator reads and writes. On the class: those it always reads and writes (`TEXT`
+    # for the text column); each instance adds those its params name (reads_column, writes_column)
+    # and those computed_requires / computed_provides return.
     requires: tuple[str, ...] = ()
     provides: tuple[str, ...] = ()
     # Rows per batch the operator wants (a model's window, an API's page); the engine re-sizes the
@@ -88,6 +147,25 @@ class Operator:
         self.params = params if params is not None else self.Params()
         self.seed = seed
         self.text_column = text_column
+        self.requires = self._columns(type(self).requires, "reads", self.computed_requires())
+        self.provides = self._columns(type(self).provides, "writes", self.computed_provides())
+
+    def _columns(self, fixed: tuple, role: str, computed: tuple[str, ...]) -> tuple[str, ...]:
+        fixed = tuple(self.text_column if c is TEXT else c for c in fixed)
+        # The same column named twice (a key column that is also `prefer`) is read once.
+        return tuple(dict.fromkeys((*fixed, *declared_columns(self.params, role, self.text_column), *computed)))
+
+    # Called by Operator.__init__, before a subclass's own __init__ goes on: use params and
+    # text_column (and what derives from them) only.
+    def computed_requires(self) -> tuple[str, ...]:
+        """Input columns that follow from the params without a parameter naming them (the columns
+        a prompt template mentions); they come after the declared ones. Default: none."""
+        return ()
+
+    def computed_provides(self) -> tuple[str, ...]:
+        """Output columns that follow from the params without a parameter naming them (the score
+        columns a `scores: true` adds); they come after the declared ones. Default: none."""
+        return ()
 
     def setup(self) -> None:
         """Load what the operator needs once per worker (models, tables). Default: nothing."""

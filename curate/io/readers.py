@@ -19,6 +19,7 @@ import pyarrow.json as pjson
 import pyarrow.parquet as pq
 import xxhash
 
+from curate.columns import put
 from curate.errors import InputError
 from curate.io.sources import Source
 
@@ -93,9 +94,7 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
         first = source.first_row + start
         numbers = pa.array(np.arange(first, first + batch.num_rows, dtype=np.int64)).cast(pa.string())
         ids = pc.binary_join_element_wise(prefix, numbers, ":")
-    if "_id" in batch.schema.names:
-        return batch.set_column(batch.schema.get_field_index("_id"), "_id", ids)
-    return batch.append_column("_id", ids)
+    return put(batch, "_id", ids)
 
 
 def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:

@@ -14,7 +14,7 @@ import orjson
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from curate.ops import Filter, Map, Params, Verdict
+from curate.ops import Filter, Map, Params, Verdict, reads_column
 from operators.agent import converters
 from operators.agent.exporters import STYLES, Exporter, Skip
 from operators.agent.rows import TRAJECTORY_SCHEMA, sft_schema, trajectory_doc, trajectory_row
@@ -23,8 +23,8 @@ from operators.agent.schema import TrajectoryError, validate_trajectory
 
 class AdpConvertParams(Params):
     source: str = Field(description="Source dataset converter, e.g. agenttuning_os, swe-smith, openai_chat, sharegpt.")
-    raw_column: str | None = Field(None, description="Column holding each raw record as a JSON string; "
-                                                     "default: the row's own columns are the record.")
+    raw_column: str | None = reads_column(None, "Column holding each raw record as a JSON string; "
+                                                "default: the row's own columns are the record.")
 
     @field_validator("source")
     @classmethod
@@ -45,12 +45,11 @@ class AdpConvert(Map):
     name = "adp_convert"
     Params = AdpConvertParams
     changes_rows = True  # per-step datasets (nnetnav) merge several records into one trajectory
+    provides = ("id", "content", "details")
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
         self.converter = converters.get(self.params.source)
-        self.requires = (self.params.raw_column,) if self.params.raw_column else ()
-        self.provides = ("id", "content", "details")
 
     def _records(self, batch: pa.RecordBatch) -> list:
         if self.params.raw_column:

@@ -17,15 +17,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
 class ExactDedupParams(Params):
-    columns: list[str] | None = Field(None, description="Key columns; default: the text column.")
+    columns: list[str] | None = reads_column(None, "Key columns; default: the text column.", instead_of_text=True)
     normalize: bool = Field(True, description="Compare text after Unicode NFC and whitespace collapsing.")
     lowercase: bool = Field(False, description="Also ignore case.")
-    prefer: str | None = Field(None, description="Keep the row with the highest value of this column (then the first).")
+    prefer: str | None = reads_column(None, "Keep the row with the highest value of this column (then the first).")
     prefer_order: Literal["desc", "asc"] = Field("desc", description="Whether the highest or lowest `prefer` wins.")
     memory_mb: int = Field(1024, gt=0, description="Memory for grouping keys before spilling to disk.")
 
@@ -57,14 +57,14 @@ class ExactDedup(Global):
     name = "exact_dedup"
     Params = ExactDedupParams
 
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.columns = list(self.params.columns or [self.text_column])
-        self.requires = tuple(self.columns + ([self.params.prefer] if self.params.prefer else []))
-        self.fit_columns = (self.params.prefer,) if self.params.prefer else ()
+    @property
+    def fit_columns(self) -> tuple[str, ...]:
+        """`prepare` hashed the key columns: `fit` reads only `prefer`."""
+        return (self.params.prefer,) if self.params.prefer else ()
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
-        keys = key_hashes(batch, self.columns, self.params.normalize, self.params.lowercase)
+        keys = key_hashes(batch, self.params.columns or [self.text_column], self.params.normalize,
+                          self.params.lowercase)
         return {"h1": keys["h1"].to_arrow(), "h2": keys["h2"].to_arrow()}
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from curate.ops import Global, Params
+from curate.ops import TEXT, Global, Params, reads_column
 from operators.dedup.shingles import MAX_NGRAM
 
 
@@ -14,8 +14,8 @@ class NearDedupParams(Params):
     shingle: Literal["word", "char"] = Field("word", description="Shingle unit: word n-grams or character n-grams.")
     ngram: int = Field(5, ge=1, le=MAX_NGRAM, description="n of the n-grams.")
     lowercase: bool = Field(True, description="Lowercase before shingling (NFKC is always applied).")
-    prefer: str | None = Field(None, description="Numeric column that decides which of two documents is kept "
-                                                 "(after size, for containment), then the smaller _id.")
+    prefer: str | None = reads_column(None, "Numeric column that decides which of two documents is kept "
+                                            "(after size, for containment), then the smaller _id.")
     prefer_order: Literal["desc", "asc"] = Field("desc", description="desc: the highest `prefer` value is kept; asc: the lowest.")
     memory_gb: float = Field(1.0, gt=0.0, description="duckdb memory budget of each join (joins running at once as "
                              "pieces of the fit have one each); past it, a join spills to the workdir.")
@@ -26,6 +26,4 @@ class NearDedupParams(Params):
 class NearDedup(Global):
     """Base of the near-duplicate operators: they read the text column (and `prefer`)."""
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,) + ((self.params.prefer,) if self.params.prefer else ())
+    requires = (TEXT,)

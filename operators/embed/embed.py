@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
-from curate.errors import InputError
-from curate.ops import Map, Params, Resources, Verdict
+from curate.columns import put, text_array
+from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -40,14 +40,14 @@ class EmbedParams(Params):
     pretrained: str | None = Field(
         None, description="open_clip only: a local checkpoint file (replaces the folder's weights), or 'random' "
                           "(tests only). Needed when `model` is a config file or an architecture name.")
-    column: str | None = Field(None, description="The column to embed; default: the recipe's input.text_column.")
+    column: str | None = reads_column(None, "The column to embed; default: the recipe's input.text_column.",
+                                      instead_of_text=True)
     modality: Literal["text", "image"] = Field(
         "text", description="image (open_clip only): the column holds encoded image bytes, local file paths "
                             "or {bytes, path} structs.")
-    output_column: str = Field(
-        "_embedding", min_length=1,
-        description="Where the vectors go; `_` columns are dropped from the output unless listed in "
-                    "output.keep_columns.")
+    output_column: str = writes_column(
+        "_embedding", "Where the vectors go; `_` columns are dropped from the output unless listed in "
+                      "output.keep_columns.", min_length=1)
     dtype: Literal["float32", "float16"] = Field("float32", description="Element type of the output vectors.")
     normalize: bool = Field(True, description="L2-normalise the vectors (cosine similarity = dot product).")
     batch_size: int = Field(64, ge=1, le=65536, description="Most rows per model call (halved on out-of-memory).")
@@ -92,13 +92,11 @@ class Embed(Map):
     Params = EmbedParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
+    backend = None  # the loaded model, from setup
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.column = self.params.column or text_column
-        self.requires = (self.column,)
-        self.provides = (self.params.output_column,)
-        self.backend = None
+    @property
+    def column(self) -> str:
+        return self.params.column or self.text_column
 
     def setup(self) -> None:
         if self.backend is None:
@@ -116,16 +114,15 @@ class Embed(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()
-        values = batch.column(self.column)
         if self.params.modality == "image":
             from operators.embed.images import check_image_column
 
+            values = batch.column(self.column)
             check_image_column(self.column, values.type)
             present = pc.is_valid(values)
             reason = "no_image"
         else:
-            if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-                raise InputError(f"embed: column '{self.column}' must be text, it is {values.type}")
+            values = text_array(batch, self.column, self.name)
             if self.params.on_empty == "embed":
                 values = values.fill_null("")
                 present = pa.array(np.ones(len(values), dtype=bool))
@@ -148,9 +145,7 @@ class Embed(Map):
                 full[rows] = matrix
         flat = np.ascontiguousarray(full, dtype=self.params.dtype).ravel()
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
-        at = batch.schema.get_field_index(self.params.output_column)
-        field = pa.field(self.params.output_column, vectors.type)
-        batch = batch.set_column(at, field, vectors) if at >= 0 else batch.append_column(field, vectors)
+        batch = put(batch, self.params.output_column, vectors)
         if len(rows) == batch.num_rows and not errors:
             return batch
         reasons = np.full(batch.num_rows, reason, dtype=object)

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.errors import RecipeError
-from curate.ops import Filter, Params, Verdict
-from operators.filters.text_column import text_values, with_scores
+from curate.ops import TEXT, Filter, Params, Verdict
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")
@@ -56,12 +56,11 @@ class C4Quality(Filter):
 
     name = "c4_quality"
     Params = C4QualityParams
+    requires = (TEXT,)
+    bad_words: frozenset[str] = frozenset()  # setup reads the list
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (SCORE_PREFIX + "sentences", SCORE_PREFIX + "kept_line_frac") if self.params.scores else ()
-        self.bad_words: frozenset[str] = frozenset()
+    def computed_provides(self) -> tuple[str, ...]:
+        return (SCORE_PREFIX + "sentences", SCORE_PREFIX + "kept_line_frac") if self.params.scores else ()
 
     def setup(self) -> None:
         if self.params.bad_words:
@@ -118,6 +117,6 @@ class C4Quality(Filter):
             text = pa.array([o if r[0] else r[1] for o, r in zip(original, results)], batch.schema.field(column).type)
             batch = batch.set_column(column, self.text_column, text)
         if self.params.scores:
-            batch = with_scores(batch, {SCORE_PREFIX + "sentences": pa.array([r[2] for r in results], pa.int64()),
-                                        SCORE_PREFIX + "kept_line_frac": pa.array([r[3] for r in results], pa.float64())})
+            batch = put(batch, SCORE_PREFIX + "sentences", [r[2] for r in results], pa.int64())
+            batch = put(batch, SCORE_PREFIX + "kept_line_frac", [r[3] for r in results])
         return (batch, verdict) if self.params.rewrite_text or self.params.scores else verdict

@@ -6,11 +6,11 @@ import pyarrow as pa
 from pydantic import Field, field_validator
 
 from curate.errors import CurateError
-from curate.ops import Map, Params
+from curate.ops import Map, Params, reads_column
 
 
 class SelectParams(Params):
-    columns: list[str] = Field(description="Columns to keep, in this order (internal `_` columns are kept too).")
+    columns: list[str] = reads_column(description="Columns to keep, in this order (internal `_` columns are kept too).")
 
 
 class Select(Map):
@@ -18,10 +18,6 @@ class Select(Map):
 
     name = "select"
     Params = SelectParams
-
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.requires = tuple(self.params.columns)
 
     def _kept(self, names: list[str]) -> list[str]:
         return list(self.params.columns) + [n for n in names if n.startswith("_") and n not in self.params.columns]
@@ -34,7 +30,7 @@ class Select(Map):
 
 
 class RenameParams(Params):
-    columns: dict[str, str] = Field(description="Old name -> new name.")
+    columns: dict[str, str] = reads_column(description="Old name -> new name.")
 
 
 class Rename(Map):
@@ -43,10 +39,8 @@ class Rename(Map):
     name = "rename"
     Params = RenameParams
 
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.requires = tuple(self.params.columns)
-        self.provides = tuple(self.params.columns.values())
+    def computed_provides(self) -> tuple[str, ...]:
+        return tuple(self.params.columns.values())
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         return pa.schema([f.with_name(self.params.columns.get(f.name, f.name)) for f in schema])
@@ -63,7 +57,7 @@ def _arrow_type(name: str) -> pa.DataType:
 
 
 class CastParams(Params):
-    columns: dict[str, str] = Field(description="Column -> Arrow type name (int64, float32, string, bool, ...).")
+    columns: dict[str, str] = reads_column(description="Column -> Arrow type name (int64, float32, string, bool, ...).")
     safe: bool = Field(True, description="Fail on lossy casts (overflow, truncation) instead of wrapping.")
 
     @field_validator("columns")
@@ -82,7 +76,6 @@ class Cast(Map):
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
-        self.requires = tuple(self.params.columns)
         self.types = {c: _arrow_type(t) for c, t in self.params.columns.items()}
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:

@@ -19,8 +19,8 @@ import pyarrow as pa
 import regex
 from pydantic import Field
 
-from curate.ops import Filter, Params, Verdict
-from operators.filters.text_column import text_values, with_scores
+from curate.columns import put, text_values
+from curate.ops import TEXT, Filter, Params, Verdict
 
 TERMINAL = regex.compile(r"\p{Sentence_Terminal}$")
 WORD = regex.compile(r"\w+|[^\w\s]")
@@ -62,11 +62,10 @@ class FineWebQuality(Filter):
 
     name = "fineweb_quality"
     Params = FineWebQualityParams
+    requires = (TEXT,)
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = tuple(SCORE_PREFIX + m for m in METRICS) if self.params.scores else ()
+    def computed_provides(self) -> tuple[str, ...]:
+        return tuple(SCORE_PREFIX + m for m in METRICS) if self.params.scores else ()
 
     def reason(self, ratios: tuple[float, float, float, float] | None) -> tuple[str, str] | None:
         """The first rule the page fails, as (reason, detail), or None."""
@@ -93,6 +92,6 @@ class FineWebQuality(Filter):
                           detail=pa.array([f and f[1] for f in failed], pa.string()))
         if not self.params.scores:
             return verdict
-        columns = {SCORE_PREFIX + m: pa.array([None if r is None else r[i] for r in measured], pa.float64())
-                   for i, m in enumerate(METRICS)}
-        return with_scores(batch, columns), verdict
+        for i, metric in enumerate(METRICS):
+            batch = put(batch, SCORE_PREFIX + metric, [None if r is None else r[i] for r in measured])
+        return batch, verdict

@@ -10,14 +10,15 @@ asks for every value of every row. See gopher_metrics for the exact definitions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
-from curate.errors import InputError
-from curate.ops import Filter, Params, Verdict
+from curate.columns import put, text_array
+from curate.ops import TEXT, Filter, Params, Verdict
 from operators.filters import gopher_metrics as gm
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
@@ -101,6 +102,10 @@ def _rules(p: GopherQualityParams) -> list[Rule]:
     return [Rule(m, float(b), is_min) for m, b, is_min in table if b is not None]
 
 
+def _measured_ns(bounds: dict[int, float | None], scores: bool) -> tuple[int, ...]:
+    return tuple(sorted(n for n, b in bounds.items() if b is not None or scores))
+
+
 def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
 
@@ -110,15 +115,23 @@ class GopherQuality(Filter):
 
     name = "gopher_quality"
     Params = GopherQualityParams
+    requires = (TEXT,)
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        p = self.params
-        self.rules = _rules(p)
-        self.top_ns = tuple(sorted(n for n, b in p.max_top_ngram_char_frac.items() if b is not None or p.scores))
-        self.dup_ns = tuple(sorted(n for n, b in p.max_dup_ngram_char_frac.items() if b is not None or p.scores))
-        self.requires = (text_column,)
-        self.provides = tuple(SCORE_PREFIX + m for m in self._metric_names()) if p.scores else ()
+    @cached_property
+    def rules(self) -> list[Rule]:
+        return _rules(self.params)
+
+    # The n of the n-gram metrics measured: those with a bound, or every one given when `scores` is on.
+    @cached_property
+    def top_ns(self) -> tuple[int, ...]:
+        return _measured_ns(self.params.max_top_ngram_char_frac, self.params.scores)
+
+    @cached_property
+    def dup_ns(self) -> tuple[int, ...]:
+        return _measured_ns(self.params.max_dup_ngram_char_frac, self.params.scores)
+
+    def computed_provides(self) -> tuple[str, ...]:
+        return tuple(SCORE_PREFIX + m for m in self._metric_names()) if self.params.scores else ()
 
     def _metric_names(self) -> list[str]:
         return ["word_count", "mean_word_length", "hash_word_ratio", "ellipsis_word_ratio", "bullet_line_frac",
@@ -149,11 +162,7 @@ class GopherQuality(Filter):
     def keep(self, batch: pa.RecordBatch):
         """The verdict; with `scores`, (the batch with the score columns, the verdict), which the
         engine accepts from a filter, so the kept rows carry their scores on."""
-        column = batch.column(self.text_column)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
-                or pa.types.is_string_view(column.type)):
-            raise InputError(f"gopher_quality: column '{self.text_column}' must be text, it is {column.type}")
-        metrics = self.measure(column)
+        metrics = self.measure(text_array(batch, self.text_column, self.name))
         n = batch.num_rows
         first_failed = np.full(n, -1)
         for i, rule in enumerate(self.rules):
@@ -170,7 +179,5 @@ class GopherQuality(Filter):
         if not self.params.scores:
             return verdict
         for metric in self._metric_names():
-            name, column = SCORE_PREFIX + metric, pa.array(metrics[metric], pa.float64())
-            at = batch.schema.get_field_index(name)
-            batch = batch.set_column(at, name, column) if at >= 0 else batch.append_column(name, column)
+            batch = put(batch, SCORE_PREFIX + metric, metrics[metric])
         return batch, verdict

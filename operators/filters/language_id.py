@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
-from curate.ops import Map, Params, Verdict
-from operators.filters.text_column import text_values, with_scores
+from curate.ops import TEXT, Map, Params, Verdict, writes_column
 
 
 class LanguageIdParams(Params):
@@ -34,8 +34,8 @@ class LanguageIdParams(Params):
                          "bound with `default` for the rest.")
     candidates: list[str] | None = Field(None, description="langid: restrict the classifier to these languages.")
     max_chars: int | None = Field(None, ge=1, description="Classify only this many leading characters (faster).")
-    language_column: str = Field("language", description="Column for the language code.")
-    score_column: str = Field("language_score", description="Column for its confidence (0..1).")
+    language_column: str = writes_column("language", "Column for the language code.")
+    score_column: str = writes_column("language_score", "Column for its confidence (0..1).")
 
     @model_validator(mode="after")
     def _model_for_fasttext(self) -> "LanguageIdParams":
@@ -54,12 +54,8 @@ class LanguageId(Map):
 
     name = "language_id"
     Params = LanguageIdParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (self.params.language_column, self.params.score_column)
-        self.classify = None
+    requires = (TEXT,)
+    classify = None  # texts -> [(language, score)], from setup
 
     def setup(self) -> None:
         p = self.params
@@ -88,8 +84,7 @@ class LanguageId(Map):
         found = self.classify(texts)
         languages = [lang for lang, _ in found]
         scores = np.array([score for _, score in found], np.float64)
-        batch = with_scores(batch, {p.language_column: pa.array(languages, pa.string()),
-                                    p.score_column: pa.array(scores, pa.float64())})
+        batch = put(put(batch, p.language_column, languages, pa.string()), p.score_column, scores)
         if p.languages is None and p.min_score in (0, 0.0, {}):
             return batch
         allowed = np.array([p.languages is None or lang in p.languages for lang in languages], bool)

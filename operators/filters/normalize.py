@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curate.errors import InputError
-from curate.ops import Map, Params
+from curate.columns import text_array
+from curate.ops import TEXT, Map, Params
 
 # Category Cc except tab, line feed and carriage return (those are whitespace, handled below).
 _CONTROL = r"[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{9F}]"
@@ -42,11 +42,7 @@ class NormalizeText(Map):
 
     name = "normalize_text"
     Params = NormalizeTextParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (text_column,)
+    requires = provides = (TEXT,)
 
     def normalize(self, text: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         p = self.params
@@ -65,8 +61,7 @@ class NormalizeText(Map):
         return text
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        normalized = self.normalize(text_array(batch, self.text_column, self.name))
         at = batch.schema.get_field_index(self.text_column)
-        column = batch.column(at)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise InputError(f"normalize_text: column '{self.text_column}' must be text, it is {column.type}")
-        return batch.set_column(at, batch.schema.field(at), self.normalize(column))
+        # The field keeps its nullability and metadata: only the values change.
+        return batch.set_column(at, batch.schema.field(at).with_type(normalized.type), normalized)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import InputError, RecipeError
-from curate.ops import Filter, Params, Verdict
+from curate.ops import Filter, Params, Verdict, reads_column
 
 
 class UrlLists(Params):
@@ -29,7 +29,7 @@ class UrlLists(Params):
 
 
 class UrlFilterParams(Params):
-    url_column: str = Field("url", description="The column holding each row's URL.")
+    url_column: str = reads_column("url", "The column holding each row's URL.")
     block: UrlLists = Field(UrlLists(), description="Lists of URLs to remove.")
     allow: UrlLists = Field(UrlLists(), description="Lists of URLs to keep whatever the block lists say.")
     only_allowed: bool = Field(False, description="Remove every URL that matches no allow entry.")
@@ -81,11 +81,8 @@ class UrlFilter(Filter):
 
     name = "url_filter"
     Params = UrlFilterParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (self.params.url_column,)
-        self.block = self.allow = None
+    block: Matcher | None = None  # from setup
+    allow: Matcher | None = None
 
     def setup(self) -> None:
         self.block = Matcher(self.params.block, "block")

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.columns import put
 from curate.ops import Verdict
 from operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
 
@@ -43,10 +44,8 @@ class PruneState:
         ords = batch.column("_ord").to_numpy()
         labels = np.load(Path(self.rows_dir) / "labels.npy", mmap_mode="r")[ords]
         dist = np.load(Path(self.rows_dir) / "dist.npy", mmap_mode="r")[ords]
-        for name, values in ((CLUSTER_COLUMN, pa.array(labels)), (DIST_COLUMN, pa.array(dist))):
-            at = batch.schema.get_field_index(name)  # an earlier pruning step may have set it
-            batch = batch.set_column(at, name, values) if at >= 0 else batch.append_column(name, values)
-        return batch, verdict
+        batch = put(batch, CLUSTER_COLUMN, pa.array(labels))  # replaced if an earlier pruning step wrote them
+        return put(batch, DIST_COLUMN, pa.array(dist)), verdict
 
 
 def write_state(workdir: Path, reason: str, removed: np.ndarray, detail: pa.Array, info: dict,

@@ -13,15 +13,15 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from operators.prune import kmeans
 from operators.prune.embeddings import EmbeddingStore, spill
 from operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
 
 
 class ClusterParams(Params):
-    embedding_column: str = Field("_embedding", description="Column of L2-normalised embeddings "
-                                  "(a fixed-size list of float16 or float32), e.g. from an embed step.")
+    embedding_column: str = reads_column("_embedding", "Column of L2-normalised embeddings "
+                                         "(a fixed-size list of float16 or float32), e.g. from an embed step.")
     niter: int = Field(20, ge=1, le=1000, description="k-means iterations.")
     train_rows: int | None = Field(None, ge=1, description="Rows k-means trains on (a seeded sample; all rows are "
                                    "then assigned); default max(50000, 40 per cluster).")
@@ -58,11 +58,8 @@ class ClusterStep(Global):
     reason: ClassVar[str] = ""
     needs_ids: ClassVar[bool] = False  # spill `_id`s too, for details naming another row
 
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.requires = (self.params.embedding_column,)
-        self.fit_columns = (self.params.embedding_column,)
-        self.provides = (CLUSTER_COLUMN, DIST_COLUMN) if self.params.columns else ()
+    def computed_provides(self) -> tuple[str, ...]:
+        return (CLUSTER_COLUMN, DIST_COLUMN) if self.params.columns else ()
 
     def clusters(self, rows: int) -> int:
         raise NotImplementedError

@@ -13,12 +13,12 @@ import pyarrow as pa
 import xxhash
 from pydantic import Field
 
-from curate.ops import Filter, Params, Verdict
+from curate.ops import Filter, Params, Verdict, reads_column
 
 
 class SampleParams(Params):
     fraction: float = Field(gt=0, le=1, description="The share of rows to keep, in (0, 1].")
-    by: str = Field("_id", description="The column whose value decides (rows with equal values go together).")
+    by: str = reads_column("_id", "The column whose value decides (rows with equal values go together).")
 
 
 def unit_hashes(values: list, seed: int) -> np.ndarray:
@@ -32,10 +32,6 @@ class Sample(Filter):
 
     name = "sample"
     Params = SampleParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (self.params.by,)
 
     def keep(self, batch: pa.RecordBatch) -> Verdict:
         u = unit_hashes(batch.column(self.params.by).to_pylist(), self.seed)

@@ -11,16 +11,17 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Map, Resources
-from operators.score.columns import put, text
+from curate.columns import put, text_values
+from curate.ops import Map, Resources, reads_column, writes_column
 from operators.score.model_params import ModelScoreParams
 
 
 class ClassifierParams(ModelScoreParams):
-    column: str | None = Field(None, description="The text to classify; default: the recipe's text column.")
+    column: str | None = reads_column(None, "The text to classify; default: the recipe's text column.",
+                                      instead_of_text=True)
     label: str | int | None = Field(None, description="Several-label heads: the label whose probability is the "
                                                       "score (name or index); default: the last.")
-    output_column: str = Field("quality_classifier", min_length=1, description="Where the score goes.")
+    output_column: str = writes_column("quality_classifier", "Where the score goes.", min_length=1)
 
 
 class ClassifierScore(Map):
@@ -30,14 +31,8 @@ class ClassifierScore(Map):
     Params = ClassifierParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.column = self.params.column or text_column
-        self.requires = (self.column,)
-        self.provides = (self.params.output_column,)
-        self.model = None
-        self.index = None
+    model = None  # from setup
+    index = None  # of the label scored, from setup
 
     def setup(self) -> None:
         if self.model is not None:
@@ -72,7 +67,7 @@ class ClassifierScore(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
-        texts = text(batch, self.column, self.name).fill_null("").to_pylist()
+        texts = text_values(batch, self.params.column or self.text_column, self.name)
         logits = self.model.logits(texts).astype(np.float64) if texts else np.zeros((0, self.model.labels))
         if self.model.labels == 1:
             score = logits[:, 0]

@@ -11,35 +11,44 @@ covers its language, counted in the manifest (`ast_parse_error`, `ast_unsupporte
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal, get_args
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from curate.columns import put, text_array
 from curate.errors import RecipeError
-from curate.ops import Map, Params
+from curate.ops import Map, Params, reads_column
 from operators.score import text_stats
 from operators.score.code_ast import CodeShapes, grammar_package, language_name
-from operators.score.columns import put, text
 
 Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
 METRICS = get_args(Metric)
 
 
 class ComplexityParams(Params):
-    instruction_column: str | None = Field(None, description="Instruction/prompt column: scored as complexity_instruction_*.")
-    response_column: str | None = Field(None, description="Response column: scored as complexity_response_*.")
+    instruction_column: str | None = reads_column(
+        None, "Instruction/prompt column: scored as complexity_instruction_*.", instead_of_text=True)
+    response_column: str | None = reads_column(None, "Response column: scored as complexity_response_*.",
+                                               instead_of_text=True)
     metrics: list[Metric] = Field(list(METRICS), description="Which measurements to write.")
     mattr_window: int = Field(50, ge=2, description="MATTR window, in tokens.")
     tokenizer: str | None = Field(None, description="A Hugging Face tokenizer (local folder or cached hub id): "
                                                     "also write *_tokens.")
-    code_column: str | None = Field(None, description="Source code column: complexity_ast_depth and complexity_ast_nodes.")
+    code_column: str | None = reads_column(None, "Source code column: complexity_ast_depth and complexity_ast_nodes.")
     code_language: str = Field("python", description="Language of code_column: python (its `ast`) or any language "
                                                      "with a tree-sitter grammar package, tree_sitter_<name> "
                                                      "(javascript, typescript, c, cpp, go, rust, java, ...).")
-    code_language_column: str | None = Field(None, description="Column naming each row's language (as code_language, "
-                                                               "or e.g. 'C++', 'JavaScript'); overrides code_language.")
+    code_language_column: str | None = reads_column(None, "Column naming each row's language (as code_language, "
+                                                          "or e.g. 'C++', 'JavaScript'); overrides code_language.")
+
+    @model_validator(mode="after")
+    def _language_of_code(self) -> "ComplexityParams":
+        if self.code_language_column and not self.code_column:
+            raise ValueError("code_language_column gives the language of code_column: give code_column too")
+        return self
 
 
 class Complexity(Map):
@@ -48,19 +57,25 @@ class Complexity(Map):
     name = "complexity_scores"
     Params = ComplexityParams
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
+    _tokenizer = None  # loaded on first use
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        self.shapes = CodeShapes()
+
+    @cached_property
+    def sources(self) -> list[tuple[str, str]]:
+        """(column measured, prefix of its metrics' names): instruction and response, else the text."""
         p = self.params
         pairs = [(c, f"{role}_") for c, role in ((p.instruction_column, "instruction"), (p.response_column, "response"))
                  if c]
-        self.sources = pairs or [(text_column, "")]
+        return pairs or [(self.text_column, "")]
+
+    def computed_provides(self) -> tuple[str, ...]:
+        p = self.params
         names = [*p.metrics, *(["tokens"] if p.tokenizer else [])]
-        code = (p.code_column, *([p.code_language_column] if p.code_language_column else [])) if p.code_column else ()
-        self.requires = tuple(c for c, _ in self.sources) + code
-        self.provides = tuple(f"complexity_{prefix}{m}" for _, prefix in self.sources for m in names) + (
+        return tuple(f"complexity_{prefix}{m}" for _, prefix in self.sources for m in names) + (
             ("complexity_ast_depth", "complexity_ast_nodes") if p.code_column else ())
-        self._tokenizer = None
-        self.shapes = CodeShapes()
 
     def __getstate__(self):
         return {**self.__dict__, "_tokenizer": None, "shapes": CodeShapes()}
@@ -91,7 +106,7 @@ class Complexity(Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         p = self.params
         for column, prefix in self.sources:
-            values = text(batch, column, self.name)
+            values = text_array(batch, column, self.name)
             words = text_stats.word_counts(values)
             sentences = text_stats.sentence_counts(values)
             measured = {
@@ -107,8 +122,8 @@ class Complexity(Map):
             if p.tokenizer:
                 batch = put(batch, f"complexity_{prefix}tokens", self._tokens(values))
         if p.code_column:
-            sources = text(batch, p.code_column, self.name).to_pylist()
-            languages = (text(batch, p.code_language_column, self.name).to_pylist() if p.code_language_column
+            sources = text_array(batch, p.code_column, self.name).to_pylist()
+            languages = (text_array(batch, p.code_language_column, self.name).to_pylist() if p.code_language_column
                          else [p.code_language] * len(sources))
             shapes = [self.shapes.shape(s, lang) for s, lang in zip(sources, languages)]
             batch = put(batch, "complexity_ast_depth", [s[0] if s else None for s in shapes], pa.int64())

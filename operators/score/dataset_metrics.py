@@ -18,18 +18,18 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict
+from curate.columns import text_array
+from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict, reads_column
 from operators.score import metrics
-from operators.score.columns import text
 from operators.score.sample import bottom_k
 from operators.score.scores import ScoreSummary
 
 
 class DatasetMetricsParams(Params):
-    embedding_column: str | None = Field(None, description="Embeddings (e.g. _embedding from embed) for the "
-                                                           "embedding metrics; null: lexical metrics only.")
-    score_columns: list[str] = Field([], description="Numeric columns (quality_*, complexity_*, diversity_*) "
-                                                     "to summarise over all rows.")
+    embedding_column: str | None = reads_column(None, "Embeddings (e.g. _embedding from embed) for the "
+                                                      "embedding metrics; null: lexical metrics only.")
+    score_columns: list[str] = reads_column([], "Numeric columns (quality_*, complexity_*, diversity_*) "
+                                                "to summarise over all rows.")
     sample: int = Field(10_000, ge=2, description="Rows (seeded sample) the text and embedding metrics use.")
     bleu_sample: int = Field(200, ge=2, description="Rows of that sample self-BLEU uses (cost grows as its square).")
     clusters: int = Field(20, ge=1, description="k of the k-means behind cluster entropy.")
@@ -48,11 +48,7 @@ class DatasetMetrics(Global):
 
     name = "dataset_metrics"
     Params = DatasetMetricsParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        p = self.params
-        self.requires = (text_column, *([p.embedding_column] if p.embedding_column else []), *p.score_columns)
+    requires = (TEXT,)
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Measured:
         p = self.params
@@ -61,7 +57,7 @@ class DatasetMetrics(Global):
         def observed():
             for batch in batches:
                 scores.add(batch)
-                text(batch, self.text_column, self.name)
+                text_array(batch, self.text_column, self.name)
                 yield batch
 
         columns = [self.text_column, *([p.embedding_column] if p.embedding_column else [])]

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from curate.ops import Map, Resources
-from operators.score.columns import put, text
+from curate.columns import put, text_values
+from curate.ops import Map, Resources, reads_column, writes_column
 from operators.score.model_params import ModelScoreParams
 
 PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
@@ -21,9 +21,10 @@ PROMPT = ("You are a helpful assistant. Please identify the complexity score of 
 
 
 class DeitaParams(ModelScoreParams):
-    instruction_column: str | None = Field(None, description="The instruction column; default: the text column.")
+    instruction_column: str | None = reads_column(None, "The instruction column; default: the text column.",
+                                                  instead_of_text=True)
     prompt: str = Field(PROMPT, description="The scorer prompt; {instruction} is replaced by the row's instruction.")
-    output_column: str = Field("complexity_deita", min_length=1, description="Where the score goes.")
+    output_column: str = writes_column("complexity_deita", "Where the score goes.", min_length=1)
 
     @field_validator("prompt")
     @classmethod
@@ -40,14 +41,8 @@ class DeitaComplexity(Map):
     Params = DeitaParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.column = self.params.instruction_column or text_column
-        self.requires = (self.column,)
-        self.provides = (self.params.output_column,)
-        self.lm = None
-        self.digits = None
+    lm = None  # the scorer, from setup
+    digits = None  # token ids of "1".."6", from setup
 
     def setup(self) -> None:
         if self.lm is None:
@@ -76,7 +71,7 @@ class DeitaComplexity(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
-        instructions = text(batch, self.column, self.name).fill_null("").to_pylist()
+        instructions = text_values(batch, self.params.instruction_column or self.text_column, self.name)
         prompts = [self.params.prompt.replace("{instruction}", s) for s in instructions]
         logits = self.lm.next_token_logits(prompts)[:, self.digits].astype(np.float64)
         logits -= logits.max(axis=1, keepdims=True)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 import string
+from functools import cached_property
 
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import Map, Params
+from curate.ops import Map, Params, writes_column
 
 TEMPLATE = ("Rate the quality of the following text as training data for a language model, on a scale from "
             "{low} to {high} ({low}: useless or harmful, {high}: excellent: accurate, coherent, informative and "
@@ -36,8 +37,8 @@ class LLMJudgeParams(Params):
                                        "(README: Synthetic rephrasing).")
     template: str = Field(TEMPLATE, description="The rating prompt; {column} is a row's value, {low}/{high} the scale.")
     scale: tuple[float, float] = Field((1, 10), description="Lowest and highest score the prompt asks for.")
-    output_column: str = Field("quality_llm_judge", min_length=1, description="Where the score goes (the raw "
-                                                                              "answer goes to <output_column>_raw).")
+    output_column: str = writes_column("quality_llm_judge", "Where the score goes (the raw answer goes to "
+                                                            "<output_column>_raw).", min_length=1)
 
     @field_validator("scale")
     @classmethod
@@ -77,10 +78,18 @@ class LLMJudge(LLMBacked, Map):
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
-        self.fields = {name: (self.text_column if name == "text" else name) for name in self.params.columns}
-        self.requires = tuple(dict.fromkeys(self.fields.values()))
-        self.provides = (self.params.output_column, self.params.output_column + "_raw")
         self.counts: dict[str, int] = {}
+
+    @cached_property
+    def fields(self) -> dict[str, str]:
+        """The template's placeholders -> the columns they read ({text}: the text column)."""
+        return {name: (self.text_column if name == "text" else name) for name in self.params.columns}
+
+    def computed_requires(self) -> tuple[str, ...]:
+        return tuple(self.fields.values())
+
+    def computed_provides(self) -> tuple[str, ...]:
+        return (self.params.output_column + "_raw",)
 
     def take_counts(self) -> dict[str, int]:
         counts, self.counts = {**super().take_counts(), **self.counts}, {}

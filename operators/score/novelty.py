@@ -16,19 +16,19 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import SERIAL, Global, Parallel, Params
+from curate.columns import put
+from curate.ops import SERIAL, Global, Parallel, Params, reads_column, writes_column
 from operators.prune.embeddings import spill, unit32
 from operators.prune.kmeans import ASSIGN_CHUNK, available_cores
-from operators.score.columns import put
 
 
 class NoveltyParams(Params):
-    embedding_column: str = Field("_embedding", description="The embeddings (from embed).")
+    embedding_column: str = reads_column("_embedding", "The embeddings (from embed).")
     k: int = Field(1, ge=1, le=1024, description="Neighbours per row.")
     reduce: Literal["max", "mean"] = Field("max", description="Over the k similarities: the largest, or their mean.")
     exact_rows: int = Field(200_000, ge=1, description="Up to this many rows the search is exact; above, IVF.")
     nprobe: int = Field(32, ge=1, description="IVF lists probed per query (above exact_rows).")
-    output_column: str = Field("diversity_novelty", min_length=1, description="Where the score goes.")
+    output_column: str = writes_column("diversity_novelty", "Where the score goes.", min_length=1)
 
 
 @dataclass
@@ -49,11 +49,6 @@ class Novelty(Global):
 
     name = "novelty"
     Params = NoveltyParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (self.params.embedding_column,)
-        self.provides = (self.params.output_column,)
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> NoveltyState:
         store = spill(batches, self.params.embedding_column, workdir, self.name)

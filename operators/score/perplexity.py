@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
-from curate.ops import Map, Resources
-from operators.score.columns import put, text, with_nulls
+from curate.columns import put, text_values, with_nulls
+from curate.ops import Map, Resources, reads_column, writes_column
 from operators.score.model_params import ModelScoreParams
 
 
 class PerplexityParams(ModelScoreParams):
-    instruction_column: str | None = Field(None, description="With response_column: score the response given "
-                                                             "the instruction, and write complexity_ifd.")
-    response_column: str | None = Field(None, description="See instruction_column.")
-    output_column: str = Field("quality_perplexity", min_length=1, description="Where the perplexity goes.")
+    instruction_column: str | None = reads_column(None, "With response_column: score the response given the "
+                                                        "instruction, and write complexity_ifd.", instead_of_text=True)
+    response_column: str | None = reads_column(None, "See instruction_column.", instead_of_text=True)
+    output_column: str = writes_column("quality_perplexity", "Where the perplexity goes.", min_length=1)
 
     @model_validator(mode="after")
     def _pair(self) -> "PerplexityParams":
@@ -39,14 +39,10 @@ class Perplexity(Map):
     Params = PerplexityParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
+    lm = None  # from setup
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        p = self.params
-        self.pair = p.instruction_column is not None
-        self.requires = (p.instruction_column, p.response_column) if self.pair else (text_column,)
-        self.provides = (p.output_column,) + (("complexity_ifd",) if self.pair else ())
-        self.lm = None
+    def computed_provides(self) -> tuple[str, ...]:
+        return ("complexity_ifd",) if self.params.instruction_column else ()
 
     def setup(self) -> None:
         if self.lm is None:
@@ -67,11 +63,11 @@ class Perplexity(Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
         p = self.params
-        if not self.pair:
-            nll = self.lm.mean_nll(text(batch, self.text_column, self.name).fill_null("").to_pylist())
+        if not p.instruction_column:
+            nll = self.lm.mean_nll(text_values(batch, self.text_column, self.name))
             return put(batch, p.output_column, _ppl(nll))
-        instructions = text(batch, p.instruction_column, self.name).fill_null("").to_pylist()
-        responses = text(batch, p.response_column, self.name).fill_null("").to_pylist()
+        instructions = text_values(batch, p.instruction_column, self.name)
+        responses = text_values(batch, p.response_column, self.name)
         given = self.lm.mean_nll(responses, contexts=instructions)
         alone = self.lm.mean_nll(responses)
         batch = put(batch, p.output_column, _ppl(given))

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.errors import CurateError
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict
+from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from operators.prune.embeddings import spill, unit32
 from operators.score import metrics, selection
 
@@ -32,10 +32,10 @@ from operators.score import metrics, selection
 class QdcSelectParams(Params):
     size: int | None = Field(None, ge=1, description="Rows to keep (at most all); or give `fraction`.")
     fraction: float | None = Field(None, gt=0, le=1, description="Fraction of the rows to keep (rounded up).")
-    quality: dict[str, float] = Field({}, description="Quality columns and their weights, e.g. "
-                                                      "{quality_heuristic: 1, quality_perplexity: -1}.")
-    complexity: dict[str, float] = Field({}, description="Complexity columns and their weights.")
-    embedding_column: str = Field("_embedding", description="Embeddings (from embed) for the diversity side.")
+    embedding_column: str = reads_column("_embedding", "Embeddings (from embed) for the diversity side.")
+    quality: dict[str, float] = reads_column({}, "Quality columns and their weights, e.g. "
+                                                 "{quality_heuristic: 1, quality_perplexity: -1}.")
+    complexity: dict[str, float] = reads_column({}, "Complexity columns and their weights.")
     method: Literal["threshold", "facility_location"] = Field("threshold", description="See the operator's doc.")
     threshold: float = Field(0.9, ge=-1, le=1, description="The most cosine similarity a selected row may have to "
                                                            "another selected row (both methods).")
@@ -88,28 +88,23 @@ class QdcSelect(Global):
     name = "qdc_select"
     Params = QdcSelectParams
 
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        p = self.params
-        self.columns = [*p.quality, *[c for c in p.complexity if c not in p.quality]]
-        self.requires = (p.embedding_column, *self.columns)
-
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Selection:
         p = self.params
-        parts: dict[str, list[np.ndarray]] = {c: [] for c in self.columns}
+        # Each quality or complexity column once, whichever weights name it.
+        parts: dict[str, list[np.ndarray]] = {c: [] for c in [*p.quality, *p.complexity]}
 
         def observed():
             for batch in batches:
-                for c in self.columns:
+                for c, part in parts.items():
                     column = batch.column(c)
                     if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
                         raise CurateError(f"{self.name}: column '{c}' must be numeric, it is {column.type}")
-                    parts[c].append(column.to_numpy(zero_copy_only=False).astype(np.float64))
+                    part.append(column.to_numpy(zero_copy_only=False).astype(np.float64))
                 yield batch
 
         store = spill(observed(), p.embedding_column, workdir, self.name)
         n = store.rows
-        values = {c: np.concatenate(parts[c]) if parts[c] else np.zeros(0) for c in self.columns}
+        values = {c: np.concatenate(part) if part else np.zeros(0) for c, part in parts.items()}
         score = np.zeros(n)
         for c, w in [*p.quality.items(), *p.complexity.items()]:
             score += w * percentile_rank(values[c])

@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from curate.ops import Map, Params
+from curate.columns import put, text_array
+from curate.ops import TEXT, Map, Params
 from operators.filters.gopher import GopherQuality, GopherQualityParams, _rules
-from operators.score.columns import put, text
 
 CHEAP = ("word_count", "mean_word_length", "hash_word_ratio", "ellipsis_word_ratio", "bullet_line_frac",
          "ellipsis_line_frac", "alpha_word_frac", "stop_words", "dup_line_frac", "dup_para_frac",
@@ -54,6 +54,7 @@ class QualityHeuristics(Map):
 
     name = "quality_heuristics"
     Params = QualityHeuristicsParams
+    requires = (TEXT,)
 
     def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
         super().__init__(params, seed=seed, text_column=text_column)
@@ -68,11 +69,13 @@ class QualityHeuristics(Map):
             max_top_ngram_char_frac={n: None for n in sorted(top)},
             max_dup_ngram_char_frac={n: None for n in sorted(dup)}), text_column=text_column)
         self.rules = rules
-        self.requires = (text_column,)
-        self.provides = tuple(f"quality_{m}" for m in p.metrics) + (("quality_heuristic",) if p.combined else ())
+
+    def computed_provides(self) -> tuple[str, ...]:
+        p = self.params
+        return tuple(f"quality_{m}" for m in p.metrics) + (("quality_heuristic",) if p.combined else ())
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        metrics = self.gopher.measure(text(batch, self.text_column, self.name))
+        metrics = self.gopher.measure(text_array(batch, self.text_column, self.name))
         for metric in self.params.metrics:
             batch = put(batch, f"quality_{metric}", metrics[metric])
         if self.rules:

@@ -27,9 +27,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.columns import text_array
 from curate.observers import RunObserver
 from operators.score import metrics
-from operators.score.columns import text
 
 NGRAMS = (1, 2, 3, 4)
 _WHERE = "metrics"  # how errors name this feature: the recipe's `metrics:` section
@@ -112,7 +112,7 @@ class Side:
         names = batch.schema.names
         # a text column read as all-null has type null in that batch: no words, not an error
         if self.text_column in names and not pa.types.is_null(batch.schema.field(self.text_column).type):
-            words = metrics.words_of(text(batch, self.text_column, _WHERE))
+            words = metrics.words_of(text_array(batch, self.text_column, _WHERE))
             for n in NGRAMS:
                 hashes = metrics.word_ngrams(words, n)
                 self.totals[n] += len(hashes)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Verdict
 
 
 class ChunkParams(Params):
@@ -24,12 +24,10 @@ class Chunk(Map):
     name = "chunk"
     Params = ChunkParams
     changes_rows = True
+    requires = (TEXT,)
     provides = ("chunk_index",)
-
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.requires = (self.text_column,)
-        self.splitter = self.count = None
+    splitter = None  # pysbd's, from setup
+    count = None  # text -> tokens, from setup
 
     def setup(self) -> None:
         import pysbd

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Verdict
 from operators.synth.cleaning import clean
 from operators.synth.prompts import PROMPTS, TEMPLATE
 
@@ -76,11 +76,11 @@ class Rephrase(LLMBacked, Map):
     name = "rephrase"
     Params = RephraseParams
     changes_rows = True
+    requires = (TEXT,)
     provides = ("synth_style", "synth_model")
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
-        self.requires = (self.text_column,)
         self.prompts = {**PROMPTS, **self.params.prompts}
         self.real, self.synthetic = self.params.parts
 

@@ -21,8 +21,8 @@ from typing import Callable, Literal
 import pyarrow as pa
 from pydantic import Field
 
-from curate.errors import InputError
-from curate.ops import Map, Params
+from curate.columns import put, text_array
+from curate.ops import Map, Params, reads_column
 
 Kind = Literal["credit_card", "email", "ip_address", "phone"]
 
@@ -67,7 +67,8 @@ CHECKS: dict[Kind, tuple[re.Pattern, Callable[[str], bool]]] = {
 class PiiRedactParams(Params):
     kinds: list[Kind] = Field(list(ORDER), description="What to redact: credit_card, email, ip_address, phone.")
     tokens: dict[Kind, str] = Field(TOKENS, description="The replacement of each kind.")
-    columns: list[str] | None = Field(None, description="Text columns to redact; null: the recipe's text column.")
+    columns: list[str] | None = reads_column(None, "Text columns to redact; null: the recipe's text column.",
+                                             instead_of_text=True)
 
 
 class PiiRedact(Map):
@@ -78,8 +79,6 @@ class PiiRedact(Map):
 
     def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
         super().__init__(params, seed=seed, text_column=text_column)
-        self.columns = tuple(self.params.columns or (text_column,))
-        self.requires = self.columns
         self.kinds = [k for k in ORDER if k in self.params.kinds]
         self.tokens = {**TOKENS, **self.params.tokens}
         self.counts = dict.fromkeys(self.kinds, 0)
@@ -98,13 +97,10 @@ class PiiRedact(Map):
         return text
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        for name in self.columns:
-            at = batch.schema.get_field_index(name)
-            column = batch.column(at)
-            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-                raise InputError(f"pii_redact: column '{name}' must be text, it is {column.type}")
+        for name in self.requires:
+            column = text_array(batch, name, self.name)
             redacted = [None if t is None else self.redact(t) for t in column.to_pylist()]
-            batch = batch.set_column(at, name, pa.array(redacted, column.type))
+            batch = put(batch, name, redacted, column.type)
         return batch
 
     def take_counts(self) -> dict[str, int]:

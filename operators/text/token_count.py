@@ -14,14 +14,14 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
-from curate.ops import Map, Params
-from operators.filters.text_column import text_values, with_scores
+from curate.ops import TEXT, Map, Params, writes_column
 
 
 class TokenCountParams(Params):
     tokenizer: str = Field(description="tokenizer.json, a directory with one, or a hub id in the local HF cache.")
-    column: str = Field("token_count", description="Column for the count.")
+    column: str = writes_column("token_count", "Column for the count.")
     special_tokens: bool = Field(False, description="Count the tokenizer's special tokens ([CLS], <s>, ...) too.")
 
 
@@ -57,13 +57,9 @@ class TokenCount(Map):
 
     name = "token_count"
     Params = TokenCountParams
-
-    def __init__(self, params=None, *, seed: int = 0, text_column: str = "text"):
-        super().__init__(params, seed=seed, text_column=text_column)
-        self.requires = (text_column,)
-        self.provides = (self.params.column,)
-        self.tokenizer = None
-        self.total = 0
+    requires = (TEXT,)
+    tokenizer = None  # from setup
+    total = 0  # tokens counted since take_counts
 
     def setup(self) -> None:
         self.tokenizer = load_tokenizer(self.params.tokenizer)
@@ -75,7 +71,7 @@ class TokenCount(Map):
         encoded = self.tokenizer.encode_batch(texts, add_special_tokens=self.params.special_tokens)
         counts = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))
         self.total += int(counts.sum())
-        return with_scores(batch, {self.params.column: pa.array(counts, pa.int64())})
+        return put(batch, self.params.column, counts, pa.int64())
 
     def take_counts(self) -> dict[str, int]:
         total, self.total = self.total, 0

@@ -266,3 +266,11 @@ def test_ops_shows_the_range_of_a_parameter(cli):
     assert res.exit_code == 0
     row = next(line for line in res.stdout.splitlines() if "max_dup_line_frac" in line)
     assert ">= 0, <= 1" in row
+
+
+def test_ops_marks_the_parameters_naming_columns(cli):
+    rows = cli("ops", "language_id").stdout.splitlines()
+    assert "output column" in next(line for line in rows if "score_column" in line)
+    assert "column" not in next(line for line in rows if "max_chars" in line).split("│")[2]
+    rows = cli("ops", "exact_dedup").stdout.splitlines()
+    assert "input column" in next(line for line in rows if "prefer " in line)

@@ -1,8 +1,11 @@
-"""Parallel.stream: results in order, a bounded window handed to the map at a time."""
+"""The operator contract: Parallel.stream hands a bounded window to the map at a time, results in
+order; an operator's requires / provides come from its Params' column declarations."""
 
+import pytest
 from hypothesis import example, given, strategies as st
+from pydantic import Field
 
-from curate.ops import Parallel, serial_map
+from curate.ops import TEXT, Map, Parallel, Params, reads_column, serial_map, writes_column
 
 
 @given(items=st.integers(0, 40), width=st.integers(1, 6))
@@ -26,3 +29,57 @@ def test_stream_hands_over_bounded_windows_in_order(items, width):
     assert out == [i * i for i in range(items)]
     assert all(w == 2 * width for w in windows[:-1]) and all(0 < w <= 2 * width for w in windows)
     assert sum(windows) == items
+
+
+class PairParams(Params):
+    threshold: float = Field(0.5, description="Not a column.")
+    instruction_column: str | None = reads_column(None, "Instruction; with response_column instead of the text.",
+                                                  instead_of_text=True)
+    response_column: str | None = reads_column(None, "Response.", instead_of_text=True)
+    extra_columns: list[str] = reads_column([], "More columns read.")
+    weights: dict[str, float] = reads_column({}, "Columns by their keys.")
+    prefer: str | None = reads_column(None, "Optional: read when given.")
+    output_column: str = writes_column("score", "Where the score goes.")
+    also_raw: bool = Field(False, description="Also write <output_column>_raw.")
+
+
+class PairScore(Map):
+    name = "pair_score"
+    Params = PairParams
+    requires = ("_id",)
+    provides = (TEXT,)
+
+    def computed_provides(self) -> tuple[str, ...]:
+        return (self.params.output_column + "_raw",) if self.params.also_raw else ()
+
+
+@pytest.mark.parametrize("params, requires, provides", [
+    # nothing named: the text column stands where the instead-of-text fields are; None and empty name nothing
+    ({}, ("_id", "body"), ("body", "score")),
+    ({"instruction_column": "i", "response_column": "r"}, ("_id", "i", "r"), ("body", "score")),
+    ({"response_column": "r"}, ("_id", "r"), ("body", "score")),  # any one of them replaces the text
+    ({"extra_columns": ["a", "b"], "weights": {"w": 1.0}, "prefer": "p"}, ("_id", "body", "a", "b", "w", "p"),
+     ("body", "score")),
+    ({"extra_columns": ["body", "_id"], "prefer": "body"}, ("_id", "body"), ("body", "score")),  # each once
+    ({"output_column": "s", "also_raw": True}, ("_id", "body"), ("body", "s", "s_raw")),
+])
+def test_requires_and_provides_come_from_the_declared_params(params, requires, provides):
+    op = PairScore(PairParams(**params), text_column="body")
+    assert (op.requires, op.provides) == (requires, provides)
+
+
+def test_class_columns_stay_the_declaration():
+    PairScore(text_column="body")
+    assert PairScore.requires == ("_id",) and PairScore.provides == (TEXT,)
+    assert PairScore().requires == ("_id", "text")
+
+
+def test_a_column_parameter_of_another_type_is_a_bug():
+    class Bad(Params):
+        limit: int = reads_column(3, "Not a column name.")
+
+    class BadOp(Map):
+        Params = Bad
+
+    with pytest.raises(TypeError, match="a column parameter holds a name"):
+        BadOp()

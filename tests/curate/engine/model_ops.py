@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curate.ops import Map, Params
+from curate.ops import TEXT, Map, Params
 
 
 class FakeModelParams(Params):
@@ -23,11 +23,8 @@ class FakeModel(Map):
     name = "fake_model"
     Params = FakeModelParams
     resource_class = "model"
-
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.requires = (self.text_column,)
-        self.provides = ("score",)
+    requires = (TEXT,)
+    provides = ("score",)
 
     def setup(self) -> None:
         Path(self.params.log_dir, f"setup-{os.getpid()}").touch()

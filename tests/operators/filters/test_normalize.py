@@ -41,6 +41,12 @@ def test_nulls_and_empty_text():
     assert run([None, "", "   \n\n "]) == [None, "", ""]
 
 
+def test_a_string_view_column_is_normalized_too():
+    """The Arrow kernels have no string_view variant: the column comes back as large_string."""
+    out = NormalizeText().process(pa.record_batch({"text": pa.array(["a  b", None], pa.string_view())}))
+    assert out.column("text").to_pylist() == ["a b", None] and out.schema.field("text").type == pa.large_string()
+
+
 def test_requires_and_provides_follow_the_text_column():
     op = NormalizeText(text_column="body")
     assert op.requires == ("body",) and op.provides == ("body",)
