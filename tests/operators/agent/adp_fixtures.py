@@ -52,12 +52,31 @@ def load(dataset: str, name: str):
     return json.loads(text) if text else ([] if text == "" else None)
 
 
-def with_raw() -> list[str]:
-    return [d for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
+# Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
+# for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
+# mark is strict, so a converter that makes one pass fails the run until it leaves this list.
+AWAITING_CONVERTER = {"android_in_the_wild", "androidcontrol", "eto", "llava_plus", "mini-coder", "omniact",
+                      "screenagent", "swe-play-trajectories", "toucan_1_5m", "turkingbench", "webarena_successful"}
 
 
-def sft_cases() -> list[tuple[str, str]]:
-    return [(d, style) for d in datasets() for style in ("openhands", "sweagent", "agentlab")
+def _case(dataset: str, *values, fails_with: type[BaseException]):
+    if dataset not in AWAITING_CONVERTER:
+        return (dataset, *values) if values else dataset
+    mark = pytest.mark.xfail(strict=True, raises=fails_with, reason=f"issue 24: {dataset} is not supported yet")
+    return pytest.param(dataset, *values, marks=mark)
+
+
+def with_raw() -> list:
+    from curate.errors import CurateError
+
+    return [_case(d, fails_with=CurateError) for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
+
+
+def sft_cases() -> list:
+    """(dataset, style) of each reference SFT rendering; the exporters render the reference's own
+    standardized samples (the releases' new datasets differ from them still: AWAITING_CONVERTER)."""
+    return [_case(d, style, fails_with=AssertionError) for d in datasets()
+            for style in ("openhands", "sweagent", "agentlab")
             if (FIXTURES / d / "sft" / f"sample_sft_{style}.json").is_file()]
 
 
