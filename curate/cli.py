@@ -141,6 +141,8 @@ def run(
         raise typer.BadParameter("--work-store is for --engine ray", param_hint="--work-store")
     r = _load(recipe, set_, input, output)
     if resume and _finished(r):
+        if not no_report and not (Path(r.output.path) / "report.html").is_file():  # interrupted while written
+            _report_after_run(Path(r.output.path))
         return
     checked = preflight.check(r)
     if dry_run:

@@ -28,7 +28,7 @@ def fail(exc: BaseException) -> None:
             err.print(exc.hint, highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
-        raise typer.Exit(interrupts.report())
+        raise typer.Exit(interrupts.report(exc.args[0] if exc.args else None))
     if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
         err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
                   f"Continue with --resume", highlight=False)

@@ -71,12 +71,14 @@ def _watch(fd: int) -> None:
             time.sleep(0.05)
 
 
-def report() -> int:
-    """Print the message, once; the exit code of the first signal heard (130 without one)."""
+def report(signum: int | None = None) -> int:
+    """Print the message, once; the exit code of the first signal heard, or of `signum` (the
+    Interrupted's: the main thread may unwind before the watcher has read the signal), else 130."""
     if _reported.acquire(blocking=False):
         sys.stderr.write(MESSAGE + "\n")
         sys.stderr.flush()
-    return EXIT_CODES.get(_received[0], 130) if _received else 130
+    first = _received[0] if _received else signum
+    return EXIT_CODES.get(first, 130)
 
 
 def exit_now() -> None:
