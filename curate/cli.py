@@ -158,6 +158,9 @@ def run(
     out.print(funnel_table(manifest))
     out.print(f"wrote {manifest['rows_out']:,} rows to {Path(r.output.path) / 'data'} "
               f"({manifest['data_files']} files) in {manifest['seconds']:.1f}s")
+    if "duplicate_ids" in manifest:
+        cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
+                             f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
     if manifest["rows_in"] and not manifest["rows_out"]:
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed; {_emptied_by(manifest)}", highlight=False)
     if not no_report:

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from curate import recipe as recipe_module
 from curate.engine import worker
 from curate.engine.runner import RunOptions, run
 from curate.engine.layout import RunLayout
@@ -170,3 +171,43 @@ def test_a_run_killed_while_removing_its_work_is_finished_and_resume_keeps_it(tm
     shutil.rmtree(out / "_work" / "stage-1" / "data")
     manifest = run(load(inp, out), RunOptions(workers=1, resume=True))
     assert manifest["already_finished"] and digest(out) == before
+
+
+def test_a_file_of_the_users_called_manifest_json_does_not_make_a_run_directory(cli, tmp_path):
+    """--overwrite knows curate's runs by curate's own marks, not by a file name."""
+    inp = corpus(tmp_path / "in", files=1)
+    mine = tmp_path / "x"
+    mine.mkdir()
+    (mine / "manifest.json").write_text('{"files": ["a.csv"]}')
+    res = cli("run", write_recipe(tmp_path / "r.yaml", f"input: {{path: '{inp}'}}\nsteps: []\n"),
+              "-o", mine, "--overwrite", "-w", "1")
+    assert res.exit_code == 2 and "not a curate run directory" in res.stderr
+    assert "--overwrite" not in res.stderr.split("(it holds")[1]  # it would refuse again: not suggested
+    assert (mine / "manifest.json").read_text() == '{"files": ["a.csv"]}'
+    run(load(inp, tmp_path / "o"), RunOptions(workers=1))
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text())["format_version"] == "curate-run/1"
+    run(load(inp, tmp_path / "o"), RunOptions(workers=1, overwrite=True))  # its own run: replaced
+
+
+def test_an_output_path_that_is_a_file_is_a_user_error(cli, tmp_path):
+    inp = corpus(tmp_path / "in", files=1)
+    (tmp_path / "out.txt").write_text("not a directory")
+    res = cli("run", write_recipe(tmp_path / "r.yaml", f"input: {{path: '{inp}'}}\nsteps: []\n"),
+              "-o", tmp_path / "out.txt", "-w", "1")
+    assert res.exit_code == 2 and f"{tmp_path / 'out.txt'} is a file" in res.stderr.replace("\n", "")
+    assert (tmp_path / "out.txt").read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("policy", ["warn", "fail"])
+def test_ids_repeated_with_different_content_are_counted_or_refused(tmp_path, policy):
+    rows = [{"id": i % 5, "text": f"document {i}"} for i in range(8)]  # ids 0, 1, 2 twice, differently
+    rows += [{"id": 4, "text": "document 4"}]  # the same row again: a duplicate, not a conflict
+    write_jsonl(tmp_path / "in" / "a.jsonl", rows)
+    r = recipe_module.load(text=f"input: {{path: '{tmp_path / 'in' / 'a.jsonl'}', id_column: id, "
+                                f"on_duplicate_id: {policy}}}\noutput: {{path: '{tmp_path / 'o'}'}}\nsteps: []\n")
+    if policy == "fail":
+        with pytest.raises(CurateError, match="3 values of input.id_column 'id' repeat with different content"):
+            run(r, RunOptions(workers=2))
+        return
+    manifest = run(r, RunOptions(workers=2))
+    assert {k: manifest["duplicate_ids"][k] for k in ("ids", "rows")} == {"ids": 3, "rows": 6}
