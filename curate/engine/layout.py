@@ -95,44 +95,31 @@ class Files:
         self.fs.move(src, dst)
 
 
+def _under(*parts: str) -> property:
+    """A path under the layout's root, as a read-only attribute."""
+    return property(lambda self: _join(self.root, *parts))
+
+
 @dataclass(frozen=True)
 class StageLayout:
     """The paths of one stage under `_work/`; travels with every task of the stage."""
 
     root: str
-
-    @property
-    def data(self) -> str:
-        return _join(self.root, "data")
-
-    @property
-    def traces(self) -> str:
-        return _join(self.root, "trace")
+    data = _under("data")
+    traces = _under("trace")
+    done_dir = _under("done")
+    fit = _under("fit")
+    fit_report = _under("fit.json")
+    state = _under("state.pkl")
 
     def trace(self, label: str) -> str:
         return _join(self.root, "trace", label)
-
-    @property
-    def done_dir(self) -> str:
-        return _join(self.root, "done")
 
     def done(self, task_name: str) -> str:
         return _join(self.root, "done", f"{task_name}.json")
 
     def observed(self, task_name: str) -> str:
         return _join(self.root, "observed", f"{task_name}.pkl")
-
-    @property
-    def fit(self) -> str:
-        return _join(self.root, "fit")
-
-    @property
-    def fit_report(self) -> str:
-        return _join(self.root, "fit.json")
-
-    @property
-    def state(self) -> str:
-        return _join(self.root, "state.pkl")
 
 
 @dataclass(frozen=True)
@@ -141,63 +128,27 @@ class RunLayout:
     file in a worker started elsewhere, whatever its working directory)."""
 
     root: str
+    data = _under("data")
+    data_tmp = _under("data.tmp")
+    trace = _under("trace")
+    trace_tmp = _under("trace.tmp")
+    manifest = _under("manifest.json")
+    report = _under("report.html")
+    work = _under(WORK)
+    lock = _under(WORK, "lock")
+    workers_lock = _under(WORK, "workers.lock")
+    run_file = _under(WORK, "run.json")
+    plan = _under(WORK, "plan.json")
 
     @classmethod
     def at(cls, path) -> "RunLayout":
         return cls(os.path.abspath(os.fspath(path)))
 
-    def _path(self, name: str) -> str:
-        return _join(self.root, name)
-
-    @property
-    def data(self) -> str:
-        return self._path("data")
-
-    @property
-    def data_tmp(self) -> str:
-        return self._path("data.tmp")
-
-    @property
-    def trace(self) -> str:
-        return self._path("trace")
-
-    @property
-    def trace_tmp(self) -> str:
-        return self._path("trace.tmp")
-
-    @property
-    def manifest(self) -> str:
-        return self._path("manifest.json")
-
-    @property
-    def report(self) -> str:
-        return self._path("report.html")
-
-    @property
-    def work(self) -> str:
-        return self._path(WORK)
-
-    @property
-    def lock(self) -> str:
-        return _join(self.work, "lock")
-
-    @property
-    def workers_lock(self) -> str:
-        return _join(self.work, "workers.lock")
-
-    @property
-    def run_file(self) -> str:
-        return _join(self.work, "run.json")
-
-    @property
-    def plan(self) -> str:
-        return _join(self.work, "plan.json")
-
     def stage(self, index: int) -> StageLayout:
-        return StageLayout(_join(self.work, f"stage-{index}"))
+        return StageLayout(_join(self.root, WORK, f"stage-{index}"))
 
     def owned(self) -> list[str]:
-        return [self._path(name) for name in OWNED]
+        return [_join(self.root, name) for name in OWNED]
 
     def published(self) -> list[str]:
-        return [self._path(name) for name in PUBLISHED]
+        return [_join(self.root, name) for name in PUBLISHED]
