@@ -33,7 +33,7 @@ from pathlib import Path
 
 import harness as h
 
-SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "gopher", "webfilters", "language-id", "web-text",
+SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "ray-store", "wrap", "qdc",
             "run-metrics", "embed-gpu", "clip-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
@@ -44,6 +44,7 @@ TITLES = {
     "memory": "Memory: peak RSS of curate run as the input grows",
     "resume": "Resume: SIGKILL + --resume vs an uninterrupted run",
     "faults": "Fault campaign: SIGKILL at every phase boundary and at random points, then --resume",
+    "signals": "Signal campaign: SIGINT / SIGTERM at random points (group or main process), then --resume",
     "gopher": "Gopher quality operator vs datatrove's Gopher filters",
     "webfilters": "C4 and FineWeb quality operators vs datatrove's C4QualityFilter and FineWebQualityFilter",
     "language-id": "language_id: accuracy on UDHR translations in 120+ languages, docs/s",
@@ -73,6 +74,8 @@ SIZES = {
     "resume_kills": (4, 3, "resume: SIGKILLs before the final --resume"),
     "faults_docs": (20_000, 8000, "faults: demo-corpus documents"),
     "faults_random": (6, 6, "faults: random-time trials per recipe"),
+    "signals_docs": (10_000, 10_000, "signals: demo-corpus documents"),
+    "signals_trials": (50, 50, "signals: trials (random point, signal and target)"),
     "gopher_docs": (3000, 2000, "gopher: documents"),
     "webfilters_docs": (3000, 2000, "webfilters: documents (the gopher section's synthetic pages)"),
     "language_id_pages": (5000, 2000, "language-id: synthetic web pages for docs/s"),
@@ -106,6 +109,7 @@ def commands(a) -> dict[str, list[str]]:
         "memory": ["bench_memory.py", "--small-gb", f"{a.memory_small_gb:g}", "--large-gb", f"{a.memory_large_gb:g}", *w],
         "resume": ["bench_resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
         "faults": ["fault_campaign.py", "--docs", str(a.faults_docs), "--random", str(a.faults_random), *w],
+        "signals": ["signal_campaign.py", "--docs", str(a.signals_docs), "--trials", str(a.signals_trials), *w],
         "gopher": ["bench_gopher.py", "--docs", str(a.gopher_docs), *w],
         "webfilters": ["bench_webfilters.py", "--docs", str(a.webfilters_docs), *w],
         "language-id": ["bench_language_id.py", "--pages", str(a.language_id_pages)],
