@@ -28,6 +28,7 @@ CONVERTERS: dict[str, str] = {
     # code and tool-use datasets
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
+    "eto": "eto",
     "orca_agentinstruct": "orca_agentinstruct",
     # web-browsing datasets
     "nnetnav-live": "nnetnav_live",

@@ -55,7 +55,7 @@ def load(dataset: str, name: str):
 # Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
 # for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
 # mark is strict, so a converter that makes one pass fails the run until it leaves this list.
-AWAITING_CONVERTER = {"android_in_the_wild", "androidcontrol", "eto", "llava_plus", "mini-coder", "omniact",
+AWAITING_CONVERTER = {"android_in_the_wild", "androidcontrol", "llava_plus", "mini-coder", "omniact",
                       "screenagent", "swe-play-trajectories", "toucan_1_5m", "turkingbench", "webarena_successful"}
 
 
