@@ -29,6 +29,7 @@ CONVERTERS: dict[str, str] = {
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
     "eto": "eto",
+    "mini-coder": "mini_coder",
     "orca_agentinstruct": "orca_agentinstruct",
     # web-browsing datasets
     "nnetnav-live": "nnetnav_live",
