@@ -31,6 +31,7 @@ CONVERTERS: dict[str, str] = {
     "eto": "eto",
     "mini-coder": "mini_coder",
     "orca_agentinstruct": "orca_agentinstruct",
+    "toucan_1_5m": "toucan_1_5m",
     # web-browsing datasets
     "nnetnav-live": "nnetnav_live",
     "nnetnav-wa": "nnetnav_wa",
