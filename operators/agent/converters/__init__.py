@@ -39,6 +39,7 @@ CONVERTERS: dict[str, str] = {
     # software-engineering datasets
     "nebius_SWE-agent-trajectories": "nebius_swe_agent",
     "swe-gym_openhands_sampled_trajectories": "swe_gym_openhands",
+    "swe-play-trajectories": "swe_play",
     "swe-smith": "swe_smith",
     # generic importers for formats users already have
     "openai_chat": "openai_chat",

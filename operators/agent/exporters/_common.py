@@ -65,3 +65,12 @@ class Turns:
             raise Skip("the conversation does not start with a user turn")
         self.items[0][1] = head + self.items[0][1]
         return [{"from": role, "value": text} for role, text in self.items]
+
+
+_RESULT_HEADER = re.compile(r"^(?:EXECUTION RESULT of \[[\w.-]+\]:|OBSERVATION:)\n")
+
+
+def observation_text(event: dict, strip: bool) -> str:
+    """A text observation's content; with `strip` (the 2025-12 release's rendering), without the
+    result header it carries (the styles add their own) and surrounding whitespace."""
+    return _RESULT_HEADER.sub("", event["content"], count=1).strip() if strip else event["content"]

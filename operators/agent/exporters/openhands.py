@@ -10,7 +10,7 @@ message -> `finish`. Observations that answer an action are prefixed with
 from __future__ import annotations
 
 from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, Turns, call_source, finish_text, function_block, is_action,
+from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal, with_thought)
 
 # Tools OpenHands has natively: their calls keep their own name and parameters.
@@ -73,7 +73,7 @@ def render(traj: dict, env: Environment) -> list[dict]:
             if e["source"] == "agent":
                 say("gpt", e["content"])
             else:
-                say("human", prefix + e["content"])
+                say("human", prefix + observation_text(e, env.strip_observations))
         elif cls == "web_observation":
             # Browser output is shown as the page itself, without an execution-result header.
             say("human", _web_observation(e, focused))

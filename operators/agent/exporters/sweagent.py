@@ -10,7 +10,7 @@ languages cannot be rendered and are skipped with the reason.
 from __future__ import annotations
 
 from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, Turns, call_source, finish_text, function_block, is_action,
+from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal)
 
 NATIVE_TOOLS = {"bash", "str_replace_editor", "submit"}
@@ -57,7 +57,7 @@ def render(traj: dict, env: Environment) -> list[dict]:
                 say("gpt", e["content"])
             else:
                 after_action = i > 0 and is_action(events[i - 1])
-                say("human", ("OBSERVATION:\n" if after_action else "") + e["content"])
+                say("human", ("OBSERVATION:\n" if after_action else "") + observation_text(e, env.strip_observations))
         elif cls in ("web_observation", "image_observation"):
             raise Skip(f"event {i}: {cls} has no SWE-agent rendering")
         elif is_action(e):

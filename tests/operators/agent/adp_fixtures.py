@@ -58,7 +58,7 @@ def load(dataset: str, name: str):
 # for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
 # mark is strict, so a converter that makes one pass fails the run until it leaves this list.
 AWAITING_CONVERTER = {"android_in_the_wild", "androidcontrol", "llava_plus", "omniact",
-                      "screenagent", "swe-play-trajectories", "turkingbench", "webarena_successful"}
+                      "screenagent", "turkingbench", "webarena_successful"}
 
 
 def _case(dataset: str, *values, fails_with: type[BaseException]):
