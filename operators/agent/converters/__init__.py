@@ -36,6 +36,7 @@ CONVERTERS: dict[str, str] = {
     "nnetnav-live": "nnetnav_live",
     "nnetnav-wa": "nnetnav_wa",
     "synatra": "synatra",
+    "webarena_successful": "webarena_successful",
     # software-engineering datasets
     "nebius_SWE-agent-trajectories": "nebius_swe_agent",
     "swe-gym_openhands_sampled_trajectories": "swe_gym_openhands",
