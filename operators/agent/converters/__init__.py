@@ -34,6 +34,7 @@ CONVERTERS: dict[str, str] = {
     "toucan_1_5m": "toucan_1_5m",
     # web-browsing datasets
     "nnetnav-live": "nnetnav_live",
+    "omniact": "omniact",
     "nnetnav-wa": "nnetnav_wa",
     "synatra": "synatra",
     "webarena_successful": "webarena_successful",
