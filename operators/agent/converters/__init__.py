@@ -29,6 +29,7 @@ CONVERTERS: dict[str, str] = {
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
     "eto": "eto",
+    "llava_plus": "llava_plus",
     "mini-coder": "mini_coder",
     "orca_agentinstruct": "orca_agentinstruct",
     "toucan_1_5m": "toucan_1_5m",
