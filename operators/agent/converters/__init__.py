@@ -25,6 +25,8 @@ CONVERTERS: dict[str, str] = {
     "agenttuning_mind2web": "agenttuning_mind2web",
     "agenttuning_os": "agenttuning_os",
     "agenttuning_webshop": "agenttuning_webshop",
+    # GUI and mobile datasets
+    "android_in_the_wild": "android_in_the_wild",
     # code and tool-use datasets
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
