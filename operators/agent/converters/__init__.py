@@ -25,17 +25,26 @@ CONVERTERS: dict[str, str] = {
     "agenttuning_mind2web": "agenttuning_mind2web",
     "agenttuning_os": "agenttuning_os",
     "agenttuning_webshop": "agenttuning_webshop",
+    # GUI and mobile datasets
+    "android_in_the_wild": "android_in_the_wild",
     # code and tool-use datasets
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
+    "eto": "eto",
+    "llava_plus": "llava_plus",
+    "mini-coder": "mini_coder",
     "orca_agentinstruct": "orca_agentinstruct",
+    "toucan_1_5m": "toucan_1_5m",
     # web-browsing datasets
     "nnetnav-live": "nnetnav_live",
+    "omniact": "omniact",
     "nnetnav-wa": "nnetnav_wa",
     "synatra": "synatra",
+    "webarena_successful": "webarena_successful",
     # software-engineering datasets
     "nebius_SWE-agent-trajectories": "nebius_swe_agent",
     "swe-gym_openhands_sampled_trajectories": "swe_gym_openhands",
+    "swe-play-trajectories": "swe_play",
     "swe-smith": "swe_smith",
     # generic importers for formats users already have
     "openai_chat": "openai_chat",

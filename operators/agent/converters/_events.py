@@ -11,6 +11,15 @@ def text_obs(content: str, source: str = "user", name: str | None = None) -> dic
     return {"class_": "text_observation", "content": content, "name": name, "source": source}
 
 
+def unnamed_obs(content: str, source: str = "user") -> dict:
+    """A text_observation without the optional `name` key, as the 2025-12 release writes most."""
+    return {"class_": "text_observation", "content": content, "source": source}
+
+
+def image_obs(path: str, source: str = "environment", annotations: list | None = None) -> dict:
+    return {"class_": "image_observation", "content": path, "annotations": annotations, "source": source}
+
+
 def message(content: str, description: str | None = None) -> dict:
     return {"class_": "message_action", "content": content, "description": description}
 

@@ -2,8 +2,9 @@
 
 An environment says whether the dataset is web browsing (`web`), which tool runs its API
 calls (`tool`: execute_ipython_cell, execute_bash or browser), whether that tool has other
-functions besides the API (`also`), and the API documentation shown to the model (`docs`).
-Users may point to their own JSON file with the same keys.
+functions besides the API (`also`), and the API documentation shown to the model (`docs`);
+`separate_turns`, `call_role` and `strip_observations` follow renderings that keep every event its own turn and give
+OpenHands function calls a role of their own. Users may point to their own JSON file with the same keys.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ class Environment(BaseModel):
     docs: str = ""
     # The SWE-agent rendering documents more functions for some datasets (None: same as `docs`).
     sweagent_docs: str | None = None
+    # Every event its own turn (the reference merges consecutive same-side events, except for toucan).
+    separate_turns: bool = False
+    # The OpenHands role of a turn holding a function call ("function_call" in toucan's rendering).
+    call_role: str = "gpt"
+    # Observations shown stripped and without a result header of their own (swe-play's rendering).
+    strip_observations: bool = False
 
 
 def names() -> list[str]:

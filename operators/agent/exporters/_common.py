@@ -43,3 +43,34 @@ def with_thought(thought: str | None, text: str) -> str:
 
 def is_action(event: dict) -> bool:
     return event["class_"] in ("api_action", "code_action")
+
+
+class Turns:
+    """The conversation being rendered: consecutive events of the same side form one turn, unless
+    the environment keeps every event its own turn (`separate`, as the reference renders toucan)."""
+
+    def __init__(self, separate: bool = False):
+        self.items: list[list] = []  # [role, text]
+        self.separate = separate
+
+    def say(self, role: str, text: str) -> None:
+        if self.items and self.items[-1][0] == role and not self.separate:
+            self.items[-1][1] += "\n\n" + text
+        else:
+            self.items.append([role, text])
+
+    def records(self, head: str) -> list[dict]:
+        """`{from, value}` turns with `head` before the first; Skip unless the user speaks first."""
+        if not self.items or self.items[0][0] != "human":
+            raise Skip("the conversation does not start with a user turn")
+        self.items[0][1] = head + self.items[0][1]
+        return [{"from": role, "value": text} for role, text in self.items]
+
+
+_RESULT_HEADER = re.compile(r"^(?:EXECUTION RESULT of \[[\w.-]+\]:|OBSERVATION:)\n")
+
+
+def observation_text(event: dict, strip: bool) -> str:
+    """A text observation's content; with `strip` (the 2025-12 release's rendering), without the
+    result header it carries (the styles add their own) and surrounding whitespace."""
+    return _RESULT_HEADER.sub("", event["content"], count=1).strip() if strip else event["content"]

@@ -10,7 +10,7 @@ message -> `finish`. Observations that answer an action are prefixed with
 from __future__ import annotations
 
 from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, call_source, finish_text, function_block, is_action,
+from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal, with_thought)
 
 # Tools OpenHands has natively: their calls keep their own name and parameters.
@@ -61,14 +61,8 @@ def _action(event: dict, env: Environment) -> tuple[str, str]:
 
 def render(traj: dict, env: Environment) -> list[dict]:
     events = traj["content"]
-    turns: list[list] = []  # [role, text]
-
-    def say(role: str, text: str) -> None:
-        if turns and turns[-1][0] == role:
-            turns[-1][1] += "\n\n" + text  # consecutive same-side events form one turn
-        else:
-            turns.append([role, text])
-
+    turns = Turns(env.separate_turns)
+    say = turns.say
     last_tool = None
     focused = None  # bid the previous action acted on, shown with the next page
     for i, e in enumerate(events):
@@ -79,7 +73,7 @@ def render(traj: dict, env: Environment) -> list[dict]:
             if e["source"] == "agent":
                 say("gpt", e["content"])
             else:
-                say("human", prefix + e["content"])
+                say("human", prefix + observation_text(e, env.strip_observations))
         elif cls == "web_observation":
             # Browser output is shown as the page itself, without an execution-result header.
             say("human", _web_observation(e, focused))
@@ -88,19 +82,16 @@ def render(traj: dict, env: Environment) -> list[dict]:
         elif is_action(e):
             last_tool, call = _action(e, env)
             focused = e["kwargs"].get("bid") if e["class_"] == "api_action" else None
-            say("gpt", with_thought(e.get("description"), call))
+            say(env.call_role, with_thought(e.get("description"), call))
         else:  # message_action
             said = finish_text(e)
             if said is None:
                 say("gpt", with_thought(e.get("description"), e["content"]))
             else:
                 call = function_block("finish", {"message": said, "task_completed": "true"})
-                say("gpt", with_thought(e.get("description"), call))
-    if not turns or turns[0][0] != "human":
-        raise Skip("the conversation does not start with a user turn")
+                say(env.call_role, with_thought(e.get("description"), call))
     # Code in other languages runs through wrapper functions, documented before the task.
     langs = list(dict.fromkeys(e["language"] for e in events if e["class_"] == "code_action"
                                and e["language"] not in ("bash", "sh", "shell", "python", "ipython")))
     head = api_intro(env, _api_tool(env), traj["id"], also=env.also) + "".join(_language_note(x) for x in langs)
-    turns[0][1] = head + turns[0][1]
-    return [{"from": role, "value": text} for role, text in turns]
+    return turns.records(head)

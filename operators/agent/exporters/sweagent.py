@@ -10,7 +10,7 @@ languages cannot be rendered and are skipped with the reason.
 from __future__ import annotations
 
 from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, call_source, finish_text, function_block, is_action,
+from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal)
 
 NATIVE_TOOLS = {"bash", "str_replace_editor", "submit"}
@@ -48,14 +48,8 @@ def render(traj: dict, env: Environment) -> list[dict]:
     if env.web:
         raise Skip("web-browsing data has no SWE-agent rendering")
     events = traj["content"]
-    turns: list[list] = []
-
-    def say(role: str, text: str) -> None:
-        if turns and turns[-1][0] == role:
-            turns[-1][1] += "\n\n" + text
-        else:
-            turns.append([role, text])
-
+    turns = Turns(env.separate_turns)
+    say = turns.say
     for i, e in enumerate(events):
         cls = e["class_"]
         if cls == "text_observation":
@@ -63,7 +57,7 @@ def render(traj: dict, env: Environment) -> list[dict]:
                 say("gpt", e["content"])
             else:
                 after_action = i > 0 and is_action(events[i - 1])
-                say("human", ("OBSERVATION:\n" if after_action else "") + e["content"])
+                say("human", ("OBSERVATION:\n" if after_action else "") + observation_text(e, env.strip_observations))
         elif cls in ("web_observation", "image_observation"):
             raise Skip(f"event {i}: {cls} has no SWE-agent rendering")
         elif is_action(e):
@@ -77,9 +71,8 @@ def render(traj: dict, env: Environment) -> list[dict]:
                 # The reference's spacing: no blank line before submit, three newlines before a final answer.
                 think = f"<think>\n{description}\n</think>" if description else ""
                 say("gpt", think + ("\n\n\n" if think and said else "") + said + _SUBMIT)
-    if not turns or turns[0][0] != "human":
-        raise Skip("the conversation does not start with a user turn")
+    head = ""
     if env.tool != "execute_bash":
         docs = env.sweagent_docs if env.sweagent_docs is not None else env.docs
-        turns[0][1] = api_intro(env, "bash", traj["id"], also=False, docs=docs) + turns[0][1]
-    return [{"from": role, "value": text} for role, text in turns]
+        head = api_intro(env, "bash", traj["id"], also=False, docs=docs)
+    return turns.records(head)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operators.agent.adp_fixtures import RANDOM_CLOSING, load, needs_fixtures, with_raw
+from tests.operators.agent.adp_fixtures import RANDOM_CLOSING, load, needs_fixtures, reference_std, with_raw
 from operators.agent import converters
 from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
 from operators.agent.schema import validate_trajectory
@@ -14,7 +14,7 @@ pytestmark = needs_fixtures
 
 @pytest.mark.parametrize("dataset", with_raw())
 def test_converter_matches_reference_std(dataset):
-    raw, std = load(dataset, "sample_raw.json"), load(dataset, "sample_std.json")
+    raw, std = load(dataset, "sample_raw.json"), reference_std(dataset)
     units = list(converters.iter_convert(converters.get(dataset), raw))
     assert [u.error for u in units] == [None] * len(units)
     ours = [u.trajectory for u in units]

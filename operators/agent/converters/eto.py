@@ -1,0 +1,27 @@
+"""ETO (exploration-based trajectory optimisation: WebShop, ScienceWorld, ALFWorld chats in
+ShareGPT form) -> ADP: human turns are user observations, gpt turns messages with their
+"Thought: ... Action: ..." text kept whole; the last gpt turn is the finish message."""
+
+from __future__ import annotations
+
+from operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
+from operators.agent.converters.openai_chat import mark_finish
+
+
+def convert(record: dict, fallback_id: str) -> dict:
+    conv = record.get("conversations")
+    if not isinstance(conv, list) or not conv:
+        raise Unconvertible("no 'conversations' list")
+    events = []
+    for i, turn in enumerate(conv):
+        if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
+            raise Unconvertible(f"conversations[{i}] has no string 'value'")
+        who, value = turn.get("from"), turn["value"]
+        if who == "human":
+            events.append(unnamed_obs(value))
+        elif who == "gpt":
+            events.append(message(value, ""))
+        else:
+            raise Unconvertible(f"conversations[{i}] has unknown speaker {who!r}")
+    traj_id = str(record.get("id") if record.get("id") is not None else fallback_id)
+    return trajectory(traj_id, mark_finish(events))

@@ -1,0 +1,41 @@
+"""mini-coder (mini-SWE-agent trajectories: one bash block per turn) -> ADP.
+
+The system prompt is dropped; an assistant turn "THOUGHT: ...```bash\\n<command>\\n```" is a bash
+code_action with the thought as its description, a `<function=submit>` turn an api_action (its
+description the text before the call, as the reference keeps it); `<returncode>...<output>` user
+turns are environment output. A success closing follows, as for swe-smith.
+"""
+
+from __future__ import annotations
+
+import re
+
+from operators.agent.converters._events import closing, code, message, text_obs, trajectory, turns
+from operators.agent.converters._function_calls import call_event, split_call
+
+_BASH = re.compile(r"```(?:bash|sh)\n(?P<code>.*?)\n```", re.DOTALL)
+_THOUGHT = re.compile(r"^\s*THOUGHT:\s*")
+_OUTPUT = re.compile(r"^<returncode>.*?</returncode>\s*<output>\n(?P<out>.*?)\n?</output>\s*$", re.DOTALL)
+
+
+def _assistant(text: str) -> dict:
+    if m := _BASH.search(text):
+        return code("bash", m["code"], _THOUGHT.sub("", text[: m.start()]).strip())
+    call = split_call(text)
+    return call_event(*call) if call else message(text)
+
+
+def convert(record: dict, fallback_id: str) -> dict:
+    conv = turns(record, "messages")
+    traj_id = str(record.get("id") or record.get("instance_id") or fallback_id)
+    events = []
+    for turn in conv:
+        role, text = turn.get("role"), turn["content"]
+        if role == "system":
+            continue
+        if role == "user":
+            out = _OUTPUT.match(text)
+            events.append(text_obs(out["out"], source="environment") if out else text_obs(text))
+        else:
+            events.append(_assistant(text))
+    return trajectory(traj_id, events + closing(traj_id, message_in_description=False))
