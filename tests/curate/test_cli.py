@@ -244,6 +244,34 @@ def test_a_run_that_removes_every_row_says_so(cli, tmp_path):
     assert "every row was removed" in flat(res.output) and "01_sql_filter" in flat(res.output)
 
 
+def test_a_run_directory_inside_the_input_is_not_read_back(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "z"]])
+    # Written beside the input (in/*.jsonl does not look into in/run1), then in the way of
+    # inputs that search in/: a finished run, and one stopped part-way.
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "*.jsonl"), "-w", "1",
+              "--output", tmp_path / "in" / "run1")
+    assert res.exit_code == 0, res.output
+    stopped = tmp_path / "in" / "stopped"
+    (stopped / "_work" / "stage-0" / "data").mkdir(parents=True)
+    (stopped / "_work" / "run.json").write_text(json.dumps({"recipe": "0123", "inputs": [], "limit": None}))
+    pq.write_table(pa.table({"text": ["work"]}), stopped / "_work" / "stage-0" / "data" / "t-0.parquet")
+
+    def rows_read(inp: str, out: str) -> list[str]:
+        res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / inp), "-w", "1", "-o", tmp_path / out)
+        assert res.exit_code == 0, (inp, res.output)
+        return sorted(pq.read_table(tmp_path / out / "data").column("text").to_pylist())
+
+    assert rows_read("in", "o1") == rows_read("in/**/*", "o2") == ["x", "y", "z"]  # in/a.jsonl alone
+    # A run's data, named, is read: directly or through a glob whose wildcard is not on the way to it.
+    assert rows_read("in/run1/data", "o3") == rows_read("in/*/data/*.parquet", "o4") == ["x", "y", "z"]
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "run1"), "-w", "1")
+    assert res.exit_code == 2
+    assert f"{tmp_path / 'in' / 'run1'} is a curate run directory; to read its output, name its data: " \
+           f"{tmp_path / 'in' / 'run1' / 'data'}" in flat(res.stderr)
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "*" / "*" / "*" / "*" / "*.parquet"), "-w", "1")
+    assert res.exit_code == 2 and f"left out: the curate run directory {stopped}" in flat(res.stderr)
+
+
 def test_resume_of_a_finished_run_says_it_is_finished(cli, tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
     assert cli("run", recipe_file(tmp_path), "-w", "1").exit_code == 0
