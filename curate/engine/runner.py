@@ -47,7 +47,7 @@ from curate.io.sources import Source
 from curate.io.writer import atomic_write_bytes
 from curate.ops import Global, Parallel
 from curate.recipe import Recipe
-from curate.trace import StepStats, check_conservation, merge_shards, versions, write_manifest
+from curate.trace import StepStats, check_conservation, check_not_emptied, merge_shards, versions, write_manifest
 
 
 @dataclass
@@ -347,6 +347,7 @@ def _finish(recipe: Recipe, out: Path, work: Path, stages: list[plan.Stage],
             entry["added"] = s.rows_out - s.expanded
         steps.append(entry)
     check_conservation(steps)
+    check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
 
     # Publish: traces merged per step into trace.tmp, then trace/ and data/ renamed into place,
     # manifest.json last. _work stays intact until the manifest is written, so a run killed

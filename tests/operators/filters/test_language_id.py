@@ -124,6 +124,7 @@ def test_bounds_and_candidates_name_known_codes_too():
     with pytest.raises(ValidationError, match="'Spanish'.*did you mean es"):
         LanguageId.Params(candidates=["Spanish"])
     assert LanguageId.Params(languages=["en", "yue", "zxx"], min_score={"en": 0.6, "default": 0.1})
+    assert LanguageId.Params(languages=["en"], min_score=0.65).min_score == 0.65  # one bound for all
 
 
 def test_fasttext_codes_are_lid176s_or_a_models_language_and_script():
