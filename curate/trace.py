@@ -89,7 +89,14 @@ def merge_shards(parts: list[Path], target: Path, compression: str | None = "zst
     if not parts:
         return 0
     schemas = [pq.read_schema(p) for p in parts]
-    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    try:
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as e:
+        # Data shards are merged only when their schemas are equal; a step's trace holds the
+        # removed rows of every input file, so input files whose columns differ in type meet here.
+        raise CurateError(f"{target.stem}: the removed rows of input files whose columns have different "
+                          f"types cannot be kept in one trace file ({e}). Make the input files agree, or set "
+                          f"output.trace_rows: false to keep only _id, reason and detail") from None
     tmp = target.with_name(target.name + ".tmp")
     rows = 0
     with pq.ParquetWriter(tmp, schema, compression=compression, write_statistics=True) as writer:

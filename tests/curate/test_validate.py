@@ -220,8 +220,17 @@ def test_types_of_one_kind_may_differ_between_files(cli, tmp_path):
     assert sum(pq.read_metadata(f).num_rows for f in (tmp_path / "out" / "data").iterdir()) == 4
 
 
-def test_columns_no_step_reads_are_not_compared(cli, tmp_path):
-    write_parquet(tmp_path / "in" / "a.parquet", {"text": ["a b"] * 3, "other": ["p", "q", "r"]})
-    write_parquet(tmp_path / "in" / "b.parquet", {"text": ["c d"] * 3, "other": [1, 2, 3]})
-    res = cli("validate", recipe(tmp_path, "  - normalize_text: {}\n", str(tmp_path / "in")))
+def test_columns_no_step_reads_are_not_compared_but_must_fit_one_trace(cli, tmp_path):
+    write_parquet(tmp_path / "in" / "a.parquet", {"text": ["a b", "long enough"] * 3, "other": ["p", "q"] * 3})
+    write_parquet(tmp_path / "in" / "b.parquet", {"text": ["c d", "long enough"] * 3, "other": [1, 2] * 3})
+    r = recipe(tmp_path, "  - sql_filter: {where: 'length(text) > 5'}\n", str(tmp_path / "in"))
+    res = cli("validate", r)
+    assert res.exit_code == 0, res.output
+    # Rows removed from both files, each with its columns, meet in one trace file: that was
+    # "internal error: ArrowTypeError: Unable to merge".
+    res = cli("run", r, "-w", "1")
+    assert res.exit_code == 2, res.output
+    assert ("01_sql_filter: the removed rows of input files whose columns have different types cannot be kept "
+            "in one trace file") in one_line(res.stderr) and "Field other" in res.stderr
+    res = cli("run", r, "-w", "1", "--overwrite", "--set", "output.trace_rows=false")
     assert res.exit_code == 0, res.output
