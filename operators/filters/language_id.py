@@ -43,8 +43,9 @@ class LanguageIdParams(Params):
     @classmethod
     def _codes_the_model_gives(cls, value, info: ValidationInfo):
         """A code the backend's model never gives would remove every row (or apply no bound)."""
-        # languages and candidates: lists of codes; min_score: one bound, or a map code -> bound
-        codes = [c for c in value if c != "default"] if isinstance(value, dict) else value if isinstance(value, list) else []
+        codes = value if isinstance(value, list) else []  # languages, candidates
+        if isinstance(value, dict):  # min_score per language (a single bound names none)
+            codes = [c for c in value if c != "default"]
         for code in codes:
             problem = unknown_code_message(code, info.data.get("backend", "langid"))
             if problem:

@@ -278,7 +278,8 @@ def test_a_run_directory_inside_the_input_is_not_read_back(cli, tmp_path):
     assert res.exit_code == 2
     assert f"{tmp_path / 'in' / 'run1'} is a curate run directory; to read its output, name its data: " \
            f"{tmp_path / 'in' / 'run1' / 'data'}" in flat(res.stderr)
-    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "*" / "*" / "*" / "*" / "*.parquet"), "-w", "1")
+    deep = tmp_path / "in" / "*" / "*" / "*" / "*" / "*.parquet"  # only the stopped run's work file is that deep
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=deep), "-w", "1")
     assert res.exit_code == 2 and f"left out: the curate run directory {stopped}" in flat(res.stderr)
 
 

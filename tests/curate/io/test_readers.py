@@ -181,7 +181,8 @@ def test_a_damaged_large_parquet_file_is_named_when_planned(tmp_path):
 def test_file_schema_reads_each_format_cheaply(tmp_path):
     from curate.io.readers import PEEK_BYTES, file_schema
 
-    write_jsonl(tmp_path / "a.jsonl.gz", [{"text": "x" * 100, "n": i, "empty": None} for i in range(2 * PEEK_BYTES // 100)])
+    rows = [{"text": "x" * 100, "n": i, "empty": None} for i in range(2 * PEEK_BYTES // 100)]  # past the peek
+    write_jsonl(tmp_path / "a.jsonl.gz", rows)
     (tmp_path / "a.csv").write_text("text,n\nhello,1\n")
     pq.write_table(pa.table({"text": ["a"], "n": pa.array([1], pa.int8())}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
