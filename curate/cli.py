@@ -150,6 +150,7 @@ def run(
         return
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
+    from curate.trace import emptied_by
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store)
@@ -161,8 +162,9 @@ def run(
     if "duplicate_ids" in manifest:
         cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
                              f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
-    if manifest["rows_in"] and not manifest["rows_out"]:
-        cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed; {_emptied_by(manifest)}", highlight=False)
+    emptied = emptied_by(manifest["steps"])
+    if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
+        cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
     if not no_report:
         _report_after_run(Path(r.output.path))
 
@@ -192,14 +194,6 @@ def _finished(r) -> bool:
     out.print(funnel_table(manifest))
     out.print(f"{path} is already finished; nothing to do (--overwrite runs it again)")
     return True
-
-
-def _emptied_by(manifest: dict) -> str:
-    """The step that removed the last rows, with its main reasons."""
-    last = next(s for s in manifest["steps"] if s["rows_in"] and not s["rows_out"])
-    reasons = sorted(last["reasons"].items(), key=lambda kv: -kv[1])[:3]
-    why = ", ".join(f"{k} ({v:,})" for k, v in reasons)
-    return f"{last['step']} removed the last {last['rows_in']:,}" + (f": {why}" if why else "")
 
 
 def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> None:
@@ -233,10 +227,12 @@ def validate(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value."),
     no_data: bool = typer.Option(False, "--no-data", help="Check the recipe alone; do not look at its input."),
 ) -> None:
-    """Check a recipe, and its input's first batch, without running it.
+    """Check a recipe, its output path and its input, without running it.
 
-    Checks operators, parameters and their values, then that the input files exist and that each
-    step's columns and SQL fit the schema of the input's first batch (the only data read)."""
+    Checks operators, parameters and their values, then that the output path can be a directory
+    outside the input, that the input files exist, that each step's columns and SQL fit the schema
+    of the input's first batch, and that the other files give the columns the steps read the same
+    kinds of type (their schemas are read cheaply: Parquet footers, the first lines of JSONL)."""
     from curate import preflight
     from curate.errors import InputError
 

@@ -207,6 +207,11 @@ class Operator:
         """Check the parameters against the columns this step will get (their names and types);
         raise RecipeError(parameter name, message). Default: nothing to check beyond `requires`."""
 
+    def columns_read(self) -> tuple[str, ...]:
+        """The columns the operator reads from its batches. Preflight checks that every input file
+        gives those it reads from the input the same kind of type. Default: `requires`."""
+        return self.requires
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
 

@@ -1,27 +1,32 @@
 """Checks made before any worker starts, so a run does not fail on them halfway.
 
 Loading a recipe already checked its operators and parameter values. `check` adds what needs
-the input: the input files are found (a glob matching nothing names itself), the first batch
-of the input is read for its schema, and the steps are walked in order: each step's `requires`
-must be among the columns the input and the steps before it give, and each operator checks its
-parameters against those columns and their types (`sql_filter` binds its SQL with duckdb).
+the file system and the input: the output path can be a directory and is not inside a directory
+the input is read from; the input files are found (a glob matching nothing names itself), the
+first batch of the input is read for its schema, and the steps are walked in order: each step's
+`requires` must be among the columns the input and the steps before it give, and each operator
+checks its parameters against those columns and their types (`sql_filter` binds its SQL with
+duckdb). Then every other input file's schema is read cheaply (readers.file_schema): the
+columns the steps read from the input must be there with the same kind of type as in the first
+file, and every Parquet footer must be readable, each failure naming its file.
 
-Later input files may have other columns (JSONL schemas are per file); the workers still check
-each task's first batch. The CLI calls this for `validate`, `run --dry-run` and `run`; an engine
-called from Python can call it too.
+Later input files may have other columns besides (JSONL schemas are per file); the workers still
+check each task's first batch. The CLI calls this for `validate`, `run --dry-run` and `run`; an
+engine called from Python can call it too.
 """
 
 from __future__ import annotations
 
 from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 
 from curate.engine.steps import check_columns
-from curate.errors import RecipeError
-from curate.io.readers import read_source
-from curate.io.sources import Source, discover
+from curate.errors import InputError, RecipeError
+from curate.io.readers import file_schema, read_source
+from curate.io.sources import Source, discover, searched_directories
 from curate.recipe import Recipe
 
 
@@ -68,12 +73,90 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
         schema = after
 
 
+def check_output(recipe: Recipe) -> None:
+    """The output path can be a run directory (no file is in the way), and it is not inside a
+    directory the input is read from, where it would be mixed with the data it came from."""
+    out = Path(recipe.output.path)
+    for place in (out, *out.parents):
+        if place.exists() and not place.is_dir():
+            raise RecipeError("output.path", f"{out} is an existing file; the output is a directory (data/, "
+                                             f"trace/, manifest.json): choose another path" if place == out else
+                                             f"{out}: {place} is a file, so no directory can be made there")
+    for spec, directory in searched_directories(recipe.input.path):
+        if out.resolve().is_relative_to(directory.resolve()):
+            raise RecipeError("output.path", f"{out} is inside {directory}, which the input ({spec}) is read "
+                                             f"from: write the output outside it")
+
+
+def input_columns_read(recipe: Recipe, schema: pa.Schema) -> dict[str, str]:
+    """Columns of the input (`schema`, the first batch's) that the steps read, each with the
+    first step reading it (`steps[i].name`); a column a step made or replaced before is not the
+    input's any more. `_id` is the reader's own, a string in every file."""
+    read: dict[str, str] = {}
+    made: set[str] = set()
+    for step in recipe.steps:
+        op = step.build(recipe)
+        for column in op.columns_read():
+            if column in schema.names and column != "_id" and column not in made:
+                read.setdefault(column, f"steps[{step.index - 1}].{step.name}")
+        made.update(op.provides)
+    return read
+
+
+def type_kind(t: pa.DataType) -> str | None:
+    """What a step may rely on of a column's type, the same whatever the file's width or
+    encoding (int32 or double, string or large_string, dictionary-encoded or not); None for the
+    null type, which says nothing (a column with no value in the rows looked at)."""
+    if pa.types.is_dictionary(t):
+        return type_kind(t.value_type)
+    if pa.types.is_null(t):
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        inner = type_kind(t.value_type)
+        size = f"[{t.list_size}]" if pa.types.is_fixed_size_list(t) else ""
+        return None if inner is None else f"list{size} of {inner}"
+    kinds = (("text", (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)),
+             ("binary", (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
+                         pa.types.is_binary_view)),
+             ("number", (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)),
+             ("boolean", (pa.types.is_boolean,)),
+             ("time", (pa.types.is_temporal,)),
+             ("struct", (pa.types.is_struct,)))
+    return next((kind for kind, tests in kinds if any(test(t) for test in tests)), str(t))
+
+
+def check_input_files(recipe: Recipe, sources: list[Source], first: Source, schema: pa.Schema) -> None:
+    """Every input file besides `first` gives the columns the steps read from the input (a file
+    whose schema is its own: Parquet, Arrow, CSV), with the kind of type `first` gives them;
+    else a task would stop mid-run on an operator's message that cannot name the file. Parquet
+    footers (and Arrow stream headers) are read even when no column is compared: a damaged one
+    is found here, not in the middle of the run."""
+    read = input_columns_read(recipe, schema)
+    for source in sources:
+        if source.path == first.path or not (read or source.format in ("parquet", "arrow_stream")):
+            continue
+        other = file_schema(source)
+        for column, step in read.items() if other is not None else ():
+            if column not in other.names:
+                if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only
+                    raise InputError(f"{source.path}: no column '{column}', which {step} reads (the first "
+                                     f"input file, {first.path}, has it)")
+                continue
+            want, got = schema.field(column).type, other.field(column).type
+            if None not in (type_kind(want), type_kind(got)) and type_kind(want) != type_kind(got):
+                raise InputError(f"{source.path}: column '{column}' is {got}, but {want} in the first input "
+                                 f"file ({first.path}), and {step} reads it; every input file must give it "
+                                 f"the same type")
+
+
 def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     """Everything a run can know to refuse before it starts; raises CurateError naming the place."""
+    check_output(recipe)
     sources = inputs(recipe) if sources is None else sources
     first, schema = first_schema(sources, recipe)
     if schema is not None:
         check_steps(recipe, schema, first.path)
+        check_input_files(recipe, sources, first, schema)
         for step in recipe.steps:  # endpoints, keys: after the cheap checks, before any row
             step.build(recipe).preflight()
     return Preflight(sources, schema, first)

@@ -4,7 +4,6 @@ goes, and the funnel table after it."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
@@ -13,7 +12,7 @@ from rich.text import Text
 
 from curate.engine.runner import Reporter, RunOptions, run
 from curate.engine.context import READ_STEP
-from curate.io.sources import Source
+from curate.io.sources import Source, named_errors, open_parquet
 from curate.ops import Global, Map
 from curate.recipe import Recipe
 
@@ -45,11 +44,12 @@ def input_rows(sources: list[Source], limit: int | None) -> int | None:
     total = 0
     for src in sources:
         if src.format == "parquet":
-            meta = pq.ParquetFile(src.path).metadata
+            meta = open_parquet(src.path).metadata
             groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
             total += sum(meta.row_group(i).num_rows for i in groups)
         elif src.format == "arrow_stream":
-            with pa.memory_map(src.path) as mm:  # batch headers only: the data is mapped, not read
+            # batch headers only: the data is mapped, not read
+            with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
                 total += sum(b.num_rows for b in pa.ipc.open_stream(mm))
         else:
             return None

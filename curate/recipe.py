@@ -110,13 +110,17 @@ class Recipe(BaseModel):
     output: OutputSpec
     steps: list[Step]
     metrics: MetricsSpec | None = None  # None: no run-level dataset metrics
+    allow_empty: bool = False  # a run whose steps remove every row publishes an empty output (else exit 2)
     raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not of comments or key order, nor of
-        operator parameters marked `operational`: where an endpoint is, how hard to push it)."""
+        operator parameters marked `operational`: where an endpoint is, how hard to push it, nor
+        of `allow_empty`, which only accepts an empty result: a run stopped for removing every row
+        is published by --resume once it is set)."""
         doc = json.loads(json.dumps(self.raw, default=str))
+        doc.pop("allow_empty", None)
         for step, item in zip(self.steps, doc.get("steps") or []):
             params = next(iter(item.values()), None) if isinstance(item, dict) else None
             if isinstance(params, dict):
@@ -254,7 +258,7 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
     return steps
 
 
-_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "steps")
+_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "steps")
 
 
 def _metrics(value: Any) -> MetricsSpec | None:
@@ -324,6 +328,9 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     seed = doc.get("seed", 0)
     if not isinstance(seed, int):
         raise RecipeError("seed", f"must be an integer (got {seed!r})")
+    allow_empty = doc.get("allow_empty", False)
+    if not isinstance(allow_empty, bool):
+        raise RecipeError("allow_empty", f"must be true or false (got {allow_empty!r})")
     steps = _parse_steps(doc.get("steps"))
     return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
-                  metrics=_metrics(doc.get("metrics")), raw=doc, display=display)
+                  metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, raw=doc, display=display)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from curate.errors import CurateError
 from curate.io.writer import atomic_write_bytes
 
 
@@ -88,7 +89,14 @@ def merge_shards(parts: list[Path], target: Path, compression: str | None = "zst
     if not parts:
         return 0
     schemas = [pq.read_schema(p) for p in parts]
-    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    try:
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as e:
+        # Data shards are merged only when their schemas are equal; a step's trace holds the
+        # removed rows of every input file, so input files whose columns differ in type meet here.
+        raise CurateError(f"{target.stem}: the removed rows of input files whose columns have different "
+                          f"types cannot be kept in one trace file ({e}). Make the input files agree, or set "
+                          f"output.trace_rows: false to keep only _id, reason and detail") from None
     tmp = target.with_name(target.name + ".tmp")
     rows = 0
     with pq.ParquetWriter(tmp, schema, compression=compression, write_statistics=True) as writer:
@@ -122,6 +130,36 @@ def check_conservation(steps: list[dict]) -> None:
             raise RuntimeError(f"conservation violated before {s['step']}: got {s['rows_in']} rows, "
                                f"the previous step gave {previous_out}")
         previous_out = s["rows_out"]
+
+
+def _emptying_step(steps: list[dict]) -> dict | None:
+    """The manifest's entry of the step that removed the last rows; None when rows are left, or
+    none came in."""
+    return next((s for s in steps if s["rows_in"] and not s["rows_out"]), None)
+
+
+def emptied_by(steps: list[dict]) -> str | None:
+    """Which step (of the manifest's `steps`) removed the last rows, with its main reasons."""
+    last = _emptying_step(steps)
+    if last is None:
+        return None
+    reasons = sorted(last["reasons"].items(), key=lambda kv: -kv[1])[:3]
+    why = ", ".join(f"{k} ({v:,})" for k, v in reasons)
+    # steps[0] is the read step; steps[i] is the recipe's steps[i - 1]
+    place = "reading the input" if last["kind"] == "read" else f"steps[{steps.index(last) - 1}].{last['op']}"
+    return f"{place} removed the last {last['rows_in']:,} rows" + (f" ({why})" if why else "")
+
+
+def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:
+    """A run whose steps removed every row it read is almost always a mistake (a threshold, a
+    language code, a column); it stops here, before publishing, unless the recipe allows it."""
+    last = _emptying_step(steps)
+    if last is None or allow_empty:
+        return
+    check = "the input files" if last["kind"] == "read" else "that step's parameters"
+    raise CurateError(f"{emptied_by(steps)}, so the output would be empty. Check {check}, or set "
+                      f"`allow_empty: true` in the recipe to publish an empty output (--resume then "
+                      f"publishes this run as it is, with its trace)")
 
 
 def versions() -> dict[str, str]:

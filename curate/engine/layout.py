@@ -24,6 +24,7 @@ Paths are POSIX strings under the run's root. The runner and the tasks read and 
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 from dataclasses import dataclass
@@ -93,6 +94,28 @@ class Files:
 
     def move(self, src: str, dst: str) -> None:
         self.fs.move(src, dst)
+
+
+def _json_object(files: Files, path: str) -> dict:
+    try:
+        value = json.loads(files.read_bytes(path))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def is_run_directory(root: str, files: Files | None = None) -> bool:
+    """Whether `root` is a curate run directory, by curate's own marks: a manifest curate wrote
+    (its `format_version`; before that field, its recipe fingerprint and the curate version), or
+    a `_work/` holding curate's run.json (a run not finished). A file of the user's that happens
+    to be called manifest.json is no such mark."""
+    files = files or Files()
+    manifest = _json_object(files, _join(root, "manifest.json"))
+    versions = manifest.get("versions")
+    if manifest.get("format_version") == MANIFEST_FORMAT or (
+            "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions):
+        return True
+    return {"recipe", "inputs"} <= _json_object(files, _join(root, WORK, "run.json")).keys()
 
 
 def _under(*parts: str) -> property:

@@ -11,7 +11,7 @@ import os
 import socket
 import time
 
-from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.engine.layout import Files, RunLayout, is_run_directory
 from curate.errors import CurateError
 
 _files = Files()
@@ -27,25 +27,6 @@ def _json(path: str) -> dict | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def is_curate_output(layout: RunLayout) -> bool:
-    """Whether the directory is a curate run's, by curate's own marks: a manifest curate wrote (its
-    `format_version`), or a `_work/` holding curate's run.json. A file of the user's that happens
-    to be called manifest.json is no such mark."""
-    manifest = _json(layout.manifest)
-    if manifest is not None and (manifest.get("format_version") == MANIFEST_FORMAT
-                                 or _legacy_manifest(manifest)):
-        return True
-    run = _json(layout.run_file)
-    return run is not None and {"recipe", "inputs"} <= run.keys()
-
-
-def _legacy_manifest(manifest: dict) -> bool:
-    """A manifest of a curate from before `format_version`: its recipe fingerprint and the
-    curate version it was written by."""
-    versions = manifest.get("versions")
-    return "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions
 
 
 class RunLock:
@@ -131,7 +112,7 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     if _files.exists(layout.root) and not _files.is_dir(layout.root):
         raise CurateError(f"output {layout.root} is a file, not a directory; choose another output.path")
     if not resume and _files.names(layout.root):
-        if not is_curate_output(layout):
+        if not is_run_directory(layout.root):
             raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "
                               f"files curate did not write); curate only writes into an empty directory or "
                               f"replaces its own runs. Choose another --output or empty it yourself")

@@ -43,7 +43,7 @@ from curate.errors import CurateError, NoSpace
 from curate.io import output_formats
 from curate.io.sources import Source
 from curate.recipe import Recipe
-from curate.trace import StepStats, check_conservation
+from curate.trace import StepStats, check_conservation, check_not_emptied
 
 
 @dataclass
@@ -231,6 +231,7 @@ class _Run:
                 entry["added"] = s.rows_out - s.expanded
             steps.append(entry)
         check_conservation(steps)
+        check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
         trace_parts = {label: sorted(f"{self.layout.stage(st.index).trace(label)}/{name}"
                                      for st in the_plan.stages
                                      for name in self.files.names(self.layout.stage(st.index).trace(label), ".parquet"))

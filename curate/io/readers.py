@@ -16,14 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
-import pyarrow.parquet as pq
 import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io.sources import Source
+from curate.io.sources import Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
+# What `file_schema` parses of a JSONL file (whole lines): enough for the types of its first rows.
+PEEK_BYTES = 1 << 16
 
 
 @dataclass
@@ -50,9 +51,8 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 on_bad_row: str = "trace") -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order."""
     readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream}
-    try:
-        if Path(source.path).stat().st_size == 0:
-            raise InputError(f"{source.path}: the file is empty")
+    with named_errors(source.path, source.format):
+        _not_empty(source)
         row = 0
         for batch, bad in readers[source.format](source, batch_rows, on_bad_row):
             if bad is not None and len(bad) and on_bad_row == "fail":
@@ -65,10 +65,52 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
             yield batch, bad
         if row == 0 and source.format != "parquet":
             raise InputError(f"{source.path}: no rows could be read from this file")
-    except InputError:
-        raise
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError, UnicodeDecodeError) as e:
-        raise InputError(f"{source.path}: cannot read as {source.format}: {e}") from None
+
+
+def _not_empty(source: Source) -> None:
+    if Path(source.path).stat().st_size == 0:
+        raise InputError(f"{source.path}: the file is empty")
+
+
+def file_schema(source: Source) -> pa.Schema | None:
+    """The columns `read_source` gives for `source` (hive partition columns added, `_id` not), read
+    cheaply: a Parquet footer, an Arrow stream's header, a CSV file's first block (as the reader
+    infers its types), the whole lines in a JSONL file's first PEEK_BYTES. None where that shows
+    nothing: a Parquet file without rows, or JSONL lines that do not parse (the reader traces
+    them). In a JSONL peek a column that is null in every row peeked has the type null."""
+    with named_errors(source.path, source.format):
+        _not_empty(source)
+        if source.format == "parquet":
+            pf = open_parquet(source.path)
+            schema = pf.schema_arrow if pf.metadata.num_rows else None
+        elif source.format == "arrow_stream":
+            with pa.memory_map(source.path) as mm:
+                schema = pa.ipc.open_stream(mm).schema
+        elif source.format == "csv":
+            with _open_csv(source, lambda row: "skip") as reader:
+                schema = reader.schema
+        else:
+            schema = _jsonl_peek(source)
+    for key, _ in () if schema is None else source.partition:
+        if key not in schema.names:
+            schema = schema.append(pa.field(key, pa.string()))
+    return schema
+
+
+def _jsonl_peek(source: Source) -> pa.Schema | None:
+    with pa.input_stream(source.path, compression="detect") as stream:
+        data = stream.read(PEEK_BYTES)
+        while b"\n" not in data and len(data) < CHUNK_BYTES:  # a first line longer than the peek
+            more = stream.read(PEEK_BYTES)
+            if not more:
+                break
+            data += more
+    cut = data.rfind(b"\n")
+    lines = data[: cut + 1] if cut >= 0 else data
+    try:
+        return _read_json(lines, None).schema if lines.strip() else None
+    except pa.ArrowInvalid:
+        return None
 
 
 def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
@@ -98,10 +140,7 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
 
 
 def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
-    try:
-        pf = pq.ParquetFile(source.path)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InputError(f"{source.path}: not a readable Parquet file (truncated or not Parquet?): {e}") from None
+    pf = open_parquet(source.path)
     groups = list(source.row_groups) if source.row_groups is not None else None
     for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
         yield batch, None
@@ -121,18 +160,23 @@ def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
                 f"expected {row.expected_columns} columns, got {row.actual_columns}")
         return "skip"
 
-    delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
-    # UTF-8 is checked per batch below: pyarrow's own check turns a column binary (first block)
-    # or fails the whole file (later blocks), where one bad row should go to the trace.
-    reader = pcsv.open_csv(source.path, read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
-                           parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
-                           convert_options=pcsv.ConvertOptions(check_utf8=False))
+    reader = _open_csv(source, on_invalid)
     row = 0  # data rows before this batch
     for batch in reader:
         batch = _drop_invalid_utf8(batch, row, bad)
         row += batch.num_rows + len(bad)
         yield batch, bad if len(bad) else None
         bad = BadRows()
+
+
+def _open_csv(source: Source, on_invalid) -> pcsv.CSVStreamingReader:
+    """The CSV reader; it reads the first block to infer the columns' types."""
+    delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
+    # UTF-8 is checked per batch (_drop_invalid_utf8): pyarrow's own check turns a column binary
+    # (first block) or fails the whole file (later blocks), where one bad row should go to the trace.
+    return pcsv.open_csv(source.path, read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
+                         parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+                         convert_options=pcsv.ConvertOptions(check_utf8=False))
 
 
 def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> pa.RecordBatch:

@@ -5,9 +5,15 @@ from __future__ import annotations
 import glob
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Callable, Iterator
 
+import pyarrow as pa
+
+from curate.engine import layout
 from curate.errors import InputError
 
 SUFFIX_FORMATS = {
@@ -54,6 +60,93 @@ def _hive_partition(rel_parent: Path) -> tuple[tuple[str, str], ...]:
         if eq and key:
             pairs.append((key, value))
     return tuple(pairs)
+
+
+@contextmanager
+def named_errors(path: str, what: str) -> Iterator[None]:
+    """What pyarrow or the OS raise while reading `path`, as an InputError naming it: a damaged,
+    truncated or unreadable file is the user's to fix, whichever code opens it first."""
+    try:
+        yield
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read as {what}: {e}") from None
+
+
+def open_parquet(path: str):
+    """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming it."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InputError(f"{path}: not a readable Parquet file (damaged, truncated or not Parquet?): {e}") from None
+
+
+def is_run_directory(path: Path) -> bool:
+    """Whether `path` is a curate run directory (by curate's own marks: layout.is_run_directory)."""
+    return layout.is_run_directory(str(path))
+
+
+def _run_directory_error(path: Path) -> InputError:
+    """Naming a run directory itself would read its trace, work files and manifest as data."""
+    if (path / "manifest.json").is_file():
+        return InputError(f"{path} is a curate run directory; to read its output, name its data: {path / 'data'}")
+    return InputError(f"{path} is an unfinished curate run directory (no manifest.json): its files are not "
+                      f"a dataset yet; finish it with --resume, then name its data: {path / 'data'}")
+
+
+def _walk(root: Path, skipped: list[Path]) -> list[Path]:
+    """The data files under `root`, sorted, leaving out curate run directories below it (listed
+    in `skipped`): a run written into its own input directory must not be read back."""
+    files = []
+    for top, dirs, names in os.walk(root):
+        here = Path(top)
+        for d in list(dirs):
+            if is_run_directory(here / d):
+                dirs.remove(d)
+                skipped.append(here / d)
+        files += [here / n for n in names if _is_data_file(here / n)]
+    return sorted(files)
+
+
+def _in_unnamed_run_directory(f: Path, base: Path, pattern: tuple[str, ...], skipped: list[Path],
+                              is_run: Callable[[Path], bool]) -> bool:
+    """Whether a glob's match `f` lies in a curate run directory (at or below `base`) reached
+    through a wildcard: `out/*/data/*.parquet` names the runs' data/ and reads it, `out/**/*.parquet`
+    does not. Pattern parts line up with the path's only before a `**`."""
+    parts = f.parts
+    for k in range(len(base.parts), len(parts)):  # the directory parts[:k], entered by parts[k]
+        directory = Path(*parts[:k])
+        if not is_run(directory):
+            continue
+        named = k < len(pattern) and "**" not in pattern[:k + 1] and not glob.has_magic(pattern[k])
+        if not named:
+            if directory not in skipped:
+                skipped.append(directory)
+            return True
+    return False
+
+
+def searched_directories(paths: str | list[str]) -> list[tuple[str, Path]]:
+    """(input spec, directory) for each directory whose subdirectories the input's expansion
+    searches: a directory given as input, or the fixed part of a glob with a wildcard in a
+    directory name or `**`. A glob such as `data/*.jsonl` searches `data/` itself only."""
+    found = []
+    for spec in [paths] if isinstance(paths, str) else paths:
+        if spec.startswith("hf:"):
+            continue
+        p = Path(spec)
+        if p.is_dir():
+            found.append((spec, p))
+        elif glob.has_magic(spec) and (any(glob.has_magic(part) for part in p.parts[:-1]) or "**" in p.parts):
+            found.append((spec, _glob_base(spec)))
+    return found
+
+
+def _glob_base(spec: str) -> Path:
+    """The directory a glob starts from: its path up to the first wildcard."""
+    base = Path(spec.split("*")[0].split("?")[0].split("[")[0])
+    return base if base.is_dir() else base.parent
 
 
 def _is_data_file(p: Path) -> bool:
@@ -104,18 +197,25 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
         if p.is_dir() and ((p / "state.json").is_file() or (p / "dataset_dict.json").is_file()):
             sources += _hf_disk_sources(p, split)
             continue
+        skipped: list[Path] = []
         if p.is_dir():
+            if is_run_directory(p):
+                raise _run_directory_error(p)
             base = p
-            files = sorted(f for f in p.rglob("*") if _is_data_file(f))
+            files = _walk(p, skipped)
         else:
             matches = sorted(glob.glob(spec, recursive=True))
             if not matches and not glob.has_magic(spec):
                 raise InputError(f"input not found: {spec}")
-            base = Path(spec.split("*")[0].split("?")[0].split("[")[0])
-            base = base if base.is_dir() else base.parent
-            files = [Path(m) for m in matches if _is_data_file(Path(m))]
+            base = _glob_base(spec)
+            is_run = cache(is_run_directory)  # asked for every directory on the way to each match
+            files = [Path(m) for m in matches if _is_data_file(Path(m))
+                     and not _in_unnamed_run_directory(Path(m), base, p.parts, skipped, is_run)]
         if not files:
-            raise InputError(f"no input files match {spec}")
+            left_out = (f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
+                        f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
+                        if skipped else "")
+            raise InputError(f"no input files match {spec}{left_out}")
         for f in files:
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
             sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent)))
@@ -125,18 +225,12 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
 def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[Source]:
     """Split large Parquet files into runs of row groups of about `target_bytes`, so one big
     file still keeps every worker busy. Row numbers (and so `_id`s) do not depend on the split."""
-    import pyarrow.parquet as pq
-
     out = []
     for src in sources:
         if src.format != "parquet" or src.row_groups is not None or os.path.getsize(src.path) <= target_bytes:
             out.append(src)
             continue
-        try:
-            meta = pq.ParquetFile(src.path).metadata
-        except Exception:  # unreadable: the reader reports it with the file name
-            out.append(src)
-            continue
+        meta = open_parquet(src.path).metadata
         groups, size, row, first = [], 0, 0, 0
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)

@@ -17,18 +17,20 @@ from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, Verdict, writes_column
+from operators.filters.language_codes import unknown_code_message
 
 
 class LanguageIdParams(Params):
     backend: Literal["langid", "fasttext"] = Field("langid", description="py3langid (model shipped) or fastText.")
     model_path: str | None = Field(None, description="fastText: the model file (e.g. lid.176.bin).")
-    languages: list[str] | None = Field(None, description="Keep only rows in these languages (ISO codes as the "
-                                                          "model names them); null: keep every language.")
+    languages: list[str] | None = Field(None, description="Keep only rows in these languages (ISO 639 codes as the "
+                                                          "model names them: en, de, zh, yue); null: keep every "
+                                                          "language. A code the model never gives is an error.")
     min_score: float | dict[str, float] = Field(
         0.0, description="Smallest confidence of the top language to keep a row: one bound, or a map language -> "
                          "bound with `default` for the rest.")
@@ -36,6 +38,19 @@ class LanguageIdParams(Params):
     max_chars: int | None = Field(None, ge=1, description="Classify only this many leading characters (faster).")
     language_column: str = writes_column("language", "Column for the language code.")
     score_column: str = writes_column("language_score", "Column for its confidence (0..1).")
+
+    @field_validator("languages", "candidates", "min_score")
+    @classmethod
+    def _codes_the_model_gives(cls, value, info: ValidationInfo):
+        """A code the backend's model never gives would remove every row (or apply no bound)."""
+        codes = value if isinstance(value, list) else []  # languages, candidates
+        if isinstance(value, dict):  # min_score per language (a single bound names none)
+            codes = [c for c in value if c != "default"]
+        for code in codes:
+            problem = unknown_code_message(code, info.data.get("backend", "langid"))
+            if problem:
+                raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _model_for_fasttext(self) -> "LanguageIdParams":

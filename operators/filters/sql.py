@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
@@ -55,6 +57,28 @@ class SqlFilter(Filter):
             raise RecipeError("where", " ".join(str(e).split())) from None
         finally:
             con.close()
+
+    def columns_read(self) -> tuple[str, ...]:
+        """The names the predicate refers to, from duckdb's parse tree (each part of a qualified
+        name `a.b`: a column, or a struct column and its field)."""
+        import duckdb
+
+        tree = json.loads(duckdb.execute("SELECT json_serialize_sql(?)",
+                                         [f"SELECT * FROM batch WHERE ({self.params.where})"]).fetchone()[0])
+        names: list[str] = []
+
+        def walk(node) -> None:
+            if isinstance(node, dict):
+                if node.get("class") == "COLUMN_REF":
+                    names.extend(n for n in node["column_names"] if n not in names)
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(tree)
+        return tuple(names)
 
     def keep(self, batch: pa.RecordBatch) -> Verdict:
         from curate.errors import CurateError

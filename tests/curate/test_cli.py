@@ -238,11 +238,50 @@ def test_funnel_says_step_seconds_are_summed_over_workers(cli, tmp_path):
     assert res.exit_code == 0 and "summed over workers" in flat(res.stdout)
 
 
-def test_a_run_that_removes_every_row_says_so(cli, tmp_path):
+def test_a_run_that_removes_every_row_stops_unless_the_recipe_allows_it(cli, tmp_path):
+    # It ended with exit 0 and a warning; an empty output is almost always a mistake.
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
-    res = cli("run", recipe_file(tmp_path, "steps:\n  - sql_filter: {where: 'length(text) > 5'}\n"), "-w", "1")
-    assert res.exit_code == 0
-    assert "every row was removed" in flat(res.output) and "01_sql_filter" in flat(res.output)
+    r = recipe_file(tmp_path, "steps:\n  - exact_dedup: {}\n  - sql_filter: {where: 'length(text) > 5'}\n")
+    res = cli("run", r, "-w", "1")
+    assert res.exit_code == 2, res.output
+    assert ("error: steps[1].sql_filter removed the last 2 rows (sql_filter (2)), so the output would be empty. "
+            "Check that step's parameters, or set `allow_empty: true`") in flat(res.stderr)
+    assert not (tmp_path / "out" / "manifest.json").exists() and (tmp_path / "out" / "_work").is_dir()
+    # Allowing it does not change what the run computes: --resume publishes the work already done.
+    res = cli("run", r, "-w", "1", "--resume", "--set", "allow_empty=true")
+    assert res.exit_code == 0, res.output
+    assert "warning: every row was removed: steps[1].sql_filter removed the last 2 rows" in flat(res.stderr)
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["rows_out"] == 0
+    assert pq.read_table(tmp_path / "out" / "trace" / "02_sql_filter.parquet").num_rows == 2
+
+
+def test_a_run_directory_inside_the_input_is_not_read_back(cli, tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "z"]])
+    # Written beside the input (in/*.jsonl does not look into in/run1), then in the way of
+    # inputs that search in/: a finished run, and one stopped part-way.
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "*.jsonl"), "-w", "1",
+              "--output", tmp_path / "in" / "run1")
+    assert res.exit_code == 0, res.output
+    stopped = tmp_path / "in" / "stopped"
+    (stopped / "_work" / "stage-0" / "data").mkdir(parents=True)
+    (stopped / "_work" / "run.json").write_text(json.dumps({"recipe": "0123", "inputs": [], "limit": None}))
+    pq.write_table(pa.table({"text": ["work"]}), stopped / "_work" / "stage-0" / "data" / "t-0.parquet")
+
+    def rows_read(inp: str, out: str) -> list[str]:
+        res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / inp), "-w", "1", "-o", tmp_path / out)
+        assert res.exit_code == 0, (inp, res.output)
+        return sorted(pq.read_table(tmp_path / out / "data").column("text").to_pylist())
+
+    assert rows_read("in", "o1") == rows_read("in/**/*", "o2") == ["x", "y", "z"]  # in/a.jsonl alone
+    # A run's data, named, is read: directly or through a glob whose wildcard is not on the way to it.
+    assert rows_read("in/run1/data", "o3") == rows_read("in/*/data/*.parquet", "o4") == ["x", "y", "z"]
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=tmp_path / "in" / "run1"), "-w", "1")
+    assert res.exit_code == 2
+    assert f"{tmp_path / 'in' / 'run1'} is a curate run directory; to read its output, name its data: " \
+           f"{tmp_path / 'in' / 'run1' / 'data'}" in flat(res.stderr)
+    deep = tmp_path / "in" / "*" / "*" / "*" / "*" / "*.parquet"  # only the stopped run's work file is that deep
+    res = cli("run", recipe_file(tmp_path, "steps: []\n", inp=deep), "-w", "1")
+    assert res.exit_code == 2 and f"left out: the curate run directory {stopped}" in flat(res.stderr)
 
 
 def test_resume_of_a_finished_run_says_it_is_finished(cli, tmp_path):

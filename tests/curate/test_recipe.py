@@ -54,6 +54,15 @@ def test_metrics_are_off_unless_asked_for_and_change_the_fingerprint():
     assert on.fingerprint() != recipe.load(text=BASE).fingerprint()  # --resume refuses a changed setting
 
 
+def test_allow_empty_is_off_unless_asked_for_and_not_in_the_fingerprint():
+    assert recipe.load(text=BASE).allow_empty is False
+    allowed = recipe.load(text=BASE + "allow_empty: true\n")
+    assert allowed.allow_empty is True
+    assert allowed.fingerprint() == recipe.load(text=BASE).fingerprint()  # so --resume may publish a stopped run
+    with pytest.raises(RecipeError, match="allow_empty: must be true or false"):
+        recipe.load(text=BASE + "allow_empty: yes please\n")
+
+
 def test_unknown_operator_suggests_close_names():
     with pytest.raises(RecipeError, match="Did you mean exact_dedup"):
         recipe.load(text=BASE.replace("exact_dedup", "exact_dedupe"))

@@ -4,7 +4,8 @@ exactly what the step before it gave."""
 import pytest
 from hypothesis import example, given, strategies as st
 
-from curate.trace import check_conservation
+from curate.errors import CurateError
+from curate.trace import check_conservation, check_not_emptied
 
 
 def funnel(rows: int, removals: list[int]) -> list[dict]:
@@ -55,6 +56,26 @@ def test_a_step_that_changes_rows_accounts_for_every_input_row():
     steps[1]["expanded"] = 1  # a row neither expanded nor traced
     with pytest.raises(RuntimeError, match="conservation violated at 01_chunk: 3 in != 1 expanded"):
         check_conservation(steps)
+
+
+def manifest_steps(*counts: tuple[int, int], reasons=None) -> list[dict]:
+    """The manifest's steps: a read step, then recipe steps, from (rows in, rows out) pairs."""
+    return [{"step": f"{i:02d}_{'read' if i == 0 else 'op'}", "op": "read" if i == 0 else f"op{i}",
+             "kind": "read" if i == 0 else "filter", "rows_in": n_in, "rows_out": n_out, "removed": n_in - n_out,
+             "reasons": (reasons or {}).get(i, {})} for i, (n_in, n_out) in enumerate(counts)]
+
+
+def test_a_run_whose_steps_remove_every_row_stops_unless_allowed():
+    emptied = manifest_steps((5, 5), (5, 2), (2, 0), (0, 0), reasons={2: {"too_short": 1, "low_score": 1}})
+    with pytest.raises(CurateError, match=r"^steps\[1\]\.op2 removed the last 2 rows \(too_short \(1\), "
+                                          r"low_score \(1\)\), so the output would be empty.*allow_empty: true"):
+        check_not_emptied(emptied, allow_empty=False)
+    check_not_emptied(emptied, allow_empty=True)
+    check_not_emptied(manifest_steps((5, 5), (5, 1)), allow_empty=False)  # a row is left
+    check_not_emptied(manifest_steps((0, 0), (0, 0)), allow_empty=False)  # nothing came in: nothing removed
+    with pytest.raises(CurateError, match=r"^reading the input removed the last 3 rows \(unparseable \(3\)\), so "
+                                          r"the output would be empty. Check the input files"):
+        check_not_emptied(manifest_steps((3, 0), (0, 0), reasons={0: {"unparseable": 3}}), allow_empty=False)
 
 
 def test_operator_counts_add_up_over_tasks_and_survive_a_done_marker():

@@ -24,8 +24,9 @@ def expander(monkeypatch):
 
 def _run(root, ns, batch, op="test_expander", params="{}", workers=1):
     write_jsonl(root / "in.jsonl", [{"text": f"t{i}", "n": n} for i, n in enumerate(ns)])
+    # allow_empty: some examples trace every row
     r = recipe.load(text=f"input: {{path: '{root}/in.jsonl', batch_rows: {batch}, id_column: text}}\n"
-                         f"output: {{path: '{root}/out'}}\nsteps:\n  - {op}: {params}\n")
+                         f"output: {{path: '{root}/out'}}\nallow_empty: true\nsteps:\n  - {op}: {params}\n")
     return run(r, RunOptions(workers=workers))
 
 

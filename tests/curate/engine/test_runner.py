@@ -140,7 +140,7 @@ def test_conservation_and_keep_first_semantics_hold_for_any_input(tmp_path_facto
         if chunk:
             write_jsonl(root / "in" / f"p{f}.jsonl", [{"text": t, "n": n} for t, n in chunk])
             order += chunk
-    steps = "steps:\n  - sql_filter: {where: 'n % 3 <> 0'}\n  - exact_dedup: {}\n"
+    steps = "allow_empty: true\nsteps:\n  - sql_filter: {where: 'n % 3 <> 0'}\n  - exact_dedup: {}\n"  # may keep none
     r = recipe.load(text=f"input: {{path: '{root}/in/*.jsonl', batch_rows: {batch}}}\noutput: {{path: '{root}/o'}}\n{steps}")
     m = run(r, RunOptions(workers=1))
     expected, seen = [], set()

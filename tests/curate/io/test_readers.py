@@ -167,6 +167,33 @@ def test_large_parquet_splits_by_row_group_with_the_same_ids(tmp_path):
     assert ids(parts) == ids(whole)
 
 
+def test_a_damaged_large_parquet_file_is_named_when_planned(tmp_path):
+    # Planning splits files larger than the target by their footers; a damaged one was let through.
+    from curate.io.sources import split_parquet
+
+    p = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(1000)]}), p)
+    p.write_bytes(p.read_bytes()[:-100])
+    with pytest.raises(InputError, match=r"big\.parquet: not a readable Parquet file"):
+        split_parquet(discover(str(p)), target_bytes=1)
+
+
+def test_file_schema_reads_each_format_cheaply(tmp_path):
+    from curate.io.readers import PEEK_BYTES, file_schema
+
+    rows = [{"text": "x" * 100, "n": i, "empty": None} for i in range(2 * PEEK_BYTES // 100)]  # past the peek
+    write_jsonl(tmp_path / "a.jsonl.gz", rows)
+    (tmp_path / "a.csv").write_text("text,n\nhello,1\n")
+    pq.write_table(pa.table({"text": ["a"], "n": pa.array([1], pa.int8())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
+    by_name = {s.name: s for s in discover(str(tmp_path))}
+    schema = lambda name: file_schema(by_name[name])
+    assert schema("a.jsonl.gz") == pa.schema([("text", pa.string()), ("n", pa.int64()), ("empty", pa.null())])
+    assert schema("a.csv") == pa.schema([("text", pa.string()), ("n", pa.int64())])
+    assert schema("a.parquet").field("n").type == pa.int8()
+    assert schema("none.parquet") is None  # no rows: nothing a step would read
+
+
 def test_real_hugging_face_datasets_on_disk_and_through_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

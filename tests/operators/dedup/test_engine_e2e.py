@@ -52,6 +52,7 @@ def test_near_dedup_steps_after_a_filter_that_removes_every_row(tmp_path):
     r = recipe.load(text=f"""
 input: {{path: '{tmp_path / "in" / "*.jsonl"}', id_column: id}}
 output: {{path: '{tmp_path / "out"}'}}
+allow_empty: true
 steps:
   - sql_filter: {{where: "length(text) > 1000", reason: too_short}}
   - containment_dedup: {{}}

@@ -57,7 +57,7 @@ def test_candidates_restrict_the_classifier(sample):
     texts = dict(sample)
     out = op(candidates=["es", "pt"]).process(batch([texts["de"]]))
     assert out.column("language")[0].as_py() in {"es", "pt"}
-    with pytest.raises(RecipeError):
+    with pytest.raises(ValidationError, match="unknown language code 'xx-unknown'"):
         op(candidates=["xx-unknown"])
 
 
@@ -86,3 +86,51 @@ def test_fasttext_backend_with_a_user_model(tmp_path, sample):
     assert v.keep.tolist() == [True, False]
     with pytest.raises(RecipeError):
         op(backend="fasttext", model_path=str(tmp_path / "missing.bin"))
+
+
+def test_the_static_code_list_is_py3langids_label_set():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from operators.filters.language_codes import LANGID, LID176, NAMES
+
+    assert LANGID == set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes)
+    assert len(LID176) == 176  # fastText's lid.176: no model here to compare with, so its count
+    assert set(NAMES) == LANGID | LID176
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("english", "'english': not among the ISO 639 codes py3langid gives; did you mean en (English)?"),
+    ("French", "did you mean fr (French)?"),
+    ("Deutsch", "did you mean de (German)?"),
+    ("eng", "did you mean en (English)?"),
+    ("spa", "did you mean es (Spanish)?"),
+    ("englsh", "did you mean en (English)?"),
+    ("xx", "'xx': not among the ISO 639 codes py3langid gives. Codes: ace, af, am,"),
+])
+def test_unknown_language_codes_are_refused_at_recipe_load(value, expected):
+    # `languages: [english]` passed validation, and the run then removed every row.
+    from curate import recipe
+
+    text = f"input: {{path: in.jsonl}}\noutput: {{path: out}}\nsteps:\n  - language_id: {{languages: [de, {value}]}}\n"
+    with pytest.raises(RecipeError) as e:
+        recipe.load(text=text)
+    assert e.value.where == "steps[0].language_id.languages"
+    assert expected in e.value.message
+
+
+def test_bounds_and_candidates_name_known_codes_too():
+    with pytest.raises(ValidationError, match="'english'.*did you mean en"):
+        LanguageId.Params(min_score={"english": 0.5, "default": 0.2})
+    with pytest.raises(ValidationError, match="'Spanish'.*did you mean es"):
+        LanguageId.Params(candidates=["Spanish"])
+    assert LanguageId.Params(languages=["en", "yue", "zxx"], min_score={"en": 0.6, "default": 0.1})
+    assert LanguageId.Params(languages=["en"], min_score=0.65).min_score == 0.65  # one bound for all
+
+
+def test_fasttext_codes_are_lid176s_or_a_models_language_and_script():
+    ft = dict(backend="fasttext", model_path="lid.176.bin")
+    assert LanguageId.Params(**ft, languages=["en", "ceb", "war", "eng_Latn", "cmn_Hani"])
+    with pytest.raises(ValidationError, match="'ace': not among the ISO 639 codes fastText's lid.176 gives"):
+        LanguageId.Params(**ft, languages=["ace"])  # py3langid knows Achinese, lid.176 does not
+    with pytest.raises(ValidationError, match="'english'.*did you mean en"):
+        LanguageId.Params(**ft, languages=["english"])
