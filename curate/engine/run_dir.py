@@ -109,8 +109,6 @@ def hold_worker_lock(path: str) -> int:
 def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrite: bool) -> tuple[RunLock, bool]:
     """Lock the run directory and make it ready. Returns the lock and whether a finished run is
     already there (only with --resume)."""
-    if _files.exists(layout.root) and not _files.is_dir(layout.root):
-        raise CurateError(f"output {layout.root} is a file, not a directory; choose another output.path")
     if not resume and _files.names(layout.root):
         if not is_run_directory(layout.root):
             raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "

@@ -26,6 +26,7 @@ import pickle
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from curate import observers, preflight
@@ -88,7 +89,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     try:
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again
-                output_formats.upload(layout.root, recipe.output.upload)
+                output_formats.upload(Path(layout.root), recipe.output.upload)
             reporter.status(f"{layout.root} is already finished; nothing to do")
             return {**json.loads(Files().read_bytes(layout.manifest)), "already_finished": True}
         try:
@@ -243,7 +244,7 @@ class _Run:
         if not self.opts.keep_work:
             shutil.rmtree(self.layout.work, ignore_errors=True)
         if recipe.output.upload:
-            output_formats.upload(self.layout.root, recipe.output.upload)
+            output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
 
 

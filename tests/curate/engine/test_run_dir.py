@@ -189,15 +189,6 @@ def test_a_file_of_the_users_called_manifest_json_does_not_make_a_run_directory(
     run(load(inp, tmp_path / "o"), RunOptions(workers=1, overwrite=True))  # its own run: replaced
 
 
-def test_an_output_path_that_is_a_file_is_a_user_error(cli, tmp_path):
-    inp = corpus(tmp_path / "in", files=1)
-    (tmp_path / "out.txt").write_text("not a directory")
-    res = cli("run", write_recipe(tmp_path / "r.yaml", f"input: {{path: '{inp}'}}\nsteps: []\n"),
-              "-o", tmp_path / "out.txt", "-w", "1")
-    assert res.exit_code == 2 and f"{tmp_path / 'out.txt'} is a file" in res.stderr.replace("\n", "")
-    assert (tmp_path / "out.txt").read_text() == "not a directory"
-
-
 @pytest.mark.parametrize("policy", ["warn", "fail"])
 def test_ids_repeated_with_different_content_are_counted_or_refused(tmp_path, policy):
     rows = [{"id": i % 5, "text": f"document {i}"} for i in range(8)]  # ids 0, 1, 2 twice, differently
