@@ -162,10 +162,23 @@ def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:
                       f"publishes this run as it is, with its trace)")
 
 
+# Packages whose versions can change a run's bytes (readers, hashing, numerics, models), recorded
+# in the manifest where installed; looked up in the package metadata, never imported.
+SHAPING_PACKAGES = ("polars", "duckdb", "numpy", "xxhash", "regex", "orjson", "scipy", "scikit-learn", "faiss-cpu",
+                    "tokenizers", "torch", "transformers", "sentence-transformers", "open_clip_torch", "py3langid")
+
+
 def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
     import curate
 
     out = {"curate": curate.__version__, "python": platform.python_version(), "pyarrow": pa.__version__}
+    for name in SHAPING_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
     return out
 
 

@@ -36,7 +36,7 @@ from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.fit import fit
 from curate.engine.layout import Files, RunLayout
-from curate.engine.publish import publish, stage_data
+from curate.engine.publish import input_entries, lineage, publish, stage_data
 from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
@@ -121,6 +121,7 @@ class _Run:
         self.files = Files()
         self.totals: dict[str, StepStats] = {}
         self.fits: dict[str, dict] = {}
+        self.lineage = lineage()
         self.observers = observers.for_recipe(recipe)
         self.summaries = observers.run_summaries(self.observers)
 
@@ -239,7 +240,8 @@ class _Run:
                        for label in ordered}
         manifest = {"name": recipe.name, "recipe": recipe.display, "recipe_fingerprint": recipe.fingerprint(),
                     "seed": recipe.seed, "limit": self.opts.limit,
-                    "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries}
+                    "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
+                    "run": self.lineage, "inputs": input_entries(self.sources)}
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
             shutil.rmtree(self.layout.work, ignore_errors=True)

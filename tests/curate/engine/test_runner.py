@@ -208,3 +208,18 @@ def test_batch_rows_must_be_a_positive_whole_number(tmp_path):
     for bad in ("0", "-3", "1.5", "many"):
         with pytest.raises(CurateError, match=r"steps\[0\].exact_dedup.batch_rows"):
             load("x.jsonl", tmp_path / "o", f"steps:\n  - exact_dedup: {{batch_rows: {bad}}}\n")
+
+
+def test_the_manifest_records_the_runs_lineage(tmp_path):
+    """Every input file with its size and modification time, every output shard with its rows
+    and bytes, the host, start and end times, and the versions of the packages that shape bytes."""
+    inp = corpus(tmp_path / "in", files=2)
+    m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
+    files = sorted((tmp_path / "in").glob("*.jsonl.gz"))
+    assert [e["path"] for e in m["inputs"]] == [str(f) for f in files]
+    assert [e["bytes"] for e in m["inputs"]] == [f.stat().st_size for f in files]
+    shards = sorted((tmp_path / "out" / "data").glob("*.parquet"))
+    assert [e["path"] for e in m["outputs"]] == [f"data/{p.name}" for p in shards]
+    assert sum(e["rows"] for e in m["outputs"]) == m["rows_out"]
+    assert m["run"]["host"] and m["run"]["started_at"] <= m["run"]["ended_at"]
+    assert {"curate", "pyarrow", "polars", "duckdb", "numpy", "xxhash"} <= m["versions"].keys()
