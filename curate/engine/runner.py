@@ -38,8 +38,8 @@ from curate.engine.failpoints import failpoint
 from curate.engine import engines
 from curate.engine.local import stage_parallelism
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
-from curate.engine.worker import (READ_STEP, StageContext, check_columns, metrics_path, prepared_name, run_task,
-                                  stage_dir)
+from curate.engine.worker import (READ_STEP, StageContext, check_columns, metrics_path, prepared_name, rebatch,
+                                  run_task, stage_dir)
 from curate.errors import CurateError, NoSpace
 from curate import preflight
 from curate.io import output_formats
@@ -119,7 +119,9 @@ def _fit(ctx: StageContext, previous_shards: list[Path], reporter: Reporter, poo
         return results
 
     started = time.perf_counter()
-    state = op.fit(batches(), fit_dir, Parallel(timed_map, workers, threads=1))  # a core per worker
+    rows = step.rows_per_batch()  # the fit sees the batches its step asks for, as its apply does
+    fitted = rebatch(batches(), rows) if rows else batches()
+    state = op.fit(fitted, fit_dir, Parallel(timed_map, workers, threads=1))  # a core per worker
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
     # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
