@@ -85,8 +85,9 @@ class Operator:
     batch_rows: ClassVar[int | None] = None
     # For an operator whose result depends on which rows share a batch (shuffle permutes each one):
     # the parameter whose value is its step's rows per batch. The engine then cuts the stream into
-    # batches of exactly that many rows (fewer only at the end of a task), so the output does not
-    # depend on the batch sizes before it; a recipe's `batch_rows:` for the step is refused.
+    # batches of exactly that many rows (fewer only at the end of a task, or where a step before it
+    # changed the batches' schema), so the output does not depend on the batch sizes before it; a
+    # recipe's `batch_rows:` for the step is refused.
     batch_rows_param: ClassVar[str | None] = None
 
     def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
