@@ -38,6 +38,7 @@ CATALOG: dict[str, str] = {
     "dataset_metrics": "operators.score.dataset_metrics:DatasetMetrics",
     "qdc_select": "operators.score.qdc_select:QdcSelect",
     # agent/
+    "adp_join": "operators.agent.join:AdpJoin",
     "adp_convert": "operators.agent.ops:AdpConvert",
     "adp_validate": "operators.agent.ops:AdpValidate",
     "adp_export": "operators.agent.ops:AdpExport",
