@@ -110,7 +110,8 @@ class AdpJoin(Global):
         table = self._groups(state, lo, int(group.max()))
         records, first_ids = table.column("records").to_pylist(), table.column("first_id").to_pylist()
         joined = [records[g - lo] if f else None for g, f in zip(group, first)]
-        details = [None if f else f"joined into the trajectory of row {first_ids[g - lo]}" for g, f in zip(group, first)]
+        details = [None if f else f"joined into the trajectory of row {first_ids[g - lo]}"
+                   for g, f in zip(group, first)]
         return batch.append_column(JOINED, pa.array(joined, pa.string())), Verdict(first, "merged", details)
 
 

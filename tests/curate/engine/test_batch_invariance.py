@@ -49,8 +49,7 @@ class Case:
 
 MOCK_LLM = {"model": "mock", "base_url": "{mock_url}", "api_key_env": "BATCH_INVARIANCE_KEY"}
 ADP = Case("nnetnav", (("adp_join", {"source": "nnetnav-live"}), ("adp_convert", {"source": "nnetnav-live"}),
-                       ("adp_validate", {}),
-                       ("adp_export", {"style": "agentlab", "environment": "nnetnav-live"})))
+                       ("adp_validate", {}), ("adp_export", {"style": "agentlab", "environment": "nnetnav-live"})))
 MODEL_SCORES = Case("text", (("perplexity", {"model": "{models}/gpt2", "batch_size": 4}),
                              ("deita_complexity", {"model": "{models}/gpt2", "batch_size": 4}),
                              ("classifier_score", {"model": "{models}/classifier", "batch_size": 4})),
@@ -160,7 +159,8 @@ def text_rows() -> list[dict]:
             if i % 4 == 0:
                 lines.append(f"Write to person{i}@example.org or call 555-010-{i:04d} from 10.0.{i}.1.")
             text = "\n".join(lines)
-        url = None if i % 11 == 0 else f"https://{rng.choice(['news', 'blog', 'shop'])}.{rng.choice(['a.com', 'b.org', 'spam.net'])}/{i}"
+        host = f"{rng.choice(['news', 'blog', 'shop'])}.{rng.choice(['a.com', 'b.org', 'spam.net'])}"
+        url = None if i % 11 == 0 else f"https://{host}/{i}"
         rows.append({"text": text, "url": url, "n": i, "score": round(rng.random(), 3)})
     return rows
 
