@@ -17,6 +17,7 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -281,8 +282,8 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
     out = env.root / f"run-{next(_runs)}"
     doc = {"input": {"path": str(env.inputs[case.data]), **({"batch_rows": input_rows} if input_rows else {})},
            "output": {"path": str(out)}, "steps": steps}
-    os.environ["CURATE_CACHE_DIR"] = str(out / "llm-cache")  # fresh: every request is sent
-    manifest = run(recipe.load(text=yaml.safe_dump(doc)), RunOptions(workers=workers))
+    with mock.patch.dict(os.environ, {"CURATE_CACHE_DIR": str(out / "llm-cache")}):  # fresh: every request is sent
+        manifest = run(recipe.load(text=yaml.safe_dump(doc)), RunOptions(workers=workers))
     files: dict[str, object] = {}
     scores: dict[str, dict] = {}
     for p in sorted(p for sub in ("data", "trace") for p in (out / sub).rglob("*") if p.is_file()):
