@@ -44,7 +44,7 @@ class Groups:
 
 
 class AdpJoin(Global):
-    """Per-step records of one trajectory onto the row of its first step (JOINED), the others traced as merged."""
+    """Per-step records of one trajectory onto the row of its first step (`_adp_records`); the other rows: merged."""
 
     name = "adp_join"
     Params = AdpConvertParams
