@@ -95,7 +95,10 @@ class Step(BaseModel):
         return f"{self.index:02d}_{self.name}"
 
     def rows_per_batch(self) -> int | None:
-        """Rows per batch this step gets: the recipe's, else the operator's, else None (as read)."""
+        """Rows per batch this step gets: its operator's `batch_rows_param`, else the recipe's, else
+        the operator's, else None (as read)."""
+        if self.op_class.batch_rows_param:
+            return getattr(self.params, self.op_class.batch_rows_param)
         return self.batch_rows or self.op_class.batch_rows
 
     def build(self, recipe: "Recipe") -> Operator:
@@ -250,6 +253,9 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
             batch_rows = params.pop("batch_rows")  # every step may set it: the engine re-sizes its batches
             if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
                 raise RecipeError(f"{where}.{name}.batch_rows", f"must be a whole number >= 1, not {batch_rows!r}")
+            if op_class.batch_rows_param:
+                raise RecipeError(f"{where}.{name}.batch_rows", f"{name} works on batches of "
+                                  f"`{op_class.batch_rows_param}` rows; set {op_class.batch_rows_param} instead")
         try:
             parsed = op_class.Params.model_validate(params or {})
         except ValidationError as e:

@@ -188,6 +188,7 @@ def batch_size_op(monkeypatch):
     from curate import registry
 
     monkeypatch.setitem(registry.catalog(), "batch_size", "tests.curate.engine.model_ops:BatchSize")
+    monkeypatch.setitem(registry.catalog(), "fit_batch_sizes", "tests.curate.engine.model_ops:FitBatchSizes")
 
 
 def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_path, batch_size_op):
@@ -202,6 +203,13 @@ def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_p
         run(load(inp, tmp_path / out, steps.replace("ROWS", rows).replace("COLUMNS", "[text, n]")), RunOptions(workers=1))
     run(load(inp, tmp_path / "c", filtered + "  - select: {columns: [text, n]}\n"), RunOptions(workers=1))
     assert data_digest(tmp_path / "a") == data_digest(tmp_path / "b") == data_digest(tmp_path / "c")
+
+
+def test_a_global_fit_gets_batches_of_its_step_batch_rows(tmp_path, batch_size_op):
+    inp = corpus(tmp_path / "in", files=2, rows=500)  # read in batches of 64, two shards of 500 rows
+    run(load(inp, tmp_path / "o", "steps:\n  - fit_batch_sizes: {batch_rows: 150}\n"), RunOptions(workers=1))
+    sizes = set(pq.read_table(tmp_path / "o" / "data").column("fit_batch_sizes").to_pylist())
+    assert sizes == {",".join(["150"] * 6 + ["100"])}  # re-sized across the two shards
 
 
 def test_batch_rows_must_be_a_positive_whole_number(tmp_path):
