@@ -94,7 +94,7 @@ def word_spans(text: str) -> tuple[np.ndarray, np.ndarray]:
         spans = [m.span() for m in _ASCII_WORD.finditer(text)]
         return _arrays(spans)
     words = tokens(pl.Series([text]), WORDS)[0].to_list() or []
-    whole = normalize(pl.Series([text]), WORDS)[0]
+    whole = _form(text)
     pieces = [m for m in _PIECE.finditer(text)]
     forms = normalize(pl.Series([m.group() for m in pieces], dtype=pl.String), WORDS).to_list()
     if "".join(forms) != whole:
@@ -106,15 +106,24 @@ def word_spans(text: str) -> tuple[np.ndarray, np.ndarray]:
         if len(form) == len(piece):
             starts.extend(range(m.start(), m.end()))
             ends.extend(range(m.start() + 1, m.end() + 1))
-        else:
-            starts.extend([m.start()] * len(form))
-            ends.extend([m.end()] * len(form))
+            continue
+        first = 0  # the leading ASCII character keeps its place unless what follows composes with it
+        if piece[0].isascii() and form[:1] == piece[0].lower() and _form(piece[1:]) == form[1:]:
+            starts.append(m.start())
+            ends.append(m.start() + 1)
+            first = 1
+        starts.extend([m.start() + first] * (len(form) - first))
+        ends.extend([m.end()] * (len(form) - first))
     spans, at = [], 0
     for word in words:  # each word is the next run of word characters: its first occurrence from `at`
         begin = whole.index(word, at)
         at = begin + len(word)
         spans.append((starts[begin], ends[at - 1]))
     return _arrays(spans)
+
+
+def _form(text: str) -> str:
+    return normalize(pl.Series([text], dtype=pl.String), WORDS)[0]
 
 
 def _arrays(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
