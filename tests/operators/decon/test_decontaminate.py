@@ -147,3 +147,9 @@ def run_fit(path):
     op = Decontaminate(Decontaminate.Params(benchmarks=[{"name": "x", "path": str(path), "columns": ["question"]}]))
     with tempfile.TemporaryDirectory() as tmp:
         op.fit(iter([]), Path(tmp))
+
+
+def test_word_spans_cover_the_whole_text_when_pieces_normalise_differently():
+    text = "ΟΔΟΣa ΟΔΟΣ b"  # a final sigma before an ASCII letter lower-cases to σ in context, ς alone
+    starts, ends = word_spans(text)
+    assert list(starts) == [0, 0, 0] and list(ends) == [len(text)] * 3
