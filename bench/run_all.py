@@ -100,7 +100,6 @@ SIZES = {
     "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
     "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
-    "decon_scale": ("10,100,1000", "10,100,1000", "decon: benchmark counts of the index scaling (1,000 items each)"),
 }
 
 
@@ -129,7 +128,7 @@ def commands(a) -> dict[str, list[str]]:
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
-        "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", str(a.decon_scale), *w],
+        "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
                       "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
