@@ -52,10 +52,15 @@ class AdpJoin(Global):
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
-        self.group_by = converters.get(self.params.source).group_by
-        self.requires = (self.params.raw_column,) if self.params.raw_column else ()
-        self.provides = (JOINED,) if self.group_by else ()
         self._read: tuple[tuple, pa.Table] | None = None  # the last row groups `apply` read, for the next batch
+
+    @property
+    def group_by(self) -> str | None:
+        """The record field that groups a per-step source's records (None: one record, one trajectory)."""
+        return converters.get(self.params.source).group_by
+
+    def computed_provides(self) -> tuple[str, ...]:
+        return (JOINED,) if self.group_by else ()
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array] | None:
         if not self.group_by:

@@ -24,6 +24,8 @@ EXPECTED = {
                     ({"source": "openai_chat", "raw_column": "raw"}, ("raw",), ("id", "content", "details"))],
     "adp_export": [({"style": "openhands"}, ("id", "content", "details"), ("id", "system", "conversations"))],
     "adp_validate": [({}, ("id", "content", "details"), ())],
+    "adp_join": [({"source": "openai_chat"}, (), ()), ({"source": "nnetnav-live"}, (), ("_adp_records",)),
+                 ({"source": "nnetnav-live", "raw_column": "raw"}, ("raw",), ("_adp_records",))],
     "c4_quality": [({}, ("body",), ()),
                    ({"scores": True}, ("body",), ("quality_c4_sentences", "quality_c4_kept_line_frac"))],
     "cast": [({"columns": {"a": "int64", "b": "string"}}, ("a", "b"), ())],

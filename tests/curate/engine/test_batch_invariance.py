@@ -100,6 +100,9 @@ CASES: dict[str, Case] = {
     "adp_convert": ADP,
     "adp_validate": ADP,
     "adp_export": ADP,
+    "decontaminate": Case("text", (("decontaminate", {"benchmarks": [{"name": "b", "path": "{benchmark}",
+                                                                      "columns": ["q", "a"], "id_column": "id"}],
+                                                      "ngram": 5}),)),
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
     "rephrase": Case("text", (("rephrase", {"llm": MOCK_LLM, "styles": ["medium", "qa"], "ratio": "1:2"}),),
                      needs=("aiohttp",)),
@@ -206,6 +209,14 @@ class Env:
         return self.root / "lists"
 
     @functools.cached_property
+    def benchmark(self) -> Path:
+        """Benchmark items: lines of some input documents (so some are found), and one that is not."""
+        lines = [line for row in text_rows()[::9] for line in row["text"].split("\n")[:1]]
+        items = [{"q": line, "a": "", "id": k} for k, line in enumerate(lines + ["an item no document holds"])]
+        write_jsonl(self.root / "bench.jsonl", items)
+        return self.root / "bench.jsonl"
+
+    @functools.cached_property
     def tokenizer(self) -> Path:
         from tokenizers.implementations import ByteLevelBPETokenizer
 
@@ -281,7 +292,8 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
         steps.append({name: {**params, **({"batch_rows": step_rows} if sized else {})}})
     out = env.root / f"run-{next(_runs)}"
     doc = {"input": {"path": str(env.inputs[case.data]), **({"batch_rows": input_rows} if input_rows else {})},
-           "output": {"path": str(out)}, "steps": steps}
+           "output": {"path": str(out)}, "steps": steps,
+           "allow_empty": True}  # a long chain of filters may remove every row: its bytes must still agree
     with mock.patch.dict(os.environ, {"CURATE_CACHE_DIR": str(out / "llm-cache")}):  # fresh: every request is sent
         manifest = run(recipe.load(text=yaml.safe_dump(doc)), RunOptions(workers=workers))
     files: dict[str, object] = {}
