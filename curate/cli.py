@@ -229,7 +229,8 @@ def validate(
 ) -> None:
     """Check a recipe, its output path and its input, without running it.
 
-    Checks operators, parameters and their values, then that the output path can be a directory
+    Checks operators, parameters and their values, that the models, tokenizers and files the
+    steps name exist (also with --no-data), then that the output path can be a directory
     outside the input, that the input files exist, that each step's columns and SQL fit the schema
     of the input's first batch, and that the other files give the columns the steps read the same
     kinds of type (their schemas are read cheaply: Parquet footers, the first lines of JSONL)."""
@@ -238,6 +239,7 @@ def validate(
 
     r = _load(recipe, set_, input, output)
     steps = f"{len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'}"
+    preflight.check_paths(r)  # models and lists are the recipe's, not the input's: --no-data checks them too
     if no_data:
         out.print(f"ok: {recipe} ({steps}); input not checked (--no-data)", soft_wrap=True)
         return
