@@ -23,7 +23,7 @@ from curate.words import count
 
 class _RowsPerSecond(ProgressColumn):
     def render(self, task) -> Text:
-        if "tasks" in task.fields:
+        if "tasks" in getattr(task, "fields", {}):
             return Text("")
         speed = task.finished_speed or task.speed
         return Text(f"{speed:,.0f} rows/s" if speed else "", style="cyan")
@@ -31,7 +31,7 @@ class _RowsPerSecond(ProgressColumn):
 
 class _Rows(ProgressColumn):
     def render(self, task) -> Text:
-        if "tasks" in task.fields:  # a stage's bar
+        if "tasks" in getattr(task, "fields", {}):  # a stage's bar
             return Text(task.fields["tasks"])
         return Text(f"{count(int(task.completed), 'row')} in, {int(task.fields.get('kept', 0)):,} kept")
 
@@ -43,7 +43,7 @@ class _Percent(ProgressColumn):
 
 class _Eta(TimeRemainingColumn):
     def render(self, task) -> Text:
-        if "tasks" in task.fields:  # a stage's: from its tasks done and their input bytes
+        if "tasks" in getattr(task, "fields", {}):  # a stage's: from its tasks done and their input bytes
             return Text("" if task.fields.get("eta") is None else f"eta {task.fields['eta']}")
         return Text("" if task.total is None else f"eta {super().render(task)}")
 
