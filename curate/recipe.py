@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from curate import registry
 from curate.errors import RecipeError
 from curate.ops import Operator
+from curate.yaml_errors import yaml_error
 
 
 class _Strict(BaseModel):
@@ -243,6 +244,8 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
         where = f"steps[{i}]"
         if isinstance(item, str):
             item = {item: {}}
+        if isinstance(item, dict) and len(item) > 1:
+            _stray_keys(item, where)
         if not isinstance(item, dict) or len(item) != 1:
             raise RecipeError(where, "each step is a mapping with one key, the operator name")
         (name, params), = item.items()
@@ -264,6 +267,22 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
     return steps
 
 
+def _stray_keys(item: dict, where: str) -> None:
+    """A step of several keys is an operator with its parameters written beside it instead of
+    indented under it (`- minhash_dedup:` then `  threshold: 0.8`), or two operators in one item:
+    say which. Nothing is said when no key names an operator (the caller's message then stands)."""
+    ops = [key for key in item if str(key) in registry.catalog()]
+    if len(ops) > 1:
+        raise RecipeError(where, f"two operators in one step ({ops[0]}, {ops[1]}): start each with its own `- `")
+    if not ops:
+        return
+    name, stray = ops[0], next(key for key in item if key not in ops)
+    value = json.dumps(item[stray], default=str)
+    raise RecipeError(f"{where}.{stray}", f"written beside the operator {name}, not under it: indent it under "
+                                          f"`{name}:` (`- {name}:` then `    {stray}: {value}` on the next line"
+                                          + (f", with no {{}} after `{name}:`)" if item[name] == {} else ")"))
+
+
 _TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "steps")
 
 
@@ -281,17 +300,6 @@ def _metrics(value: Any) -> MetricsSpec | None:
         raise _pydantic_error("metrics", e, MetricsSpec) from None
 
 
-def _yaml_error(path: str | Path | None, e: yaml.YAMLError) -> RecipeError:
-    """`FILE, line L, column C: not valid YAML: <problem>`, with PyYAML's own mention of the
-    place (it only knows "<unicode string>") left out."""
-    where = str(path or "recipe")
-    mark = getattr(e, "problem_mark", None)
-    if mark is None:
-        return RecipeError(where, f"not valid YAML: {e}")
-    problem = " ".join(filter(None, (getattr(e, "context", None), getattr(e, "problem", None))))
-    return RecipeError(f"{where}, line {mark.line + 1}, column {mark.column + 1}", f"not valid YAML: {problem or e}")
-
-
 def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
          input_path: str | None = None, output_path: str | None = None) -> Recipe:
     """Read, override, expand and validate a recipe. Raises RecipeError with the place."""
@@ -303,7 +311,7 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise _yaml_error(path, e) from None
+        raise yaml_error(path, text, e) from None
     doc = doc or {}
     if not isinstance(doc, dict):
         raise RecipeError("", "a recipe is a YAML mapping with input, output and steps")

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.io.writer import atomic_write_bytes
+from curate.words import count
 
 
 @dataclass
@@ -147,7 +148,7 @@ def emptied_by(steps: list[dict]) -> str | None:
     why = ", ".join(f"{k} ({v:,})" for k, v in reasons)
     # steps[0] is the read step; steps[i] is the recipe's steps[i - 1]
     place = "reading the input" if last["kind"] == "read" else f"steps[{steps.index(last) - 1}].{last['op']}"
-    return f"{place} removed the last {last['rows_in']:,} rows" + (f" ({why})" if why else "")
+    return f"{place} removed the last {count(last['rows_in'], 'row')}" + (f" ({why})" if why else "")
 
 
 def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:

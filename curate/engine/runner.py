@@ -45,6 +45,7 @@ from curate.io import output_formats
 from curate.io.sources import Source
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
+from curate.words import count
 
 
 @dataclass
@@ -66,6 +67,8 @@ class Reporter:
 
     rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
     status: Callable[[str], None] = lambda message: None
+    # a stage starts: its index, its tasks (plan.Task) and a function telling which are done (markers)
+    stage: Callable[[int, list, Callable[[], list[bool]]], None] = lambda index, tasks, done: None
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -181,14 +184,15 @@ class _Run:
         stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
+        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
         if stage.resource_class != "model":
-            self.reporter.status(f"stage {stage.index}: {_count(len(tasks), 'task')} on "
-                                 f"{_count(min(stage.policy.parallel, len(tasks)), 'worker')}")
+            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
+                                 f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
             ran = executor.run(ctx, todo) if todo else []
         else:
             models = engine.model_pool(self.opts.model_workers)
-            self.reporter.status(f"stage {stage.index}: {_count(len(tasks), 'task')} on "
-                                 f"{_count(len(models.workers), 'model worker')}")
+            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
+                                 f"{count(len(models.workers), 'model worker')}")
             try:
                 ran = models.run(ctx, todo) if todo else []
             except BaseException:
@@ -248,10 +252,6 @@ class _Run:
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:

@@ -17,10 +17,11 @@ from pydantic import Field
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, writes_column
+from curate.paths import local_path
 
 
 class TokenCountParams(Params):
-    tokenizer: str = Field(description="tokenizer.json, a directory with one, or a hub id in the local HF cache.")
+    tokenizer: str = local_path(hub=True, description="tokenizer.json, a directory with one, or a hub id in the local HF cache.")
     column: str = writes_column("token_count", "Column for the count.")
     special_tokens: bool = Field(False, description="Count the tokenizer's special tokens ([CLS], <s>, ...) too.")
 
