@@ -28,7 +28,8 @@ class _Strict(BaseModel):
 
 class InputSpec(_Strict):
     path: str | list[str] = Field(description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
-    format: Literal["parquet", "jsonl", "csv", "hf_disk", "hf"] | None = Field(None, description="Default: from the extension.")
+    format: Literal["parquet", "jsonl", "csv", "webdataset", "hf_disk", "hf"] | None = Field(
+        None, description="Default: from the extension (.tar, .tar.gz, .tgz, .tar.zst: webdataset).")
     text_column: str = "text"
     id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
     split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")
@@ -44,8 +45,10 @@ class OutputSpec(_Strict):
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
     merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
                                                   "(costs one more read and write of the output).")
-    format: Literal["parquet", "jsonl", "hf"] = Field(
-        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk).")
+    format: Literal["parquet", "jsonl", "hf", "webdataset"] = Field(
+        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk); "
+                               "webdataset (tar shards of KEY.jpg/txt/json, with their rows' metadata as Parquet "
+                               "beside each; the sample key is `_key`, kept in the output).")
     compression: Literal["zstd", "snappy", "gzip", "none"] | None = Field(
         None, description="parquet: zstd (default), snappy, gzip, none; jsonl: none (default), gzip (.jsonl.gz), "
                           "zstd (.jsonl.zst); hf: none.")
@@ -56,10 +59,13 @@ class OutputSpec(_Strict):
 
     @model_validator(mode="after")
     def _compression_fits_format(self) -> "OutputSpec":
-        allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",)}
+        allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",),
+                   "webdataset": ("none",)}
         if self.compression is not None and self.compression not in allowed[self.format]:
             raise ValueError(f"compression {self.compression} does not apply to format {self.format} "
                              f"(choose from {', '.join(allowed[self.format])})")
+        if self.format == "webdataset" and "_key" not in self.keep_columns:
+            self.keep_columns.append("_key")  # the tar members' names
         return self
 
     @property

@@ -32,6 +32,13 @@ EXPECTED = {
     "chunk": [({}, ("body",), ("chunk_index",))],
     "classifier_score": [({"model": "m"}, ("body",), ("quality_classifier",)),
                          ({"model": "m", "column": "t", "output_column": "o"}, ("t",), ("o",))],
+    "clip_score": [({"model": "m"}, ("image", "body"), ("quality_clip_score",)),
+                   ({"model": "m", "image_column": "img", "caption_column": "cap", "keep_embedding": True},
+                    ("img", "cap"), ("quality_clip_score", "_embedding"))],
+    "clip_score_select": [({"fraction": 0.3}, ("quality_clip_score",), ()),
+                          ({"threshold": 0.3, "score_column": "s"}, ("s",), ())],
+    "image_filter": [({"min_side": 10}, ("image",), ()), ({"preset": "datacomp_basic"}, ("image", "body"), ()),
+                     ({"min_caption_words": 2, "caption_column": "cap", "image_column": "img"}, ("img", "cap"), ())],
     "complexity_scores": [
         ({"metrics": ["words"]}, ("body",), ("complexity_words",)),
         ({"metrics": ["words"], "instruction_column": "i", "response_column": "r", "tokenizer": "tok"}, ("i", "r"),
