@@ -158,7 +158,8 @@ def test_ids_of_a_type_megatron_lacks_are_refused(tmp_path, cli):
     res = cli("run", write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/in.parquet'}}\n"
                                                        f"output: {{path: '{tmp_path}/out', format: megatron}}\n"
                                                        f"steps: []\n"))
-    assert res.exit_code == 2 and "Megatron has no uint32 token type" in " ".join(res.stderr.split())
+    assert res.exit_code == 2 and "output.format: Megatron has no uint32 token type" in " ".join(res.stderr.split())
+    assert not (tmp_path / "out" / "_work").exists()  # refused before any worker
 
 
 def test_a_null_token_list_is_named_by_its_row(tmp_path):
