@@ -26,8 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import (CURATE, DATA, RUNS, VENVS, add_section_args, bare_result, emit, machine, require_ok,  # noqa: E402
-                     run_measured, step_entry, table)
+from harness import (  # noqa: E402
+    CURATE, RUNS, VENVS, add_section_args, bare_result, demo_files, emit, machine, require_ok, run_measured,
+    step_entry, table)
 
 EOS = "[SEP]"  # MiniLM's end-of-text token, appended to every document on every side
 BARE = "bare encode_batch + numpy write"
@@ -46,17 +47,6 @@ def untruncated(source: str, target: Path) -> str:
     config = json.loads(Path(source).read_text())
     target.write_text(json.dumps({**config, "truncation": None, "padding": None}))
     return str(target)
-
-
-def corpus(docs: int, files: int) -> list[Path]:
-    from curate.demo import generate
-
-    folder = DATA / f"tokenize-{docs}-{files}"
-    marker = folder / "corpus.json"
-    if not (marker.exists() and json.loads(marker.read_text()) == {"docs": docs, "files": files}):
-        generate(folder, docs=docs, files=files, seed=0)
-        marker.write_text(json.dumps({"docs": docs, "files": files}))
-    return sorted(folder.glob("part-*.jsonl.gz"))
 
 
 def bare(tokenizer_path: str, batch: int, out: str, files: list[str]) -> None:
@@ -100,7 +90,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", default=None)
     add_section_args(ap)
     args = ap.parse_args()
-    files = corpus(args.docs, args.files)
+    files = demo_files("tokenize", args.docs, args.files)
     runs = RUNS / "tokenize"
     runs.mkdir(parents=True, exist_ok=True)
     tokenizer = untruncated(args.tokenizer or default_tokenizer(), runs / "tokenizer.json")
