@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from curate.engine.steps import check_columns
 from curate.errors import InputError, RecipeError
+from curate.io import output_formats
 from curate.io.readers import file_schema, read_source
 from curate.io.sources import Source, discover, searched_directories
 from curate.paths import missing_paths
@@ -59,7 +60,8 @@ def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, 
 
 
 def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
-    """Walk the steps over `schema` (from `where`): columns each needs, and each one's own check."""
+    """Walk the steps over `schema` (from `where`): columns each needs, and each one's own check;
+    then what the output format needs of the columns they leave (token ids for megatron, pack)."""
     place = where
     for step in recipe.steps:
         op = step.build(recipe)
@@ -73,6 +75,7 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
         if after.names != schema.names:  # say which step left the columns a later step lacks
             place = f"{where}, after steps[{step.index - 1}].{step.name}"
         schema = after
+    output_formats.check_tokens(recipe.output, schema)
 
 
 def check_paths(recipe: Recipe) -> None:

@@ -40,18 +40,36 @@ class InputSpec(_Strict):
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
 
 
+class PackSpec(_Strict):
+    """`output.pack`: the token ids cut into rows of exactly seq_len (curate/io/packing.py)."""
+
+    seq_len: int = Field(gt=0, description="Token ids per row.")
+    last: Literal["pad", "drop"] = Field(description="The last, partial row of each output file: pad it with "
+                                                     "pad_id, or drop its ids.")
+    pad_id: int | None = Field(None, ge=0, description="The id padding the last row (last: pad).")
+
+    @model_validator(mode="after")
+    def _pad_id_with_pad(self) -> "PackSpec":
+        if (self.last == "pad") != (self.pad_id is not None):
+            raise ValueError("last: pad needs a pad_id, and pad_id applies to last: pad only")
+        return self
+
+
 class OutputSpec(_Strict):
     path: str
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
     merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
                                                   "(costs one more read and write of the output).")
-    format: Literal["parquet", "jsonl", "hf", "webdataset"] = Field(
+    format: Literal["parquet", "jsonl", "hf", "webdataset", "megatron"] = Field(
         "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk); "
                                "webdataset (tar shards of KEY.jpg/txt/json, with their rows' metadata as Parquet "
-                               "beside each; the sample key is `_key`, kept in the output).")
+                               "beside each; the sample key is `_key`, kept in the output); megatron (Megatron-LM "
+                               ".bin/.idx of the input_ids column).")
     compression: Literal["zstd", "snappy", "gzip", "none"] | None = Field(
         None, description="parquet: zstd (default), snappy, gzip, none; jsonl: none (default), gzip (.jsonl.gz), "
-                          "zstd (.jsonl.zst); hf: none.")
+                          "zstd (.jsonl.zst); hf, megatron: none.")
+    pack: PackSpec | None = Field(None, description="Parquet of input_ids packed into rows of seq_len ids, with "
+                                                    "the documents' boundaries: {seq_len: N, last: pad|drop}.")
     upload: str | None = Field(None, description="Copy the finished run (data/, trace/, manifest.json last) to this "
                                                  "fsspec URI: s3://bucket/prefix, gs://..., file:///...")
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
@@ -60,13 +78,20 @@ class OutputSpec(_Strict):
     @model_validator(mode="after")
     def _compression_fits_format(self) -> "OutputSpec":
         allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",),
-                   "webdataset": ("none",)}
+                   "webdataset": ("none",), "megatron": ("none",)}
         if self.compression is not None and self.compression not in allowed[self.format]:
             raise ValueError(f"compression {self.compression} does not apply to format {self.format} "
                              f"(choose from {', '.join(allowed[self.format])})")
+        if self.pack is not None and self.format != "parquet":
+            raise ValueError(f"pack writes Parquet rows, it does not apply to format {self.format}")
         if self.format == "webdataset" and "_key" not in self.keep_columns:
             self.keep_columns.append("_key")  # the tar members' names
         return self
+
+    @property
+    def tokens(self) -> bool:
+        """The output is written from the input_ids column (megatron, packed Parquet)."""
+        return self.format == "megatron" or self.pack is not None
 
     @property
     def parquet_compression(self) -> str:

@@ -57,8 +57,9 @@ def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: E
         else:
             merges.append((group, target))
     executor.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
-    if recipe.output.format != "parquet":
-        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map)
+    if recipe.output.format != "parquet" or recipe.output.pack is not None:
+        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map,
+                               pack=recipe.output.pack)
 
 
 def _now() -> str:

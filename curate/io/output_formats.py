@@ -12,6 +12,11 @@ each part is converted there (in the workers, one part per task) before `data.tm
   metadata (every column but the image), as img2dataset writes them. One tar per part: the parts
   are already of about `shard_mb` (encoded images do not compress), or merged up to it with
   `merge_shards`.
+- megatron: `part-NNNNN.bin` / `.idx`, Megatron-LM's indexed dataset of the input_ids column
+  (megatron.py);
+- parquet with `output.pack`: each part's input_ids packed into rows of seq_len ids (packing.py).
+The token formats write `tokens.json` beside the parts: the documents and tokens of every part
+and of the whole output (the tokenize step's own total is in the manifest's step entry).
 
 `output.upload` copies the published run (data/, trace/, then manifest.json last, so a
 manifest there means the copy is whole) to any fsspec URI: s3://, gs://, file://, ...
@@ -29,9 +34,13 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
+from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
+from curate.io.packing import to_packed
 
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
-PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar"}
+PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar",
+           "megatron": "*.bin"}
+TOKEN_TOTALS = "tokens.json"
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:
@@ -88,10 +97,37 @@ def to_webdataset(part: Path) -> None:
     os.replace(meta_tmp, part)
 
 
-def convert(staging: Path, fmt: str, compression: str | None, run_map) -> None:
-    """The Parquet parts in `staging` converted to `fmt`; `run_map(fn, *lists)` runs them in parallel."""
+def check_tokens(output, schema: pa.Schema) -> None:
+    """A token output (megatron, pack) gets an input_ids column of integer lists it can write, from
+    the steps' output `schema` (its type unknown until the data shows it: null)."""
+    if not output.tokens:
+        return
+    setting = "output.format" if output.format == "megatron" else "output.pack"
+    if TOKENS in schema.names and pa.types.is_null(schema.field(TOKENS).type):
+        return
+    value_type = token_type(schema, setting)
+    if output.format == "megatron":
+        megatron_code(value_type, setting)
+
+
+def write_token_totals(staging: Path, shards: list[dict], **about) -> None:
+    totals = {key: sum(s[key] for s in shards) for key in shards[0] if key != "file"} if shards else {}
+    (staging / TOKEN_TOTALS).write_text(json.dumps({**about, "documents": 0, "tokens": 0, **totals,
+                                                    "shards": shards}, indent=1) + "\n")
+
+
+def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None) -> None:
+    """The Parquet parts in `staging` converted to `fmt` (and packed by `pack`, an output.pack);
+    `run_map(fn, *lists)` runs them in parallel."""
     parts = sorted(staging.glob("part-*.parquet"))
-    if fmt == "jsonl":
+    if pack is not None:
+        codec = None if compression == "none" else compression or "zstd"
+        shards = run_map(to_packed, parts, [pack.seq_len] * len(parts), [pack.pad_id] * len(parts),
+                         [codec] * len(parts))
+        write_token_totals(staging, shards, seq_len=pack.seq_len, last=pack.last)
+    elif fmt == "megatron":
+        write_token_totals(staging, run_map(to_megatron, parts))
+    elif fmt == "jsonl":
         run_map(to_jsonl, parts, [compression or "none"] * len(parts))
     elif fmt == "webdataset":
         run_map(to_webdataset, parts)

@@ -96,6 +96,8 @@ EXPECTED = {
     "sql_filter": [({"where": "true"}, (), ())],
     "token_count": [({"tokenizer": "t"}, ("body",), ("token_count",)),
                     ({"tokenizer": "t", "column": "n"}, ("body",), ("n",))],
+    "tokenize": [({"tokenizer": "t"}, ("body",), ("input_ids",)),
+                 ({"tokenizer": "t", "column": "ids"}, ("body",), ("ids",))],
     "url_filter": [({}, ("url",), ()), ({"url_column": "u"}, ("u",), ())],
 }
 
