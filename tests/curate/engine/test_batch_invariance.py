@@ -37,7 +37,9 @@ class Case:
     """Steps (name, params) over one of the inputs below. Strings in params may name what the
     module sets up (Env): {models}, {tokenizer}, {lists}, {mock_url}."""
 
-    data: str  # "text", "vectors" (text with a public embedding column `emb`) or "nnetnav" (ADP raw)
+    # "text", "vectors" (text with a public embedding column `emb`), "nnetnav" (ADP raw) or "images"
+    # (encoded images of several sizes and formats with captions)
+    data: str
     steps: tuple[tuple[str, dict], ...]
     needs: tuple[str, ...] = ()  # modules of optional extras the steps import (the case skips without them)
     # Columns a model computes over batches of rows: equal to a relative 1e-5, not to the bit
@@ -57,6 +59,11 @@ MODEL_SCORES = Case("text", (("perplexity", {"model": "{models}/gpt2", "batch_si
                     needs=("torch", "transformers"),
                     model_columns=("quality_perplexity", "complexity_deita", "quality_classifier"),
                     one_run=(5, 3))  # each run starts a model worker, which loads torch
+
+CLIP = Case("images", (("clip_score", {"model": "{clip}", "batch_size": 4, "device": "cpu"}),
+                       ("clip_score_select", {"fraction": 0.5})),
+            needs=("torch", "open_clip"), model_columns=("quality_clip_score",),
+            one_run=(5, 3))  # each run starts a model worker, which loads torch
 
 # One case per operator; operators that need the same setup share one (the model scores load
 # their models in one model-worker start, the ADP operators follow each other).
@@ -103,6 +110,11 @@ CASES: dict[str, Case] = {
     "decontaminate": Case("text", (("decontaminate", {"benchmarks": [{"name": "b", "path": "{benchmark}",
                                                                       "columns": ["q", "a"], "id_column": "id"}],
                                                       "ngram": 5}),)),
+    "tokenize": Case("text", (("tokenize", {"tokenizer": "{tokenizer}", "eos": 0}),), needs=("tokenizers",)),
+    "image_filter": Case("images", (("image_filter", {"min_side": 24, "max_aspect_ratio": 2.0, "decodable": True,
+                                                      "min_caption_words": 2}),), needs=("PIL",)),
+    "clip_score": CLIP,
+    "clip_score_select": CLIP,
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
     "rephrase": Case("text", (("rephrase", {"llm": MOCK_LLM, "styles": ["medium", "qa"], "ratio": "1:2"}),),
                      needs=("aiohttp",)),
@@ -189,8 +201,26 @@ def write_inputs(root: Path) -> dict[str, Path]:
     records = raw + [{**r, "id": f"{r['id']}-copy"} for r in raw]
     write_jsonl(root / "nnetnav" / "part0.jsonl", records[:27])
     write_jsonl(root / "nnetnav" / "part1.jsonl", records[27:])
+    (root / "images").mkdir()
+    for k in range(len(FILE_ROWS)):
+        pq.write_table(pa.Table.from_pylist(image_rows(rows[starts[k]:starts[k + 1]], k)),
+                       root / "images" / f"part{k}.parquet")
     return {"text": root / "text" / "*.jsonl", "vectors": root / "vectors" / "*.parquet",
-            "nnetnav": root / "nnetnav" / "*.jsonl"}
+            "nnetnav": root / "nnetnav" / "*.jsonl", "images": root / "images" / "*.parquet"}
+
+
+def image_rows(rows: list[dict], part: int) -> list[dict]:
+    """An encoded image per text row (sizes, shapes and formats vary; one in 13 is not an image),
+    with the row's first words as its caption."""
+    from tests.curate.io.wds_shards import image_bytes
+
+    out = []
+    for i, row in enumerate(rows):
+        n = row["n"]
+        size = (16 + (n * 7) % 48, 16 + (n * 11) % 40)
+        image = b"not an image" if n % 13 == 0 else image_bytes(size, (n % 256, 80, 160), ["JPEG", "PNG"][n % 2])
+        out.append({"image": image, "text": " ".join(row["text"].split()[:n % 6]), "n": n})
+    return out
 
 
 class Env:
@@ -226,6 +256,12 @@ class Env:
         bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1)
         bpe.save(str(self.root / "tokenizer.json"))
         return self.root / "tokenizer.json"
+
+    @functools.cached_property
+    def clip(self) -> Path:
+        from tests.operators.embed.tiny_clip import build_tiny_clip
+
+        return build_tiny_clip(self.root / "models" / "tiny-clip")
 
     @functools.cached_property
     def models(self) -> Path:
@@ -305,6 +341,10 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
             present = [c for c in case.model_columns if c in table.column_names]
             files[name] = table.drop_columns(present).to_pylist()
             scores[name] = {c: table.column(c).to_pylist() for c in present}
+        elif case.model_columns and name.startswith("trace/"):  # removed rows carry the model's scores too
+            rows = pq.read_table(p).to_pylist()
+            scores[name] = {c: [r["row"].pop(c, None) for r in rows] for c in case.model_columns}
+            files[name] = rows
         else:
             files[name] = p.read_bytes()
     shutil.rmtree(out)
