@@ -5,6 +5,8 @@ where `fallback_id` names the trajectory when the record has no id of its own. A
 that sets `GROUP_BY = "<key>"` converts a run of consecutive records sharing that key
 (one record per step, as nnetnav has them) and receives the list of records instead.
 A record that cannot be converted raises `Unconvertible` (or any error), with the reason.
+A module whose records hold model output names where (`MODEL_TEXT`, see _model_text.py): the
+converter then sees that text without any chat template's special tokens around it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from curate.errors import CurateError
 from operators.agent.converters._events import Unconvertible
+from operators.agent.converters._model_text import unwrapped
 
 CONVERTERS: dict[str, str] = {
     # AgentInstruct (AgentTuning)
@@ -57,6 +60,7 @@ class Converter:
     name: str
     convert: Callable[[Any, str], dict]
     group_by: str | None = None
+    model_text: Any = None  # where the records hold model output (_model_text.Field / Turns), if they do
 
 
 def names() -> list[str]:
@@ -69,7 +73,17 @@ def get(name: str) -> Converter:
     if module is None:
         raise CurateError(f"unknown ADP source {name!r}; known sources: {', '.join(names())}")
     mod = importlib.import_module(f"{__name__}.{module}")
-    return Converter(name, mod.convert, getattr(mod, "GROUP_BY", None))
+    group_by, where = getattr(mod, "GROUP_BY", None), getattr(mod, "MODEL_TEXT", None)
+    convert = mod.convert if where is None else _unwrapping(mod.convert, where, grouped=group_by is not None)
+    return Converter(name, convert, group_by, where)
+
+
+def _unwrapping(convert: Callable[[Any, str], dict], where, grouped: bool) -> Callable[[Any, str], dict]:
+    """`convert`, handed its unit (a record, or a group's records) with the model texts unwrapped."""
+    def call(unit, fallback_id: str) -> dict:
+        return convert([unwrapped(r, where) for r in unit] if grouped else unwrapped(unit, where), fallback_id)
+
+    return call
 
 
 @dataclass
