@@ -31,7 +31,7 @@ from operators.agent.ops import AdpConvertParams
 from operators.agent.rows import JOINED, raw_records
 
 GROUP_SCHEMA = pa.schema([("first_id", pa.string()), ("records", pa.string())])
-ROW_GROUP_BYTES = 8 << 20  # of records per row group of the groups file (what one `apply` reads, about)
+ROW_GROUP_BYTES = 8 << 20  # records per row group of the groups file, in bytes: about what one `apply` reads
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,10 @@ class AdpConvert(Map):
 
     def check_schema(self, schema: pa.Schema) -> None:
         if self.converter.group_by and JOINED not in schema.names:
-            source = self.params.source
-            raise RecipeError("source", f"{source} has one record per step: put `- adp_join: {{source: {source}}}` "
-                                        "before this step (it joins each trajectory's steps across the whole input)")
+            p = self.params
+            join = f"source: {p.source}" + (f", raw_column: {p.raw_column}" if p.raw_column else "")
+            raise RecipeError("source", f"{p.source} has one record per step: put `- adp_join: {{{join}}}` before "
+                                        "this step (it joins each trajectory's steps across the whole input)")
 
     def _units(self, batch: pa.RecordBatch, ids: list[str]):
         if self.converter.group_by is None:

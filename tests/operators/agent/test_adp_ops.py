@@ -68,7 +68,7 @@ def test_a_per_step_source_needs_adp_join_before_adp_convert(tmp_path):
     r = recipes.load(text=f"input: {{path: '{tmp_path}/in.jsonl'}}\noutput: {{path: '{tmp_path}/out'}}\n"
                           "steps:\n  - adp_convert: {source: nnetnav-wa, raw_column: raw}\n")
     with pytest.raises(RecipeError, match=r"steps\[0\]\.adp_convert\.source: nnetnav-wa has one record per step: "
-                                          r"put `- adp_join: \{source: nnetnav-wa\}` before this step"):
+                                          r"put `- adp_join: \{source: nnetnav-wa, raw_column: raw\}` before"):
         run(r, RunOptions(workers=1))
 
 
