@@ -53,8 +53,10 @@ class AdpJoin(Global):
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
         self.group_by = converters.get(self.params.source).group_by
-        self.provides = (JOINED,) if self.group_by else ()
         self._read: tuple[tuple, pa.Table] | None = None  # the last row groups `apply` read, for the next batch
+
+    def computed_provides(self) -> tuple[str, ...]:
+        return (JOINED,) if converters.get(self.params.source).group_by else ()
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array] | None:
         if not self.group_by:

@@ -22,6 +22,8 @@ CLUSTERS = ("_cluster", "prune_dist_to_centroid")
 EXPECTED = {
     "adp_convert": [({"source": "openai_chat"}, (), ("id", "content", "details")),
                     ({"source": "openai_chat", "raw_column": "raw"}, ("raw",), ("id", "content", "details"))],
+    "adp_join": [({"source": "openai_chat"}, (), ()), ({"source": "nnetnav-live"}, (), ("_adp_records",)),
+                 ({"source": "nnetnav-wa", "raw_column": "raw"}, ("raw",), ("_adp_records",))],
     "adp_export": [({"style": "openhands"}, ("id", "content", "details"), ("id", "system", "conversations"))],
     "adp_validate": [({}, ("id", "content", "details"), ())],
     "c4_quality": [({}, ("body",), ()),
