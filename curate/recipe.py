@@ -36,6 +36,10 @@ class InputSpec(_Strict):
                                                      "different content: count them in the manifest and warn, or "
                                                      "fail the run.")
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
+    raw_column: str | None = Field(None, description="JSON input only: each record whole, as its JSON text, in this "
+                                                     "one string column instead of a column per field (for nested "
+                                                     "records whose shape varies, e.g. raw agent trajectories); a "
+                                                     "file may then also be one JSON array of records.")
 
 
 class OutputSpec(_Strict):

@@ -49,7 +49,8 @@ CONVERTERS: dict[str, str] = {
     "swe-gym_openhands_sampled_trajectories": "swe_gym_openhands",
     "swe-play-trajectories": "swe_play",
     "swe-smith": "swe_smith",
-    # generic importers for formats users already have
+    # generic importers for formats users already have, and ADP itself (to validate and export)
+    "adp": "adp",
     "openai_chat": "openai_chat",
     "sharegpt": "sharegpt",
 }
