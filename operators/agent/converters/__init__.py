@@ -30,6 +30,7 @@ CONVERTERS: dict[str, str] = {
     "agenttuning_webshop": "agenttuning_webshop",
     # GUI and mobile datasets
     "android_in_the_wild": "android_in_the_wild",
+    "androidcontrol": "androidcontrol",
     # code and tool-use datasets
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
