@@ -5,8 +5,9 @@ a string here and an object there, keys present in some steps only) do not survi
 field: Arrow would unify their types, adding null keys and refusing mixed ones. Read whole, a
 record reaches the step that parses it exactly as the file has it. A file is JSON lines (read a
 line at a time) or, as some releases ship samples, one JSON array of records (parsed whole, so
-meant for samples, not for large data). What is not a JSON object is a bad row, with its line
-(or, in an array, its position) and why.
+meant for samples, not for large data). A record is a JSON object, or an array (a session
+stored as its list of steps); anything else is a bad row, with its line (or, in an array, its
+position) and why.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _one(line: bytes) -> tuple[str, str | None]:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as e:
         return text, f"malformed JSON: {e}"
-    return text, None if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
+    return text, None if isinstance(record, (dict, list)) else f"expected a JSON object or array, got " \
+                                                              f"{type(record).__name__}"
 
 
 def _array(path: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
@@ -83,5 +85,5 @@ def _array(path: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
         raise InputError(f"{path}: not valid JSON ({e})") from None
     for i, record in enumerate(records, 1):
         text = orjson.dumps(record).decode()
-        yield i, text, None if isinstance(record, dict) else f"record {i} of the array is a {type(record).__name__}, " \
-                                                             "not a JSON object"
+        yield i, text, None if isinstance(record, (dict, list)) else f"record {i} of the array is a " \
+                                                                     f"{type(record).__name__}, not a JSON object or array"

@@ -1,7 +1,9 @@
 """Converters from source datasets (and generic chat formats) to ADP trajectories, by name.
 
-Each converter is a small module with `convert(record, fallback_id) -> trajectory dict`,
-where `fallback_id` names the trajectory when the record has no id of its own. A module
+Each converter is a small module with `convert(record, fallback_id) -> trajectory dict` (or a
+list of them, for a record that holds several: screenagent's sessions give one per step), where
+`fallback_id` names the trajectory when the record has no id of its own. Records are JSON
+objects, or arrays where the module sets `RECORD = list` (a session stored as its list of steps). A module
 that sets `GROUP_BY = "<key>"` converts a run of consecutive records sharing that key
 (one record per step, as nnetnav has them) and receives the list of records instead.
 A record that cannot be converted raises `Unconvertible` (or any error), with the reason.
@@ -31,6 +33,7 @@ CONVERTERS: dict[str, str] = {
     # GUI and mobile datasets
     "android_in_the_wild": "android_in_the_wild",
     "androidcontrol": "androidcontrol",
+    "screenagent": "screenagent",
     # code and tool-use datasets
     "code_feedback": "code_feedback",
     "codeactinstruct": "codeactinstruct",
@@ -62,6 +65,7 @@ class Converter:
     name: str
     convert: Callable[[Any, str], dict]
     group_by: str | None = None
+    record_type: type = dict
     model_text: Any = None  # where the records hold model output (_model_text.Field / Turns), if they do
 
 
@@ -77,7 +81,7 @@ def get(name: str) -> Converter:
     mod = importlib.import_module(f"{__name__}.{module}")
     group_by, where = getattr(mod, "GROUP_BY", None), getattr(mod, "MODEL_TEXT", None)
     convert = mod.convert if where is None else _unwrapping(mod.convert, where, grouped=group_by is not None)
-    return Converter(name, convert, group_by, where)
+    return Converter(name, convert, group_by, getattr(mod, "RECORD", dict), where)
 
 
 def _unwrapping(convert: Callable[[Any, str], dict], where, grouped: bool) -> Callable[[Any, str], dict]:
@@ -93,20 +97,27 @@ class Converted:
     """The outcome for one input unit: `rows` are the positions of the records it came from."""
 
     rows: list[int]
-    trajectory: dict | None
+    trajectories: list[dict]  # none when the unit did not convert (`error` says why)
     error: str | None
 
+    @property
+    def trajectory(self) -> dict | None:
+        """The unit's trajectory, for sources that give one per unit (None when it did not convert)."""
+        if len(self.trajectories) > 1:
+            raise ValueError(f"records {self.rows} gave {len(self.trajectories)} trajectories: use .trajectories")
+        return self.trajectories[0] if self.trajectories else None
 
-def convert_unit(conv: Converter, unit: Any, fallback_id: str) -> tuple[dict | None, str | None]:
-    """(trajectory, None), or (None, why) for a unit (a record; a group's records) that does not convert."""
+
+def convert_unit(conv: Converter, unit: Any, fallback_id: str) -> tuple[list[dict], str | None]:
+    """([trajectory, ...], None), or ([], why) for a unit (a record; a group's records) that does not convert."""
     try:
         traj = conv.convert(unit, fallback_id)
     except Unconvertible as e:
-        return None, str(e)
+        return [], str(e)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         # A record of an unexpected shape: report it, never stop the whole stream.
-        return None, f"{type(e).__name__}: {e}"
-    return traj, None
+        return [], f"{type(e).__name__}: {e}"
+    return traj if isinstance(traj, list) else [traj], None
 
 
 def iter_convert(conv: Converter, records: Iterable[dict], start: int = 0,
@@ -119,18 +130,17 @@ def iter_convert(conv: Converter, records: Iterable[dict], start: int = 0,
                 enumerate(zip(records, fallback_ids if fallback_ids is not None else _positions(start))))
     if conv.group_by is None:
         for pos, rec, fid in numbered:
-            if not isinstance(rec, dict):
-                error = str(rec) if isinstance(rec, Exception) else f"record is a {type(rec).__name__}, not an object"
-                yield Converted([pos], None, error)
+            if not isinstance(rec, conv.record_type):
+                want = "an array" if conv.record_type is list else "an object"
+                error = str(rec) if isinstance(rec, Exception) else f"record is a {type(rec).__name__}, not {want}"
+                yield Converted([pos], [], error)
                 continue
-            traj, err = convert_unit(conv, rec, fid)
-            yield Converted([pos], traj, err)
+            yield Converted([pos], *convert_unit(conv, rec, fid))
         return
     key = conv.group_by
     for _, group in groupby(numbered, key=lambda t: t[1].get(key) if isinstance(t[1], dict) else None):
         group = list(group)
-        traj, err = convert_unit(conv, [rec for _, rec, _ in group], group[0][2])
-        yield Converted([pos for pos, _, _ in group], traj, err)
+        yield Converted([pos for pos, _, _ in group], *convert_unit(conv, [rec for _, rec, _ in group], group[0][2]))
 
 
 def _positions(start: int) -> Iterator[str]:

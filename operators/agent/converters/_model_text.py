@@ -43,9 +43,10 @@ class Field:
 
     key: str
 
-    def holders(self, record: dict) -> Iterator[tuple[dict, str]]:
-        if isinstance(record.get(self.key), str):
-            yield record, self.key
+    def holders(self, record) -> Iterator[tuple[dict, str]]:
+        for item in record if isinstance(record, list) else [record]:  # a record may be a list of steps
+            if isinstance(item, dict) and isinstance(item.get(self.key), str):
+                yield item, self.key
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class Turns:
 
 def unwrapped(record, where: Field | Turns):
     """`record` with its model texts unwrapped; copies only what it changes (the input stays as read)."""
+    if isinstance(record, list):  # a session stored as its steps
+        return [unwrapped(step, where) for step in record]
     if not isinstance(record, dict):
         return record
     out = dict(record)

@@ -59,15 +59,15 @@ def test_json_lines_keep_each_line_as_written(tmp_path):
 
 def test_what_is_not_a_json_object_is_a_bad_row_by_line_or_position(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text('{"a": 1}\n{oops\n\n[1, 2]\n{"b": 2}')  # no newline at the end
+    path.write_text('{"a": 1}\n{oops\n\n7\n[{"b": 2}]')  # an array is a record (a session's steps)
     texts, bad, _ = read(path)
-    assert [json.loads(t) for t in texts] == [{"a": 1}, {"b": 2}]
+    assert [json.loads(t) for t in texts] == [{"a": 1}, [{"b": 2}]]
     assert [line for line, _ in bad] == [2, 4]
-    assert "malformed JSON" in bad[0][1] and "expected a JSON object, got list" in bad[1][1]
+    assert "malformed JSON" in bad[0][1] and "expected a JSON object or array, got int" in bad[1][1]
     array = tmp_path / "a.json"
     array.write_text('[{"a": 1}, 7]')
     texts, bad, _ = read(array)
-    assert texts == ['{"a":1}'] and bad == [(2, "record 2 of the array is a int, not a JSON object")]
+    assert texts == ['{"a":1}'] and bad == [(2, "record 2 of the array is a int, not a JSON object or array")]
     with pytest.raises(InputError, match="line 2: malformed JSON"):
         read(path, on_bad_row="fail")
 

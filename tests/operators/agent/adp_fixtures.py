@@ -69,7 +69,7 @@ def load(dataset: str, name: str):
 # Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
 # for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
 # mark is strict, so a converter that makes one pass fails the run until it leaves this list.
-AWAITING_CONVERTER = {"screenagent", "turkingbench"}
+AWAITING_CONVERTER = {"turkingbench"}
 
 
 def _case(dataset: str, *values, fails_with: type[BaseException]):

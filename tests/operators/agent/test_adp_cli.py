@@ -142,7 +142,7 @@ def test_raw_parquet_input_is_read_as_records(tmp_path):
     assert [t[:-2] for t in ours] == [t["content"][:-2] for t in load("agenttuning_kg", "sample_std.json")]
 
 
-@pytest.mark.parametrize("dataset", ["nnetnav-live", "agenttuning_os", "webarena_successful"])
+@pytest.mark.parametrize("dataset", ["nnetnav-live", "agenttuning_os", "webarena_successful", "screenagent"])
 def test_convert_equals_curate_run_of_its_recipe_whatever_the_batch_rows(cli, tmp_path, dataset):
     """The command is its recipe: `curate run` on what --show-recipe prints writes the same bytes,
     and those bytes do not depend on batch_rows (nnetnav joins steps across batches)."""

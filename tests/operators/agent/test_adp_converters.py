@@ -17,7 +17,7 @@ def test_converter_matches_reference_std(dataset):
     raw, std = load(dataset, "sample_raw.json"), reference_std(dataset)
     units = list(converters.iter_convert(converters.get(dataset), raw))
     assert [u.error for u in units] == [None] * len(units)
-    ours = [u.trajectory for u in units]
+    ours = [t for u in units for t in u.trajectories]
     assert [t["id"] for t in ours] == [t["id"] for t in std]
     for mine, ref in zip(ours, std):
         validate_trajectory(mine)
@@ -45,5 +45,5 @@ def test_nnetnav_wa_shares_the_live_format():
 def test_conversion_is_deterministic(dataset):
     raw = load(dataset, "sample_raw.json")
     conv = converters.get(dataset)
-    first = [u.trajectory for u in converters.iter_convert(conv, raw)]
-    assert [u.trajectory for u in converters.iter_convert(conv, raw)] == first
+    first = [u.trajectories for u in converters.iter_convert(conv, raw)]
+    assert [u.trajectories for u in converters.iter_convert(conv, raw)] == first
