@@ -149,10 +149,12 @@ def demo(
 
 @app.command()
 def sources():
-    """List the source converters, SFT styles and shipped API environments."""
+    """List the source converters with what each needs, the SFT styles and shipped API environments."""
     from operators.agent import converters, environments
     from operators.agent.exporters import STYLES
 
-    _out.print("sources: " + ", ".join(converters.names()), highlight=False)
+    _out.print("sources (--from), and what each needs:", highlight=False)
+    for name in converters.names():
+        _out.print(f"  {name}: {converters.get(name).requirements()}", highlight=False, markup=False)
     _out.print("styles: " + ", ".join(sorted(STYLES)), highlight=False)
     _out.print("environments: " + ", ".join(environments.names()), highlight=False)

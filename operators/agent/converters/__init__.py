@@ -3,7 +3,8 @@
 Each converter is a small module with `convert(record, fallback_id) -> trajectory dict` (or a
 list of them, for a record that holds several: screenagent's sessions give one per step), where
 `fallback_id` names the trajectory when the record has no id of its own. Records are JSON
-objects, or arrays where the module sets `RECORD = list` (a session stored as its list of steps). A module
+objects, or arrays where the module sets `RECORD = list` (a session stored as its list of steps).
+`NEEDS` says what a source needs besides its records (images on disk for the GUI sets). A module
 that sets `GROUP_BY = "<key>"` converts a run of consecutive records sharing that key
 (one record per step, as nnetnav has them) and receives the list of records instead.
 A record that cannot be converted raises `Unconvertible` (or any error), with the reason.
@@ -67,6 +68,17 @@ class Converter:
     group_by: str | None = None
     record_type: type = dict
     model_text: Any = None  # where the records hold model output (_model_text.Field / Turns), if they do
+    needs: str = ""  # besides the records
+
+    def requirements(self) -> str:
+        """What the source needs, in words, for `curate adp sources`."""
+        parts = [self.needs] if self.needs else []
+        if self.group_by:
+            parts.append(f"one record per step, a trajectory's steps consecutive with the same `{self.group_by}` "
+                         "(in a recipe, adp_join before adp_convert)")
+        if self.record_type is list:
+            parts.append("each record a JSON array (a session's steps), one trajectory per step")
+        return "; ".join(parts) or "the records alone"
 
 
 def names() -> list[str]:
@@ -81,7 +93,7 @@ def get(name: str) -> Converter:
     mod = importlib.import_module(f"{__name__}.{module}")
     group_by, where = getattr(mod, "GROUP_BY", None), getattr(mod, "MODEL_TEXT", None)
     convert = mod.convert if where is None else _unwrapping(mod.convert, where, grouped=group_by is not None)
-    return Converter(name, convert, group_by, getattr(mod, "RECORD", dict), where)
+    return Converter(name, convert, group_by, getattr(mod, "RECORD", dict), where, getattr(mod, "NEEDS", ""))
 
 
 def _unwrapping(convert: Callable[[Any, str], dict], where, grouped: bool) -> Callable[[Any, str], dict]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from operators.agent.converters._events import Unconvertible
 from operators.agent.rows import trajectory_doc
 
+NEEDS = "ADP trajectories (what `curate adp validate` and `export` read)"
+
 
 def convert(record: dict, fallback_id: str) -> dict:
     try:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
 
+NEEDS = "screenshots on disk: the trajectories name the `screenshots` paths"
+
 _RENAMED = {"navigate_back": "back", "navigate_home": "home"}
 
 

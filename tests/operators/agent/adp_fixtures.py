@@ -69,6 +69,12 @@ def load(dataset: str, name: str):
 # Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
 # for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
 # mark is strict, so a converter that makes one pass fails the run until it leaves this list.
+# turkingbench: its std sample is, like webarena_successful's, the conversions of raw[:1], raw[:2]
+# and raw[:3] concatenated ([0], [0', 1], [0', 1', 2]); the reference's converter consumed each
+# record's answers in memory, so the repeats (0', 1') stop after the first page: the goto and the
+# task template filled in (which general code reproduces). Each record's own conversion is the
+# last of its run; but every page after a click is the page re-serialized by the reference's HTML
+# parser (tags closed and moved, `<head>` added), which only that parser reproduces byte for byte.
 AWAITING_CONVERTER = {"turkingbench"}
 
 

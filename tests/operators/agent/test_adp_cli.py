@@ -160,3 +160,14 @@ def test_convert_equals_curate_run_of_its_recipe_whatever_the_batch_rows(cli, tm
         assert data_bytes(ours) == data_bytes(tmp_path / f"run{batch_rows}")
         seen.add(tuple(data_bytes(ours).items()))
     assert len(seen) == 1
+
+
+def test_sources_lists_every_converter_with_what_it_needs():
+    from operators.agent import converters
+
+    out = run("sources").output
+    listed = {line.strip().split(":")[0] for line in out.splitlines() if line.startswith("  ")}
+    assert listed == set(converters.names())
+    assert "  androidcontrol: screenshots on disk" in out and "  llava_plus: images on disk" in out
+    assert "  nnetnav-live: one record per step" in out and "adp_join before adp_convert" in out
+    assert "  screenagent: each record a JSON array" in out and "  synatra: the records alone" in out
