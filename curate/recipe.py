@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curate import registry
 from curate.errors import RecipeError
@@ -39,7 +39,13 @@ class InputSpec(_Strict):
     raw_column: str | None = Field(None, description="JSON input only: each record whole, as its JSON text, in this "
                                                      "one string column instead of a column per field (for nested "
                                                      "records whose shape varies, e.g. raw agent trajectories); a "
-                                                     "file may then also be one JSON array of records.")
+                                                     "file may then also be one JSON array of records. Empty: off.")
+
+    @field_validator("raw_column")
+    @classmethod
+    def _empty_is_off(cls, v: str | None) -> str | None:
+        # Empty turns it off, so a recipe can default it through ${VAR:-raw} and a user clear it.
+        return v or None
 
 
 class OutputSpec(_Strict):

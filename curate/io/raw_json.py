@@ -23,7 +23,7 @@ from curate.errors import InputError
 def check_format(source, raw_column: str | None) -> None:
     if raw_column is not None and source.format != "jsonl":
         raise InputError(f"{source.path}: input.raw_column reads JSON (lines or an array of records); this file is "
-                         f"{source.format}")
+                         f"{source.format}, whose rows are records as they are: leave input.raw_column empty")
 
 
 def reader(column: str) -> Callable:
