@@ -20,12 +20,14 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import raw_json
+from curate.io import raw_json, webdataset
 from curate.io.sources import Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
 # What `file_schema` parses of a JSONL file (whole lines): enough for the types of its first rows.
 PEEK_BYTES = 1 << 16
+# What `file_schema` reads of a WebDataset shard: its first samples.
+WEBDATASET_PEEK = 64
 
 
 @dataclass
@@ -52,7 +54,8 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 on_bad_row: str = "trace", raw_column: str | None = None) -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order; with
     `raw_column`, JSON records whole as their text in that one column (raw_json.py)."""
-    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream}
+    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream,
+               "webdataset": _webdataset}
     reader = readers[source.format] if raw_column is None else raw_json.reader(raw_column)
     with named_errors(source.path, source.format):
         _not_empty(source)
@@ -96,6 +99,8 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
         elif source.format == "csv":
             with _open_csv(source, lambda row: "skip") as reader:
                 schema = reader.schema
+        elif source.format == "webdataset":
+            schema = _webdataset_peek(source)
         else:
             schema = _jsonl_peek(source)
     for key, _ in () if schema is None else source.partition:
@@ -118,6 +123,17 @@ def _jsonl_peek(source: Source) -> pa.Schema | None:
         return _read_json(lines, None).schema if lines.strip() else None
     except pa.ArrowInvalid:
         return None
+
+
+def _webdataset_peek(source: Source) -> pa.Schema | None:
+    rows = []
+    for item in webdataset.samples(source.path):
+        row = webdataset.sample_row(item)[0] if isinstance(item, webdataset.Sample) else None
+        if row is not None:
+            rows.append(row)
+        if len(rows) == WEBDATASET_PEEK:
+            break
+    return webdataset.file_schema(rows) if rows else None
 
 
 def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
@@ -157,6 +173,39 @@ def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[
     with pa.memory_map(source.path) as mm:
         for batch in pa.ipc.open_stream(mm):
             yield batch, None
+
+
+def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    """Samples of a tar shard as rows (curate/io/webdataset.py); malformed ones as bad rows whose
+    line is the position of their first member in the tar and whose error names the member."""
+    schema: pa.Schema | None = None
+    rows: list[dict] = []
+    bad = BadRows()
+
+    def flush() -> Chunk:
+        nonlocal schema, rows, bad
+        if schema is None and rows:
+            schema = webdataset.file_schema(rows)
+        batch = webdataset.rows_batch(rows, schema) if rows else None
+        chunk = (batch, bad if len(bad) else None)
+        rows, bad = [], BadRows()
+        return chunk
+
+    for item in webdataset.samples(source.path):
+        if isinstance(item, webdataset.Malformed):
+            bad.add(item.position, item.members, item.error)
+            continue
+        row, problem = webdataset.sample_row(item)
+        if row is not None and schema is not None:
+            problem = webdataset.misfit(row, schema)
+        if problem is not None:
+            bad.add(item.first, ", ".join(item.names), problem)
+        else:
+            rows.append(row)
+        if len(rows) == batch_rows:
+            yield flush()
+    if rows or len(bad):
+        yield flush()
 
 
 def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:

@@ -21,6 +21,7 @@ SUFFIX_FORMATS = {
     ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
     ".csv": "csv", ".tsv": "csv",
     ".arrow": "arrow_stream",
+    ".tar": "webdataset", ".tgz": "webdataset",
 }
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
 
@@ -50,7 +51,7 @@ def file_format(path: str, declared: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
-    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv)")
+    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset)")
 
 
 def _hive_partition(rel_parent: Path) -> tuple[tuple[str, str], ...]:

@@ -44,7 +44,7 @@ class Groups:
 
 
 class AdpJoin(Global):
-    """Per-step records of one trajectory onto the row of its first step (JOINED), the others traced as merged."""
+    """Per-step records of one trajectory onto the row of its first step (`_adp_records`); the other rows: merged."""
 
     name = "adp_join"
     Params = AdpConvertParams
@@ -52,11 +52,15 @@ class AdpJoin(Global):
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
-        self.group_by = converters.get(self.params.source).group_by
         self._read: tuple[tuple, pa.Table] | None = None  # the last row groups `apply` read, for the next batch
 
+    @property
+    def group_by(self) -> str | None:
+        """The record field that groups a per-step source's records (None: one record, one trajectory)."""
+        return converters.get(self.params.source).group_by
+
     def computed_provides(self) -> tuple[str, ...]:
-        return (JOINED,) if converters.get(self.params.source).group_by else ()
+        return (JOINED,) if self.group_by else ()
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array] | None:
         if not self.group_by:
@@ -111,7 +115,8 @@ class AdpJoin(Global):
         table = self._groups(state, lo, int(group.max()))
         records, first_ids = table.column("records").to_pylist(), table.column("first_id").to_pylist()
         joined = [records[g - lo] if f else None for g, f in zip(group, first)]
-        details = [None if f else f"joined into the trajectory of row {first_ids[g - lo]}" for g, f in zip(group, first)]
+        details = [None if f else f"joined into the trajectory of row {first_ids[g - lo]}"
+                   for g, f in zip(group, first)]
         return batch.append_column(JOINED, pa.array(joined, pa.string())), Verdict(first, "merged", details)
 
 
