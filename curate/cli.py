@@ -337,8 +337,8 @@ def main() -> None:
     interrupts.install()  # before anything is imported or parsed: a signal at any point ends cleanly
     try:
         app()
-    except KeyboardInterrupt:  # outside a command (while parsing its options, say)
-        sys.exit(interrupts.report())
+    except KeyboardInterrupt as e:  # outside a command (while parsing its options, say)
+        sys.exit(interrupts.report(e.args[0] if e.args else None))
 
 
 if __name__ == "__main__":
