@@ -1,8 +1,8 @@
 """ADP throughput and memory: convert and export 1M trajectories replicated from the fixtures.
 
 Raw records (and, for export, standardized trajectories) of every fixture dataset are cycled
-with fresh ids and fed as JSON lines through the same streaming code the `curate adp`
-commands use (parse, convert or validate+render, serialize one output line each); outputs are
+with fresh ids and fed as JSON lines through the converters, schema check and exporters the
+`curate adp` steps use (parse, convert or validate+render, serialize one output line each); outputs are
 serialized and discarded so that disk size does not limit the run. Peak RSS is sampled every
 10% to show memory stays flat. One process, one core: the rates are per core (reported per wall second and per CPU second,
 the steadier figure on a shared machine).

@@ -2,7 +2,7 @@
 
     python bench/run_all.py [--quick] [--only SECTION,...] [--results PATH] [--workers 2] [--SIZE-OPTION N ...]
 
-Runs each section's script (bench/bench_*.py, dedup_*.py, lake_bench.py, adp_bench.py) in turn, one after
+Runs each section's script (bench/bench_*.py, dedup_*.py, lake_bench.py, adp_*.py) in turn, one after
 the other, each writing its Markdown body to bench/.runs/sections/; then writes RESULTS.md from scratch:
 a header with this command, the headline figures, and every section with its machine, dates, load, the
 command that produced it and the script command it ran. The scripts never write RESULTS.md themselves.
@@ -34,8 +34,8 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "ray-store", "wrap", "qdc",
-            "run-metrics", "decon", "tokenize", "embed-gpu", "clip-gpu", "generate-gpu"]
+            "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store", "wrap",
+            "qdc", "run-metrics", "decon", "tokenize", "embed-gpu", "clip-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
 TITLES = {
@@ -53,6 +53,7 @@ TITLES = {
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
     "adp": "ADP conversion and SFT export",
+    "adp-datasets": "ADP per dataset: trajectories equal to the reference, convert and export rates",
     "embed": "embed throughput: curate run vs a bare SentenceTransformer.encode loop",
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
@@ -87,6 +88,7 @@ SIZES = {
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
+    "adp_rounds": (200, 50, "adp-datasets: rounds over each dataset's sample"),
     "embed_docs": (2000, 1000, "embed: demo documents"),
     "prune_rows": (1_000_000, 1_000_000, "prune: the largest run, in embedding rows (also 1/4 and 1/2 of it)"),
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
@@ -123,6 +125,7 @@ def commands(a) -> dict[str, list[str]]:
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
         "adp": ["adp_bench.py", "--n", str(a.adp_n)],
+        "adp-datasets": ["adp_datasets.py", "--rounds", str(a.adp_rounds)],
         "embed": ["embed_throughput.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
         "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],

@@ -52,7 +52,7 @@ def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, 
     spec = recipe.input
     for source in sources:
         with closing(read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                 on_bad_row=spec.on_bad_row)) as chunks:
+                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column)) as chunks:
             for batch, _ in chunks:
                 if batch is not None and batch.num_rows:
                     return source, batch.schema
@@ -148,7 +148,7 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
     for source in sources:
         if source.path == first.path or not (read or source.format in ("parquet", "arrow_stream")):
             continue
-        other = file_schema(source)
+        other = file_schema(source, recipe.input.raw_column)
         for column, step in read.items() if other is not None else ():
             if column not in other.names:
                 if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only

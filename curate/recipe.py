@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curate import registry
 from curate.errors import RecipeError
@@ -38,6 +38,16 @@ class InputSpec(_Strict):
                                                      "different content: count them in the manifest and warn, or "
                                                      "fail the run.")
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
+    raw_column: str | None = Field(None, description="JSON input only: each record whole, as its JSON text, in this "
+                                                     "one string column instead of a column per field (for nested "
+                                                     "records whose shape varies, e.g. raw agent trajectories); a "
+                                                     "file may then also be one JSON array of records. Empty: off.")
+
+    @field_validator("raw_column")
+    @classmethod
+    def _empty_is_off(cls, v: str | None) -> str | None:
+        # Empty turns it off, so a recipe can default it through ${VAR:-raw} and a user clear it.
+        return v or None
 
 
 class PackSpec(_Strict):

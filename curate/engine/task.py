@@ -37,7 +37,7 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
         read = stats.setdefault(READ_STEP, StepStats())
         for source in task.sources:
             for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                          on_bad_row=spec.on_bad_row):
+                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column):
                 if bad is not None and len(bad):
                     trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
                     read.rows_in += len(bad)

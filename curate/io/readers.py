@@ -20,7 +20,7 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import webdataset
+from curate.io import raw_json, webdataset
 from curate.io.sources import Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
@@ -51,14 +51,17 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 
 
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
-                on_bad_row: str = "trace") -> Iterator[Chunk]:
-    """Batches of `source` with `_id` added (or taken from `id_column`), in file order."""
+                on_bad_row: str = "trace", raw_column: str | None = None) -> Iterator[Chunk]:
+    """Batches of `source` with `_id` added (or taken from `id_column`), in file order; with
+    `raw_column`, JSON records whole as their text in that one column (raw_json.py)."""
     readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream,
                "webdataset": _webdataset}
+    reader = readers[source.format] if raw_column is None else raw_json.reader(raw_column)
     with named_errors(source.path, source.format):
         _not_empty(source)
+        raw_json.check_format(source, raw_column)
         row = 0
-        for batch, bad in readers[source.format](source, batch_rows, on_bad_row):
+        for batch, bad in reader(source, batch_rows, on_bad_row):
             if bad is not None and len(bad) and on_bad_row == "fail":
                 raise InputError(f"{source.path}, line {bad.line[0]}: {bad.error[0]} "
                                  f"(set input.on_bad_row: trace to send such rows to the trace instead)")
@@ -76,7 +79,7 @@ def _not_empty(source: Source) -> None:
         raise InputError(f"{source.path}: the file is empty")
 
 
-def file_schema(source: Source) -> pa.Schema | None:
+def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | None:
     """The columns `read_source` gives for `source` (hive partition columns added, `_id` not), read
     cheaply: a Parquet footer, an Arrow stream's header, a CSV file's first block (as the reader
     infers its types), the whole lines in a JSONL file's first PEEK_BYTES. None where that shows
@@ -84,7 +87,10 @@ def file_schema(source: Source) -> pa.Schema | None:
     them). In a JSONL peek a column that is null in every row peeked has the type null."""
     with named_errors(source.path, source.format):
         _not_empty(source)
-        if source.format == "parquet":
+        raw_json.check_format(source, raw_column)
+        if raw_column is not None:
+            schema = pa.schema([(raw_column, pa.string())])
+        elif source.format == "parquet":
             pf = open_parquet(source.path)
             schema = pf.schema_arrow if pf.metadata.num_rows else None
         elif source.format == "arrow_stream":

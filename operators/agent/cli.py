@@ -1,7 +1,8 @@
 """`curate adp`: convert raw agent datasets to ADP, validate ADP files, export ADP to SFT formats.
 
-Inputs are JSON, JSONL or Parquet; outputs JSONL or Parquet (by extension). Rejected records
-go to `<output>.rejected.jsonl` with their reasons; the counts are printed. A conversion that
+Each command runs a one-step recipe (commands.py) with the runner of `curate run`: inputs are
+JSON (lines or an array), JSONL or Parquet; `-o` is the run directory (data/ in --format jsonl or
+parquet, trace/ with every rejected record and its reason, manifest.json). A conversion that
 writes no trajectory, and a validation that finds invalid ones, exit 2 (a problem with the data).
 """
 
@@ -20,80 +21,114 @@ app = typer.Typer(help="Agent Data Protocol: convert agent datasets to ADP, vali
                   no_args_is_help=True)
 _out = Console(soft_wrap=True)
 
-
-class NothingConverted(CurateError):
-    """`adp convert` wrote no trajectory, usually a wrong --from for the file: exit 2, not an empty success."""
+_FORMAT = typer.Option("jsonl", "--format", help="Data files of the run: jsonl or parquet.")
+_BATCH_ROWS = typer.Option(8192, "--batch-rows", min=1, help="Records per batch (the output does not depend on it).")
+_WORKERS = typer.Option(None, "--workers", "-w", min=1, help="Worker processes (default: one per core).")
+_OVERWRITE = typer.Option(False, "--overwrite", help="Replace an existing run directory.")
+_SHOW = typer.Option(False, "--show-recipe", help="Print the recipe this command runs (for `curate run`) and stop.")
 
 
 class InvalidTrajectories(CurateError):
     """`adp validate` found trajectories that break the ADP schema (exit 2: a problem with the data)."""
 
 
-def _report(counts, output: Path | None, what: str) -> None:
-    from operators.agent.stream import rejected_path
+def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> dict | None:
+    from operators.agent.commands import as_yaml, check_output, run
 
-    _out.print(f"read {counts.read:,} records, wrote {counts.written:,} {what}"
-               + (f" to {output}" if output else ""), highlight=False)
-    if counts.rejected:
-        where = f" (see {rejected_path(output)})" if output else ""
-        _out.print(f"rejected {counts.rejected:,} ({counts.reasons_text()}){where}", highlight=False)
+    if show:
+        print(as_yaml(doc), end="")
+        return None
+    check_output(Path(doc["output"]["path"]))
+    return run(doc, workers, overwrite)
+
+
+def _report(manifest: dict, output: Path, what: str) -> int:
+    """Print what the run read, wrote and rejected; returns the number rejected."""
+    from operators.agent.commands import removed
+
+    _, reasons = removed(manifest)
+    joined = reasons.pop("merged", 0)  # per-step records joined into their trajectory: not rejected
+    rejected = sum(reasons.values())
+    _out.print(f"read {manifest['rows_in']:,} records, wrote {manifest['rows_out']:,} {what} to {output / 'data'}"
+               + (f" ({joined:,} step records joined into their trajectories)" if joined else ""), highlight=False)
+    if rejected:
+        listed = ", ".join(f"{r}: {n:,}" for r, n in sorted(reasons.items()))
+        _out.print(f"rejected {rejected:,} ({listed}); each with its reason in {output / 'trace'}", highlight=False)
+    return rejected
 
 
 @app.command()
 @handle_errors
 def convert(
-    input: Path = typer.Argument(..., help="Raw dataset file (.json, .jsonl or .parquet)."),
+    input: Path = typer.Argument(..., help="Raw dataset file or directory (.json, .jsonl or .parquet)."),
     source: str = typer.Option(..., "--from", help="Source dataset converter (see `curate adp sources`)."),
-    output: Path = typer.Option(..., "-o", "--output", help="ADP output (.jsonl or .parquet)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Run directory (data/, trace/, manifest.json)."),
+    fmt: str = _FORMAT, batch_rows: int = _BATCH_ROWS, workers: Optional[int] = _WORKERS,
+    overwrite: bool = _OVERWRITE, show_recipe: bool = _SHOW,
 ):
-    """Convert a raw agent dataset to ADP trajectories."""
-    from operators.agent.stream import convert_file, rejected_path
+    """Convert a raw agent dataset to ADP trajectories (validated)."""
+    from operators.agent.commands import convert_recipe
 
-    counts = convert_file(source, input, output)
-    _report(counts, output, "trajectories")
-    if not counts.read:
-        raise NothingConverted(f"{input}: no records to convert")
-    if not counts.written:
-        raise NothingConverted(f"{input}: no record converted with --from {source} (0 of {counts.read:,}); "
-                               f"{counts.reasons_text()}; first, {counts.first} (all in {rejected_path(output)})")
+    manifest = _go(convert_recipe(source, input, output, fmt, batch_rows), show_recipe, workers, overwrite)
+    if manifest is not None:
+        _report(manifest, output, "trajectories")
 
 
 @app.command()
 @handle_errors
 def export(
-    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
+    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet; a conversion's data/)."),
     style: str = typer.Option(..., "--to", help="SFT style: openhands, sweagent or agentlab."),
-    output: Path = typer.Option(..., "-o", "--output", help="SFT output (.jsonl or .parquet)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Run directory (data/, trace/, manifest.json)."),
     system_prompt: Optional[Path] = typer.Option(None, "--system-prompt", help="System prompt file (default: ours)."),
     environment: Optional[str] = typer.Option(None, "--env", help="API environment: a shipped name (usually the "
                                               "source dataset, see `curate adp sources`) or a JSON file."),
     web: Optional[bool] = typer.Option(None, "--web/--no-web", help="Treat the data as web browsing "
                                        "(default: from the environment)."),
+    fmt: str = _FORMAT, batch_rows: int = _BATCH_ROWS, workers: Optional[int] = _WORKERS,
+    overwrite: bool = _OVERWRITE, show_recipe: bool = _SHOW,
 ):
     """Render ADP trajectories as SFT conversations in a framework's style."""
-    from operators.agent.stream import export_file
+    from operators.agent.commands import export_recipe
 
-    counts = export_file(style, input, output, str(system_prompt) if system_prompt else None, environment, web)
-    _report(counts, output, "samples")
+    doc = export_recipe(input, output, fmt, batch_rows, style, str(system_prompt) if system_prompt else None,
+                        environment, web)
+    manifest = _go(doc, show_recipe, workers, overwrite)
+    if manifest is not None:
+        _report(manifest, output, "samples")
 
 
 @app.command()
 @handle_errors
 def validate(
-    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet)."),
-    rejected: Optional[Path] = typer.Option(None, "--rejected", help="Write invalid records with reasons here."),
+    input: Path = typer.Argument(..., help="ADP trajectories (.json, .jsonl or .parquet; a conversion's data/)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Keep the run directory here: its trace/ "
+                                          "holds each invalid trajectory with the error (default: not kept)."),
+    batch_rows: int = _BATCH_ROWS, workers: Optional[int] = _WORKERS, overwrite: bool = _OVERWRITE,
+    show_recipe: bool = _SHOW,
 ):
     """Check ADP trajectories against the schema; exits 2 when any is invalid."""
-    from operators.agent.stream import validate_file
+    import shutil
+    import tempfile
 
-    counts, first = validate_file(input, rejected)
-    for line in first:
-        _out.print(line, highlight=False, markup=False)
-    _out.print(f"{counts.written:,} valid, {counts.rejected:,} invalid of {counts.read:,}", highlight=False)
-    if counts.rejected:
-        where = f"all in {rejected}" if rejected else "the first are listed above"
-        raise InvalidTrajectories(f"{input}: {counts.rejected:,} of {counts.read:,} trajectories are not valid ADP "
-                                  f"({where}); first, {counts.first}")
+    from operators.agent.commands import first_removed, removed, validate_recipe
+
+    run_dir = output or Path(tempfile.mkdtemp(prefix="curate-adp-validate-")) / "run"
+    try:
+        manifest = _go(validate_recipe(input, run_dir, batch_rows), show_recipe, workers, overwrite)
+        if manifest is None:
+            return
+        bad, _ = removed(manifest)
+        for line in first_removed(run_dir, 20):
+            _out.print(line, highlight=False, markup=False)
+    finally:
+        if output is None:
+            shutil.rmtree(run_dir.parent, ignore_errors=True)
+    _out.print(f"{manifest['rows_out']:,} valid, {bad:,} invalid of {manifest['rows_in']:,}", highlight=False)
+    if bad:
+        where = f"all in {output / 'trace'}" if output else "the first are listed above"
+        raise InvalidTrajectories(f"{input}: {bad:,} of {manifest['rows_in']:,} trajectories are not valid ADP "
+                                  f"({where})")
 
 
 @app.command()
@@ -114,10 +149,12 @@ def demo(
 
 @app.command()
 def sources():
-    """List the source converters, SFT styles and shipped API environments."""
+    """List the source converters with what each needs, the SFT styles and shipped API environments."""
     from operators.agent import converters, environments
     from operators.agent.exporters import STYLES
 
-    _out.print("sources: " + ", ".join(converters.names()), highlight=False)
+    _out.print("sources (--from), and what each needs:", highlight=False)
+    for name in converters.names():
+        _out.print(f"  {name}: {converters.get(name).requirements()}", highlight=False, markup=False)
     _out.print("styles: " + ", ".join(sorted(STYLES)), highlight=False)
     _out.print("environments: " + ", ".join(environments.names()), highlight=False)

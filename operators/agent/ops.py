@@ -75,12 +75,12 @@ class AdpConvert(Map):
         keep, details = np.zeros(batch.num_rows, dtype=bool), [None] * batch.num_rows
         for unit in self._units(batch, ids):
             (i,) = unit.rows  # one record, or one trajectory's joined records
-            if unit.trajectory is None:
+            if unit.error is not None:
                 details[i] = unit.error
                 continue
             keep[i] = True
-            rows.append(trajectory_row(unit.trajectory))
-            parents.append(ids[i])
+            rows += [trajectory_row(t) for t in unit.trajectories]  # several for a record holding several
+            parents += [ids[i]] * len(unit.trajectories)
         body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
         out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
                                          names=["_parent_id", *TRAJECTORY_SCHEMA.names])

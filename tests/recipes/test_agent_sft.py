@@ -11,7 +11,7 @@ RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "agent-sft.yaml"
 
 def test_agent_sft_runs_on_the_agent_demo_with_no_other_input(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the recipe's input path is relative, as a user runs it from the checkout
-    for var in ("ADP_SOURCE", "ADP_STYLE"):
+    for var in ("ADP_SOURCE", "ADP_STYLE", "ADP_RAW_COLUMN"):
         monkeypatch.delenv(var, raising=False)
     made = cli("adp", "demo")
     assert made.exit_code == 0, made.output
@@ -28,3 +28,29 @@ def test_agent_sft_runs_on_the_agent_demo_with_no_other_input(cli, tmp_path, mon
     turns = table.column("conversations")[0].as_py()
     assert turns[0]["from"] == "human" and turns[1]["from"] == "gpt"
     assert "<function=execute_bash>" in turns[1]["value"]
+
+
+def test_records_whose_shape_varies_convert_read_whole_and_parquet_rows_as_they_are(cli, tmp_path, monkeypatch):
+    """webarena_successful steps are observations or actions (an `action` key in some only): read a
+    column per field, Arrow gave every step an `action` and none converted; read whole, all do."""
+    import pyarrow as pa
+
+    from tests.operators.agent import adp_fixtures
+
+    adp_fixtures.require()  # skips without the fixtures (fails in CI)
+    raw = adp_fixtures.load("webarena_successful", "sample_raw.json")
+    src = tmp_path / "wa.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in raw))
+    monkeypatch.delenv("ADP_RAW_COLUMN", raising=False)
+    monkeypatch.setenv("ADP_SOURCE", "webarena_successful")
+    res = cli("run", RECIPE, "--input", src, "--output", tmp_path / "wa", "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "wa" / "manifest.json").read_text())["rows_out"] == len(raw)
+    kg = tmp_path / "kg.parquet"
+    pq.write_table(pa.Table.from_pylist(adp_fixtures.load("agenttuning_kg", "sample_raw.json")), kg)
+    monkeypatch.setenv("ADP_SOURCE", "agenttuning_kg")
+    res = cli("run", RECIPE, "--input", kg, "--output", tmp_path / "kg", "-w", "1", "--no-report")
+    assert res.exit_code == 2 and "leave input.raw_column empty" in res.stderr
+    monkeypatch.setenv("ADP_RAW_COLUMN", "")
+    res = cli("run", RECIPE, "--input", kg, "--output", tmp_path / "kg", "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output

@@ -10,12 +10,17 @@ import re
 from typing import Callable
 
 from operators.agent.converters._events import Unconvertible, api, message, text_obs, trajectory, web_obs
+from operators.agent.converters._model_text import Field
+
+MODEL_TEXT = Field("output")
 
 _OBSERVATION = re.compile(r"^OBSERVATION:\n(?P<axtree>.*)\nURL: (?P<url>.*?)\nOBJECTIVE: (?P<objective>.*?)\n"
                           r"PREVIOUS ACTIONS:\n", re.DOTALL)
-_HEADER = "<|start_header_id|>assistant<|end_header_id|>\n"
 _SUMMARY = "In summary, the next action I will perform is"
-_FENCE = re.compile(r"```(?P<body>.*?)```", re.DOTALL)
+# A block of code: fenced in triple backticks (closed, or left open at the end of the output, as
+# a model stopped at its end-of-turn token leaves it) or inline in single ones.
+_BLOCK = re.compile(r"```(?P<body>.*?)(?:```|$)|`(?P<inline>[^`\n]+)`", re.DOTALL)
+_LANGUAGE = re.compile(r"^[ \t]*\w+[ \t]*\n")  # a fence's language tag line (```text)
 # WebArena's prompt asks for the reasoning, then "In summary, the next action I will perform is"
 # and the action in ``` (models also write "my next action should be" and the like). The
 # reasoning itself may hold fenced blocks (page elements, earlier actions), so the action is the
@@ -46,13 +51,21 @@ def _parse(block: str) -> tuple[str, dict] | None:
     return (m["name"], args.groupdict()) if args else None
 
 
+def _parse_block(m: re.Match) -> tuple[str, dict] | None:
+    if m["inline"] is not None:
+        return _parse(m["inline"])
+    tag = _LANGUAGE.match(m["body"])
+    return _parse(m["body"]) or (_parse(m["body"][tag.end():]) if tag else None)
+
+
 def _pick(output: str) -> tuple[re.Match, str, dict]:
-    """The fenced block holding the step's action, with the action's name and arguments."""
-    blocks = list(_FENCE.finditer(output))
-    actions = [(m, *parsed) for m in blocks if (parsed := _parse(m["body"])) is not None]
+    """The code block holding the step's action, with the action's name and arguments."""
+    blocks = list(_BLOCK.finditer(output))
+    actions = [(m, *parsed) for m in blocks if (parsed := _parse_block(m)) is not None]
     if not actions:
-        found = ", ".join(repr(m["body"].strip()[:80]) for m in blocks[:3])
-        raise Unconvertible("no WebArena action in a ``` block of the output" + (f" (found {found})" if found else ""))
+        found = ", ".join(repr((m["inline"] or m["body"]).strip()[:80]) for m in blocks[:3])
+        raise Unconvertible("no WebArena action in a code block (``` or `) of the output"
+                            + (f" (found {found})" if found else ""))
     announced = [a for a in actions if _ANNOUNCED.search(output, 0, a[0].start())]
     return (announced or actions)[-1]
 
@@ -89,7 +102,6 @@ def _step(record: dict, last: bool) -> tuple[str, list[dict]]:
     output = record.get("output")
     if not isinstance(output, str):
         raise Unconvertible("record has no string 'output'")
-    output = output.removeprefix(_HEADER).split("<|eot_id|>")[0]
     block, name, args = _pick(output)
     # The thought is the reasoning before the action, as the reference keeps it.
     thought = output[: block.start()].replace(_SUMMARY, "").strip()

@@ -6,6 +6,9 @@ import re
 
 from operators.agent.converters._events import (Unconvertible, api, closing, message, text_obs, trajectory,
                                                 turns)
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 # The reference drops the THOUGHT/ACTION format instructions (the SFT side has its own) and
 # ends the instruction with a confirmation question.

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 # The reference rewrites the prompt's action formats into the tags its SFT renderings use.
 _PROMPT_REWRITES = (

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 
 from operators.agent.converters._events import Unconvertible, marked_action, message, text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 # The answer: a choice letter on a line of its own, then the operation and its value, each on the
 # next line ("B.\nAction: TYPE\nValue: Chicago"); the reference keeps these lines as the answer.

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 _PROBLEM = "Now, my problem is:\n\n"
 _ANSWER_FORMAT = ("\n\nIf you think you have got the answer to the question, you should print like this:"

@@ -7,6 +7,9 @@ import re
 
 from operators.agent.converters._events import (Unconvertible, api, closing, marked_action, message, text_obs,
                                                 trajectory, turns)
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 # The reference drops the action-format instructions from the first prompt.
 _FORMAT_RULES = "You can use search action if search is available."

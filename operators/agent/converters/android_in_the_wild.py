@@ -14,6 +14,8 @@ import re
 
 from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
 
+NEEDS = "screenshots on disk: the trajectories name `<image/encoded>.png`"
+
 GROUP_BY = "episode_id"
 
 

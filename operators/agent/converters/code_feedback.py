@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from operators.agent.converters._common_code import assistant_event, finish_or_close
 from operators.agent.converters._events import text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 _RESULT = "Execution result: \n"
 

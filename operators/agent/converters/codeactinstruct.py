@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 
 from operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 _BUDGET = re.compile(r"You have \d+ chances to interact with the environment or propose a solution\. "
                      r"You can only propose a solution \d+ times\.")

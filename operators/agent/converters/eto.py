@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
 from operators.agent.converters.openai_chat import mark_finish
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations", text="value", role="from", model=("gpt",))
 
 
 def convert(record: dict, fallback_id: str) -> dict:

@@ -10,6 +10,11 @@ api_action per tool call (`API_name`, `API_params`). The reference marks no fini
 from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory, unnamed_obs
+from operators.agent.converters._model_text import Turns
+
+NEEDS = "images on disk: the trajectories name `images/<data_source>/<image>`"
+
+MODEL_TEXT = Turns("conversations", text="value", role="from", model=("gpt",))
 
 _IMAGE = "<image>"
 

@@ -12,6 +12,9 @@ import re
 
 from operators.agent.converters._events import closing, code, message, text_obs, trajectory, turns
 from operators.agent.converters._function_calls import call_event, split_call
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 _BASH = re.compile(r"```(?:bash|sh)\n(?P<code>.*?)\n```", re.DOTALL)
 _THOUGHT = re.compile(r"^\s*THOUGHT:\s*")

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 
 from operators.agent.converters._events import Unconvertible, api, closing, code, message, text_obs, trajectory
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("trajectory", text="text", model=("ai",))
 
 # command -> parameters in signature order ("int:" marks integers written unquoted).
 _COMMANDS = {

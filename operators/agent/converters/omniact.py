@@ -12,6 +12,8 @@ import re
 
 from operators.agent.converters._events import Unconvertible, code, image_obs, trajectory, unnamed_obs
 
+NEEDS = "the screenshot on disk: the trajectories name the record's `image` path"
+
 _TASK = re.compile(r"^\s*Task:\s*(?P<task>.*?)\n(?P<heading>Output Script):?\n(?P<script>.*)$", re.DOTALL)
 
 

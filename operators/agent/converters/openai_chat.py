@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from operators.agent.converters._events import message, trajectory
 from operators.agent.converters._openai_messages import messages_to_events
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 
 def mark_finish(events: list[dict]) -> list[dict]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from operators.agent.converters._common_code import finish_or_close
 from operators.agent.converters._events import message, text_obs, trajectory, turns
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("conversations")
 
 
 def convert(record: dict, fallback_id: str) -> dict:

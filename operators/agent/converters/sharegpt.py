@@ -12,8 +12,10 @@ import json
 from operators.agent.converters._events import Unconvertible, message, text_obs, trajectory
 from operators.agent.converters._openai_messages import tool_call_event
 from operators.agent.converters.openai_chat import mark_finish
+from operators.agent.converters._model_text import Turns
 
 _USER, _AGENT, _ENV = ("human", "user", "system"), ("gpt", "assistant", "chatgpt", "bing"), ("observation", "tool")
+MODEL_TEXT = Turns("conversations", text="value", role="from", model=_AGENT)
 
 
 def _call(value: str, i: int) -> dict:

@@ -10,6 +10,9 @@ import json
 
 from operators.agent.converters._events import closing, trajectory
 from operators.agent.converters._openai_messages import messages_to_events
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 
 _TOOL_HINT = " with `python <filename.py>` using the BashTool"

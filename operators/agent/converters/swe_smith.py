@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from operators.agent.converters._events import closing, message, text_obs, trajectory, turns
 from operators.agent.converters._function_calls import call_event, split_call
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 _OBSERVATION = "OBSERVATION:\n"
 

@@ -9,6 +9,9 @@ import ast
 import re
 
 from operators.agent.converters._events import Unconvertible, api, text_obs, trajectory, web_obs
+from operators.agent.converters._model_text import Field
+
+MODEL_TEXT = Field("response")
 
 _INSTRUCTION = "Generate the next action given the an objective, the current web page, and previous actions. "
 _WEBSITE = re.compile(r'^# website\nwebsite = "(?P<v>.*?)"$', re.MULTILINE)

@@ -13,6 +13,9 @@ import json
 
 from operators.agent.converters._events import Unconvertible, api, message, text_obs, trajectory, turns
 from operators.agent.converters.openai_chat import mark_finish
+from operators.agent.converters._model_text import Turns
+
+MODEL_TEXT = Turns("messages")
 
 
 def _servers(record: dict) -> list[str]:

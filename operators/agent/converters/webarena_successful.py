@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, api, image_obs, trajectory, unnamed_obs, web_obs
 
+NEEDS = "screenshots on disk: the trajectories name each step's `screenshot_path`"
+
 VIEWPORT = [1280, 720]
 # WebArena's action space: the fields of its action record each action uses.
 _ARGUMENTS = {

@@ -88,7 +88,7 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
         return args
     if name == "agent-sft":
         monkeypatch.chdir(tmp)  # its input path is relative, as a user runs it from the checkout
-        for var in ("ADP_SOURCE", "ADP_STYLE"):
+        for var in ("ADP_SOURCE", "ADP_STYLE", "ADP_RAW_COLUMN"):
             monkeypatch.delenv(var, raising=False)
         assert cli("adp", "demo").exit_code == 0
         return []

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from curate.errors import CurateError
 from operators.agent import converters
 from operators.agent.demo import generate
-from operators.agent.files import read_records
 from operators.agent.schema import validate_trajectory
 
 
 def test_demo_records_convert_to_valid_adp_except_the_planted_ones(tmp_path):
     path = generate(tmp_path, trajectories=120, seed=3)
-    records = list(read_records(path))
+    records = [json.loads(line) for line in path.read_text().splitlines()]
     units = list(converters.iter_convert(converters.get("agenttuning_os"), records))
     converted = [u.trajectory for u in units if u.trajectory is not None]
     for traj in converted:

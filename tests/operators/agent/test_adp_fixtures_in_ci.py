@@ -38,7 +38,7 @@ def test_missing_fixtures_fail_in_ci(no_fixtures, monkeypatch, value):
 
 
 def test_a_marked_reference_test_fails_in_ci_when_fixtures_are_missing(tmp_path):
-    test = "tests/operators/agent/test_adp_cli.py::test_rejected_records_go_to_a_side_file"
+    test = "tests/operators/agent/test_adp_cli.py::test_rejected_records_go_to_the_trace_with_the_reason"
     env = {**os.environ, "ADP_FIXTURES": str(tmp_path / "missing")}
     for ci, code, outcome in (("true", 1, "ERROR"), ("", 0, "SKIPPED")):
         env["CI"] = ci
