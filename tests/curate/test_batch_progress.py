@@ -17,7 +17,7 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     r = tmp_path / "r.yaml"
     r.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\n"
                  f"steps:\n  - token_count: {{tokenizer: {_tokenizer(tmp_path)}}}\n  - exact_dedup: {{}}\n")
-    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.1")  # the env var; --progress-seconds is the option
+    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.01")  # the env var; --progress-seconds is the option
     res = cli("run", r, "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stderr.splitlines() if line.startswith("progress ")]
@@ -25,7 +25,7 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until a "
                        r"task is done); \d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
     assert all(shape.match(line) for line in lines if "rows" in line), lines
-    assert any("stage 0, " in line and "/4 tasks" in line for line in lines), lines
+    assert any("/4 tasks" in line for line in lines), lines  # whichever stage a tick fell in: 4 tasks each
     assert "progress.py" not in res.stderr and "1 tasks" not in res.output
     funnel = res.stdout
     assert "top reasons; counts" in funnel and re.search(r"tokens [\d,]+", funnel), funnel  # the step's counts
