@@ -40,7 +40,7 @@ class Preflight:
 def inputs(recipe: Recipe) -> list[Source]:
     """The input files in run order; InputError when nothing matches."""
     spec = recipe.input
-    return discover(spec.path, spec.format, spec.split)
+    return discover(spec.path, spec.format, spec.split, spec.storage_options)
 
 
 def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, pa.Schema | None]:
