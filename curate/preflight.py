@@ -27,6 +27,7 @@ from curate.engine.steps import check_columns
 from curate.errors import InputError, RecipeError
 from curate.io.readers import file_schema, read_source
 from curate.io.sources import Source, discover, searched_directories
+from curate.io.store import map_objects
 from curate.recipe import Recipe
 
 
@@ -132,10 +133,8 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
     footers (and Arrow stream headers) are read even when no column is compared: a damaged one
     is found here, not in the middle of the run."""
     read = input_columns_read(recipe, schema)
-    for source in sources:
-        if source.path == first.path or not (read or source.format in ("parquet", "arrow_stream")):
-            continue
-        other = file_schema(source)
+    others = [s for s in sources if s.path != first.path and (read or s.format in ("parquet", "arrow_stream"))]
+    for source, other in zip(others, map_objects(file_schema, others, any(s.is_uri for s in others))):
         for column, step in read.items() if other is not None else ():
             if column not in other.names:
                 if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only

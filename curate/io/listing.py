@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import PurePath, PurePosixPath
 from typing import Callable
+from urllib.parse import urlparse
 
 from curate.engine import layout
 from curate.io import store
@@ -32,7 +33,8 @@ def is_data_name(name: str) -> bool:
 class Listing:
     fs: object  # the fsspec filesystem
     base: PurePosixPath  # what names (and hive partitions) are relative to
-    files: list[tuple[PurePosixPath, dict]] = field(default_factory=list)  # data objects, sorted, with info
+    # The data objects, sorted: URI, name relative to `base` (or the URL's file name), listing info.
+    files: list[tuple[str, PurePosixPath, dict]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # run directories left out, as URIs
     run_directory: bool | None = None  # the URI names a run directory: finished (True) or not
 
@@ -67,6 +69,7 @@ def list_uri(spec: str, options: dict) -> Listing:
     fs, path = store.filesystem(spec, options)
     files = layout.Files(_arrow_fs(fs))
     with store.store_errors(spec):
+        fs.invalidate_cache()  # a listing fsspec kept from before would hide a changed object from --resume
         single = any(p in ("http", "https") for p in _protocols(fs))
         info = None if glob.has_magic(path) and not single else fs.info(path)
         if info is None:
@@ -93,12 +96,17 @@ def list_uri(spec: str, options: dict) -> Listing:
         pattern = PurePosixPath(path).parts
         # The order of a local run's: a directory's files as paths, a glob's matches as strings.
         for name in sorted(found, key=PurePosixPath if complete else None):
-            entry, f = found[name], PurePosixPath(name)
+            entry = found[name]
+            if single:  # a URL: no directories to walk, and not a path to take apart
+                listing.files.append((name, PurePosixPath(PurePosixPath(urlparse(name).path).name), entry))
+                continue
+            f = PurePosixPath(name)
             if entry.get("type", "file") != "file" or not is_data_name(f.name):
                 continue
-            if not single and in_unnamed_run_directory(f, listing.base, pattern, skipped, is_run):
+            if in_unnamed_run_directory(f, listing.base, pattern, skipped, is_run):
                 continue
-            listing.files.append((f, entry))
+            rel = f.relative_to(listing.base) if f.is_relative_to(listing.base) else PurePosixPath(f.name)
+            listing.files.append((fs.unstrip_protocol(name), rel, entry))
         listing.skipped = [fs.unstrip_protocol(str(d)) for d in skipped]
     return listing
 

@@ -8,7 +8,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path, PurePath
 from typing import Iterator
 
 import pyarrow as pa
@@ -132,9 +132,7 @@ def _uri_sources(spec: str, declared_format: str | None, options: dict) -> list[
     if not found.files:
         raise _no_files_error(spec, found.skipped)
     sources = []
-    for f, info in found.files:
-        rel = f.relative_to(found.base) if f.is_relative_to(found.base) else PurePosixPath(f.name)
-        uri = found.fs.unstrip_protocol(str(f))
+    for uri, rel, info in found.files:
         sources.append(Source(uri, file_format(uri, declared_format), rel.as_posix(), _hive_partition(rel.parent),
                               size=info.get("size"), version=store.version(info), storage_options=options))
     return sources
@@ -269,3 +267,20 @@ def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[
             row += rg.num_rows
         out.append(replace(src, row_groups=tuple(groups), first_row=first))
     return out
+
+
+def input_objects(sources: list[Source]) -> list[dict]:
+    """Lineage of a run's input, for its manifest: each file or object once, in run order, with
+    its size and what identifies its version: an object's ETag / generation / version id as its
+    store gave it (store.version), a local file's mtime (hashing a 10 TB input is not done)."""
+    seen: dict[str, dict] = {}
+    for src in sources:
+        if src.path in seen:  # a Parquet file split into row-group ranges
+            continue
+        if src.is_uri:
+            seen[src.path] = {"uri": src.path, "size": src.size, "version": src.version}
+        else:
+            st = os.stat(src.path)
+            seen[src.path] = {"uri": Path(src.path).resolve().as_uri(), "size": st.st_size,
+                              "version": f"mtime_ns={st.st_mtime_ns}"}
+    return list(seen.values())

@@ -103,3 +103,19 @@ def open_stream(uri: str, options: dict | None = None, compression: str | None =
     with store_errors(uri, "cannot open"):
         handle = fs.open(path, "rb", block_size=STREAM_BLOCK, cache_type="readahead")
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
+
+
+REQUESTS_IN_FLIGHT = 32  # footers and headers read at once from a store (each one waits on a round trip)
+
+
+def map_objects(fn, items: list, remote: bool) -> Iterator:
+    """`fn` over `items`, results in order: from a store many at once (a request each, mostly
+    waiting), else one by one here. An error surfaces at its item, after the ones before it."""
+    if not remote or len(items) < 2:
+        return map(fn, items)
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(REQUESTS_IN_FLIGHT)
+    results = pool.map(fn, items)
+    pool.shutdown(wait=False)  # `results` still yields every result; the threads end when done
+    return results
