@@ -242,3 +242,36 @@ def test_memory_uris_as_globs_directories_and_lists(tmp_path):
             discover("memory://mem/a/*.parquet")
     finally:
         fs.rm("/mem", recursive=True)
+
+
+def test_run_with_an_unreadable_store_exits_2_naming_the_uri_before_any_output(cli, tmp_path, s3):
+    (tmp_path / "r.yaml").write_text("steps: []\n")
+    for uri in ("s3://no-such-bucket/crawl/*.jsonl.gz", "s3://inp/crawl/*.jsonl.gz"):
+        res = cli("run", tmp_path / "r.yaml", "--input", uri, "--output", tmp_path / "o", "-w", "1")
+        assert res.exit_code == 2 and uri in res.output.replace("\n", "") and "Traceback" not in res.output
+        assert not (tmp_path / "o").exists()
+
+
+def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, monkeypatch):
+    import gzip
+    import os
+
+    import s3fs.core
+
+    from curate.io import store
+    from curate.io.readers import file_schema
+
+    lines = b"".join(b'{"text": "%s"}\n' % os.urandom(300).hex().encode() for _ in range(4000))
+    body = gzip.compress(lines, mtime=0)
+    s3.put_object(Bucket="inp", Key="z/big.jsonl.gz", Body=body)
+    monkeypatch.setattr(store, "STREAM_BLOCK", 64 << 10)
+    fetched = []
+    real = s3fs.core.S3File._fetch_range
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range",
+                        lambda self, start, end: fetched.append(end - start) or real(self, start, end))
+    [source] = discover("s3://inp/z/big.jsonl.gz")
+    assert file_schema(source).names == ["text"]
+    assert sum(fetched) < len(body) // 4  # the peek reads its first blocks, not the object
+    fetched.clear()
+    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 4000
+    assert sum(fetched) == len(body) and max(fetched) <= 2 * (64 << 10)  # all of it, block by block
