@@ -6,6 +6,8 @@ bare read of the same objects, and listing a prefix of many objects.
 Data: the first demo-corpus files that make `--gb` of JSONL.gz, and the same rows as Parquet
 (zstd, 64k-row groups), put under s3://bench/jsonl/ and s3://bench/parquet/ on a moto server (a
 subprocess, ray_store_bench.Moto). Each side reads every object and writes it as local Parquet:
+  local    `curate run` with no steps on the same files on local disk (its fixed costs: start-up,
+           workers, publishing; no store);
   curate   `curate run` with no steps, `--workers` processes (its own reading: Parquet by range
            requests through fsspec/s3fs, JSONL.gz streamed in blocks);
   bare     one process per object list, `--workers` threads: Parquet with pyarrow.fs.S3FileSystem
@@ -63,7 +65,7 @@ def inputs(gb: float) -> tuple[list[Path], Path]:
             break
         files.append(f)
         total += f.stat().st_size
-    parquet = h.DATA / "remote-read-parquet"
+    parquet = h.DATA / f"remote-read-parquet-{h.CORPUS_DIR.name}"
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
 
@@ -75,6 +77,30 @@ def inputs(gb: float) -> tuple[list[Path], Path]:
     return files, parquet
 
 
+def linked(files: list[Path]) -> Path:
+    """A directory of links to `files` (the first corpus files), for a local glob of just them."""
+    folder = h.RUNS / "remote-read" / "jsonl-input"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for f in files:
+        (folder / f.name).symlink_to(f)
+    return folder
+
+
+def server_cpu(moto: Moto) -> float:
+    """CPU seconds of the moto server's processes so far (it may serve from a child process)."""
+    total, todo = 0.0, [moto.proc.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+        todo += h._children_of(pid)
+    return total
+
+
 def put_all(client, pairs: list[tuple[str, bytes | Path]]) -> None:
     def put(pair):
         key, body = pair
@@ -84,9 +110,15 @@ def put_all(client, pairs: list[tuple[str, bytes | Path]]) -> None:
         list(pool.map(put, pairs))
 
 
-def read_side(args, moto: Moto, fmt: str, prefix: str) -> list[dict]:
+def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]:
     runs = h.RUNS / "remote-read"
     rows = []
+    recipe = h.write_recipe(runs / f"{fmt}-local.yaml", local, runs / f"local-{fmt}", [])
+    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--workers", str(args.workers)],
+                       log=runs / f"local-{fmt}.log")
+    h.require_ok(m, f"curate run ({fmt}, local)")
+    rows.append({"side": "curate run, the same files on local disk", "fmt": fmt, "wall": m.seconds,
+                 "cpu": m.cpu_seconds, "rows": h.parquet_rows(runs / f"local-{fmt}" / "data")})
     recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", runs / f"curate-{fmt}", [])
     m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--workers", str(args.workers)],
                        env=moto.env, log=runs / f"curate-{fmt}.log")
@@ -137,9 +169,10 @@ def main():
         put_all(client, [(f"jsonl/{f.name}", f) for f in files])
         put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
         sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(sorted(parquet.glob("*.parquet")))}
-        cpu0 = moto.cpu()
-        results = read_side(args, moto, "parquet", "parquet") + read_side(args, moto, "jsonl", "jsonl")
-        moto_cpu = moto.cpu() - cpu0
+        cpu0 = server_cpu(moto)
+        results = (read_side(args, moto, "parquet", "parquet", str(parquet / "*.parquet"))
+                   + read_side(args, moto, "jsonl", "jsonl", str(linked(files) / "*.jsonl.gz")))
+        moto_cpu = server_cpu(moto) - cpu0
         listed = listing(moto, client, args.objects)
     finally:
         moto.stop()
@@ -149,10 +182,11 @@ def main():
              "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) |", "|---|---|---:|---:|---:|---:|---:|"]
     headlines = []
     for fmt in ("parquet", "jsonl"):
-        ours, bare = [r for r in results if r["fmt"] == fmt]
-        if ours["rows"] != bare["rows"]:
-            raise SystemExit(f"{fmt}: curate read {ours['rows']} rows, the bare read {bare['rows']}")
-        for r in (ours, bare):
+        local, ours, bare = [r for r in results if r["fmt"] == fmt]
+        if not local["rows"] == ours["rows"] == bare["rows"]:
+            raise SystemExit(f"{fmt}: curate read {ours['rows']} rows ({local['rows']} locally), the bare read "
+                             f"{bare['rows']}")
+        for r in (ours, bare, local):
             lines.append(f"| {fmt} | {r['side']} | {r['rows']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
                          f"{sizes[fmt] * 1e3 / r['wall']:.0f} | {bare['wall'] / r['wall']:.0%} |")
         headlines.append([f"S3 read of {sizes[fmt]:.1f} GB {fmt}: curate run vs bare", f"{ours['wall']:.1f} s vs "
