@@ -275,3 +275,33 @@ def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, monkeyp
     fetched.clear()
     assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 4000
     assert sum(fetched) == len(body) and max(fetched) <= 2 * (64 << 10)  # all of it, block by block
+
+
+def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
+    """hf://datasets/ORG/NAME/... through huggingface_hub's HfFileSystem, against a loopback
+    stand-in for the Hub (hubkit): JSONL.gz and hive Parquet, listed and read by range."""
+    pytest.importorskip("huggingface_hub")
+    from tests.curate.io import hubkit
+
+    repo = tmp_path / "repo"
+    demo.generate(repo / "jsonl", docs=600, files=2)
+    hive_parquet(repo / "hive")
+    server = hubkit.serve(repo, "org/name")
+    endpoint = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)  # the workers' huggingface_hub: never the real Hub
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    try:
+        for inp, local, steps in (("hf://datasets/org/name/jsonl/*.jsonl.gz", f"{repo}/jsonl/*.jsonl.gz", QUICKSTART),
+                                  ("hf://datasets/org/name/hive", str(repo / "hive"), "steps: []\n")):
+            outs = []
+            for where, path in (("hub", inp), ("local", local)):
+                out = tmp_path / f"{where}-{len(outs)}-{inp.rsplit('/', 1)[-1].strip('*.')}"
+                r = recipe.load(text=steps, input_path=path, output_path=str(out),
+                                overrides=[f"input.storage_options={{endpoint: '{endpoint}'}}"])
+                run(r, RunOptions(workers=2))
+                outs.append(digest(out))
+            assert outs[0] == outs[1] and outs[0]
+        [source] = discover("hf://datasets/org/name/hive/lang=de/part-0.parquet", storage_options={"endpoint": endpoint})
+        assert source.version.startswith("blob_id=") and source.size == (repo / "hive/lang=de/part-0.parquet").stat().st_size
+    finally:
+        server.shutdown()
