@@ -135,12 +135,17 @@ def test_a_missing_bucket_or_object_is_an_input_error_naming_the_uri(s3):
             discover(uri)
 
 
-def test_refused_credentials_are_an_input_error_naming_the_uri(s3):
+def test_refused_credentials_or_no_endpoint_are_an_input_error_naming_the_uri(s3, monkeypatch):
+    import moto.settings
+
     s3.put_object(Bucket="inp", Key="k/a.jsonl", Body=b'{"text": "a"}\n')
-    # moto checks signatures against its known keys only when told to; a wrong endpoint is refused at once
-    with pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl"):
+    with pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl.*(refused|timed out|connect)"):
         discover("s3://inp/k/a.jsonl", storage_options={"endpoint_url": "http://127.0.0.1:9",
                                                        "config_kwargs": {"retries": {"max_attempts": 1}}})
+    with monkeypatch.context() as patched, pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl: access refused "
+                                                                          r".*check the credentials"):
+        patched.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: ours are unknown
+        discover("s3://inp/k/a.jsonl")
 
 
 def test_storage_options_reach_the_store_but_never_the_manifest(tmp_path, s3, s3_server, monkeypatch):
@@ -305,3 +310,44 @@ def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
         assert source.version.startswith("blob_id=") and source.size == (repo / "hive/lang=de/part-0.parquet").stat().st_size
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.tsv", "t.csv.gz", "t.arrow", "t.jsonl.zst", "t.jsonl.bz2", "t.jsonl"])
+def test_every_format_reads_from_s3_as_from_disk(tmp_path, s3, name):
+    table = pa.table({"text": [f"row {i}, with a comma" for i in range(500)], "n": list(range(500))})
+    path = tmp_path / name
+    if ".csv" in name or ".tsv" in name:
+        import pyarrow.csv as pcsv
+
+        with pa.output_stream(str(path), compression="detect") as f:
+            pcsv.write_csv(table, f, pcsv.WriteOptions(delimiter="\t" if ".tsv" in name else ","))
+    elif name.endswith(".arrow"):
+        with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+            w.write_table(table, max_chunksize=100)
+    else:
+        codec = {"zst": "zstd", "bz2": "bz2"}.get(name.rsplit(".", 1)[-1])
+        with pa.output_stream(str(path), compression=codec) as f:
+            f.write("".join(json.dumps(r) + "\n" for r in table.to_pylist()).encode())
+    s3.put_object(Bucket="inp", Key=f"f/{name}", Body=path.read_bytes())
+    from curate.io.readers import file_schema
+
+    [local], [remote] = discover(str(path)), discover(f"s3://inp/f/{name}")
+    assert file_schema(remote) == file_schema(local)
+    rows = [[b for b, _ in read_source(s) if b is not None] for s in (local, remote)]
+    assert pa.Table.from_batches(rows[1]).equals(pa.Table.from_batches(rows[0]))
+    assert pa.Table.from_batches(rows[1]).num_rows == 500
+
+
+def test_footers_in_a_store_are_counted_and_checked_before_the_run(tmp_path, s3):
+    from curate import preflight
+    from curate.progress import input_rows
+
+    hive_parquet(tmp_path / "hive")
+    upload(s3, tmp_path / "hive", "hive")
+    sources = discover("s3://inp/hive")
+    assert input_rows(sources, None) == 1200 and input_rows(split_parquet(sources, 1000), 7) == 7
+    s3.put_object(Bucket="inp", Key="hive/lang=en/part-9.parquet", Body=b"PAR1 not really")
+    s3.put_object(Bucket="inp", Key="hive/lang=zz/part-0.parquet", Body=b"PAR1 nor this")
+    r = recipe.load(text="steps: []\n", input_path="s3://inp/hive", output_path=str(tmp_path / "o"))
+    with pytest.raises(InputError, match=r"s3://inp/hive/lang=en/part-9\.parquet: not a readable Parquet"):
+        preflight.check(r)  # the first damaged file in input order, of those read at once
