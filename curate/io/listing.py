@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import posixpath
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import PurePath, PurePosixPath
 from typing import Callable
 from urllib.parse import urlparse
@@ -67,7 +66,6 @@ def list_uri(spec: str, options: dict) -> Listing:
     """The data objects `spec` names: every object under a prefix, a glob's matches, or one
     object (an http(s) URL is always one object: a web server lists nothing)."""
     fs, path = store.filesystem(spec, options)
-    files = layout.Files(_arrow_fs(fs))
     with store.store_errors(spec):
         fs.invalidate_cache()  # a listing fsspec kept from before would hide a changed object from --resume
         single = any(p in ("http", "https") for p in _protocols(fs))
@@ -80,17 +78,13 @@ def list_uri(spec: str, options: dict) -> Listing:
         else:
             found, base, complete = {path: info}, posixpath.dirname(path), False
         listing = Listing(fs, PurePosixPath(base))
-        # Under a whole prefix, the listing shows every run mark there is: ask the store only
-        # about those; a glob's matches do not show them, so each directory is asked once.
-        marked = {posixpath.dirname(k) for k in found if k.endswith("/manifest.json")} | {
-            posixpath.dirname(posixpath.dirname(k)) for k in found if k.endswith(f"/{layout.WORK}/run.json")}
+        runs = set() if single else _run_directories(fs, found, listing.base, complete)
 
-        @cache
         def is_run(directory: PurePath) -> bool:
-            return (not complete or str(directory) in marked) and layout.is_run_directory(str(directory), files)
+            return str(directory) in runs
 
         if complete and is_run(listing.base):
-            listing.run_directory = files.is_file(f"{base}/manifest.json")
+            listing.run_directory = layout.Files(_arrow_fs(fs)).is_file(f"{base}/manifest.json")
             return listing
         skipped: list[PurePath] = []
         pattern = PurePosixPath(path).parts
@@ -109,6 +103,23 @@ def list_uri(spec: str, options: dict) -> Listing:
             listing.files.append((fs.unstrip_protocol(name), rel, entry))
         listing.skipped = [fs.unstrip_protocol(str(d)) for d in skipped]
     return listing
+
+
+def _run_directories(fs, found: dict, base: PurePosixPath, complete: bool) -> set[str]:
+    """The curate run directories at or below `base` on the way to the listed objects. Under a
+    whole prefix the listing shows every run mark there is, so only the directories holding one
+    are asked; a glob's matches do not show them, so every directory on their way is asked, many
+    at once (a request or two each)."""
+    if complete:
+        candidates = {posixpath.dirname(k) for k in found if k.endswith("/manifest.json")} | {
+            posixpath.dirname(posixpath.dirname(k)) for k in found if k.endswith(f"/{layout.WORK}/run.json")}
+    else:
+        candidates = {str(PurePosixPath(*PurePosixPath(k).parts[:i])) for k in found
+                      for i in range(len(base.parts), len(PurePosixPath(k).parts))}
+    files = layout.Files(_arrow_fs(fs))
+    ordered = sorted(candidates)
+    marks = store.map_objects(lambda d: layout.is_run_directory(d, files), ordered, remote=True)
+    return {d for d, is_run in zip(ordered, marks) if is_run}
 
 
 def _protocols(fs) -> tuple[str, ...]:

@@ -185,6 +185,9 @@ def test_run_directories_under_a_listed_prefix_are_left_out(tmp_path, s3):
     assert len(discover("s3://inp/p/run/data")) == len(list((out / "data").iterdir()))
     with pytest.raises(InputError, match="is a curate run directory"):
         discover("s3://inp/p/run")
+    with pytest.raises(InputError, match=r"left out: the curate run directory s3://inp/p/run;"):
+        discover("s3://inp/p/**/*.parquet")  # reached through a wildcard: not read back
+    assert len(discover("s3://inp/p/*/data/*.parquet")) == len(list((out / "data").iterdir()))  # named: read
 
 
 class _RangeHandler(SimpleHTTPRequestHandler):
