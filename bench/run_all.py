@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "embed", "prune", "ray", "ray-store", "remote-read", "wrap", "qdc",
-            "run-metrics", "embed-gpu", "clip-gpu", "generate-gpu"]
+            "run-metrics", "decon", "tokenize", "embed-gpu", "clip-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
 TITLES = {
@@ -61,6 +61,8 @@ TITLES = {
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
     "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
+    "decon": "Benchmark decontamination: decontaminate vs datatrove's NGramsDecontIndexer + Filter, index scaling",
+    "tokenize": "tokenize + megatron output: tokens per CPU-second vs a bare encode_batch loop + numpy write, and datatrove",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
     "generate-gpu": "Batched generation on a GPU: rephrase (transformers backend) vs a bare generate loop",
@@ -98,9 +100,11 @@ SIZES = {
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
     "run_metrics_files": (7, 7, "run-metrics: quickstart with and without metrics on the first K demo-corpus files"),
+    "tokenize_docs": (100_000, 20_000, "tokenize: demo documents"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
     "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
+    "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
 }
 
 
@@ -131,7 +135,9 @@ def commands(a) -> dict[str, list[str]]:
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
+        "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
+        "tokenize": ["tokenize_bench.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
                       "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
         "clip-gpu": ["clip_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],

@@ -17,9 +17,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dt="$here/.venvs/datatrove"
 [ -x "$dt/bin/python" ] || python3 -m venv "$dt"
 "$dt/bin/pip" install -q --upgrade pip
-"$dt/bin/pip" install -q "datatrove[processing]" spacy pyarrow psutil orjson
+"$dt/bin/pip" install -q "datatrove[processing]" spacy tokenizers pyarrow psutil orjson  # tokenizers: DocumentTokenizer (tokenize_bench.py)
 "$dt/bin/python" - <<'PY'
 import importlib.metadata as md
+from datatrove.pipeline.tokens import DocumentTokenizer  # tokenize_bench.py
 from datatrove.utils.word_tokenizers import load_word_tokenizer
 words = load_word_tokenizer("en").word_tokenize("The cat sat on the mat, didn't it?")
 print("datatrove", md.version("datatrove"), "spacy", md.version("spacy"), "en tokenizer ok:", words)

@@ -62,7 +62,8 @@ def trial(recipe: Path, corpus: Path, out: Path, workers: int, after: float, sig
     else:
         clean = code == 0
     return {"landed": landed, "code": code, "exit_seconds": exit_seconds if landed else None, "clean": clean,
-            "orphans": orphans, "resume_code": resume_code, "digest": faultkit.digest(out)}
+            "orphans": orphans, "resume_code": resume_code, "digest": faultkit.digest(out),
+            "stderr": stderr}
 
 
 def main() -> None:
@@ -105,6 +106,8 @@ def main() -> None:
         print(" | ".join(map(str, rows[-1])), flush=True)
         if not ok:
             failures.append(rows[-1])
+            print(f"trial {i} stderr:\n{r['stderr']}", flush=True)
+            (work / f"trial-{i}.stderr").write_text(r["stderr"])
     passed = len(rows) - len(failures)
     landed = sum(r[5] == "yes" for r in rows)
     timing = (f" Seconds from the signal to the exit: median {statistics.median(exits):.2f}, "

@@ -129,6 +129,9 @@ def run(
                                              "(s3://BUCKET/PREFIX, gs://...) through which nodes that do not see "
                                              "the output directory share the run's work files."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
+    progress_seconds: float = typer.Option(30.0, "--progress-seconds", min=0.1, envvar="CURATE_PROGRESS_SECONDS",
+                                           help="When stderr is no terminal (nohup, Slurm): a progress line every "
+                                                "this many seconds."),
 ) -> None:
     """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
@@ -151,14 +154,15 @@ def run(
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
     from curate.trace import emptied_by
+    from curate.words import count
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store)
-    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources)
+    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds)
 
     out.print(funnel_table(manifest))
-    out.print(f"wrote {manifest['rows_out']:,} rows to {Path(r.output.path) / 'data'} "
-              f"({manifest['data_files']} files) in {manifest['seconds']:.1f}s")
+    out.print(f"wrote {count(manifest['rows_out'], 'row')} to {Path(r.output.path) / 'data'} "
+              f"({count(manifest['data_files'], 'file')}) in {manifest['seconds']:.1f}s")
     if "duplicate_ids" in manifest:
         cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
                              f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
@@ -200,20 +204,21 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> No
     import json
 
     from curate.engine import plan
+    from curate.words import count
 
     the_plan = plan.make(r.steps, checked.sources, limit, workers)
     if as_json:
         print(json.dumps(the_plan.describe(), indent=1))
         return
     sources = checked.sources
-    out.print(f"[bold]{r.name}[/]: {len(sources)} input files ({sources[0].format}, first: {sources[0].path})")
+    out.print(f"[bold]{r.name}[/]: {count(len(sources), 'input file')} ({sources[0].format}, first: {sources[0].path})")
     if checked.schema is not None:
         out.print(f"  columns (first batch): {', '.join(checked.schema.names)}")
     for stage, tasks in zip(the_plan.stages, the_plan.tasks):
         names = [f"{s.label} ({s.op_class.kind})" for s in stage.all_steps] or ["(read and write)"]
         where = {"model": "model workers", "io": "cpu workers, async I/O"}.get(stage.resource_class, "cpu workers")
-        count = f"{len(tasks)} tasks" if tasks is not None else f"a task per shard of stage {stage.index - 1}"
-        out.print(f"  stage {stage.index} ({where}, {count}): " + " -> ".join(names))
+        tally = count(len(tasks), "task") if tasks is not None else f"a task per shard of stage {stage.index - 1}"
+        out.print(f"  stage {stage.index} ({where}, {tally}): " + " -> ".join(names))
     out.print(f"  output: {r.output.path}")
     out.print("  (--dry-run --json prints the whole plan: every task, its inputs and _ord offset)")
 
@@ -229,15 +234,18 @@ def validate(
 ) -> None:
     """Check a recipe, its output path and its input, without running it.
 
-    Checks operators, parameters and their values, then that the output path can be a directory
+    Checks operators, parameters and their values, that the models, tokenizers and files the
+    steps name exist (also with --no-data), then that the output path can be a directory
     outside the input, that the input files exist, that each step's columns and SQL fit the schema
     of the input's first batch, and that the other files give the columns the steps read the same
     kinds of type (their schemas are read cheaply: Parquet footers, the first lines of JSONL)."""
     from curate import preflight
     from curate.errors import InputError
+    from curate.words import count
 
     r = _load(recipe, set_, input, output)
-    steps = f"{len(r.steps)} steps: {', '.join(s.name for s in r.steps) or 'none'}"
+    steps = f"{count(len(r.steps), 'step')}: {', '.join(s.name for s in r.steps) or 'none'}"
+    preflight.check_paths(r)  # models and lists are the recipe's, not the input's: --no-data checks them too
     if no_data:
         out.print(f"ok: {recipe} ({steps}); input not checked (--no-data)", soft_wrap=True)
         return
@@ -248,7 +256,7 @@ def validate(
     checked = preflight.check(r, sources)
     against = (f"the first batch of {checked.first.path}" if checked.first
                else "nothing: the input has no rows")
-    out.print(f"ok: {recipe} ({steps}); {len(sources)} input files; columns checked against {against}", soft_wrap=True)
+    out.print(f"ok: {recipe} ({steps}); {count(len(sources), 'input file')}; columns checked against {against}", soft_wrap=True)
 
 
 @app.command()
@@ -290,9 +298,10 @@ def demo(
 ) -> None:
     """Generate the demo corpus (English-like documents with planted duplicates and junk)."""
     from curate.demo import generate
+    from curate.words import count
 
     paths = generate(directory, docs=docs, files=files, seed=seed, workers=workers)
-    out.print(f"wrote {docs:,} documents to {len(paths)} files in {directory}")
+    out.print(f"wrote {count(docs, 'document')} to {count(len(paths), 'file')} in {directory}")
 
 
 @app.command("serve-mock")
@@ -328,8 +337,8 @@ def main() -> None:
     interrupts.install()  # before anything is imported or parsed: a signal at any point ends cleanly
     try:
         app()
-    except KeyboardInterrupt:  # outside a command (while parsing its options, say)
-        sys.exit(interrupts.report())
+    except KeyboardInterrupt as e:  # outside a command (while parsing its options, say)
+        sys.exit(interrupts.report(e.args[0] if e.args else None))
 
 
 if __name__ == "__main__":

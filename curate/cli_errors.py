@@ -7,6 +7,7 @@ import functools
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from curate import interrupts
 
@@ -23,9 +24,10 @@ def fail(exc: BaseException) -> None:
         err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
         err.print_exception()
     if isinstance(exc, CurateError):
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # escaped: a message quoting the user's text ("columns: [url]") is not rich markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         if getattr(exc, "hint", None):
-            err.print(exc.hint, highlight=False)
+            err.print(escape(exc.hint), highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
         raise typer.Exit(interrupts.report(exc.args[0] if exc.args else None))

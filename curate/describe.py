@@ -12,6 +12,7 @@ from rich.table import Table
 from curate import registry
 from curate.errors import CurateError
 from curate.ops import column_role
+from curate.words import count
 
 
 def _type_name(annotation) -> str:
@@ -115,7 +116,7 @@ def inspect_path(path: Path) -> list:
         rows, schema = table.num_rows, table.schema
         con.register("data", table)
         note = f"; {unparseable:,} lines could not be parsed" if unparseable else ""
-    schema_table = Table(title=f"{spec}: {rows:,} rows in {len(sources)} files{note}")
+    schema_table = Table(title=f"{spec}: {count(rows, 'row')} in {count(len(sources), 'file')}{note}")
     schema_table.add_column("column")
     schema_table.add_column("type")
     for f in schema:

@@ -47,6 +47,11 @@ def _raise(signum, frame) -> None:
     """The Python-level handler, in the main thread: the first signal unwinds the command."""
     if len(_received) > 1:  # the watcher ends the process
         return
+    # The Interrupted may land in a finalizer (__del__, a generator's close), where Python prints it
+    # as "Exception ignored", or end a pool's helper threads: an interrupted command's leftovers die
+    # quietly, and its one message is the interrupt's.
+    sys.unraisablehook = lambda unraisable: None
+    threading.excepthook = lambda args: None
     raise Interrupted(signum)
 
 

@@ -142,6 +142,12 @@ class Operator:
     # Rows per batch the operator wants (a model's window, an API's page); the engine re-sizes the
     # stream before the step. A recipe step's `batch_rows:` overrides it; None: the input's batches.
     batch_rows: ClassVar[int | None] = None
+    # For an operator whose result depends on which rows share a batch (shuffle permutes each one):
+    # the parameter whose value is its step's rows per batch. The engine then cuts the stream into
+    # batches of exactly that many rows (fewer only at the end of a task, or where a step before it
+    # changed the batches' schema), so the output does not depend on the batch sizes before it; a
+    # recipe's `batch_rows:` for the step is refused.
+    batch_rows_param: ClassVar[str | None] = None
 
     def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
         self.params = params if params is not None else self.Params()

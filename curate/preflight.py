@@ -1,7 +1,8 @@
 """Checks made before any worker starts, so a run does not fail on them halfway.
 
 Loading a recipe already checked its operators and parameter values. `check` adds what needs
-the file system and the input: the output path can be a directory and is not inside a directory
+the file system and the input: the models, tokenizers and other local files the steps name
+exist (curate/paths.py); the output path can be a directory and is not inside a directory
 the input is read from; the input files are found (a glob matching nothing names itself), the
 first batch of the input is read for its schema, and the steps are walked in order: each step's
 `requires` must be among the columns the input and the steps before it give, and each operator
@@ -25,9 +26,11 @@ import pyarrow as pa
 
 from curate.engine.steps import check_columns
 from curate.errors import InputError, RecipeError
+from curate.io import output_formats
 from curate.io.readers import file_schema, read_source
 from curate.io.sources import Source, discover, searched_directories
 from curate.io.store import map_objects
+from curate.paths import missing_paths
 from curate.recipe import Recipe
 
 
@@ -58,7 +61,8 @@ def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, 
 
 
 def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
-    """Walk the steps over `schema` (from `where`): columns each needs, and each one's own check."""
+    """Walk the steps over `schema` (from `where`): columns each needs, and each one's own check;
+    then what the output format needs of the columns they leave (token ids for megatron, pack)."""
     place = where
     for step in recipe.steps:
         op = step.build(recipe)
@@ -72,6 +76,15 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
         if after.names != schema.names:  # say which step left the columns a later step lacks
             place = f"{where}, after steps[{step.index - 1}].{step.name}"
         schema = after
+    output_formats.check_tokens(recipe.output, schema)
+
+
+def check_paths(recipe: Recipe) -> None:
+    """Every local file a step's parameters name (a model, tokenizer, checkpoint, list) exists:
+    else the workers would fail on it only once they load it."""
+    for step in recipe.steps:
+        for where, message in missing_paths(step.params):
+            raise RecipeError(f"steps[{step.index - 1}].{step.name}.{where}", message)
 
 
 def check_output(recipe: Recipe) -> None:
@@ -150,6 +163,7 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
 
 def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     """Everything a run can know to refuse before it starts; raises CurateError naming the place."""
+    check_paths(recipe)
     check_output(recipe)
     sources = inputs(recipe) if sources is None else sources
     first, schema = first_schema(sources, recipe)

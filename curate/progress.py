@@ -1,7 +1,9 @@
-"""Progress bars (rows and rows/s per step; percent and ETA where the total is known) while a run
-goes, and the funnel table after it."""
+"""Progress bars (rows and rows/s per step; percent and ETA where the total is known; a stage's
+tasks done and ETA) while a run goes, or plain lines in a batch log, and the funnel table after it."""
 
 from __future__ import annotations
+
+import time
 
 import pyarrow as pa
 from rich.console import Console
@@ -16,17 +18,23 @@ from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
 from curate.ops import Global, Map
 from curate.recipe import Recipe
+from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, duration, plain_line
+from curate.words import count
 
 
 class _RowsPerSecond(ProgressColumn):
     def render(self, task) -> Text:
+        if "tasks" in getattr(task, "fields", {}):
+            return Text("")
         speed = task.finished_speed or task.speed
         return Text(f"{speed:,.0f} rows/s" if speed else "", style="cyan")
 
 
 class _Rows(ProgressColumn):
     def render(self, task) -> Text:
-        return Text(f"{int(task.completed):,} rows in, {int(task.fields.get('kept', 0)):,} kept")
+        if "tasks" in getattr(task, "fields", {}):  # a stage's bar
+            return Text(task.fields["tasks"])
+        return Text(f"{count(int(task.completed), 'row')} in, {int(task.fields.get('kept', 0)):,} kept")
 
 
 class _Percent(ProgressColumn):
@@ -36,6 +44,8 @@ class _Percent(ProgressColumn):
 
 class _Eta(TimeRemainingColumn):
     def render(self, task) -> Text:
+        if "tasks" in getattr(task, "fields", {}):  # a stage's: from its tasks done and their input bytes
+            return Text("" if task.fields.get("eta") is None else f"eta {task.fields['eta']}")
         return Text("" if task.total is None else f"eta {super().render(task)}")
 
 
@@ -84,41 +94,76 @@ def _expected_rows(recipe: Recipe, read_total: int | None):
     return rows_in
 
 
-def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, sources: list[Source] | None = None) -> dict:
-    """Run with a bar per step. `sources` (the input files) give the bars their totals where
-    known; a resumed run has none, as its finished tasks report no rows."""
+def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, sources: list[Source] | None = None,
+                      interval: float = DEFAULT_INTERVAL) -> dict:
+    """Run with a bar per step and one per stage (tasks done, ETA) on a terminal; elsewhere (a
+    batch log) a plain line every `interval` seconds. `sources` (the input files) give the bars
+    their totals where known; a resumed run has none, as its finished tasks report no rows."""
+    terminal = console.is_terminal
     progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(bar_width=20), _Percent(),
                         _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
-                        disable=not console.is_terminal)
+                        disable=not terminal)
     known = sources is not None and not opts.resume
     expected = _expected_rows(recipe, input_rows(sources, opts.limit) if known else None)
     bars: dict[str, int] = {}
     kept: dict[str, int] = {}
+    seen: dict[str, tuple[float, int]] = {}  # label -> (first rows at, rows in): the batch log's rate
+    last: list[str] = []  # the label that got rows last
+    stages = StageTracker()
+    started = time.monotonic()
 
     def rows(label: str, rows_in: int, rows_out: int) -> None:
         if label not in bars:
             bars[label] = progress.add_task(label, total=expected(label, kept) if known else None, kept=0)
         kept[label] = kept.get(label, 0) + rows_out
+        first, total = seen.get(label, (time.monotonic(), 0))
+        seen[label] = (first, total + rows_in)
+        last[:] = [label]
         progress.update(bars[label], advance=rows_in, kept=kept[label])
 
     def status(message: str) -> None:
-        progress.console.log(message) if console.is_terminal else console.print(message)
+        # printed, not console.log'ed: a log line carries no link to this source file
+        console.print(Text.assemble((time.strftime("[%X] "), "log.time"), message) if terminal else message)
 
-    with progress:
-        return run(recipe, opts, Reporter(rows=rows, status=status), sources)
+    def stage_bar() -> None:
+        state = stages.state()
+        if state is None:
+            return
+        label = f"stage {state['stage']}"
+        if label not in bars:
+            bars[label] = progress.add_task(label, total=100.0)
+        eta = None if state["eta"] is None else duration(state["eta"])
+        progress.update(bars[label], completed=state["percent"], tasks=f"{state['done']}/"
+                        f"{count(state['tasks'], 'task')}", eta=eta)
+
+    def log_line() -> None:
+        label = last[0] if last else None
+        first, total = seen.get(label, (0.0, 0))
+        rate = total / max(time.monotonic() - first, 1e-9) if label else 0.0
+        console.print(plain_line(time.monotonic() - started, stages.state(), label, total, rate),
+                      markup=False, highlight=False)
+
+    def tick() -> None:
+        stages.poll()
+        stage_bar() if terminal else log_line()
+
+    with progress, Ticker(1.0 if terminal else interval, tick):
+        return run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
 
 
 def funnel_table(manifest: dict) -> Table:
-    table = Table(title=f"{manifest['name']}: {manifest['rows_in']:,} rows in, {manifest['rows_out']:,} out")
+    table = Table(title=f"{manifest['name']}: {count(manifest['rows_in'], 'row')} in, {manifest['rows_out']:,} out")
     table.add_column("step", no_wrap=True)
     for col in ("in", "out", "removed", "%", "seconds"):
         table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("top reasons", overflow="fold")
+    table.add_column("top reasons; counts", overflow="fold")
     for s in manifest["steps"]:
         reasons = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:2]
         share = 100 * s["removed"] / s["rows_in"] if s["rows_in"] else 0.0
+        # what a step counted (tokens, redactions: its manifest `counts`) beside what it removed
+        said = [f"{k} ({v:,})" for k, v in reasons] + [f"{k} {v:,}" for k, v in (s.get("counts") or {}).items()]
         table.add_row(s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}", f"{share:.1f}",
-                      f"{s['seconds']:.2f}", ", ".join(f"{k} ({v:,})" for k, v in reasons))
+                      f"{s['seconds']:.2f}", ", ".join(said))
     # Steps run in parallel, so their seconds add up to more than the run took.
     table.caption = (f"seconds: each step's time summed over workers (with its fit, for a global step); "
                      f"the run took {manifest['seconds']:.1f}s")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from curate import registry
 from curate.errors import RecipeError
 from curate.ops import Operator
+from curate.yaml_errors import yaml_error
 
 
 class _Strict(BaseModel):
@@ -27,7 +28,8 @@ class _Strict(BaseModel):
 
 class InputSpec(_Strict):
     path: str | list[str] = Field(description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
-    format: Literal["parquet", "jsonl", "csv", "hf_disk", "hf"] | None = Field(None, description="Default: from the extension.")
+    format: Literal["parquet", "jsonl", "csv", "webdataset", "hf_disk", "hf"] | None = Field(
+        None, description="Default: from the extension (.tar, .tar.gz, .tgz, .tar.zst: webdataset).")
     text_column: str = "text"
     id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
     split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")
@@ -41,16 +43,36 @@ class InputSpec(_Strict):
                                           "e.g. {endpoint_url: ..., anon: true}; credentials as ${VAR}.")
 
 
+class PackSpec(_Strict):
+    """`output.pack`: the token ids cut into rows of exactly seq_len (curate/io/packing.py)."""
+
+    seq_len: int = Field(gt=0, description="Token ids per row.")
+    last: Literal["pad", "drop"] = Field(description="The last, partial row of each output file: pad it with "
+                                                     "pad_id, or drop its ids.")
+    pad_id: int | None = Field(None, ge=0, description="The id padding the last row (last: pad).")
+
+    @model_validator(mode="after")
+    def _pad_id_with_pad(self) -> "PackSpec":
+        if (self.last == "pad") != (self.pad_id is not None):
+            raise ValueError("last: pad needs a pad_id, and pad_id applies to last: pad only")
+        return self
+
+
 class OutputSpec(_Strict):
     path: str
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
     merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
                                                   "(costs one more read and write of the output).")
-    format: Literal["parquet", "jsonl", "hf"] = Field(
-        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk).")
+    format: Literal["parquet", "jsonl", "hf", "webdataset", "megatron"] = Field(
+        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk); "
+                               "webdataset (tar shards of KEY.jpg/txt/json, with their rows' metadata as Parquet "
+                               "beside each; the sample key is `_key`, kept in the output); megatron (Megatron-LM "
+                               ".bin/.idx of the input_ids column).")
     compression: Literal["zstd", "snappy", "gzip", "none"] | None = Field(
         None, description="parquet: zstd (default), snappy, gzip, none; jsonl: none (default), gzip (.jsonl.gz), "
-                          "zstd (.jsonl.zst); hf: none.")
+                          "zstd (.jsonl.zst); hf, megatron: none.")
+    pack: PackSpec | None = Field(None, description="Parquet of input_ids packed into rows of seq_len ids, with "
+                                                    "the documents' boundaries: {seq_len: N, last: pad|drop}.")
     upload: str | None = Field(None, description="Copy the finished run (data/, trace/, manifest.json last) to this "
                                                  "fsspec URI: s3://bucket/prefix, gs://..., file:///...")
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
@@ -58,11 +80,21 @@ class OutputSpec(_Strict):
 
     @model_validator(mode="after")
     def _compression_fits_format(self) -> "OutputSpec":
-        allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",)}
+        allowed = {"parquet": ("zstd", "snappy", "gzip", "none"), "jsonl": ("none", "gzip", "zstd"), "hf": ("none",),
+                   "webdataset": ("none",), "megatron": ("none",)}
         if self.compression is not None and self.compression not in allowed[self.format]:
             raise ValueError(f"compression {self.compression} does not apply to format {self.format} "
                              f"(choose from {', '.join(allowed[self.format])})")
+        if self.pack is not None and self.format != "parquet":
+            raise ValueError(f"pack writes Parquet rows, it does not apply to format {self.format}")
+        if self.format == "webdataset" and "_key" not in self.keep_columns:
+            self.keep_columns.append("_key")  # the tar members' names
         return self
+
+    @property
+    def tokens(self) -> bool:
+        """The output is written from the input_ids column (megatron, packed Parquet)."""
+        return self.format == "megatron" or self.pack is not None
 
     @property
     def parquet_compression(self) -> str:
@@ -98,7 +130,10 @@ class Step(BaseModel):
         return f"{self.index:02d}_{self.name}"
 
     def rows_per_batch(self) -> int | None:
-        """Rows per batch this step gets: the recipe's, else the operator's, else None (as read)."""
+        """Rows per batch this step gets: its operator's `batch_rows_param`, else the recipe's, else
+        the operator's, else None (as read)."""
+        if self.op_class.batch_rows_param:
+            return getattr(self.params, self.op_class.batch_rows_param)
         return self.batch_rows or self.op_class.batch_rows
 
     def build(self, recipe: "Recipe") -> Operator:
@@ -272,6 +307,8 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
         where = f"steps[{i}]"
         if isinstance(item, str):
             item = {item: {}}
+        if isinstance(item, dict) and len(item) > 1:
+            _stray_keys(item, where)
         if not isinstance(item, dict) or len(item) != 1:
             raise RecipeError(where, "each step is a mapping with one key, the operator name")
         (name, params), = item.items()
@@ -282,12 +319,31 @@ def _parse_steps(raw_steps: Any) -> list[Step]:
             batch_rows = params.pop("batch_rows")  # every step may set it: the engine re-sizes its batches
             if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
                 raise RecipeError(f"{where}.{name}.batch_rows", f"must be a whole number >= 1, not {batch_rows!r}")
+            if op_class.batch_rows_param:
+                raise RecipeError(f"{where}.{name}.batch_rows", f"{name} works on batches of "
+                                  f"`{op_class.batch_rows_param}` rows; set {op_class.batch_rows_param} instead")
         try:
             parsed = op_class.Params.model_validate(params or {})
         except ValidationError as e:
             raise _pydantic_error(f"{where}.{name}", e, op_class.Params) from None
         steps.append(Step(index=i + 1, name=name, op_class=op_class, params=parsed, batch_rows=batch_rows))
     return steps
+
+
+def _stray_keys(item: dict, where: str) -> None:
+    """A step of several keys is an operator with its parameters written beside it instead of
+    indented under it (`- minhash_dedup:` then `  threshold: 0.8`), or two operators in one item:
+    say which. Nothing is said when no key names an operator (the caller's message then stands)."""
+    ops = [key for key in item if str(key) in registry.catalog()]
+    if len(ops) > 1:
+        raise RecipeError(where, f"two operators in one step ({ops[0]}, {ops[1]}): start each with its own `- `")
+    if not ops:
+        return
+    name, stray = ops[0], next(key for key in item if key not in ops)
+    value = json.dumps(item[stray], default=str)
+    raise RecipeError(f"{where}.{stray}", f"written beside the operator {name}, not under it: indent it under "
+                                          f"`{name}:` (`- {name}:` then `    {stray}: {value}` on the next line"
+                                          + (f", with no {{}} after `{name}:`)" if item[name] == {} else ")"))
 
 
 _TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "steps")
@@ -307,17 +363,6 @@ def _metrics(value: Any) -> MetricsSpec | None:
         raise _pydantic_error("metrics", e, MetricsSpec) from None
 
 
-def _yaml_error(path: str | Path | None, e: yaml.YAMLError) -> RecipeError:
-    """`FILE, line L, column C: not valid YAML: <problem>`, with PyYAML's own mention of the
-    place (it only knows "<unicode string>") left out."""
-    where = str(path or "recipe")
-    mark = getattr(e, "problem_mark", None)
-    if mark is None:
-        return RecipeError(where, f"not valid YAML: {e}")
-    problem = " ".join(filter(None, (getattr(e, "context", None), getattr(e, "problem", None))))
-    return RecipeError(f"{where}, line {mark.line + 1}, column {mark.column + 1}", f"not valid YAML: {problem or e}")
-
-
 def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
          input_path: str | None = None, output_path: str | None = None) -> Recipe:
     """Read, override, expand and validate a recipe. Raises RecipeError with the place."""
@@ -329,7 +374,7 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise _yaml_error(path, e) from None
+        raise yaml_error(path, text, e) from None
     doc = doc or {}
     if not isinstance(doc, dict):
         raise RecipeError("", "a recipe is a YAML mapping with input, output and steps")

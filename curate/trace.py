@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.io.writer import atomic_write_bytes
+from curate.words import count
 
 
 @dataclass
@@ -147,7 +148,7 @@ def emptied_by(steps: list[dict]) -> str | None:
     why = ", ".join(f"{k} ({v:,})" for k, v in reasons)
     # steps[0] is the read step; steps[i] is the recipe's steps[i - 1]
     place = "reading the input" if last["kind"] == "read" else f"steps[{steps.index(last) - 1}].{last['op']}"
-    return f"{place} removed the last {last['rows_in']:,} rows" + (f" ({why})" if why else "")
+    return f"{place} removed the last {count(last['rows_in'], 'row')}" + (f" ({why})" if why else "")
 
 
 def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:
@@ -162,10 +163,23 @@ def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:
                       f"publishes this run as it is, with its trace)")
 
 
+# Packages whose versions can change a run's bytes (readers, hashing, numerics, models), recorded
+# in the manifest where installed; looked up in the package metadata, never imported.
+SHAPING_PACKAGES = ("polars", "duckdb", "numpy", "xxhash", "regex", "orjson", "scipy", "scikit-learn", "faiss-cpu",
+                    "tokenizers", "torch", "transformers", "sentence-transformers", "open_clip_torch", "py3langid")
+
+
 def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
     import curate
 
     out = {"curate": curate.__version__, "python": platform.python_version(), "pyarrow": pa.__version__}
+    for name in SHAPING_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
     return out
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from curate.errors import CurateError
 from curate.observers import RunObserver
+from curate.words import count
 
 _SEED = 0x5EED  # fixed: hashes are compared across tasks and resumed runs
 
@@ -57,8 +58,8 @@ class DuplicateIds(RunObserver):
         if not len(conflicting):
             return None
         rows = int(np.isin(pairs[:, 0], conflicting).sum())
-        message = (f"{len(conflicting):,} values of input.id_column '{self.id_column}' repeat with different "
-                   f"content ({rows:,} rows); ids no longer name one document each")
+        message = (f"{count(len(conflicting), 'value')} of input.id_column '{self.id_column}' repeat with "
+                   f"different content ({count(rows, 'row')}); ids no longer name one document each")
         if self.fail:
             raise CurateError(f"{message} (input.on_duplicate_id: fail). Make the ids unique, or set "
                               f"input.on_duplicate_id: warn to continue with a warning")

@@ -9,7 +9,9 @@ not complete, whatever data/ holds.
 from __future__ import annotations
 
 import os
+import socket
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -18,6 +20,7 @@ from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
 from curate.io import output_formats
+from curate.io.sources import input_objects
 from curate.recipe import Recipe
 from curate.trace import merge_shards, versions, write_manifest
 
@@ -55,8 +58,31 @@ def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: E
         else:
             merges.append((group, target))
     executor.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
-    if recipe.output.format != "parquet":
-        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map)
+    if recipe.output.format != "parquet" or recipe.output.pack is not None:
+        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map,
+                               pack=recipe.output.pack)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def lineage() -> dict:
+    """Where and when the run ran, for the manifest (its end time is added when it is written)."""
+    return {"host": socket.gethostname(), "started_at": _now()}
+
+
+def input_entries(sources) -> list[dict]:
+    """Every input file or object once, with what identifies its content (sources.input_objects)."""
+    return input_objects(sources)
+
+
+def _output_entry(path: Path, root: Path) -> dict:
+    """One published data file: its path in the run directory, bytes and (Parquet) rows."""
+    entry = {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size}
+    if path.suffix == ".parquet":
+        entry["rows"] = pq.ParquetFile(path).metadata.num_rows
+    return entry
 
 
 def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
@@ -78,9 +104,11 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
         files.remove(layout.trace_tmp)
     files.move(layout.data_tmp, layout.data)
     failpoint("published-data")
+    data_files = output_formats.data_files(Path(layout.data), recipe.output.format)
     manifest = {"format_version": MANIFEST_FORMAT, **manifest, "versions": versions(),
-                "format": recipe.output.format,
-                "data_files": len(output_formats.data_files(Path(layout.data), recipe.output.format)),
+                "format": recipe.output.format, "data_files": len(data_files),
+                "outputs": [_output_entry(Path(f), Path(layout.root)) for f in data_files],
                 "seconds": round(time.perf_counter() - started, 3)}
+    manifest["run"]["ended_at"] = _now()
     write_manifest(Path(layout.manifest), manifest)
     return manifest

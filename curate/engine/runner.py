@@ -36,7 +36,7 @@ from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.fit import fit
 from curate.engine.layout import Files, RunLayout
-from curate.engine.publish import publish, stage_data
+from curate.engine.publish import input_entries, lineage, publish, stage_data
 from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
@@ -45,6 +45,7 @@ from curate.io import output_formats
 from curate.io.sources import Source
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
+from curate.words import count
 
 
 @dataclass
@@ -66,6 +67,8 @@ class Reporter:
 
     rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
     status: Callable[[str], None] = lambda message: None
+    # a stage starts: its index, its tasks (plan.Task) and a function telling which are done (markers)
+    stage: Callable[[int, list, Callable[[], list[bool]]], None] = lambda index, tasks, done: None
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -121,6 +124,7 @@ class _Run:
         self.files = Files()
         self.totals: dict[str, StepStats] = {}
         self.fits: dict[str, dict] = {}
+        self.lineage = lineage()
         self.observers = observers.for_recipe(recipe)
         self.summaries = observers.run_summaries(self.observers)
 
@@ -180,14 +184,15 @@ class _Run:
         stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
+        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
         if stage.resource_class != "model":
-            self.reporter.status(f"stage {stage.index}: {_count(len(tasks), 'task')} on "
-                                 f"{_count(min(stage.policy.parallel, len(tasks)), 'worker')}")
+            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
+                                 f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
             ran = executor.run(ctx, todo) if todo else []
         else:
             models = engine.model_pool(self.opts.model_workers)
-            self.reporter.status(f"stage {stage.index}: {_count(len(tasks), 'task')} on "
-                                 f"{_count(len(models.workers), 'model worker')}")
+            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
+                                 f"{count(len(models.workers), 'model worker')}")
             try:
                 ran = models.run(ctx, todo) if todo else []
             except BaseException:
@@ -239,17 +244,14 @@ class _Run:
                        for label in ordered}
         manifest = {"name": recipe.name, "recipe": recipe.display, "recipe_fingerprint": recipe.fingerprint(),
                     "seed": recipe.seed, "limit": self.opts.limit,
-                    "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries}
+                    "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
+                    "run": self.lineage, "inputs": input_entries(self.sources)}
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
             shutil.rmtree(self.layout.work, ignore_errors=True)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:

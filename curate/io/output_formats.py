@@ -6,7 +6,17 @@ each part is converted there (in the workers, one part per task) before `data.tm
 - jsonl: `part-NNNNN.jsonl` (`.jsonl.gz`, `.jsonl.zst` with `output.compression`), one JSON
   object a line, written by polars;
 - hf: the layout of Hugging Face `Dataset.save_to_disk` (`data-NNNNN-of-MMMMM.arrow` Arrow
-  streams, `state.json`, `dataset_info.json`), which `datasets.load_from_disk(out/data)` reads.
+  streams, `state.json`, `dataset_info.json`), which `datasets.load_from_disk(out/data)` reads;
+- webdataset: `part-NNNNN.tar` (img2dataset's layout: KEY.jpg|png|webp, KEY.txt, KEY.json per row,
+  the key from `_key`, else `_id`) with `part-NNNNN.parquet` beside it holding the same rows'
+  metadata (every column but the image), as img2dataset writes them. One tar per part: the parts
+  are already of about `shard_mb` (encoded images do not compress), or merged up to it with
+  `merge_shards`.
+- megatron: `part-NNNNN.bin` / `.idx`, Megatron-LM's indexed dataset of the input_ids column
+  (megatron.py);
+- parquet with `output.pack`: each part's input_ids packed into rows of seq_len ids (packing.py).
+The token formats write `tokens.json` beside the parts: the documents and tokens of every part
+and of the whole output (the tokenize step's own total is in the manifest's step entry).
 
 `output.upload` copies the published run (data/, trace/, then manifest.json last, so a
 manifest there means the copy is whole) to any fsspec URI: s3://, gs://, file://, ...
@@ -24,9 +34,13 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
+from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
+from curate.io.packing import to_packed
 
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
-PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow"}
+PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar",
+           "megatron": "*.bin"}
+TOKEN_TOTALS = "tokens.json"
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:
@@ -58,11 +72,65 @@ def to_arrow_stream(part: Path, target: Path) -> None:
     part.unlink()
 
 
-def convert(staging: Path, fmt: str, compression: str | None, run_map) -> None:
-    """The Parquet parts in `staging` converted to `fmt`; `run_map(fn, *lists)` runs them in parallel."""
+def to_webdataset(part: Path) -> None:
+    """`part` (Parquet) as `part-NNNNN.tar` beside it, and `part` replaced by the rows' metadata
+    (every column but `image`); both written as .tmp, then renamed."""
+    import tarfile
+
+    from curate.io.webdataset import add_member, sample_members
+
+    pf = pq.ParquetFile(part)
+    names = pf.schema_arrow.names
+    key_column = "_key" if "_key" in names else "_id"
+    target = part.with_suffix(".tar")
+    tmp, meta_tmp = target.with_name(target.name + ".tmp"), part.with_name(part.name + ".meta.tmp")
+    meta_columns = [n for n in names if n != "image"]
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar, \
+            pq.ParquetWriter(meta_tmp, pf.schema_arrow.remove(names.index("image")) if "image" in names
+                             else pf.schema_arrow, compression="zstd") as meta:
+        for batch in pf.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                for name, data in sample_members(row, str(row[key_column])):
+                    add_member(tar, name, data)
+            meta.write_batch(batch.select(meta_columns))
+    os.replace(tmp, target)
+    os.replace(meta_tmp, part)
+
+
+def check_tokens(output, schema: pa.Schema) -> None:
+    """A token output (megatron, pack) gets an input_ids column of integer lists it can write, from
+    the steps' output `schema` (its type unknown until the data shows it: null)."""
+    if not output.tokens:
+        return
+    setting = "output.format" if output.format == "megatron" else "output.pack"
+    if TOKENS in schema.names and pa.types.is_null(schema.field(TOKENS).type):
+        return
+    value_type = token_type(schema, setting)
+    if output.format == "megatron":
+        megatron_code(value_type, setting)
+
+
+def write_token_totals(staging: Path, shards: list[dict], **about) -> None:
+    totals = {key: sum(s[key] for s in shards) for key in shards[0] if key != "file"} if shards else {}
+    (staging / TOKEN_TOTALS).write_text(json.dumps({**about, "documents": 0, "tokens": 0, **totals,
+                                                    "shards": shards}, indent=1) + "\n")
+
+
+def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None) -> None:
+    """The Parquet parts in `staging` converted to `fmt` (and packed by `pack`, an output.pack);
+    `run_map(fn, *lists)` runs them in parallel."""
     parts = sorted(staging.glob("part-*.parquet"))
-    if fmt == "jsonl":
+    if pack is not None:
+        codec = None if compression == "none" else compression or "zstd"
+        shards = run_map(to_packed, parts, [pack.seq_len] * len(parts), [pack.pad_id] * len(parts),
+                         [codec] * len(parts))
+        write_token_totals(staging, shards, seq_len=pack.seq_len, last=pack.last)
+    elif fmt == "megatron":
+        write_token_totals(staging, run_map(to_megatron, parts))
+    elif fmt == "jsonl":
         run_map(to_jsonl, parts, [compression or "none"] * len(parts))
+    elif fmt == "webdataset":
+        run_map(to_webdataset, parts)
     elif fmt == "hf":
         targets = [staging / f"data-{i:05d}-of-{len(parts):05d}.arrow" for i in range(len(parts))]
         if not parts:  # an empty dataset still loads: one stream with no batches

@@ -20,12 +20,14 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import store
+from curate.io import store, webdataset
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
 # What `file_schema` parses of a JSONL file (whole lines): enough for the types of its first rows.
 PEEK_BYTES = 1 << 16
+# What `file_schema` reads of a WebDataset shard: its first samples.
+WEBDATASET_PEEK = 64
 
 
 @dataclass
@@ -51,7 +53,8 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
                 on_bad_row: str = "trace") -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order."""
-    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream}
+    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream,
+               "webdataset": _webdataset}
     with named_errors(source.path, source.format):
         _not_empty(source)
         row = 0
@@ -105,6 +108,8 @@ def file_schema(source: Source) -> pa.Schema | None:
         elif source.format == "csv":
             with _open_csv(source, lambda row: "skip") as reader:
                 schema = reader.schema
+        elif source.format == "webdataset":
+            schema = _webdataset_peek(source)
         else:
             schema = _jsonl_peek(source)
     for key, _ in () if schema is None else source.partition:
@@ -127,6 +132,17 @@ def _jsonl_peek(source: Source) -> pa.Schema | None:
         return _read_json(lines, None).schema if lines.strip() else None
     except pa.ArrowInvalid:
         return None
+
+
+def _webdataset_peek(source: Source) -> pa.Schema | None:
+    rows = []
+    for item in webdataset.samples(source.path, source.storage_options):
+        row = webdataset.sample_row(item)[0] if isinstance(item, webdataset.Sample) else None
+        if row is not None:
+            rows.append(row)
+        if len(rows) == WEBDATASET_PEEK:
+            break
+    return webdataset.file_schema(rows) if rows else None
 
 
 def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
@@ -165,6 +181,39 @@ def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk
 def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
     with _arrow_batches(source) as reader:
         yield from ((batch, None) for batch in reader)
+
+
+def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+    """Samples of a tar shard as rows (curate/io/webdataset.py); malformed ones as bad rows whose
+    line is the position of their first member in the tar and whose error names the member."""
+    schema: pa.Schema | None = None
+    rows: list[dict] = []
+    bad = BadRows()
+
+    def flush() -> Chunk:
+        nonlocal schema, rows, bad
+        if schema is None and rows:
+            schema = webdataset.file_schema(rows)
+        batch = webdataset.rows_batch(rows, schema) if rows else None
+        chunk = (batch, bad if len(bad) else None)
+        rows, bad = [], BadRows()
+        return chunk
+
+    for item in webdataset.samples(source.path, source.storage_options):
+        if isinstance(item, webdataset.Malformed):
+            bad.add(item.position, item.members, item.error)
+            continue
+        row, problem = webdataset.sample_row(item)
+        if row is not None and schema is not None:
+            problem = webdataset.misfit(row, schema)
+        if problem is not None:
+            bad.add(item.first, ", ".join(item.names), problem)
+        else:
+            rows.append(row)
+        if len(rows) == batch_rows:
+            yield flush()
+    if rows or len(bad):
+        yield flush()
 
 
 def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:

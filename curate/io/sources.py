@@ -23,6 +23,7 @@ SUFFIX_FORMATS = {
     ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
     ".csv": "csv", ".tsv": "csv",
     ".arrow": "arrow_stream",
+    ".tar": "webdataset", ".tgz": "webdataset",
 }
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
 
@@ -70,7 +71,7 @@ def file_format(path: str, declared: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
-    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv)")
+    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset)")
 
 
 def _hive_partition(rel_parent: PurePath) -> tuple[tuple[str, str], ...]:
@@ -270,17 +271,18 @@ def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[
 
 
 def input_objects(sources: list[Source]) -> list[dict]:
-    """Lineage of a run's input, for its manifest: each file or object once, in run order, with
-    its size and what identifies its version: an object's ETag / generation / version id as its
-    store gave it (store.version), a local file's mtime (hashing a 10 TB input is not done)."""
-    seen: dict[str, dict] = {}
-    for src in sources:
-        if src.path in seen:  # a Parquet file split into row-group ranges
+    """Lineage of a run's input, for its manifest: each file or object once, in run order (a large
+    Parquet file is split into several sources), with what identifies its content: a local
+    file's size and modification time; an object's size and version as its store's listing gave
+    them (store.version: ETag, VersionId, generation, blob id). Nothing is hashed: a 10 TB input
+    is not read twice."""
+    entries: dict[str, dict] = {}
+    for s in sources:
+        if s.path in entries:
             continue
-        if src.is_uri:
-            seen[src.path] = {"uri": src.path, "size": src.size, "version": src.version}
+        if s.is_uri:
+            entries[s.path] = {"path": s.path, "bytes": s.size, "version": s.version}
         else:
-            st = os.stat(src.path)
-            seen[src.path] = {"uri": Path(src.path).resolve().as_uri(), "size": st.st_size,
-                              "version": f"mtime_ns={st.st_mtime_ns}"}
-    return list(seen.values())
+            st = os.stat(s.path)
+            entries[s.path] = {"path": s.path, "bytes": st.st_size, "modified_ns": st.st_mtime_ns}
+    return list(entries.values())

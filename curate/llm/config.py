@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from curate.ops import OPERATIONAL, Params
+from curate.paths import local_path
 
 # Parameters that say where and how hard to send, not what comes back: not in the fingerprint,
 # so fixing an endpoint or rotating a key does not stop --resume. Model and sampling are in it.
@@ -16,7 +17,8 @@ _OP = {"json_schema_extra": OPERATIONAL}
 class LLMConfig(Params):
     backend: Literal["openai", "transformers", "vllm"] = Field(
         "openai", description="openai: an OpenAI-compatible HTTP endpoint; transformers or vllm: a local model.")
-    model: str = Field(description="Model name at the endpoint, or a local model name or directory.")
+    model: str = local_path(hub=True, unless={"backend": "openai"},
+                            description="Model name at the endpoint, or a local model name or directory.")
     base_url: str | None = Field(None, description="Endpoint, e.g. http://localhost:8000/v1 (openai backend).", **_OP)
     api_key_env: str | None = Field("OPENAI_API_KEY", description="Environment variable holding the API key "
                                     "(read when sending, never written anywhere).", **_OP)

@@ -1,10 +1,11 @@
 """Pipeline operators: adp_convert (raw records -> ADP trajectory rows), adp_validate (drop rows
 that break the ADP schema) and adp_export (trajectory rows -> SFT rows). Row layouts: see rows.py.
+Per-step sources (nnetnav) have adp_join (join.py) before adp_convert.
 
 adp_convert and adp_export change the row count (see curate/ops.py, Map): their verdict is over
-their input rows, so records that cannot be converted, per-step records merged into another's
-trajectory and trajectories a style cannot render go to the trace with the reason
-(`unconvertible`, `merged`, `invalid_adp`, `not_exportable`) and the message as detail.
+their input rows, so records that cannot be converted and trajectories a style cannot render go
+to the trace with the reason (`unconvertible`, `invalid_adp`, `not_exportable`) and the message
+as detail.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import orjson
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from curate.errors import RecipeError
 from curate.ops import Filter, Map, Params, Verdict, reads_column
 from operators.agent import converters
 from operators.agent.exporters import STYLES, Exporter, Skip
-from operators.agent.rows import TRAJECTORY_SCHEMA, sft_schema, trajectory_doc, trajectory_row
+from operators.agent.rows import JOINED, TRAJECTORY_SCHEMA, raw_records, sft_schema, trajectory_doc, trajectory_row
 from operators.agent.schema import TrajectoryError, validate_trajectory
 
 
@@ -37,52 +39,52 @@ class AdpConvertParams(Params):
 class AdpConvert(Map):
     """Raw dataset records -> ADP trajectory rows `id, content, details` (plus `_id`).
 
-    Per-step datasets (nnetnav) join consecutive records with the same id; in a pipeline the
-    join happens within a batch, so a trajectory split across two batches comes out as two.
-    `curate adp convert` joins across the whole stream.
+    Per-step sources (nnetnav) convert the records adp_join put on the row of a trajectory's
+    first step (JOINED): joined across the whole input, not within a batch, so the output does
+    not depend on where batches are cut.
     """
 
     name = "adp_convert"
     Params = AdpConvertParams
-    changes_rows = True  # per-step datasets (nnetnav) merge several records into one trajectory
+    # Trajectory rows are new rows (children of the records they came from, `<_id>#0`), so a
+    # record that does not convert is traced as it was read.
+    changes_rows = True
     provides = ("id", "content", "details")
 
     def __init__(self, params=None, **kw):
         super().__init__(params, **kw)
         self.converter = converters.get(self.params.source)
 
-    def _records(self, batch: pa.RecordBatch) -> list:
-        if self.params.raw_column:
-            out = []
-            for raw in batch.column(self.params.raw_column).to_pylist():
-                try:
-                    out.append(orjson.loads(raw) if isinstance(raw, (str, bytes)) else raw)
-                except orjson.JSONDecodeError as e:
-                    out.append(ValueError(f"{self.params.raw_column} is not valid JSON ({e})"))
-            return out
-        cols = [n for n in batch.schema.names if not n.startswith("_")]
-        return batch.select(cols).to_pylist()
+    def check_schema(self, schema: pa.Schema) -> None:
+        if self.converter.group_by and JOINED not in schema.names:
+            p = self.params
+            join = f"source: {p.source}" + (f", raw_column: {p.raw_column}" if p.raw_column else "")
+            raise RecipeError("source", f"{p.source} has one record per step: put `- adp_join: {{{join}}}` before "
+                                        "this step (it joins each trajectory's steps across the whole input)")
+
+    def _units(self, batch: pa.RecordBatch, ids: list[str]):
+        if self.converter.group_by is None:
+            return converters.iter_convert(self.converter, raw_records(batch, self.params.raw_column),
+                                           fallback_ids=ids)
+        return (converters.Converted([i], *converters.convert_unit(self.converter, orjson.loads(joined), ids[i]))
+                for i, joined in enumerate(batch.column(JOINED).to_pylist()))
 
     def process(self, batch: pa.RecordBatch):
         ids = batch.column("_id").to_pylist()
         rows, parents = [], []
-        keep = np.zeros(batch.num_rows, dtype=bool)
-        reasons, details = [None] * batch.num_rows, [None] * batch.num_rows
-        for unit in converters.iter_convert(self.converter, self._records(batch), fallback_ids=ids):
-            first, *merged = unit.rows
+        keep, details = np.zeros(batch.num_rows, dtype=bool), [None] * batch.num_rows
+        for unit in self._units(batch, ids):
+            (i,) = unit.rows  # one record, or one trajectory's joined records
             if unit.trajectory is None:
-                for i in unit.rows:
-                    reasons[i], details[i] = "unconvertible", unit.error
+                details[i] = unit.error
                 continue
-            keep[first] = True
+            keep[i] = True
             rows.append(trajectory_row(unit.trajectory))
-            parents.append(ids[first])
-            for i in merged:  # a per-step record joined into the trajectory of the group's first
-                reasons[i], details[i] = "merged", f"joined into the trajectory of row {ids[first]}"
+            parents.append(ids[i])
         body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
         out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
                                          names=["_parent_id", *TRAJECTORY_SCHEMA.names])
-        return out, Verdict(keep, reasons, details)
+        return out, Verdict(keep, "unconvertible", details)
 
 
 class AdpValidate(Filter):

@@ -13,6 +13,10 @@ SFT rows (output of `adp_export`):
     conversations  list<struct<from: string, value: string>>   OpenHands and SWE-agent styles
                    list<struct<role: string, content: string>> AgentLab style
 
+Raw records (input of `adp_join` and `adp_convert`): a row's own columns, or one column holding
+each record as a JSON string (`raw_column`). For per-step sources, `adp_join` puts a trajectory's
+records on the row of its first step as the JSON array JOINED.
+
 In JSONL files written by `curate adp`, trajectories have their natural JSON form (content a
 list, details an object), like the ADP releases; readers accept both forms.
 """
@@ -23,6 +27,8 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+
+JOINED = "_adp_records"
 
 TRAJECTORY_SCHEMA = pa.schema([("id", pa.string()), ("content", pa.string()), ("details", pa.string())])
 SHAREGPT_TURN = pa.struct([("from", pa.string()), ("value", pa.string())])
@@ -57,3 +63,17 @@ def trajectory_doc(row: dict) -> dict:
     if "details" in doc:
         doc["details"] = _loads(doc["details"], "details") if doc["details"] is not None else {}
     return doc
+
+
+def raw_records(batch: pa.RecordBatch, raw_column: str | None) -> list:
+    """The batch's raw records: parsed from `raw_column` (a ValueError in place of one that is
+    not JSON), else each row's public columns as a dict."""
+    if raw_column:
+        out = []
+        for raw in batch.column(raw_column).to_pylist():
+            try:
+                out.append(orjson.loads(raw) if isinstance(raw, (str, bytes)) else raw)
+            except orjson.JSONDecodeError as e:
+                out.append(ValueError(f"{raw_column} is not valid JSON ({e})"))
+        return out
+    return batch.select([n for n in batch.schema.names if not n.startswith("_")]).to_pylist()

@@ -1,7 +1,8 @@
 """minhash_dedup: classic symmetric Jaccard near-duplicate removal (the datatrove/text-dedup baseline).
 
-Same shingles, signatures and on-disk band rows as containment_dedup, with a fixed banding
-(default 14 bands x 8 rows, datatrove's). Documents sharing a band key are linked to the
+Same shingles, signatures and on-disk band rows as containment_dedup, with a fixed banding:
+14 bands x 8 rows (datatrove's) by default, or chosen for a Jaccard `threshold` within
+`num_perm` MinHash values as datasketch and text-dedup choose it (jaccard_bands.py). Documents sharing a band key are linked to the
 best-ranked member of that bucket (duckdb, a band group at a time); a chunked union-find turns
 the links into components; each component keeps its best-ranked member (`prefer` column, then
 _id). The trace names the kept member and the Jaccard estimated from the two signatures. The
@@ -14,17 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from curate.ops import SERIAL, Parallel, Verdict
 from operators.dedup import resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
+from operators.dedup.jaccard_bands import optimal_bands
 from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import JaccardPlan
 from operators.dedup.minhash import estimated_jaccard
@@ -32,10 +34,44 @@ from operators.dedup.shingles import ShingleSpec
 from operators.dedup.threads import default_workers
 
 
+DEFAULT_NUM_PERM = 112  # datatrove's signature: 14 bands x 8 rows
+
+
 class MinhashParams(NearDedupParams):
+    threshold: float | None = Field(None, gt=0.0, lt=1.0, description="Jaccard threshold: bands and rows_per_band are "
+                                    "chosen for it (the pair minimising false positive + negative areas, as "
+                                    "datasketch and text-dedup do) within num_perm MinHash values. Default: "
+                                    "bands x rows_per_band as given.")
+    num_perm: int | None = Field(None, ge=1, le=4096, description="With threshold: MinHash values the banding may use "
+                                 f"(default {DEFAULT_NUM_PERM}); more separate pairs near the threshold better, "
+                                 "at the cost of signing time.")
     bands: int = Field(14, ge=1, description="LSH bands (datatrove's default: 14).")
     rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); Jaccard threshold ~ (1/bands)^(1/rows).")
     edge_chunk: int = Field(1_000_000, ge=1, description="Candidate pairs per union-find chunk (bounds memory).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bands_for_threshold(cls, data: Any) -> Any:
+        """`threshold` chooses bands and rows_per_band, so giving them too is a conflict; a
+        threshold that is no number in (0, 1) is left to the field's own check."""
+        if not isinstance(data, dict):
+            return data
+        given = [k for k in ("bands", "rows_per_band") if k in data]
+        threshold, num_perm = data.get("threshold"), data.get("num_perm")
+        if threshold is None:
+            if num_perm is not None:
+                raise ValueError("num_perm goes with threshold, which chooses bands and rows_per_band within it; "
+                                 "without threshold the signature has bands x rows_per_band values")
+            return data
+        if given:
+            raise ValueError(f"give threshold, or bands and rows_per_band, not both: threshold chooses them "
+                             f"(remove {' and '.join(given)}, or threshold)")
+        usable = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 < threshold < 1
+        perms = DEFAULT_NUM_PERM if num_perm is None else num_perm
+        if usable and isinstance(perms, int) and 1 <= perms <= 4096:
+            data = {**data}
+            data["bands"], data["rows_per_band"] = optimal_bands(float(threshold), perms)
+        return data
 
 
 class MinhashDedup(NearDedup):

@@ -21,7 +21,8 @@ import numpy as np
 from curate.errors import CurateError
 from operators.embed.backends import ModelBackend, require
 from operators.embed.images import ImageError, open_image
-from operators.embed.resolve import cached_snapshot, hub_cache_dir, looks_like_path, set_offline
+from curate.paths import looks_like_path
+from operators.embed.resolve import cached_snapshot, hub_cache_dir, set_offline
 
 _WEIGHTS = ("*.safetensors", "*.bin", "*.pth", "*.pt")
 _PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}

@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 
 from curate.columns import put, text_array
 from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
+from curate.paths import local_path
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -32,13 +33,13 @@ class EmbedParams(Params):
         description="sentence_transformers: a sentence-transformers model; transformers: a plain Hugging Face "
                     "encoder, mean-pooled; open_clip: CLIP text or image towers; hash: no model (hashed character "
                     "n-grams, randomly projected: offline quick runs and tests).")
-    model: str | None = Field(
-        None, description="A local model folder, or a Hugging Face hub id used from the local cache (never "
+    model: str | None = local_path(
+        None, hub=True, description="A local model folder, or a Hugging Face hub id used from the local cache (never "
                           "downloaded). Default for sentence_transformers and transformers: "
                           "sentence-transformers/all-MiniLM-L6-v2. open_clip: a folder with open_clip_config.json, "
                           "hf-hub:ORG/NAME, a config JSON file or an architecture name (e.g. ViT-B-32).")
-    pretrained: str | None = Field(
-        None, description="open_clip only: a local checkpoint file (replaces the folder's weights), or 'random' "
+    pretrained: str | None = local_path(
+        None, hub=True, description="open_clip only: a local checkpoint file (replaces the folder's weights), or 'random' "
                           "(tests only). Needed when `model` is a config file or an architecture name.")
     column: str | None = reads_column(None, "The column to embed; default: the recipe's input.text_column.",
                                       instead_of_text=True)

@@ -8,15 +8,11 @@ what was tried and how to fix it (the CLI prints it and exits 2).
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 from curate.errors import CurateError
-
-# A hub id: "name" or "org/name" (letters, digits, "-", "_", "."); anything else is a path.
-_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
-_PATH_SUFFIXES = (".json", ".bin", ".pt", ".pth", ".safetensors", ".onnx")
+from curate.paths import looks_like_path
 
 
 def set_offline() -> None:
@@ -28,11 +24,6 @@ def set_offline() -> None:
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
         constants.HF_HUB_OFFLINE = True
-
-
-def looks_like_path(name: str) -> bool:
-    return (name.startswith(("/", "./", "../", "~", ".\\")) or name.endswith(_PATH_SUFFIXES)
-            or os.sep in name.replace("/", "", 1) or not _HUB_ID.match(name))
 
 
 def hub_cache_dir() -> str:

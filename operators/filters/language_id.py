@@ -22,12 +22,13 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, Verdict, writes_column
+from curate.paths import local_path
 from operators.filters.language_codes import unknown_code_message
 
 
 class LanguageIdParams(Params):
     backend: Literal["langid", "fasttext"] = Field("langid", description="py3langid (model shipped) or fastText.")
-    model_path: str | None = Field(None, description="fastText: the model file (e.g. lid.176.bin).")
+    model_path: str | None = local_path(None, hub=False, description="fastText: the model file (e.g. lid.176.bin).")
     languages: list[str] | None = Field(None, description="Keep only rows in these languages (ISO 639 codes as the "
                                                           "model names them: en, de, zh, yue); null: keep every "
                                                           "language. A code the model never gives is an error.")

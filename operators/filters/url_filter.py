@@ -20,12 +20,13 @@ from pydantic import Field
 
 from curate.errors import InputError, RecipeError
 from curate.ops import Filter, Params, Verdict, reads_column
+from curate.paths import local_path
 
 
 class UrlLists(Params):
-    domains: str | None = Field(None, description="File of exact host names.")
-    suffixes: str | None = Field(None, description="File of domains matched with all their subdomains.")
-    substrings: str | None = Field(None, description="File of substrings of the lower-cased URL.")
+    domains: str | None = local_path(None, hub=False, description="File of exact host names.")
+    suffixes: str | None = local_path(None, hub=False, description="File of domains matched with all their subdomains.")
+    substrings: str | None = local_path(None, hub=False, description="File of substrings of the lower-cased URL.")
 
 
 class UrlFilterParams(Params):

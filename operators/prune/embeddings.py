@@ -102,7 +102,7 @@ class EmbeddingStore:
         else:
             index = np.asarray(index, dtype=np.int64)
             cost = max(row_bytes, FAULT_BYTES)
-        piece = max(1, self.budget // cost)
+        piece = max(1, self.budget // max(cost, 1))  # cost 0: a store of no rows has no columns either
         out = np.empty((len(index), self.dim), self.dtype)
         for at in range(0, len(index), piece):
             rows = index[at:at + piece]

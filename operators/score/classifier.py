@@ -2,7 +2,8 @@
 
 A one-output (regression) head writes its output as is (FineWeb-Edu's classifier gives an
 educational value of about 0..5); a head with several labels writes the probability of
-`label` (a name from the model's config, or an index; default: the last label).
+`label` (a name from the model's config, or an index; default: the last label). A text the
+tokenizer makes no tokens of has a null score.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.columns import put, text_values
+from curate.columns import put, text_values, with_nulls
 from curate.ops import Map, Resources, reads_column, writes_column
 from operators.score.model_params import ModelScoreParams
 
@@ -68,11 +69,11 @@ class ClassifierScore(Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         self.setup()
         texts = text_values(batch, self.params.column or self.text_column, self.name)
-        logits = self.model.logits(texts).astype(np.float64) if texts else np.zeros((0, self.model.labels))
+        logits = self.model.logits(texts).astype(np.float64)
         if self.model.labels == 1:
             score = logits[:, 0]
         else:
             logits -= logits.max(axis=1, keepdims=True)
             p = np.exp(logits)
             score = (p / p.sum(axis=1, keepdims=True))[:, self.index]
-        return put(batch, self.params.output_column, score)
+        return put(batch, self.params.output_column, with_nulls(np.nan_to_num(score), np.isfinite(score)))

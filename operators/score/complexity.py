@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 from curate.columns import put, text_array
 from curate.errors import RecipeError
 from curate.ops import Map, Params, reads_column
+from curate.paths import local_path
 from operators.score import text_stats
 from operators.score.code_ast import CodeShapes, grammar_package, language_name
 
@@ -35,7 +36,7 @@ class ComplexityParams(Params):
                                                instead_of_text=True)
     metrics: list[Metric] = Field(list(METRICS), description="Which measurements to write.")
     mattr_window: int = Field(50, ge=2, description="MATTR window, in tokens.")
-    tokenizer: str | None = Field(None, description="A Hugging Face tokenizer (local folder or cached hub id): "
+    tokenizer: str | None = local_path(None, hub=True, description="A Hugging Face tokenizer (local folder or cached hub id): "
                                                     "also write *_tokens.")
     code_column: str | None = reads_column(None, "Source code column: complexity_ast_depth and complexity_ast_nodes.")
     code_language: str = Field("python", description="Language of code_column: python (its `ast`) or any language "

@@ -164,18 +164,25 @@ class Classifier:
         self.labels = int(self.model.config.num_labels)
 
     def logits(self, texts: list[str]) -> np.ndarray:
+        """NaN for a text of no tokens (a tokenizer that adds none to an empty text): it has nothing
+        to classify, and a model call would read only the padding its batch gave it (or, alone,
+        have no shape at all)."""
         import torch
 
         lengths = np.asarray(self.tokenizer(texts, truncation=True, max_length=self.max_length,
                                             return_length=True)["length"], np.int64)
+        tokens = np.flatnonzero(lengths > 0)
 
         def step(positions: np.ndarray) -> np.ndarray:
-            enc = self.tokenizer([texts[i] for i in positions], padding=True, truncation=True,
+            enc = self.tokenizer([texts[i] for i in tokens[positions]], padding=True, truncation=True,
                                  max_length=self.max_length, return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 return self.model(**enc).logits.float().cpu().numpy()
 
-        return self.batcher.run(lengths, step)
+        out = np.full((len(texts), self.labels), np.nan, np.float32)
+        if len(tokens):
+            out[tokens] = self.batcher.run(lengths[tokens], step)
+        return out
 
     def close(self) -> None:
         self.model = None

@@ -7,10 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from curate.ops import Params
+from curate.paths import local_path
 
 
 class ModelScoreParams(Params):
-    model: str = Field(..., description="A local model folder, or a Hugging Face hub id used from the local cache "
+    model: str = local_path(..., hub=True, description="A local model folder, or a Hugging Face hub id used from the local cache "
                                         "(never downloaded).")
     batch_size: int = Field(16, ge=1, le=65536, description="Most rows per model call (halved on out-of-memory).")
     max_batch_tokens: int | None = Field(None, ge=1, description="Most padded tokens per model call; null: no limit.")

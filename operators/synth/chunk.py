@@ -12,11 +12,12 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.ops import TEXT, Map, Params, Verdict
+from curate.paths import local_path
 
 
 class ChunkParams(Params):
     max_tokens: int = Field(300, gt=0, description="About this many tokens per chunk (the WRAP paper: 300).")
-    tokenizer: str | None = Field(None, description="Hugging Face tokenizer to count tokens; default: words.")
+    tokenizer: str | None = local_path(None, hub=True, description="Hugging Face tokenizer to count tokens; default: words.")
     language: str = Field("en", description="Language of the sentence splitter (pysbd).")
 
 

@@ -17,19 +17,22 @@ from pydantic import Field
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, writes_column
+from curate.paths import local_path
 
 
 class TokenCountParams(Params):
-    tokenizer: str = Field(description="tokenizer.json, a directory with one, or a hub id in the local HF cache.")
+    tokenizer: str = local_path(hub=True, description="tokenizer.json, a directory with one, or a hub id in the local HF cache.")
     column: str = writes_column("token_count", "Column for the count.")
     special_tokens: bool = Field(False, description="Count the tokenizer's special tokens ([CLS], <s>, ...) too.")
 
 
-def load_tokenizer(where: str):
+def load_tokenizer(where: str, step: str = "token_count"):
+    """The tokenizer at `where` (see the module doc), truncation and padding off; `step` names the
+    operator in errors."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise CurateError("token_count needs the tokenizers package (pip install 'curate[web]')") from None
+        raise CurateError(f"{step} needs the tokenizers package (pip install 'curate[web]')") from None
     path = Path(where).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -43,7 +46,7 @@ def load_tokenizer(where: str):
             except (ImportError, ValueError):  # no huggingface_hub, or not a valid hub id
                 pass
         if not isinstance(cached, str):
-            raise RecipeError("tokenizer", f"token_count: no tokenizer.json at {where}, and it is not a hub id in the "
+            raise RecipeError("tokenizer", f"{step}: no tokenizer.json at {where}, and it is not a hub id in the "
                                            f"local Hugging Face cache (download it first, e.g. huggingface-cli download)")
         path = Path(cached)
     tokenizer = Tokenizer.from_file(str(path))

@@ -72,7 +72,7 @@ def test_validate_and_dry_run_write_nothing(cli, tmp_path):
     assert cli("validate", recipe_file(tmp_path)).exit_code == 0
     res = cli("run", recipe_file(tmp_path), "--dry-run")
     assert res.exit_code == 0 and "stage 1 (cpu workers, a task per shard of stage 0): 01_exact_dedup (global)" in res.stdout
-    assert "stage 0 (cpu workers, 1 tasks)" in res.stdout
+    assert "stage 0 (cpu workers, 1 task)" in res.stdout
     assert "columns (first batch): text, _id" in res.stdout
     assert not (tmp_path / "out").exists()
 
@@ -112,7 +112,7 @@ def test_inspect_summarizes_a_run_and_a_parquet_file(cli, tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x"}, {"text": "x"}])
     cli("run", recipe_file(tmp_path), "-w", "1")
     res = cli("inspect", tmp_path / "out")
-    assert res.exit_code == 0 and "01_exact_dedup" in res.stdout and "1 rows" in flat(res.stdout)
+    assert res.exit_code == 0 and "01_exact_dedup" in res.stdout and "1 row in 1 file" in flat(res.stdout)
     assert cli("inspect", tmp_path / "missing").exit_code == 2
 
 
@@ -210,7 +210,7 @@ def test_inspect_reads_jsonl_and_counts_distinct_values_exactly_on_small_data(cl
     res = cli("inspect", tmp_path / "a.jsonl.gz")
     assert res.exit_code == 0, res.output
     shown = flat(res.stdout)
-    assert "70 rows in 1 files" in shown and "distinct" in shown and "~" not in shown
+    assert "70 rows in 1 file" in shown and "distinct" in shown and "~" not in shown
     rows = {line.split("│")[1].strip(): line for line in res.stdout.splitlines() if line.count("│") > 3}
     assert rows["text"].split("│")[5].strip() == "10" and rows["n"].split("│")[5].strip() == "3"
 

@@ -151,7 +151,9 @@ def test_yaml_errors_name_the_file_and_line(tmp_path):
     p.write_text("input: {path: in.jsonl}\noutput: {path: out\nsteps: []\n")
     with pytest.raises(RecipeError) as e:
         recipe.load(p)
-    assert str(e.value).startswith(f"{p}, line 3")
+    # the line to fix is the one opening the {, not the one where PyYAML noticed it unclosed
+    assert str(e.value).startswith(f"{p}, line 2: not valid YAML: the {{ opened here is not closed")
+    assert "(line 3, column 6)" in str(e.value)
     assert "<unicode string>" not in str(e.value)
 
 

@@ -81,7 +81,8 @@ class Converted:
     error: str | None
 
 
-def _safe(conv: Converter, unit: Any, fallback_id: str) -> tuple[dict | None, str | None]:
+def convert_unit(conv: Converter, unit: Any, fallback_id: str) -> tuple[dict | None, str | None]:
+    """(trajectory, None), or (None, why) for a unit (a record; a group's records) that does not convert."""
     try:
         traj = conv.convert(unit, fallback_id)
     except Unconvertible as e:
@@ -106,13 +107,13 @@ def iter_convert(conv: Converter, records: Iterable[dict], start: int = 0,
                 error = str(rec) if isinstance(rec, Exception) else f"record is a {type(rec).__name__}, not an object"
                 yield Converted([pos], None, error)
                 continue
-            traj, err = _safe(conv, rec, fid)
+            traj, err = convert_unit(conv, rec, fid)
             yield Converted([pos], traj, err)
         return
     key = conv.group_by
     for _, group in groupby(numbered, key=lambda t: t[1].get(key) if isinstance(t[1], dict) else None):
         group = list(group)
-        traj, err = _safe(conv, [rec for _, rec, _ in group], group[0][2])
+        traj, err = convert_unit(conv, [rec for _, rec, _ in group], group[0][2])
         yield Converted([pos for pos, _, _ in group], traj, err)
 
 

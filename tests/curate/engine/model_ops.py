@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curate.ops import TEXT, Map, Params
+from curate.ops import TEXT, Global, Map, Params
 
 
 class FakeModelParams(Params):
@@ -47,3 +47,16 @@ class BatchSize(Map):
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch.append_column("batch_size", pa.array([batch.num_rows] * batch.num_rows, pa.int64()))
+
+
+class FitBatchSizes(Global):
+    """Appends `fit_batch_sizes`: the sizes of the batches its fit was given, in order."""
+
+    name = "fit_batch_sizes"
+    provides = ("fit_batch_sizes",)
+
+    def fit(self, batches, workdir, parallel=None) -> str:
+        return ",".join(str(batch.num_rows) for batch in batches)
+
+    def apply(self, batch: pa.RecordBatch, state: str) -> pa.RecordBatch:
+        return batch.append_column("fit_batch_sizes", pa.array([state] * batch.num_rows, pa.string()))

@@ -79,6 +79,13 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
     """What a recipe needs to run offline here: the inputs its test in tests/recipes/ uses."""
     if name in ("quickstart", "near-dedup"):
         return _demo_args(tmp)
+    if name == "decontaminate":
+        from tests.recipes.test_decontaminate import write_benchmarks
+
+        args = _demo_args(tmp)
+        write_benchmarks(tmp / "demo", tmp / "bench")
+        monkeypatch.setenv("BENCH_DIR", str(tmp / "bench"))  # CURATE_* and the recipe's ${} are read by the driver
+        return args
     if name == "agent-sft":
         monkeypatch.chdir(tmp)  # its input path is relative, as a user runs it from the checkout
         for var in ("ADP_SOURCE", "ADP_STYLE"):

@@ -188,6 +188,7 @@ def batch_size_op(monkeypatch):
     from curate import registry
 
     monkeypatch.setitem(registry.catalog(), "batch_size", "tests.curate.engine.model_ops:BatchSize")
+    monkeypatch.setitem(registry.catalog(), "fit_batch_sizes", "tests.curate.engine.model_ops:FitBatchSizes")
 
 
 def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_path, batch_size_op):
@@ -204,7 +205,29 @@ def test_a_step_gets_batches_of_its_batch_rows_and_the_bytes_do_not_change(tmp_p
     assert data_digest(tmp_path / "a") == data_digest(tmp_path / "b") == data_digest(tmp_path / "c")
 
 
+def test_a_global_fit_gets_batches_of_its_step_batch_rows(tmp_path, batch_size_op):
+    inp = corpus(tmp_path / "in", files=2, rows=500)  # read in batches of 64, two shards of 500 rows
+    run(load(inp, tmp_path / "o", "steps:\n  - fit_batch_sizes: {batch_rows: 150}\n"), RunOptions(workers=1))
+    sizes = set(pq.read_table(tmp_path / "o" / "data").column("fit_batch_sizes").to_pylist())
+    assert sizes == {",".join(["150"] * 6 + ["100"])}  # re-sized across the two shards
+
+
 def test_batch_rows_must_be_a_positive_whole_number(tmp_path):
     for bad in ("0", "-3", "1.5", "many"):
         with pytest.raises(CurateError, match=r"steps\[0\].exact_dedup.batch_rows"):
             load("x.jsonl", tmp_path / "o", f"steps:\n  - exact_dedup: {{batch_rows: {bad}}}\n")
+
+
+def test_the_manifest_records_the_runs_lineage(tmp_path):
+    """Every input file with its size and modification time, every output shard with its rows
+    and bytes, the host, start and end times, and the versions of the packages that shape bytes."""
+    inp = corpus(tmp_path / "in", files=2)
+    m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
+    files = sorted((tmp_path / "in").glob("*.jsonl.gz"))
+    assert [e["path"] for e in m["inputs"]] == [str(f) for f in files]
+    assert [e["bytes"] for e in m["inputs"]] == [f.stat().st_size for f in files]
+    shards = sorted((tmp_path / "out" / "data").glob("*.parquet"))
+    assert [e["path"] for e in m["outputs"]] == [f"data/{p.name}" for p in shards]
+    assert sum(e["rows"] for e in m["outputs"]) == m["rows_out"]
+    assert m["run"]["host"] and m["run"]["started_at"] <= m["run"]["ended_at"]
+    assert {"curate", "pyarrow", "polars", "duckdb", "numpy", "xxhash"} <= m["versions"].keys()

@@ -169,11 +169,13 @@ def test_lineage_lists_each_input_object_once_with_size_and_version(tmp_path, s3
     upload(s3, tmp_path / "hive", "hive")
     sources = discover("s3://inp/hive")
     objects = input_objects(split_parquet(sources, target_bytes=1000))
-    assert [o["uri"] for o in objects] == [s.path for s in sources] and len(objects) == 4
-    assert all(o["size"] > 0 and o["version"].startswith("ETag=") for o in objects)
+    assert [o["path"] for o in objects] == [s.path for s in sources] and len(objects) == 4
+    assert all(o["bytes"] > 0 and o["version"].startswith("ETag=") for o in objects)
     assert json.loads(json.dumps(objects)) == objects
+    m = copy("s3://inp/hive", tmp_path / "o")
+    assert m["inputs"] == objects  # the manifest's lineage
     local = input_objects(discover(str(tmp_path / "hive")))
-    assert local[0]["uri"].startswith("file://") and local[0]["version"].startswith("mtime_ns=")
+    assert set(local[0]) == {"path", "bytes", "modified_ns"}
 
 
 def test_run_directories_under_a_listed_prefix_are_left_out(tmp_path, s3):
@@ -354,3 +356,18 @@ def test_footers_in_a_store_are_counted_and_checked_before_the_run(tmp_path, s3)
     r = recipe.load(text="steps: []\n", input_path="s3://inp/hive", output_path=str(tmp_path / "o"))
     with pytest.raises(InputError, match=r"s3://inp/hive/lang=en/part-9\.parquet: not a readable Parquet"):
         preflight.check(r)  # the first damaged file in input order, of those read at once
+
+
+@pytest.mark.parametrize("name, mode", [("shard.tar", "w"), ("shard.tar.gz", "w:gz")])
+def test_webdataset_shards_stream_from_s3_as_from_disk(tmp_path, s3, name, mode):
+    pytest.importorskip("PIL")
+    from tests.curate.io import wds_shards
+
+    members = [m for i in range(20) for m in wds_shards.sample(f"{i:04d}", caption=f"caption {i}")]
+    path = wds_shards.write_tar(tmp_path / "wds" / name, members, mode)
+    upload(s3, tmp_path / "wds", "wds")
+    outs = []
+    for inp in (str(path), f"s3://inp/wds/{name}"):
+        outs.append(tmp_path / f"o{len(outs)}")
+        copy(inp, outs[-1])
+    assert digest(outs[1]) == digest(outs[0]) and pq.read_table(outs[1] / "data").num_rows == 20

@@ -1,4 +1,4 @@
-"""The adp_convert, adp_validate and adp_export operators, alone and in the agent-sft recipe."""
+"""The adp_join, adp_convert, adp_validate and adp_export operators, alone and in the agent-sft recipe."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import write_jsonl
 from tests.operators.agent.adp_fixtures import load, needs_fixtures
 from curate import recipe as recipes
+from curate.engine.runner import RunOptions, run
 from curate.errors import RecipeError
+from operators.agent import converters
 from operators.agent.ops import AdpConvert, AdpExport, AdpValidate
+from operators.agent.rows import trajectory_row
 
 RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "agent-sft.yaml"
 
@@ -33,7 +37,7 @@ def test_convert_traces_unconvertible_records_with_the_reason():
     assert out.schema.names == ["_parent_id", "id", "content", "details"]
     assert out.column("_parent_id").to_pylist() == ["a", "d"]  # no row for what could not be converted
     assert verdict.keep.tolist() == [True, False, False, True]
-    assert verdict.reason[1:3] == ["unconvertible", "unconvertible"]
+    assert verdict.reason == "unconvertible"
     assert "no 'conversations' list" in verdict.detail[1]
     assert "not valid JSON" in verdict.detail[2]
     assert out.column("id").to_pylist()[0] == raw[0]["id"]
@@ -41,16 +45,31 @@ def test_convert_traces_unconvertible_records_with_the_reason():
 
 
 @needs_fixtures
-def test_convert_groups_per_step_records_and_traces_those_merged_away():
-    raw = load("nnetnav-live", "sample_raw.json")
-    batch = pa.RecordBatch.from_pylist([{"_id": f"r{i}", "raw": json.dumps(r)} for i, r in enumerate(raw)])
-    out, verdict = _op(AdpConvert, source="nnetnav-live", raw_column="raw").process(batch)
-    assert out.num_rows == 5 and verdict.keep.sum() == 5
-    assert out.column("_parent_id").to_pylist()[0] == "r0"
-    merged = [i for i, k in enumerate(verdict.keep) if not k]
-    assert len(merged) == len(raw) - 5
-    assert {verdict.reason[i] for i in merged} == {"merged"}
-    assert "joined into the trajectory of row r0" in verdict.detail[merged[0]]
+@pytest.mark.parametrize("batch_rows", [1, 8192])
+def test_per_step_records_are_joined_across_batches_and_files_as_the_stream_converter_does(tmp_path, batch_rows):
+    raw = load("nnetnav-live", "sample_raw.json")  # 30 step records of 5 trajectories
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"raw": json.dumps(r)} for r in raw[:14]])  # cut inside one
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"raw": json.dumps(r)} for r in raw[14:]])
+    steps = "  - adp_join: {source: nnetnav-live, raw_column: raw}\n  - adp_convert: {source: nnetnav-live}\n"
+    r = recipes.load(text=f"input: {{path: '{tmp_path}/in/*.jsonl', batch_rows: {batch_rows}}}\n"
+                          f"output: {{path: '{tmp_path}/out'}}\nsteps:\n{steps}")
+    run(r, RunOptions(workers=1))
+    got = pq.read_table(tmp_path / "out" / "data").to_pylist()
+    expected = [trajectory_row(unit.trajectory) for unit in converters.iter_convert(converters.get("nnetnav-live"), raw)]
+    assert [{k: row[k] for k in ("id", "content", "details")} for row in got] == expected
+    merged = pq.read_table(tmp_path / "out" / "trace" / "01_adp_join.parquet").to_pylist()
+    assert len(merged) == len(raw) - 5 and {m["reason"] for m in merged} == {"merged"}
+    assert merged[0]["detail"] == f"joined into the trajectory of row {got[0]['_id'].removesuffix('#0')}"
+    assert json.loads(merged[0]["row"]["raw"]) == raw[1]  # the step record, traced as it was read
+
+
+def test_a_per_step_source_needs_adp_join_before_adp_convert(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", [{"raw": "{}"}])
+    r = recipes.load(text=f"input: {{path: '{tmp_path}/in.jsonl'}}\noutput: {{path: '{tmp_path}/out'}}\n"
+                          "steps:\n  - adp_convert: {source: nnetnav-wa, raw_column: raw}\n")
+    with pytest.raises(RecipeError, match=r"steps\[0\]\.adp_convert\.source: nnetnav-wa has one record per step: "
+                                          r"put `- adp_join: \{source: nnetnav-wa, raw_column: raw\}` before"):
+        run(r, RunOptions(workers=1))
 
 
 def test_validate_keeps_valid_rows_and_traces_the_located_error():
@@ -104,5 +123,5 @@ def test_agent_sft_recipe_end_to_end(tmp_path, cli, monkeypatch):
     first = table.column("conversations")[0].as_py()
     assert first[0]["from"] == "human" and "In bash" in first[0]["value"] or first[0]["value"]
     traces = {p.stem: pq.read_table(p) for p in (tmp_path / "out" / "trace").glob("*.parquet")}
-    assert traces["01_adp_convert"].column("reason").to_pylist() == ["unconvertible"]
-    assert traces["03_exact_dedup"].num_rows == 1
+    assert traces["02_adp_convert"].column("reason").to_pylist() == ["unconvertible"]
+    assert traces["04_exact_dedup"].num_rows == 1

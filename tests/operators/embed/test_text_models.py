@@ -160,10 +160,12 @@ def test_a_missing_local_path_exits_2(cli, tmp_path, backend):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": "a", "text": "x"}])
     p = tmp_path / "r.yaml"
     p.write_text(recipe_text(tmp_path, f"{{backend: {backend}, model: {tmp_path / 'models' / 'mini'}}}"))
-    res = cli("run", p, "-w", "1")
+    res = cli("run", p, "-w", "1")  # refused before any worker starts (preflight)
     assert res.exit_code == 2 and "Traceback" not in res.output
     err = " ".join(res.stderr.split())
-    assert f"model '{tmp_path / 'models' / 'mini'}' not found" in err and "does not exist" in err
+    assert f"steps[0].embed.model: {tmp_path / 'models' / 'mini'} does not exist" in err
+    with pytest.raises(CurateError, match="not found: it is a local path .* that does not exist"):  # called from Python
+        Embed(EmbedParams(backend=backend, model=str(tmp_path / "models" / "mini"))).setup()
 
 
 @pytest.mark.parametrize("backend", ["sentence_transformers", "transformers"])

@@ -110,6 +110,15 @@ def test_classifier_score_is_the_probability_of_the_label(tiny_classifier):
     assert np.allclose(got, expected, rtol=1e-4)
 
 
+def test_a_text_of_no_tokens_has_no_classifier_score_whatever_its_batch(tiny_classifier):
+    # The tiny tokenizer adds no special tokens: "" has none. Alone in a model call it has no
+    # shape; beside others, only the padding their length gave it.
+    op = ClassifierScore(ClassifierScore.Params(model=str(tiny_classifier), batch_size=4))
+    for texts in ([""], ["", "the cat sat on the mat"], ["a dog", None, ""]):
+        scores = op.process(pa.record_batch({"text": pa.array(texts, pa.string())})).column("quality_classifier")
+        assert [t for t, s in zip(texts, scores.to_pylist()) if s is None] == [t for t in texts if not t]
+
+
 def test_classifier_refuses_an_unknown_label(tiny_classifier):
     from curate.errors import CurateError
 

@@ -35,3 +35,8 @@ def test_ivf_novelty_is_close_to_exact_above_exact_rows():
 def test_a_single_row_is_fully_novel(tmp_path):
     assert nearest_novelty(np.ones((1, 4), np.float32), NoveltyParams(), 0).tolist() == [1.0]
     assert Novelty().provides == ("diversity_novelty",)
+
+
+def test_a_fit_over_no_rows_is_empty(tmp_path):
+    state = Novelty(Novelty.Params()).fit(iter([]), tmp_path)  # every row removed before the step
+    assert len(np.load(state.path)) == 0

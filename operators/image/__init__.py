@@ -1,0 +1,1 @@
+"""Image-text operators: CLIP score, image filters, DataComp's score selection."""

@@ -1,0 +1,63 @@
+"""image_filter: each rule at its boundary, sizes from metadata or the header, and the
+datacomp_basic preset equal to DataComp's basic-filter rules (transcribed here) on planted cases."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import example, given, settings, strategies as st
+
+from operators.image.image_filter import ImageFilter, ImageFilterParams
+from tests.curate.io.wds_shards import image_bytes
+
+
+def datacomp_basic_keep(caption, width, height):
+    """apply_filter.py's basic filter less the fastText English rule, transcribed."""
+    return (len(caption.split()) > 2 and len(caption) > 5
+            and min(width, height) >= 200 and max(width, height) / min(width, height) <= 3.0)
+
+
+def run(params, **columns):
+    op = ImageFilter(ImageFilterParams(**params), text_column="caption")
+    return op.keep(pa.RecordBatch.from_pydict(columns))
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(1, 900), height=st.integers(1, 900),
+       caption=st.sampled_from(["", "a b", "ab cd e", "a  b c", "abc", "a red dog", "two words", "x y z"]))
+@example(width=200, height=200, caption="a red dog")  # min side exactly 200: kept
+@example(width=199, height=597, caption="a red dog")
+@example(width=200, height=600, caption="a red dog")  # aspect ratio exactly 3: kept
+@example(width=200, height=601, caption="a red dog")
+@example(width=300, height=300, caption="a b c")  # 3 words but 5 characters: dropped
+def test_datacomp_preset_equals_the_reference_rules(width, height, caption):
+    v = run({"preset": "datacomp_basic"}, image=pa.array([b"unused"], pa.binary()), caption=[caption],
+            original_width=[width], original_height=[height])
+    assert bool(v.keep[0]) == datacomp_basic_keep(caption, width, height)
+
+
+def test_sizes_from_the_header_when_no_metadata():
+    imgs = [image_bytes((250, 210)), image_bytes((150, 300), fmt="PNG"), image_bytes((700, 200), fmt="WEBP"),
+            b"garbage"]
+    v = run({"min_side": 200, "max_aspect_ratio": 3.0}, image=pa.array(imgs, pa.binary()))
+    assert v.keep.tolist() == [True, False, False, False]
+    assert [v.reason[i] for i in (1, 2, 3)] == ["image_too_small", "image_aspect_ratio", "image_undecodable"]
+    assert v.detail[2] == "700x200: aspect ratio 3.500 > 3.0"
+
+
+def test_bytes_format_max_side_and_decodable_rules():
+    jpg, png = image_bytes((64, 64)), image_bytes((64, 64), fmt="PNG")
+    truncated = jpg[:-20]  # its header reads, its pixels do not
+    images = pa.array([jpg, png, truncated], pa.binary())
+    assert run({"formats": ["jpeg"]}, image=images).keep.tolist() == [True, False, True]
+    assert run({"decodable": True}, image=images).keep.tolist() == [True, True, False]
+    assert run({"max_side": 64}, image=images).keep.tolist() == [True, True, True]
+    assert run({"max_side": 63}, image=images).keep.tolist() == [False, False, False]
+    assert run({"min_bytes": len(jpg)}, image=pa.array([jpg, truncated], pa.binary())).keep.tolist() == [True, False]
+    assert run({"max_bytes": len(truncated)}, image=pa.array([jpg, truncated], pa.binary())).keep.tolist() == [
+        False, True]
+
+
+def test_preset_values_can_be_replaced():
+    v = run({"preset": "datacomp_basic", "min_side": 100}, image=pa.array([b"x"], pa.binary()),
+            caption=["a red dog"], original_width=[150], original_height=[150])
+    assert v.keep.tolist() == [True]
