@@ -351,6 +351,10 @@ def test_footers_in_a_store_are_counted_and_checked_before_the_run(tmp_path, s3)
     upload(s3, tmp_path / "hive", "hive")
     sources = discover("s3://inp/hive")
     assert input_rows(sources, None) == 1200 and input_rows(split_parquet(sources, 1000), 7) == 7
+    from curate.engine.plan import Task
+    from curate.stage_progress import task_bytes
+
+    assert task_bytes(Task(0, 0, tuple(sources))) == sum((tmp_path / "hive" / s.name).stat().st_size for s in sources)
     s3.put_object(Bucket="inp", Key="hive/lang=en/part-9.parquet", Body=b"PAR1 not really")
     s3.put_object(Bucket="inp", Key="hive/lang=zz/part-0.parquet", Body=b"PAR1 nor this")
     r = recipe.load(text="steps: []\n", input_path="s3://inp/hive", output_path=str(tmp_path / "o"))
