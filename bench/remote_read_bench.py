@@ -47,8 +47,8 @@ def one(i_key):
     if fmt == "parquet":
         table = pq.read_table(key, filesystem=native)
     else:
-        with fs.open(key, "rb", block_size=8 << 20) as f, pa.input_stream(pa.PythonFile(f, mode="r"), compression="gzip") as s:
-            table = pjson.read_json(s)
+        with fs.open(key, "rb", block_size=8 << 20) as f:
+            table = pjson.read_json(pa.input_stream(pa.PythonFile(f, mode="r"), compression="gzip"))
     pq.write_table(table, f"{out}/part-{i:05d}.parquet", compression="zstd")
     return table.num_rows
 with ThreadPoolExecutor(workers) as pool:
@@ -179,7 +179,8 @@ def main():
     lines = [f"{len(files)} demo-corpus files: {sizes['jsonl']:.2f} GB of JSONL.gz and {sizes['parquet']:.2f} GB "
              f"as Parquet, on a moto S3 server on loopback; {args.workers} workers (threads for the bare reads). "
              f"The moto server itself used {moto_cpu:.0f} CPU-seconds over the four reads.", "",
-             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) |", "|---|---|---:|---:|---:|---:|---:|"]
+             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     headlines = []
     for fmt in ("parquet", "jsonl"):
         local, ours, bare = [r for r in results if r["fmt"] == fmt]
@@ -195,8 +196,8 @@ def main():
     lines += ["", f"Listing {listed['n']:,} objects under one prefix: curate (discover, into Sources) "
                   f"{listed['curate']:.1f} s wall, {listed['curate_cpu']:.1f} CPU-s; s3fs find alone "
                   f"{listed['bare']:.1f} s."]
-    headlines.append([f"Listing {listed['n']:,} S3 objects", f"{listed['curate']:.1f} s", f"{listed['curate_cpu']:.1f} CPU-s",
-                      f"s3fs find alone: {listed['bare']:.1f} s"])
+    headlines.append([f"Listing {listed['n']:,} S3 objects", f"{listed['curate']:.1f} s",
+                      f"{listed['curate_cpu']:.1f} CPU-s", f"s3fs find alone: {listed['bare']:.1f} s"])
     h.emit(args, "\n".join(lines), headlines)
     print(json.dumps({"results": results, "listing": listed}), file=sys.stderr)
 

@@ -311,8 +311,9 @@ def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
                 run(r, RunOptions(workers=2))
                 outs.append(digest(out))
             assert outs[0] == outs[1] and outs[0]
-        [source] = discover("hf://datasets/org/name/hive/lang=de/part-0.parquet", storage_options={"endpoint": endpoint})
-        assert source.version.startswith("blob_id=") and source.size == (repo / "hive/lang=de/part-0.parquet").stat().st_size
+        one = "hive/lang=de/part-0.parquet"
+        [source] = discover(f"hf://datasets/org/name/{one}", storage_options={"endpoint": endpoint})
+        assert source.version.startswith("blob_id=") and source.size == (repo / one).stat().st_size
     finally:
         server.shutdown()
 
