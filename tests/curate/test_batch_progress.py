@@ -6,6 +6,7 @@ import re
 
 from rich.console import Console
 
+from curate.io.sources import Source
 from curate.stage_progress import StageTracker, plain_line
 from curate.words import count
 from tests.conftest import write_jsonl
@@ -50,7 +51,7 @@ def test_one_is_singular_everywhere_else_plural():
 def test_the_stage_eta_comes_from_the_bytes_of_the_tasks_done_in_this_run(tmp_path):
     class Task:
         def __init__(self, path):
-            self.sources, self.shards = (type("S", (), {"path": str(path)})(),), ()
+            self.sources, self.shards = (Source(str(path), "jsonl", path.name),), ()
 
     paths = []
     for i, size in enumerate((100, 100, 200, 600)):
