@@ -18,7 +18,7 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     r = tmp_path / "r.yaml"
     r.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\n"
                  f"steps:\n  - token_count: {{tokenizer: {_tokenizer(tmp_path)}}}\n  - exact_dedup: {{}}\n")
-    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.01")  # the env var; --progress-seconds is the option
+    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.1")  # the env var; --progress-seconds is the option
     res = cli("run", r, "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stderr.splitlines() if line.startswith("progress ")]
