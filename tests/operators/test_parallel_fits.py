@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
+from curate.engine.layout import RunLayout
 from curate.engine.local import LocalExecutor
 from curate.ops import SERIAL, Parallel, serial_map
 from operators.dedup.containment import ContainmentDedup
@@ -30,7 +31,7 @@ VOCAB = [f"w{i}" for i in range(300)]
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     """The runner's local executor with two worker processes, as a fit's Parallel."""
-    executor = LocalExecutor(2, lambda *counts: None, tmp_path_factory.mktemp("work"))
+    executor = LocalExecutor(2, lambda *counts: None, RunLayout.at(tmp_path_factory.mktemp("run")))
     yield Parallel(executor.map, 2, threads=1)
     executor.close()
 
