@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.report import duplicates, lengths, qdc, sources
+from curate.report import duplicates, kept_removed, lengths, qdc, sources
 from curate.report.parts import clip, figure, table
 from curate.report.scan import Run
 
@@ -55,7 +55,7 @@ def render(manifest: dict, run_dir: Path, by: str | None = None, by_domain: str 
     run = Run.open(run_dir, manifest)
     sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
                 sources.render(go, run, by, by_domain), _timings(go, manifest),
-                _reasons(manifest, run_dir), duplicates.render(go, run),
+                _reasons(manifest, run_dir), kept_removed.render(run), duplicates.render(go, run),
                 _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), _summaries(manifest)]
     body = "\n".join(s for s in sections if s)
     title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
