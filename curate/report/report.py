@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.report import duplicates, kept_removed, lengths, qdc, sources
+from curate.report import duplicates, kept_removed, lengths, qdc, sources, summaries
 from curate.report.parts import clip, figure, table
 from curate.report.scan import Run
 
@@ -56,7 +56,7 @@ def render(manifest: dict, run_dir: Path, by: str | None = None, by_domain: str 
     sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
                 sources.render(go, run, by, by_domain), _timings(go, manifest),
                 _reasons(manifest, run_dir), kept_removed.render(run), duplicates.render(go, run),
-                _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), _summaries(manifest)]
+                _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), summaries.render(go, manifest)]
     body = "\n".join(s for s in sections if s)
     title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
@@ -274,19 +274,3 @@ def _clusters(m: dict) -> str:
     if not parts:
         return ""
     return "<section id=\"clusters\"><h2>Clusters of pruning steps</h2>" + "".join(parts) + "</section>"
-
-
-def _summaries(m: dict) -> str:
-    """Every step's summary as compact JSON (without the long lists and histograms drawn above)."""
-    def trim(v):
-        if isinstance(v, dict):
-            return {k: trim(x) for k, x in v.items() if k != "histogram"}
-        if isinstance(v, list) and len(v) > 12:
-            return f"[{len(v)} items]"
-        return v
-
-    rows = [[s["step"], json.dumps(trim(s["summary"]), default=str)[:2000]] for s in m.get("steps", [])
-            if s.get("summary")]
-    if not rows:
-        return ""
-    return f"<section id=\"step-summaries\"><h2>Step summaries</h2>{table(['step', 'summary'], rows)}</section>"
