@@ -1,34 +1,34 @@
-"""report.html: the funnel, removal reasons with sample rows, score histograms, QDC before and
-after, cluster tables and timings of a finished run, in one file that needs no network.
+"""report.html: a finished run in one file that needs no network: the funnel, lengths and bytes
+and tokens in vs out (lengths.py), rows kept and removed per source (sources.py), timings,
+removal reasons with sample rows, kept rows beside removed ones (kept_removed.py), duplicate
+clusters (duplicates.py), QDC before and after, score histograms (scores.py), cluster tables of
+pruning steps and step summaries as tables (summaries.py).
 
-Figures are Plotly's (plotly.js is inlined once, from the plotly package); everything drawn is
-aggregated first (histograms are counts per bin, samples are a few rows per reason), so the
-file's size depends on the number of steps and columns, not of rows. Reading is bounded too:
-score columns only from the data, and at most SAMPLE_SCAN trace rows per step.
+Figures are Plotly's (plotly.js is inlined once, vendored); everything drawn is aggregated first
+(histograms are counts per bin, tables are bounded, samples a few rows), so the file's size
+depends on the number of steps and columns, not of rows. Reading is bounded too: aggregations
+run in DuckDB over the Parquet files (scan.py), and samples read at most SAMPLE_SCAN trace rows
+per step or a file's first batch.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.report import duplicates, kept_removed, lengths, qdc, sources, summaries
+from curate.report import duplicates, kept_removed, lengths, qdc, scores, sources, summaries
 from curate.report.parts import clip, figure, table
 from curate.report.scan import Run
 
 ASSETS = Path(__file__).parent / "assets"
-SCORE = re.compile(r"^(quality|complexity|diversity)_")
 SAMPLES_PER_REASON = 3
 SAMPLE_SCAN = 50_000
-BINS = 30
 CLUSTER_ROWS = 50
 
 
@@ -56,7 +56,7 @@ def render(manifest: dict, run_dir: Path, by: str | None = None, by_domain: str 
     sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
                 sources.render(go, run, by, by_domain), _timings(go, manifest),
                 _reasons(manifest, run_dir), kept_removed.render(run), duplicates.render(go, run),
-                _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), summaries.render(go, manifest)]
+                _qdc(go, manifest), scores.render(go, run), _clusters(manifest), summaries.render(go, manifest)]
     body = "\n".join(s for s in sections if s)
     title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
@@ -191,66 +191,6 @@ def _qdc(go, m: dict) -> str:
                 "steps where the recipe should be measured.</p></section>")
     return "<section id=\"qdc\"><h2>Quality, diversity, complexity: before and after</h2>" + "".join(blocks) + \
         "</section>"
-
-
-def _score_columns(run_dir: Path) -> dict[str, np.ndarray]:
-    files = sorted((run_dir / "data").glob("*.parquet"))
-    values: dict[str, list[np.ndarray]] = {}
-    for f in files:
-        pf = pq.ParquetFile(f)
-        names = [n for n, t in zip(pf.schema_arrow.names, pf.schema_arrow.types)
-                 if SCORE.match(n) and (t.id in _NUMERIC)]
-        if not names:
-            continue
-        scores = pf.read(columns=names)
-        for n in names:
-            v = scores.column(n).to_numpy().astype(np.float64)
-            values.setdefault(n, []).append(v[np.isfinite(v)])
-    return {n: np.concatenate(v) for n, v in values.items()}
-
-
-def _numeric_ids():
-    import pyarrow as pa
-
-    return {t.id for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
-                           pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
-
-
-_NUMERIC = _numeric_ids()
-
-
-def _histograms(go, m: dict, run_dir: Path) -> str:
-    after = _score_columns(run_dir)
-    before = qdc.histograms_before(m)
-    names = [n for n in sorted(set(after) | set(before)) if _varies(after.get(n), before.get(n))]
-    if not names:
-        return ("<section id=\"histograms\"><h2>Score histograms</h2><p>The output has no quality_*, complexity_* "
-                "or diversity_* column that varies.</p></section>")
-    figs = []
-    for i, name in enumerate(names):
-        fig = go.Figure()
-        edges = None
-        if name in before:
-            b = before[name]["histogram"]
-            edges = np.asarray(b["edges"])
-            fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=b["counts"], width=np.diff(edges),
-                                 name="input (first dataset_metrics)", opacity=0.5, marker_color="#888"))
-        if name in after and len(after[name]):
-            v = after[name]
-            counts, e = np.histogram(v, bins=edges if edges is not None and v.min() >= edges[0]
-                                     and v.max() <= edges[-1] else BINS)
-            fig.add_trace(go.Bar(x=(e[:-1] + e[1:]) / 2, y=counts, width=np.diff(e), name="output",
-                                 opacity=0.7, marker_color="#1f77b4"))
-        fig.update_layout(title=name, barmode="overlay", bargap=0, xaxis_title=name, yaxis_title="rows")
-        figs.append(f"<div class=\"hist\">{figure(fig, f'hist-{i}', 300)}</div>")
-    return "<section id=\"histograms\"><h2>Score histograms</h2>" + "".join(figs) + "</section>"
-
-
-def _varies(after: np.ndarray | None, before: dict | None) -> bool:
-    """Whether a score has anything to draw: a histogram of one value (or none) is left out."""
-    if after is not None and len(after) and after.min() < after.max():
-        return True
-    return before is not None and sum(1 for c in before["histogram"]["counts"] if c) > 1
 
 
 def _clusters(m: dict) -> str:

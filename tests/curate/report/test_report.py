@@ -193,3 +193,12 @@ def test_inspect_shows_qdc_before_and_after(cli, run_dir):
     assert "run: input vs output" in res.stdout and "input (400 rows)" in res.stdout
     assert "07_qdc_select: input vs selection" in res.stdout
     assert "vendi" in res.stdout and "distinct_2" in res.stdout
+
+
+def test_report_command_breaks_rows_down_by_a_chosen_column(cli, small_dir, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(small_dir, copy)
+    assert cli("report", copy, "--by-domain", "url").exit_code == 0
+    assert "by the domain of the URL in url" in (copy / "report.html").read_text()
+    res = cli("report", copy, "--by", "site")
+    assert res.exit_code == 2 and "--by: no column 'site'" in res.stderr and "url" in res.stderr
