@@ -81,8 +81,9 @@ class Run:
         """`select` over the rows `step` removed: the traced row's columns by name, and the trace's
         own as t._id, t.reason, t.detail."""
         path = self.traces[step]
+        row = ", unnest(t.row)" if self.trace_columns[step] else ""  # a trace of rows with no columns has none
         return self.sql(f"SELECT {select} FROM (SELECT t._id AS _trace_id, t.reason AS _reason, "
-                        f"t.detail AS _detail, unnest(t.row) FROM read_parquet({quote(path)}) t) {where} {tail}")
+                        f"t.detail AS _detail{row} FROM read_parquet({quote(path)}) t) {where} {tail}")
 
 
 def recipe_steps(manifest: dict) -> list[tuple[str, dict]]:
