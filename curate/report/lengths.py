@@ -117,6 +117,9 @@ def render(go, run: Run) -> str:
     note = ("<p>In: every row read (kept, or removed by a step as the trace holds it); out: the output. Tokens "
             "are those the counting step saw, so rows removed before it have none.</p>")
     body = table(["", "in", "out"], rows, numeric={1, 2}) + note + "".join(figs)
-    if not figs:
-        body += f"<p>No length to draw: the text column {html.escape(run.text_column)!r} has one length bin.</p>"
+    column = html.escape(repr(run.text_column))
+    if not any(label == "characters" for label, _, _ in measures(run)):
+        body += f"<p>No characters counted: the text column {column} is not a string column of the output or the trace.</p>"
+    elif not figs:
+        body += f"<p>No length to draw: the text column {column} has one length bin.</p>"
     return section("lengths", "Lengths, bytes and tokens: input vs output", body)

@@ -160,4 +160,6 @@ def render(go, run: Run, by: str | None = None, by_domain: str | None = None) ->
         return section("sources", "Sources", "<p>No source to tell rows apart by: the input's ids are its own "
                        "(input.id_column) and it has no hive partition; <code>curate report --by COLUMN</code> "
                        "(or <code>--by-domain URL_COLUMN</code>) groups by a column.</p>")
-    return section("sources", "Sources: rows kept and removed", "".join(parts))
+    note = ("<p>Rows in: kept plus removed (after a step that splits rows, such as <code>chunk</code>, its "
+            "children count).</p>")
+    return section("sources", "Sources: rows kept and removed", note + "".join(parts))

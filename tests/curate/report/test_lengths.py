@@ -51,3 +51,8 @@ def test_a_single_length_draws_no_histogram(small, monkeypatch):
     monkeypatch.setattr(lengths, "histogram", lambda run, column, expr: {"output": {40: 3}, "removed": {40: 1}})
     html = lengths.render(go, small)
     assert "fig-lengths" not in html and "has one length bin" in html
+
+
+def test_a_text_column_that_is_not_text_draws_nothing(small):
+    small.manifest["recipe"]["input"]["text_column"] = "token_count"  # an integer column
+    assert "is not a string column" in lengths.render(go, small)
