@@ -119,7 +119,8 @@ def render(go, run: Run) -> str:
     body = table(["", "in", "out"], rows, numeric={1, 2}) + note + "".join(figs)
     column = html.escape(repr(run.text_column))
     if not any(label == "characters" for label, _, _ in measures(run)):
-        body += f"<p>No characters counted: the text column {column} is not a string column of the output or the trace.</p>"
+        body += (f"<p>No characters counted: the text column {column} is not a string column of the output "
+                 f"or the trace.</p>")
     elif not figs:
         body += f"<p>No length to draw: the text column {column} has one length bin.</p>"
     return section("lengths", "Lengths, bytes and tokens: input vs output", body)

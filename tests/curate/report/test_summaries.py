@@ -20,7 +20,8 @@ def test_kept_by_eps_is_a_table_and_a_curve_with_the_chosen_eps_marked():
 
 
 def test_records_are_one_table_a_row_each():
-    summary = {"method": "threshold", "input": {"rows": 335, "Q": {"q": 1.0}}, "selection": {"rows": 168, "Q": {"q": 0.9}}}
+    summary = {"method": "threshold", "input": {"rows": 335, "Q": {"q": 1.0}},
+               "selection": {"rows": 168, "Q": {"q": 0.9}}}
     page = summaries.render_summary(go, "07_qdc_select", summary, 0)
     assert "<th></th><th>rows</th><th>Q.q</th>" in page and "<td class=\"\">selection</td>" in page
 
