@@ -10,6 +10,7 @@ numbers whatever the number of rows and needs no first pass for its range.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -51,43 +52,44 @@ def measures(run: Run) -> list[tuple[str, str, str]]:
     return found + token_measures(run)
 
 
-def histogram(run: Run, column: str, expr: str) -> dict[str, dict[int, int]]:
-    """{"output": {bin: rows}, "removed": {bin: rows}} of `expr` (rows without `column` left out)."""
-    query = f"{_bin(expr)} AS b, count(*)"
-    out = {"output": {}, "removed": {}}
+@dataclass
+class Side:
+    """A side (the output, or the rows removed) of a measure: rows per bin, its sum, and the UTF-8
+    bytes of the text (characters only)."""
+
+    bins: dict[int, int] = field(default_factory=dict)
+    total: int = 0
+    bytes: int = 0
+
+    def add(self, found: list[tuple]) -> None:
+        for b, n, total, size in found:
+            self.bins[b] = self.bins.get(b, 0) + n
+            self.total += int(total or 0)
+            self.bytes += int(size or 0)
+
+
+def count(run: Run, column: str, expr: str, text_bytes: bool = False) -> dict[str, Side]:
+    """{"output": Side, "removed": Side} of `expr` (and the UTF-8 bytes of `column`, a string
+    column, with `text_bytes`), in one pass over each file (rows without `column` left out)."""
+    size = f"strlen({ident(column)})" if text_bytes else "0"
+    query = f"{_bin(expr)} AS b, count(*), sum({expr}), sum({size})"
+    out = {"output": Side(), "removed": Side()}
     if column in run.data_columns:
-        out["output"] = dict(run.data_sql(query, tail="GROUP BY b"))
+        out["output"].add(run.data_sql(query, tail="GROUP BY b"))
     for step, columns in run.trace_columns.items():
         if column in columns:
-            for b, n in run.trace_sql(step, query, tail="GROUP BY b"):
-                out["removed"][b] = out["removed"].get(b, 0) + n
+            out["removed"].add(run.trace_sql(step, query, tail="GROUP BY b"))
     return out
 
 
-def totals(run: Run, column: str, expr: str) -> dict[str, int]:
-    """Sum of `expr` over the output and over the removed rows."""
-    out = {"output": 0, "removed": 0}
-    if column in run.data_columns:
-        out["output"] = int(run.data_sql(f"coalesce(sum({expr}), 0)")[0][0] or 0)
-    for step, columns in run.trace_columns.items():
-        if column in columns:
-            out["removed"] += int(run.trace_sql(step, f"coalesce(sum({expr}), 0)")[0][0] or 0)
-    return out
-
-
-def _text_bytes(run: Run) -> dict[str, int]:
-    text = run.text_column
-    return totals(run, text, f"strlen({ident(text)})")
-
-
-def _figure(go, label: str, key: str, counts: dict[str, dict[int, int]]) -> str:
+def _figure(go, label: str, key: str, counts: dict[str, Side]) -> str:
     fig = go.Figure()
-    found = [b for b in set(counts["output"]) | set(counts["removed"]) if b >= 0]  # empty texts: in the table
+    found = [b for b in set(counts["output"].bins) | set(counts["removed"].bins) if b >= 0]  # empty texts: in the table
     bins = list(range(min(found), max(found) + 1))  # every bin between, so a gap is drawn as zero
     x = [bin_edges(b)[0] for b in bins]
-    inputs = [counts["output"].get(b, 0) + counts["removed"].get(b, 0) for b in bins]
+    inputs = [counts["output"].bins.get(b, 0) + counts["removed"].bins.get(b, 0) for b in bins]
     for name, y, color in (("input (kept + removed)", inputs, "#888"),
-                           ("output", [counts["output"].get(b, 0) for b in bins], "#1f77b4")):
+                           ("output", [counts["output"].bins.get(b, 0) for b in bins], "#1f77b4")):
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines", line=dict(shape="hv", color=color),
                                  fill="tozeroy"))
     fig.update_layout(title=f"{label} per row: input vs output", xaxis=dict(type="log", title=f"{label} (log scale)"),
@@ -102,18 +104,16 @@ def render(go, run: Run) -> str:
             ["rows", m.get("rows_in"), m.get("rows_out")]]
     figs = []
     for n, (label, column, expr) in enumerate(measures(run)):
-        counts = histogram(run, column, expr)
-        if len({b for side in counts.values() for b in side if b >= 0}) > 1:  # one bin: nothing to see
+        counts = count(run, column, expr, text_bytes=label == "characters")
+        out, gone = counts["output"], counts["removed"]
+        if len({b for side in (out, gone) for b in side.bins if b >= 0}) > 1:  # one bin: nothing to see
             figs.append(_figure(go, label, "chars" if label == "characters" else f"tokens-{n}", counts))
-        empty = counts["output"].get(-1, 0) + counts["removed"].get(-1, 0)
-        if empty:
-            rows.append([f"rows with no {label}", empty, counts["output"].get(-1, 0)])
+        if out.bins.get(-1, 0) + gone.bins.get(-1, 0):
+            rows.append([f"rows with no {label}", out.bins.get(-1, 0) + gone.bins.get(-1, 0), out.bins.get(-1, 0)])
         if label == "characters":
-            t = _text_bytes(run)
-            rows.append([f"text bytes ({column}, UTF-8)", t["output"] + t["removed"], t["output"]])
-        t = totals(run, column, expr)
-        rows.append([f"{label}" + ("" if label == "characters" else " (rows counted)"),
-                     t["output"] + t["removed"], t["output"]])
+            rows.append([f"text bytes ({column}, UTF-8)", out.bytes + gone.bytes, out.bytes])
+        rows.append([label if label == "characters" else f"{label} (rows counted)", out.total + gone.total,
+                     out.total])
     note = ("<p>In: every row read (kept, or removed by a step as the trace holds it); out: the output. Tokens "
             "are those the counting step saw, so rows removed before it have none.</p>")
     body = table(["", "in", "out"], rows, numeric={1, 2}) + note + "".join(figs)

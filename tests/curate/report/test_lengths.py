@@ -14,19 +14,20 @@ KEPT = list(dict.fromkeys(t for t in ALL if len(t) >= 20))  # first copies of th
 
 
 def test_characters_and_tokens_in_and_out(small):
-    chars = lengths.totals(small, "text", 'length("text")')
-    assert chars["output"] == sum(map(len, KEPT))
-    assert chars["output"] + chars["removed"] == sum(map(len, ALL))
-    tokens = lengths.totals(small, "token_count", '"token_count"')  # token_count ran first: every row counted
-    assert tokens["output"] == sum(len(t.split()) for t in KEPT)
-    assert tokens["output"] + tokens["removed"] == sum(len(t.split()) for t in ALL)
+    chars = lengths.count(small, "text", 'length("text")', text_bytes=True)
+    assert chars["output"].total == sum(map(len, KEPT))
+    assert chars["output"].total + chars["removed"].total == sum(map(len, ALL))
+    assert chars["output"].bytes == sum(len(t.encode()) for t in KEPT)
+    tokens = lengths.count(small, "token_count", '"token_count"')  # token_count ran first: every row counted
+    assert tokens["output"].total == sum(len(t.split()) for t in KEPT)
+    assert tokens["output"].total + tokens["removed"].total == sum(len(t.split()) for t in ALL)
 
 
 def test_histograms_count_every_row_once(small):
-    counts = lengths.histogram(small, "text", 'length("text")')
-    assert sum(counts["output"].values()) == len(KEPT)
-    assert sum(counts["removed"].values()) == len(ALL) - len(KEPT)
-    b = max(counts["output"])
+    counts = lengths.count(small, "text", 'length("text")')
+    assert sum(counts["output"].bins.values()) == len(KEPT)
+    assert sum(counts["removed"].bins.values()) == len(ALL) - len(KEPT)
+    b = max(counts["output"].bins)
     low, high = lengths.bin_edges(b)
     assert any(low <= len(t) < high for t in KEPT)
 
@@ -48,7 +49,8 @@ def test_section_draws_characters_and_tokens_and_the_totals(small):
 
 
 def test_a_single_length_draws_no_histogram(small, monkeypatch):
-    monkeypatch.setattr(lengths, "histogram", lambda run, column, expr: {"output": {40: 3}, "removed": {40: 1}})
+    one_bin = {"output": lengths.Side({40: 3}, 120), "removed": lengths.Side({40: 1}, 40)}
+    monkeypatch.setattr(lengths, "count", lambda run, column, expr, text_bytes: one_bin)
     html = lengths.render(go, small)
     assert "fig-lengths" not in html and "has one length bin" in html
 
