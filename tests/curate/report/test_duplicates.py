@@ -45,3 +45,15 @@ def test_section_shows_the_two_members_side_by_side(small):
     page = duplicates.render(go, small)
     assert 'class="clusters"' in page and page.count(DUP) == 2 and 'id="fig-dup-sizes-0"' in page
     assert "3 rows removed as duplicates" in page
+
+
+def test_a_trace_of_rows_with_no_columns(tmp_path):
+    """A step that removed rows of no public column traces `row` as nulls (curate/trace.py)."""
+    (tmp_path / "trace").mkdir()
+    pq.write_table(pa.table({"_id": ["m1", "m2"], "step": ["s"] * 2, "reason": ["dup"] * 2,
+                             "detail": ["duplicate of k", "duplicate of k"], "row": pa.nulls(2)}),
+                   tmp_path / "trace" / "01_dedup.parquet")
+    run = Run.open(tmp_path, {"steps": [{"step": "01_dedup"}]})
+    assert run.trace_columns == {"01_dedup": {}}
+    [cluster] = duplicates.largest(run, "01_dedup")
+    assert (cluster["size"], cluster["kept_id"], cluster["member_text"]) == (3, "k", None)
