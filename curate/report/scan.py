@@ -79,7 +79,7 @@ class Run:
 
     def trace_sql(self, step: str, select: str, where: str = "", tail: str = "") -> list[tuple]:
         """`select` over the rows `step` removed: the traced row's columns by name, and the trace's
-        own as t._id, t.reason, t.detail."""
+        own as _trace_id, _reason and _detail."""
         path = self.traces[step]
         row = ", unnest(t.row)" if self.trace_columns[step] else ""  # a trace of rows with no columns has none
         return self.sql(f"SELECT {select} FROM (SELECT t._id AS _trace_id, t.reason AS _reason, "
