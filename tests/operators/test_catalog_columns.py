@@ -37,6 +37,11 @@ EXPECTED = {
                     ("img", "cap"), ("quality_clip_score", "_embedding"))],
     "clip_score_select": [({"fraction": 0.3}, ("quality_clip_score",), ()),
                           ({"threshold": 0.3, "score_column": "s"}, ("s",), ())],
+    "image_cluster_filter": [({"target_embeddings": "t.npy"}, ("_embedding", "body"), ()),
+                             ({"target_embeddings": "t.npy", "language_column": "l", "caption_column": "c",
+                               "threshold": 0.3, "score_column": "s"}, ("_embedding", "l", "c", "s"), ()),
+                             ({"target_embeddings": "t.npy", "caption_rules": False, "fraction": 0.3,
+                               "embedding_column": "e"}, ("e", "quality_clip_score"), ())],
     "image_filter": [({"min_side": 10}, ("image",), ()), ({"preset": "datacomp_basic"}, ("image", "body"), ()),
                      ({"min_caption_words": 2, "caption_column": "cap", "image_column": "img"}, ("img", "cap"), ())],
     "complexity_scores": [

@@ -113,6 +113,9 @@ CASES: dict[str, Case] = {
     "tokenize": Case("text", (("tokenize", {"tokenizer": "{tokenizer}", "eos": 0}),), needs=("tokenizers",)),
     "image_filter": Case("images", (("image_filter", {"min_side": 24, "max_aspect_ratio": 2.0, "decodable": True,
                                                       "min_caption_words": 2}),), needs=("PIL",)),
+    "image_cluster_filter": Case("vectors", (("image_cluster_filter", {
+        "embedding_column": "emb", "target_embeddings": "{targets}", "k": 4, "niter": 5, "fraction": 0.7,
+        "score_column": "score"}),), needs=("faiss",)),
     "clip_score": CLIP,
     "clip_score_select": CLIP,
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
@@ -256,6 +259,16 @@ class Env:
         bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1)
         bpe.save(str(self.root / "tokenizer.json"))
         return self.root / "tokenizer.json"
+
+    @functools.cached_property
+    def targets(self) -> Path:
+        """Reference embeddings for image_cluster_filter: some rows' vectors (so some clusters are targets)."""
+        import numpy as np
+
+        table = pq.read_table(self.inputs["vectors"].parent)
+        emb = table.column("emb").combine_chunks()
+        np.save(self.root / "targets.npy", emb.values.to_numpy().reshape(len(emb), -1)[::25])
+        return self.root / "targets.npy"
 
     @functools.cached_property
     def clip(self) -> Path:
