@@ -37,6 +37,8 @@ EXPECTED = {
                     ("img", "cap"), ("quality_clip_score", "_embedding"))],
     "clip_score_select": [({"fraction": 0.3}, ("quality_clip_score",), ()),
                           ({"threshold": 0.3, "score_column": "s"}, ("s",), ())],
+    "caption_class_filter": [({"classes": "c.txt"}, ("body",), ()),
+                             ({"classes": "c.txt", "caption_column": "cap", "language_column": "l"}, ("cap", "l"), ())],
     "image_cluster_filter": [({"target_embeddings": "t.npy"}, ("_embedding", "body"), ()),
                              ({"target_embeddings": "t.npy", "language_column": "l", "caption_column": "c",
                                "threshold": 0.3, "score_column": "s"}, ("_embedding", "l", "c", "s"), ()),

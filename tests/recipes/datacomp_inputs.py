@@ -1,7 +1,7 @@
 """What the recipes/datacomp-*.yaml need to run offline: img2dataset-style tar shards of coloured
 images with English and German captions, a tiny random open_clip model, a tiny fastText
 language-ID model trained on the spot (in lid.176's label form), reference embeddings (the
-tiny model's embeddings of a few of the images) and a synset list; and the `--set` arguments
+tiny model's embeddings of a few of the images) and a class list; and the `--set` arguments
 that point each recipe at them."""
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def prepare(tmp: Path, monkeypatch) -> None:
     model = build_tiny_clip(tmp / "clip")
     monkeypatch.setenv("LID_MODEL", str(train_lid(tmp / "lid.bin")))
     monkeypatch.setenv("TARGET_EMBEDDINGS", str(reference_embeddings(model, tmp / "targets.npy")))
-    monkeypatch.setenv("SYNSETS", str(tmp / "synsets.txt"))
-    (tmp / "synsets.txt").write_text("dog\ncat\nbird\n")
+    monkeypatch.setenv("CLASSES", str(tmp / "classes.txt"))
+    (tmp / "classes.txt").write_text("dog\ncat, kitten\nbird\n")
     shards(tmp / "shards")
 
 

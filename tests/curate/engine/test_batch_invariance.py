@@ -116,6 +116,7 @@ CASES: dict[str, Case] = {
     "image_cluster_filter": Case("vectors", (("image_cluster_filter", {
         "embedding_column": "emb", "target_embeddings": "{targets}", "k": 4, "niter": 5, "fraction": 0.7,
         "score_column": "score"}),), needs=("faiss",)),
+    "caption_class_filter": Case("text", (("caption_class_filter", {"classes": "{lists}/classes.txt"}),)),
     "clip_score": CLIP,
     "clip_score_select": CLIP,
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
@@ -239,6 +240,7 @@ class Env:
     def lists(self) -> Path:
         (self.root / "lists").mkdir()
         (self.root / "lists" / "block.txt").write_text("spam.net\n")
+        (self.root / "lists" / "classes.txt").write_text("river, market\nWindow\ngarden bridge\n")
         return self.root / "lists"
 
     @functools.cached_property
