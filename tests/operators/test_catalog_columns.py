@@ -44,6 +44,8 @@ EXPECTED = {
                                "threshold": 0.3, "score_column": "s"}, ("_embedding", "l", "c", "s"), ()),
                              ({"target_embeddings": "t.npy", "caption_rules": False, "fraction": 0.3,
                                "embedding_column": "e"}, ("e", "quality_clip_score"), ())],
+    "image_exact_dedup": [({}, ("image",), ()), ({"image_column": "img", "prefer": "q", "on": "bytes"}, ("img", "q"), ())],
+    "phash_dedup": [({}, ("image",), ()), ({"image_column": "img", "prefer": "q"}, ("img", "q"), ())],
     "image_filter": [({"min_side": 10}, ("image",), ()), ({"preset": "datacomp_basic"}, ("image", "body"), ()),
                      ({"min_caption_words": 2, "caption_column": "cap", "image_column": "img"}, ("img", "cap"), ())],
     "complexity_scores": [

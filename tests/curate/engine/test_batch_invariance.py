@@ -117,6 +117,8 @@ CASES: dict[str, Case] = {
         "embedding_column": "emb", "target_embeddings": "{targets}", "k": 4, "niter": 5, "fraction": 0.7,
         "score_column": "score"}),), needs=("faiss",)),
     "caption_class_filter": Case("text", (("caption_class_filter", {"classes": "{lists}/classes.txt"}),)),
+    "image_exact_dedup": Case("images", (("image_exact_dedup", {}),), needs=("PIL",)),
+    "phash_dedup": Case("images", (("phash_dedup", {"max_distance": 6}),), needs=("PIL", "scipy")),
     "clip_score": CLIP,
     "clip_score_select": CLIP,
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
