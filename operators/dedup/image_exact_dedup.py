@@ -17,7 +17,7 @@ from pydantic import Field
 
 from curate.ops import Params, reads_column
 from operators.dedup.exact import ExactDedup
-from operators.dedup.image_hash import pixel_hash
+from operators.dedup.image_hash import encoded_images, pixel_hash
 
 
 class ImageExactDedupParams(Params):
@@ -36,6 +36,6 @@ class ImageExactDedup(ExactDedup):
     Params = ImageExactDedupParams
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
-        images = batch.column(self.params.image_column).to_pylist()
+        images = encoded_images(batch, self.params.image_column, self.name)
         halves = np.array([pixel_hash(b, self.params.on) for b in images], dtype=np.uint64).reshape(-1, 2)
         return {"h1": pa.array(halves[:, 0]), "h2": pa.array(halves[:, 1])}  # uint64, as exact_dedup's

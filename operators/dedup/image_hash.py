@@ -12,10 +12,21 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pyarrow as pa
 import xxhash
+
+from curate.errors import InputError
 
 PHASH_SIDE = 32
 PHASH_BITS = 8
+
+
+def encoded_images(batch: pa.RecordBatch, column: str, step: str) -> list[bytes | None]:
+    """The column's encoded images; anything but binary is an InputError naming the step and column."""
+    values = batch.column(column)
+    if not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
+        raise InputError(f"{step}: image column '{column}' must hold encoded image bytes (binary); it is {values.type}")
+    return values.to_pylist()
 
 
 def _open(data: bytes):

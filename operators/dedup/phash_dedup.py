@@ -23,7 +23,7 @@ from pydantic import Field
 
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
-from operators.dedup.image_hash import phash, popcount64
+from operators.dedup.image_hash import encoded_images, phash, popcount64
 from operators.dedup.resolve import union_find
 
 PAIR_CHUNK = 1 << 20  # candidate pairs verified at a time
@@ -85,8 +85,8 @@ class PhashDedup(Global):
         return (self.params.prefer,) if self.params.prefer else ()
 
     def prepare(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
-        return {"phash": pa.array([phash(b) for b in batch.column(self.params.image_column).to_pylist()],
-                                  pa.uint64())}
+        images = encoded_images(batch, self.params.image_column, self.name)
+        return {"phash": pa.array([phash(b) for b in images], pa.uint64())}
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         p = self.params

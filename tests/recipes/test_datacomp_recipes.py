@@ -57,3 +57,11 @@ def test_recipe_validates_and_runs(name, prepared, cli):
         threshold = scores[int(len(scores) * 0.3)]  # over the whole pool, as the reference
         assert min(r["quality_clip_score"] for r in kept) >= threshold
         assert {t["reason"] for t in trace} <= {"clip_score_low", "caption_rules", "image_cluster_not_target"}
+
+
+def test_a_missing_reference_set_is_refused_before_the_run(prepared, cli, monkeypatch):
+    tmp, _ = prepared
+    monkeypatch.setenv("TARGET_EMBEDDINGS", str(tmp / "nowhere.npy"))
+    res = cli("validate", inputs.RECIPES / "datacomp-image-clip.yaml", *inputs.recipe_args("datacomp-image-clip", tmp))
+    assert res.exit_code == 2
+    assert "target_embeddings" in res.output and "nowhere.npy does not exist" in res.output

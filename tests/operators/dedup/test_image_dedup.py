@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
+from curate.errors import InputError
 from operators.dedup.image_exact_dedup import ImageExactDedup, ImageExactDedupParams
 from operators.dedup.image_hash import phash
 from operators.dedup.phash_dedup import PhashDedup, PhashDedupParams
@@ -135,3 +136,9 @@ def test_phash_groups_equal_brute_force(seeds, d, prefer):
     with tempfile.TemporaryDirectory() as work:
         v = op.apply(batch, op.fit(iter([batch]), Path(work)))
     assert v.keep.tolist() == oracle_keep(hashes, prefer[:n], d)
+
+
+@pytest.mark.parametrize("op", [ImageExactDedup(), PhashDedup()], ids=["exact", "phash"])
+def test_an_image_column_that_is_not_bytes_is_named(op):
+    with pytest.raises(InputError, match=f"{op.name}: image column 'image' must hold encoded image bytes .* it is string"):
+        op.prepare(pa.RecordBatch.from_pydict({"image": ["a.jpg"]}))
