@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from clip_throughput import images  # noqa: E402
-from harness import (CURATE, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402
+from clip_throughput import add_image_bench_args, images  # noqa: E402
+from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
 
 WORDS = "a photo of the red blue green dog cat house tree car sky round square shape on noise".split()
@@ -129,13 +129,8 @@ BARE = "bare open_clip loop"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--images", type=int, default=2000)
-    ap.add_argument("--arch", default="ViT-B-32")
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--repeats", type=int, default=2)
+    add_image_bench_args(ap, "cpu")
     ap.add_argument("--decode-workers", default="2,4,8,16", help="cuda: bare-loop runs with this many decode workers")
-    add_section_args(ap)
     args = ap.parse_args()
     files = pairs(args.images)
     runs = RUNS / "clip-score"
