@@ -70,8 +70,9 @@ def reference_embeddings(model: Path, path: Path) -> Path:
     return path
 
 
-def prepare(tmp: Path, monkeypatch) -> None:
-    """Build every input under `tmp` and point the recipes' ${...} variables at them."""
+def prepare(tmp: Path, monkeypatch, rows: int = 40) -> None:
+    """Build every input under `tmp` (`rows` pairs) and point the recipes' ${...} variables at them
+    (`monkeypatch.setenv`)."""
     from tests.operators.embed.tiny_clip import build_tiny_clip
 
     model = build_tiny_clip(tmp / "clip")
@@ -79,7 +80,7 @@ def prepare(tmp: Path, monkeypatch) -> None:
     monkeypatch.setenv("TARGET_EMBEDDINGS", str(reference_embeddings(model, tmp / "targets.npy")))
     monkeypatch.setenv("CLASSES", str(tmp / "classes.txt"))
     (tmp / "classes.txt").write_text("dog\ncat, kitten\nbird\n")
-    shards(tmp / "shards")
+    shards(tmp / "shards", rows)
 
 
 def recipe_args(name: str, tmp: Path) -> list[str]:
