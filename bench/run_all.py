@@ -35,9 +35,10 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
-            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "embed-gpu", "clip-gpu", "generate-gpu"]
+            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
-GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
+GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -66,6 +67,10 @@ TITLES = {
     "tokenize": "tokenize + megatron output: tokens per CPU-second vs a bare encode_batch loop + numpy write, and datatrove",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
+    "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
+    "datacomp": "DataComp baselines: the funnels of recipes/datacomp-*.yaml on a generated corpus (tiny random CLIP)",
+    "clip-score-gpu": "clip_score on a GPU: curate run vs a bare open_clip loop (ViT-B-32), GPU utilisation, "
+                      "decode workers",
     "generate-gpu": "Batched generation on a GPU: rephrase (transformers backend) vs a bare generate loop",
 }
 # (full, quick) sizes; each has its own option.
@@ -104,7 +109,9 @@ SIZES = {
     "run_metrics_files": (7, 7, "run-metrics: quickstart with and without metrics on the first K demo-corpus files"),
     "tokenize_docs": (100_000, 20_000, "tokenize: demo documents"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
-    "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
+    "gpu_images": (20_000, 10_000, "clip-gpu and clip-score-gpu: synthetic JPEG images"),
+    "clip_score_images": (1000, 500, "clip-score: synthetic JPEG images with captions (CPU)"),
+    "datacomp_pairs": (2000, 1000, "datacomp: generated image-caption pairs through every datacomp recipe"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
     "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
 }
@@ -144,6 +151,11 @@ def commands(a) -> dict[str, list[str]]:
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
                       "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
         "clip-gpu": ["clip_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],
+        "clip-score": ["clip_score_throughput.py", "--images", str(a.clip_score_images), "--batch-size", "64",
+                       "--device", "cpu"],
+        "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
+        "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
+                           "--device", "cuda"],
         "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
                          "--max-new-tokens", "128", "--device", "cuda"],
     }
