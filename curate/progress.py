@@ -148,7 +148,10 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
         stage_bar() if terminal else log_line()
 
     with progress, Ticker(1.0 if terminal else interval, tick):
-        return run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
+        manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
+    if not terminal:  # a batch log ends with where the run got to, however short it was
+        tick()
+    return manifest
 
 
 def funnel_table(manifest: dict) -> Table:

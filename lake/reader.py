@@ -134,7 +134,8 @@ def _short(schema: pa.Schema) -> str:
 @lru_cache(maxsize=256)
 def _nonparquet_schema(path: str, fmt: str, mtime_ns: int) -> pa.Schema:
     try:
-        return duckdb.sql(f"SELECT * FROM {_nonparquet_source(path, fmt, mtime_ns)} LIMIT 0").to_arrow_table().schema
+        with duckdb.connect() as con:  # its own connection: another's unfinished result cannot block it
+            return con.sql(f"SELECT * FROM {_nonparquet_source(path, fmt, mtime_ns)} LIMIT 0").to_arrow_table().schema
     except duckdb.Error as e:
         raise TableReadError(f"{path}: cannot read as {fmt.upper()} ({_first_line(e)})") from e
 

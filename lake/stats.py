@@ -223,7 +223,8 @@ def _text_stats(table: Table) -> TableStats:
             inner.append(f"{parsed_sql(col, f)} AS p{k}_{f}")  # parsed once, aggregated thrice
             outer += [f"bool_and(t{k} IS NULL OR p{k}_{f} IS NOT NULL)", f"min({canonical_sql(f'p{k}_{f}', f)})", f"max({canonical_sql(f'p{k}_{f}', f)})"]
     query = f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {duckdb_source(table)})"
-    values = list(duckdb.sql(query).to_arrow_table().to_pylist()[0].values())
+    with duckdb.connect() as con:  # its own connection: another's unfinished result cannot block it
+        values = list(con.sql(query).to_arrow_table().to_pylist()[0].values())
     rows, cols, at = values[0], [], 1
     for name in names:
         present, lo, hi = values[at : at + 3]

@@ -24,7 +24,10 @@ class SqlFilterParams(Params):
         import duckdb
 
         try:  # syntax only: columns are not known before the data is read
-            duckdb.execute("SELECT 1 FROM (SELECT 1) t WHERE false AND (" + v + ")")
+            # A connection of its own: a result left on duckdb's shared default connection makes
+            # the next user of it (the lake's reader, say) fail with "unfinished result".
+            with duckdb.connect() as con:
+                con.execute("SELECT 1 FROM (SELECT 1) t WHERE false AND (" + v + ")").fetchall()
         except duckdb.ParserException as e:
             raise ValueError(f"not a valid SQL expression: {e}") from None
         except duckdb.Error:
@@ -63,8 +66,9 @@ class SqlFilter(Filter):
         name `a.b`: a column, or a struct column and its field)."""
         import duckdb
 
-        tree = json.loads(duckdb.execute("SELECT json_serialize_sql(?)",
-                                         [f"SELECT * FROM batch WHERE ({self.params.where})"]).fetchone()[0])
+        with duckdb.connect() as con:  # not the shared default connection (see one_expression)
+            tree = json.loads(con.execute("SELECT json_serialize_sql(?)",
+                                          [f"SELECT * FROM batch WHERE ({self.params.where})"]).fetchone()[0])
         names: list[str] = []
 
         def walk(node) -> None:

@@ -141,7 +141,8 @@ def test_a_missing_column_exits_2(cli, tmp_path):
 
 def test_describing_and_validating_imports_no_model_library(tmp_path):
     p = tmp_path / "r.yaml"
-    p.write_text(recipe_text(tmp_path, "{backend: sentence_transformers, model: /nowhere}"))
+    # a hub id (not a local path, which validate checks exists): validating it loads no model library
+    p.write_text(recipe_text(tmp_path, "{backend: sentence_transformers, model: some-org/some-model}"))
     code = ("import sys\nfrom typer.testing import CliRunner\nfrom curate.cli import app\n"
             "r = CliRunner()\n"
             "assert r.invoke(app, ['--help']).exit_code == 0\n"
