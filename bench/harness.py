@@ -76,6 +76,8 @@ class Measured:
     cpu_seconds: float  # user + system CPU of every process of the tree: steadier than wall time on shared cores
     returncode: int
     output: str
+    # The most one process held at once (sampled): a Global's fit runs in one, its pieces in others.
+    peak_process_gb: float = 0.0
 
 
 def _become_subreaper() -> bool:
@@ -116,8 +118,9 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
-def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
-    """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far."""
+def _tree_sample(roots: list[int], cpu_ticks: dict[int, int], peaks: dict[int, int] | None = None) -> int:
+    """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far
+    (and, given `peaks`, each one's largest resident bytes)."""
     rss, stack, seen = 0, list(roots), set()
     while stack:
         pid = stack.pop()
@@ -131,6 +134,8 @@ def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
             continue
         if fields[0] != "Z":
             rss += int(fields[21]) * _PAGE
+            if peaks is not None:
+                peaks[pid] = max(peaks.get(pid, 0), int(fields[21]) * _PAGE)
         cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(fields[11]) + int(fields[12]))  # utime + stime
         stack.extend(_children_of(pid))
     return rss
@@ -171,7 +176,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     log = log or RUNS / "last.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
-    peak, cpu_ticks = 0, {}
+    peak, cpu_ticks, peaks = 0, {}, {}
     before = set(_our_children(set()))
     cpu0 = _children_cpu()
     with open(log, "w") as out:
@@ -179,7 +184,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         while proc.poll() is None:
-            peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks))
+            peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks, peaks))
             if kill_after is not None and time.perf_counter() - start > kill_after:
                 os.killpg(proc.pid, 9)
                 proc.wait()
@@ -188,7 +193,8 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
         seconds = time.perf_counter() - start
     _reap_orphans(before)
     cpu = max(_children_cpu() - cpu0, sum(cpu_ticks.values()) / _TICK)
-    return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"))
+    return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"),
+                    max(peaks.values(), default=0) / 1e9)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store", "wrap",
-            "qdc", "run-metrics", "decon", "tokenize", "embed-gpu", "clip-gpu", "generate-gpu"]
+            "qdc", "run-metrics", "decon", "tokenize", "global-memory", "embed-gpu", "clip-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
 TITLES = {
@@ -63,6 +63,7 @@ TITLES = {
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
     "decon": "Benchmark decontamination: decontaminate vs datatrove's NGramsDecontIndexer + Filter, index scaling",
     "tokenize": "tokenize + megatron output: tokens per CPU-second vs a bare encode_batch loop + numpy write, and datatrove",
+    "global-memory": "Every Global step in bounded memory: peak RSS per process, time, where the memory goes",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
     "generate-gpu": "Batched generation on a GPU: rephrase (transformers backend) vs a bare generate loop",
@@ -100,6 +101,7 @@ SIZES = {
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
     "run_metrics_files": (7, 7, "run-metrics: quickstart with and without metrics on the first K demo-corpus files"),
     "tokenize_docs": (100_000, 20_000, "tokenize: demo documents"),
+    "global_memory_sizes": ("1000000,3000000", "100000,300000", "global-memory: demo documents per run, comma-separated"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
     "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
@@ -134,6 +136,7 @@ def commands(a) -> dict[str, list[str]]:
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
         "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
+        "global-memory": ["global_memory.py", "--sizes", str(a.global_memory_sizes), *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
         "tokenize": ["tokenize_bench.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
