@@ -68,24 +68,17 @@ def text_corpus(docs: int) -> Path:
 
 def embedding_corpus(docs: int, dim: int, texts: Path) -> Path:
     """Parquet twins of the demo files: their ids, a clustered unit embedding and a quality score."""
-    folder = h.DATA / f"global-memory-emb-{docs}-{dim}"
-    marker = folder / "done.json"
-    if marker.exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    centers = rng.normal(size=(CENTERS, dim)).astype(np.float32)
-    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
-    for src in h.corpus_files(texts):
-        ids = pj.read_json(src).column("id")
-        n = len(ids)
-        x = centers[rng.integers(0, CENTERS, n)] + rng.normal(scale=0.05, size=(n, dim)).astype(np.float32)
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        emb = pa.FixedSizeListArray.from_arrays(pa.array(x.astype(np.float16).ravel(), pa.float16()), dim)
-        pq.write_table(pa.table({"id": ids, "_embedding": emb, "quality": rng.random(n)}),
-                       folder / src.name.replace(".jsonl.gz", ".parquet"), compression="none")
-    marker.write_text(json.dumps({"docs": docs, "dim": dim}))
-    return folder
+    def make(folder):
+        rng = np.random.default_rng(0)
+        centers = h.unit_rows(rng, CENTERS, dim)
+        for src in h.corpus_files(texts):
+            ids = pj.read_json(src).column("id")
+            n = len(ids)
+            x = centers[rng.integers(0, CENTERS, n)] + rng.normal(scale=0.05, size=(n, dim)).astype(np.float32)
+            pq.write_table(pa.table({"id": ids, "_embedding": h.half_embeddings(x), "quality": rng.random(n)}),
+                           folder / src.name.replace(".jsonl.gz", ".parquet"), compression="none")
+
+    return h.made_once(h.DATA / f"global-memory-emb-{docs}-{dim}", {"docs": docs, "dim": dim}, make)
 
 
 def recipe(op: str, docs: int, texts: Path, embeddings: Path, out: Path, memory_gb: float | None) -> Path:

@@ -61,6 +61,33 @@ def demo_files(name: str, docs: int, files: int) -> list[Path]:
     return sorted(folder.glob("part-*.jsonl.gz"))
 
 
+def made_once(folder: Path, spec: dict, make) -> Path:
+    """`folder`, filled by `make(folder)` unless an earlier call finished it (its done.json, holding `spec`)."""
+    marker = folder / "done.json"
+    if not marker.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        make(folder)
+        marker.write_text(json.dumps(spec))
+    return folder
+
+
+def unit_rows(rng, n: int, dim: int):
+    """n random directions in dim dimensions (float32 unit rows): cluster centres of synthetic embeddings."""
+    import numpy as np
+
+    x = rng.normal(size=(n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def half_embeddings(x):
+    """The rows of `x`, L2-normalised, as an embedding column (fixed_size_list<halffloat>[dim])."""
+    import numpy as np
+    import pyarrow as pa
+
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return pa.FixedSizeListArray.from_arrays(pa.array(x.astype(np.float16).ravel(), pa.float16()), x.shape[1])
+
+
 def corpus_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("part-*.jsonl.gz"))
 
