@@ -4,7 +4,8 @@ Same shingles, signatures and on-disk band rows as containment_dedup, with a fix
 14 bands x 8 rows (datatrove's) by default, or chosen for a Jaccard `threshold` within
 `num_perm` MinHash values as datasketch and text-dedup choose it (jaccard_bands.py). Documents sharing a band key are linked to the
 best-ranked member of that bucket (duckdb, a band group at a time); a chunked union-find turns
-the links into components; each component keeps its best-ranked member (`prefer` column, then
+the links into components (past the fit's memory budget, duckdb does, over the links on disk:
+components.py); each component keeps its best-ranked member (`prefer` column, then
 _id). The trace names the kept member and the Jaccard estimated from the two signatures. The
 signing and the band groups' links are pieces of the fit's `parallel` map (the run's workers);
 the components do not depend on the order of the links.
