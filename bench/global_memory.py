@@ -55,9 +55,9 @@ RECIPES = {
 }
 
 
-def text_corpus(docs: int) -> Path:
+def text_corpus(docs: int, workers: int) -> Path:
     files = max(1, docs // DOCS_PER_FILE)
-    folder = h.demo_files("global-memory", docs, files)[0].parent
+    folder = h.demo_files("global-memory", docs, files, workers)[0].parent
     bench = folder / "benchmark.jsonl"
     if not bench.exists():
         with gzip.open(folder / "part-0000.jsonl.gz", "rt") as fin:
@@ -149,7 +149,7 @@ def main():
     where_size = min(sizes) if args.where_size is None else args.where_size
     rows, where_rows, results = [], [], {}
     for docs in sizes:
-        texts = text_corpus(docs)
+        texts = text_corpus(docs, args.workers)
         embeddings = embedding_corpus(docs, args.dim, texts) if any(RECIPES[o][0] == "embeddings" for o in ops) else None
         for op in ops:
             r = run(op, docs, texts, embeddings, args, traced=False)

@@ -48,7 +48,7 @@ def corpus(workers: int = 2) -> Path:
     return CORPUS_DIR
 
 
-def demo_files(name: str, docs: int, files: int) -> list[Path]:
+def demo_files(name: str, docs: int, files: int, workers: int = 1) -> list[Path]:
     """A small demo corpus of its own (`docs` documents in `files` JSONL.gz files) under
     bench/.data/NAME-DOCS-FILES/, generated once and reused."""
     from curate.demo import generate
@@ -56,7 +56,7 @@ def demo_files(name: str, docs: int, files: int) -> list[Path]:
     folder = DATA / f"{name}-{docs}-{files}"
     marker = folder / "corpus.json"
     if not (marker.exists() and json.loads(marker.read_text()) == {"docs": docs, "files": files}):
-        generate(folder, docs=docs, files=files, seed=0)
+        generate(folder, docs=docs, files=files, seed=0, workers=workers)  # the same bytes for any workers
         marker.write_text(json.dumps({"docs": docs, "files": files}))
     return sorted(folder.glob("part-*.jsonl.gz"))
 
