@@ -94,14 +94,19 @@ def bare(arch: str, batch_size: int, device: str, out: str, files: list[str]) ->
 BARE = "bare open_clip loop"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_image_bench_args(ap: argparse.ArgumentParser, device: str) -> None:
+    """The options of the open_clip image sections (this one and clip_score_throughput.py)."""
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--arch", default="ViT-B-32")
     ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default=device)
     ap.add_argument("--repeats", type=int, default=2)
     add_section_args(ap)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_image_bench_args(ap, "cuda")
     args = ap.parse_args()
     files = images(args.images)
     runs = RUNS / "clip"

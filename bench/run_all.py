@@ -34,10 +34,11 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store", "wrap",
-            "qdc", "run-metrics", "decon", "tokenize", "global-memory", "embed-gpu", "clip-gpu", "generate-gpu"]
+            "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
+            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
-GPU_SECTIONS = {"embed-gpu", "clip-gpu", "generate-gpu"}
+GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
     "pipeline": "Pipeline: gopher + exact dedup, curate vs datatrove vs Data-Juicer",
     "io": "Read -> write: curate run (no steps) vs bare pyarrow",
@@ -58,6 +59,7 @@ TITLES = {
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "ray-store": "Ray engine on nodes that share no disk: the work files through --work-store (file://, S3) vs a shared path",
+    "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read; listing",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
     "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
@@ -66,6 +68,10 @@ TITLES = {
     "global-memory": "Every Global step in bounded memory: peak RSS per process, time, where the memory goes",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
+    "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
+    "datacomp": "DataComp baselines: the funnels of recipes/datacomp-*.yaml on a generated corpus (tiny random CLIP)",
+    "clip-score-gpu": "clip_score on a GPU: curate run vs a bare open_clip loop (ViT-B-32), GPU utilisation, "
+                      "decode workers",
     "generate-gpu": "Batched generation on a GPU: rephrase (transformers backend) vs a bare generate loop",
 }
 # (full, quick) sizes; each has its own option.
@@ -95,6 +101,8 @@ SIZES = {
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
     "ray_repeats": (2, 2, "ray: runs of each engine, interleaved (figures: the best of them)"),
     "ray_store_files": (7, 7, "ray-store: first K demo-corpus files (7 hold 102k docs)"),
+    "remote_read_gb": (1.0, 0.25, "remote-read: GB of JSONL.gz read from S3 (and the same rows as Parquet)"),
+    "remote_read_objects": (100_000, 100_000, "remote-read: objects under the listed prefix"),
     "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
     "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
@@ -103,7 +111,9 @@ SIZES = {
     "tokenize_docs": (100_000, 20_000, "tokenize: demo documents"),
     "global_memory_sizes": ("1000000,3000000", "100000,300000", "global-memory: demo documents per run, comma-separated"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
-    "gpu_images": (20_000, 10_000, "clip-gpu: synthetic JPEG images"),
+    "gpu_images": (20_000, 10_000, "clip-gpu and clip-score-gpu: synthetic JPEG images"),
+    "clip_score_images": (1000, 500, "clip-score: synthetic JPEG images with captions (CPU)"),
+    "datacomp_pairs": (2000, 1000, "datacomp: generated image-caption pairs through every datacomp recipe"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
     "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
 }
@@ -137,6 +147,8 @@ def commands(a) -> dict[str, list[str]]:
         "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],
         "ray-store": ["ray_store_bench.py", "--files", str(a.ray_store_files), "--repeats", str(a.ray_repeats), *w],
+        "remote-read": ["remote_read_bench.py", "--gb", f"{a.remote_read_gb:g}", "--objects",
+                        str(a.remote_read_objects), *w],
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
@@ -147,6 +159,11 @@ def commands(a) -> dict[str, list[str]]:
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
                       "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
         "clip-gpu": ["clip_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],
+        "clip-score": ["clip_score_throughput.py", "--images", str(a.clip_score_images), "--batch-size", "64",
+                       "--device", "cpu"],
+        "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
+        "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
+                           "--device", "cuda"],
         "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
                          "--max-new-tokens", "128", "--device", "cuda"],
     }

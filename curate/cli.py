@@ -284,11 +284,15 @@ def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of 
 
 @app.command()
 @handle_errors
-def report(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json).")) -> None:
-    """Write RUN_DIR/report.html: funnel, removal reasons with samples, score histograms, QDC, timings."""
+def report(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
+           by: str = typer.Option(None, "--by", metavar="COLUMN",
+                                  help="Also break rows kept and removed down by this column's values."),
+           by_domain: str = typer.Option(None, "--by-domain", metavar="COLUMN",
+                                         help="Also break them down by the domain of the URL in this column.")) -> None:
+    """Write RUN_DIR/report.html: funnel, lengths, sources, removal reasons with samples, duplicates, QDC."""
     from curate.report.report import write_report
 
-    out.print(f"wrote {write_report(run_dir)}")
+    out.print(f"wrote {write_report(run_dir, by, by_domain)}")
 
 
 @app.command()

@@ -18,6 +18,7 @@ engine called from Python can call it too.
 
 from __future__ import annotations
 
+import functools
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from curate.errors import InputError, RecipeError
 from curate.io import output_formats
 from curate.io.readers import file_schema, read_source
 from curate.io.sources import Source, discover, searched_directories
+from curate.io.store import map_objects
 from curate.paths import missing_paths
 from curate.recipe import Recipe
 
@@ -43,7 +45,7 @@ class Preflight:
 def inputs(recipe: Recipe) -> list[Source]:
     """The input files in run order; InputError when nothing matches."""
     spec = recipe.input
-    return discover(spec.path, spec.format, spec.split)
+    return discover(spec.path, spec.format, spec.split, spec.storage_options)
 
 
 def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, pa.Schema | None]:
@@ -145,10 +147,8 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
     footers (and Arrow stream headers) are read even when no column is compared: a damaged one
     is found here, not in the middle of the run."""
     read = input_columns_read(recipe, schema)
-    for source in sources:
-        if source.path == first.path or not (read or source.format in ("parquet", "arrow_stream")):
-            continue
-        other = file_schema(source, recipe.input.raw_column)
+    others = [s for s in sources if s.path != first.path and (read or s.format in ("parquet", "arrow_stream"))]
+    for source, other in zip(others, map_objects(functools.partial(file_schema, raw_column=recipe.input.raw_column), others, any(s.is_uri for s in others))):
         for column, step in read.items() if other is not None else ():
             if column not in other.names:
                 if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only

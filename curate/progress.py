@@ -15,6 +15,7 @@ from rich.text import Text
 from curate.engine.runner import Reporter, RunOptions, run
 from curate.engine.context import READ_STEP
 from curate.io.sources import Source, named_errors, open_parquet
+from curate.io.store import map_objects
 from curate.ops import Global, Map
 from curate.recipe import Recipe
 from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, duration, plain_line
@@ -49,21 +50,23 @@ class _Eta(TimeRemainingColumn):
 
 
 def input_rows(sources: list[Source], limit: int | None) -> int | None:
-    """Rows the run will read, where file metadata tells without reading (Parquet footers, Arrow
-    streams); None otherwise (JSONL and CSV must be parsed to be counted)."""
-    total = 0
-    for src in sources:
-        if src.format == "parquet":
-            meta = open_parquet(src.path).metadata
-            groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
-            total += sum(meta.row_group(i).num_rows for i in groups)
-        elif src.format == "arrow_stream":
-            # batch headers only: the data is mapped, not read
-            with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
-                total += sum(b.num_rows for b in pa.ipc.open_stream(mm))
-        else:
-            return None
+    """Rows the run will read, where file metadata tells without reading (Parquet footers, local
+    Arrow streams); None otherwise (JSONL and CSV must be parsed to be counted, an Arrow stream in
+    a store read whole). Footers in a store are read many at once."""
+    if not all(s.format == "parquet" or (s.format == "arrow_stream" and not s.is_uri) for s in sources):
+        return None
+    total = sum(map_objects(_rows, sources, any(s.is_uri for s in sources)))
     return total if limit is None else min(total, limit)
+
+
+def _rows(src: Source) -> int:
+    if src.format == "arrow_stream":
+        # batch headers only: the data is mapped, not read
+        with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
+            return sum(b.num_rows for b in pa.ipc.open_stream(mm))
+    meta = open_parquet(src.path, src.storage_options).metadata
+    groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
+    return sum(meta.row_group(i).num_rows for i in groups)
 
 
 def _expected_rows(recipe: Recipe, read_total: int | None):

@@ -42,6 +42,9 @@ class InputSpec(_Strict):
                                                      "one string column instead of a column per field (for nested "
                                                      "records whose shape varies, e.g. raw agent trajectories); a "
                                                      "file may then also be one JSON array of records. Empty: off.")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options for the filesystem of each input URI (s3://, gs://, hf://, ...), "
+                                          "e.g. {endpoint_url: ..., anon: true}; credentials as ${VAR}.")
 
     @field_validator("raw_column")
     @classmethod
@@ -169,6 +172,10 @@ class Recipe(BaseModel):
         doc = json.loads(json.dumps(self.raw, default=str))
         doc.pop("allow_empty", None)
         doc.pop("memory_gb", None)  # how the fits hold their state, never what they decide
+        # How to reach the input (endpoint, credentials) is not what it is: the inputs' own
+        # fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
+        if isinstance(doc.get("input"), dict):
+            doc["input"].pop("storage_options", None)
         for step, item in zip(self.steps, doc.get("steps") or []):
             params = next(iter(item.values()), None) if isinstance(item, dict) else None
             if isinstance(params, dict):
@@ -211,6 +218,31 @@ def _expand_env(value: Any, where: str) -> Any:
         raise RecipeError(where, f"environment variable {var} is not set")
 
     return _ENV.sub(sub, value)
+
+
+# A storage option whose value is a credential, by its name (key, secret, token, password, SAS,
+# credentials, ...): written in the recipe, it is shown in the manifest as SECRET_SHOWN.
+_SECRET_KEY = re.compile(r"key|secret|token|passw|credential|sas|signature|session|auth", re.IGNORECASE)
+SECRET_SHOWN = "***"
+
+
+def _without_secrets(display: dict) -> dict:
+    """The recipe as the manifest shows it: `input.storage_options` credentials written in the
+    recipe itself are masked; a `${VAR}` reference stays (it names the variable, not the value)."""
+    options = (display.get("input") or {}).get("storage_options") if isinstance(display.get("input"), dict) else None
+    if isinstance(options, dict):
+        display["input"]["storage_options"] = _mask(options)
+    return display
+
+
+def _mask(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _mask(v, str(k) if _SECRET_KEY.search(str(k)) else key) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, key) for v in value]
+    if key and not (isinstance(value, str) and _ENV.fullmatch(value.strip())) and value not in (None, ""):
+        return SECRET_SHOWN
+    return value
 
 
 _SET_KEY = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -366,7 +398,7 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
         doc["input"] = {**(doc["input"] or {}), "path": input_path}
     if output_path:
         doc["output"] = {**(doc.get("output") or {}), "path": output_path}
-    display = json.loads(json.dumps(doc, default=str))
+    display = _without_secrets(json.loads(json.dumps(doc, default=str)))
     doc = _expand_env(doc, "")
     unknown = sorted(set(doc) - set(_TOP_LEVEL), key=str)
     if unknown:

@@ -12,20 +12,23 @@ import threading
 import time
 from typing import Callable
 
+from curate.io.sources import Source
+
 INTERVAL_ENV = "CURATE_PROGRESS_SECONDS"
 DEFAULT_INTERVAL = 30.0
 
 
 def task_bytes(task) -> int:
-    """Bytes a task reads: its input files (stage 0) or the shards of the stage before; 0 where
-    unknown (a file elsewhere). A Parquet file split among tasks weighs the same in each."""
-    total = 0
-    for path in [s.path for s in task.sources] or list(task.shards):
-        try:
-            total += os.path.getsize(path)
-        except OSError:
-            pass
-    return total
+    """Bytes a task reads: its input files and objects (stage 0) or the shards of the stage
+    before; 0 where unknown (a file gone). A Parquet file split among tasks weighs the same in each."""
+    return sum(_size(item) for item in task.sources or task.shards)
+
+
+def _size(item: Source | str) -> int:
+    try:  # an object in a store weighs the size its listing gave
+        return item.byte_size() if isinstance(item, Source) else os.path.getsize(item)
+    except OSError:
+        return 0
 
 
 def duration(seconds: float) -> str:

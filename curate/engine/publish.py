@@ -71,17 +71,6 @@ def lineage() -> dict:
     return {"host": socket.gethostname(), "started_at": _now()}
 
 
-def input_entries(sources) -> list[dict]:
-    """Every input file once (a large Parquet file is split into several sources), with what
-    identifies its content: size and modification time."""
-    entries = {}
-    for s in sources:
-        if s.path not in entries:
-            st = os.stat(s.path)
-            entries[s.path] = {"path": s.path, "bytes": st.st_size, "modified_ns": st.st_mtime_ns}
-    return list(entries.values())
-
-
 def _output_entry(path: Path, root: Path) -> dict:
     """One published data file: its path in the run directory, bytes and (Parquet) rows."""
     entry = {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size}

@@ -101,6 +101,7 @@ def wait_for_workers(layout: RunLayout, timeout: float = 60.0) -> None:
 
 def hold_worker_lock(path: str) -> int:
     """Called in each worker: a shared lock on `_work/workers.lock`, held until the process exits."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_SH)
     return fd

@@ -36,13 +36,13 @@ from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.fit import fit
 from curate.engine.layout import Files, RunLayout
-from curate.engine.publish import input_entries, lineage, publish, stage_data
+from curate.engine.publish import lineage, publish, stage_data
 from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
 from curate.io import output_formats
-from curate.io.sources import Source
+from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
 from curate.words import count
@@ -245,7 +245,7 @@ class _Run:
         manifest = {"name": recipe.name, "recipe": recipe.display, "recipe_fingerprint": recipe.fingerprint(),
                     "seed": recipe.seed, "limit": self.opts.limit,
                     "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
-                    "run": self.lineage, "inputs": input_entries(self.sources)}
+                    "run": self.lineage, "inputs": input_objects(self.sources)}
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
             shutil.rmtree(self.layout.work, ignore_errors=True)

@@ -15,7 +15,7 @@ each part is converted there (in the workers, one part per task) before `data.tm
 - megatron: `part-NNNNN.bin` / `.idx`, Megatron-LM's indexed dataset of the input_ids column
   (megatron.py);
 - parquet with `output.pack`: each part's input_ids packed into rows of seq_len ids (packing.py).
-The token formats write `tokens.json` beside the parts: the documents and tokens of every part
+The token formats write `_tokens.json` beside the parts (the leading _ makes Parquet dataset readers skip it): the documents and tokens of every part
 and of the whole output (the tokenize step's own total is in the manifest's step entry).
 
 `output.upload` copies the published run (data/, trace/, then manifest.json last, so a
@@ -40,7 +40,7 @@ from curate.io.packing import to_packed
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
 PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar",
            "megatron": "*.bin"}
-TOKEN_TOTALS = "tokens.json"
+TOKEN_TOTALS = "_tokens.json"
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:

@@ -20,8 +20,8 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import raw_json, webdataset
-from curate.io.sources import Source, named_errors, open_parquet
+from curate.io import raw_json, store, webdataset
+from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
 # What `file_schema` parses of a JSONL file (whole lines): enough for the types of its first rows.
@@ -75,8 +75,23 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
 
 
 def _not_empty(source: Source) -> None:
-    if Path(source.path).stat().st_size == 0:
+    size = source.size if source.is_uri else Path(source.path).stat().st_size
+    if size == 0:
         raise InputError(f"{source.path}: the file is empty")
+
+
+def _input_stream(source: Source) -> pa.NativeFile:
+    """The file's bytes front to back, decompressed as its name says (.gz, .zst, .bz2); an
+    object in a store is streamed by range requests, never downloaded whole first."""
+    if source.is_uri:
+        codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
+        return store.open_stream(source.path, source.storage_options, codec)
+    return pa.input_stream(source.path, compression="detect")
+
+
+def _arrow_batches(source: Source) -> pa.ipc.RecordBatchStreamReader:
+    """An Arrow stream file's batches: a local file mapped, not read; an object streamed."""
+    return pa.ipc.open_stream(_input_stream(source) if source.is_uri else pa.memory_map(source.path))
 
 
 def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | None:
@@ -91,11 +106,11 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
         if raw_column is not None:
             schema = pa.schema([(raw_column, pa.string())])
         elif source.format == "parquet":
-            pf = open_parquet(source.path)
+            pf = open_parquet(source.path, source.storage_options)
             schema = pf.schema_arrow if pf.metadata.num_rows else None
         elif source.format == "arrow_stream":
-            with pa.memory_map(source.path) as mm:
-                schema = pa.ipc.open_stream(mm).schema
+            with _arrow_batches(source) as reader:
+                schema = reader.schema
         elif source.format == "csv":
             with _open_csv(source, lambda row: "skip") as reader:
                 schema = reader.schema
@@ -110,7 +125,7 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
 
 
 def _jsonl_peek(source: Source) -> pa.Schema | None:
-    with pa.input_stream(source.path, compression="detect") as stream:
+    with _input_stream(source) as stream:
         data = stream.read(PEEK_BYTES)
         while b"\n" not in data and len(data) < CHUNK_BYTES:  # a first line longer than the peek
             more = stream.read(PEEK_BYTES)
@@ -127,7 +142,7 @@ def _jsonl_peek(source: Source) -> pa.Schema | None:
 
 def _webdataset_peek(source: Source) -> pa.Schema | None:
     rows = []
-    for item in webdataset.samples(source.path):
+    for item in webdataset.samples(source.path, source.storage_options):
         row = webdataset.sample_row(item)[0] if isinstance(item, webdataset.Sample) else None
         if row is not None:
             rows.append(row)
@@ -163,16 +178,15 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
 
 
 def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
-    pf = open_parquet(source.path)
+    pf = open_parquet(source.path, source.storage_options)
     groups = list(source.row_groups) if source.row_groups is not None else None
     for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
         yield batch, None
 
 
 def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
-    with pa.memory_map(source.path) as mm:
-        for batch in pa.ipc.open_stream(mm):
-            yield batch, None
+    with _arrow_batches(source) as reader:
+        yield from ((batch, None) for batch in reader)
 
 
 def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
@@ -191,7 +205,7 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Ch
         rows, bad = [], BadRows()
         return chunk
 
-    for item in webdataset.samples(source.path):
+    for item in webdataset.samples(source.path, source.storage_options):
         if isinstance(item, webdataset.Malformed):
             bad.add(item.position, item.members, item.error)
             continue
@@ -230,7 +244,8 @@ def _open_csv(source: Source, on_invalid) -> pcsv.CSVStreamingReader:
     delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
     # UTF-8 is checked per batch (_drop_invalid_utf8): pyarrow's own check turns a column binary
     # (first block) or fails the whole file (later blocks), where one bad row should go to the trace.
-    return pcsv.open_csv(source.path, read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
+    return pcsv.open_csv(_input_stream(source) if source.is_uri else source.path,
+                         read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
                          parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
                          convert_options=pcsv.ConvertOptions(check_utf8=False))
 
@@ -263,7 +278,7 @@ def _jsonl(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
     schema: pa.Schema | None = None
     line_no = 1  # line number of the first line of `data`
     rest = b""
-    with pa.input_stream(source.path, compression="detect") as stream:
+    with _input_stream(source) as stream:
         while True:
             block = stream.read(CHUNK_BYTES)
             data = rest + block

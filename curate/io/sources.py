@@ -6,15 +6,17 @@ import glob
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
-from pathlib import Path
-from typing import Callable, Iterator
+from pathlib import Path, PurePath
+from typing import Iterator
 
 import pyarrow as pa
 
 from curate.engine import layout
 from curate.errors import InputError
+from curate.io import store
+from curate.io.listing import in_unnamed_run_directory, is_data_name, list_uri
 
 SUFFIX_FORMATS = {
     ".parquet": "parquet", ".pq": "parquet",
@@ -36,10 +38,28 @@ class Source:
     partition: tuple[tuple[str, str], ...] = ()  # hive key=value pairs from the directory names
     row_groups: tuple[int, ...] | None = None  # Parquet only: a subset of row groups
     first_row: int = 0  # the file's row number of this source's first row (for _id)
+    # A URI's object, as listed into the plan: its size and version (store.version: ETag,
+    # generation, ...), so that neither the fingerprint nor planning asks the store again.
+    size: int | None = None
+    version: str = ""
+    # input.storage_options, for the worker that opens a URI; may hold credentials, so it is
+    # never shown (repr) and never part of a fingerprint or the plan's description.
+    storage_options: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def is_uri(self) -> bool:
+        return store.is_uri(self.path)
 
     def fingerprint(self) -> list:
+        """What says the file is unchanged, for --resume: size and mtime of a local file; size and
+        ETag / generation / version id of an object in a store (a copy elsewhere keeps no mtime)."""
+        if self.is_uri:
+            return [self.name, self.size, self.version, list(self.row_groups or ())]
         st = os.stat(self.path)
         return [self.name, st.st_size, st.st_mtime_ns, list(self.row_groups or ())]
+
+    def byte_size(self) -> int:
+        return (self.size or 0) if self.is_uri else os.path.getsize(self.path)
 
 
 def file_format(path: str, declared: str | None = None) -> str:
@@ -54,7 +74,7 @@ def file_format(path: str, declared: str | None = None) -> str:
     raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset)")
 
 
-def _hive_partition(rel_parent: Path) -> tuple[tuple[str, str], ...]:
+def _hive_partition(rel_parent: PurePath) -> tuple[tuple[str, str], ...]:
     pairs = []
     for part in rel_parent.parts:
         key, eq, value = part.partition("=")
@@ -73,12 +93,13 @@ def named_errors(path: str, what: str) -> Iterator[None]:
         raise InputError(f"{path}: cannot read as {what}: {e}") from None
 
 
-def open_parquet(path: str):
-    """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming it."""
+def open_parquet(path: str, storage_options: dict | None = None):
+    """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming
+    it. A URI is read by range requests: the footer now, later only the row groups asked for."""
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(store.open_random(path, storage_options) if store.is_uri(path) else path)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file (damaged, truncated or not Parquet?): {e}") from None
 
@@ -88,12 +109,34 @@ def is_run_directory(path: Path) -> bool:
     return layout.is_run_directory(str(path))
 
 
-def _run_directory_error(path: Path) -> InputError:
+def _run_directory_error(path: str, finished: bool) -> InputError:
     """Naming a run directory itself would read its trace, work files and manifest as data."""
-    if (path / "manifest.json").is_file():
-        return InputError(f"{path} is a curate run directory; to read its output, name its data: {path / 'data'}")
+    data = f"{path.rstrip('/')}/data"
+    if finished:
+        return InputError(f"{path} is a curate run directory; to read its output, name its data: {data}")
     return InputError(f"{path} is an unfinished curate run directory (no manifest.json): its files are not "
-                      f"a dataset yet; finish it with --resume, then name its data: {path / 'data'}")
+                      f"a dataset yet; finish it with --resume, then name its data: {data}")
+
+
+def _no_files_error(spec: str, skipped: list) -> InputError:
+    left_out = (f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
+                f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
+                if skipped else "")
+    return InputError(f"no input files match {spec}{left_out}")
+
+
+def _uri_sources(spec: str, declared_format: str | None, options: dict) -> list[Source]:
+    """The objects at the URI `spec`, listed once (their sizes and versions kept for the plan)."""
+    found = list_uri(spec, options)
+    if found.run_directory is not None:
+        raise _run_directory_error(spec, found.run_directory)
+    if not found.files:
+        raise _no_files_error(spec, found.skipped)
+    sources = []
+    for uri, rel, info in found.files:
+        sources.append(Source(uri, file_format(uri, declared_format), rel.as_posix(), _hive_partition(rel.parent),
+                              size=info.get("size"), version=store.version(info), storage_options=options))
+    return sources
 
 
 def _walk(root: Path, skipped: list[Path]) -> list[Path]:
@@ -110,31 +153,13 @@ def _walk(root: Path, skipped: list[Path]) -> list[Path]:
     return sorted(files)
 
 
-def _in_unnamed_run_directory(f: Path, base: Path, pattern: tuple[str, ...], skipped: list[Path],
-                              is_run: Callable[[Path], bool]) -> bool:
-    """Whether a glob's match `f` lies in a curate run directory (at or below `base`) reached
-    through a wildcard: `out/*/data/*.parquet` names the runs' data/ and reads it, `out/**/*.parquet`
-    does not. Pattern parts line up with the path's only before a `**`."""
-    parts = f.parts
-    for k in range(len(base.parts), len(parts)):  # the directory parts[:k], entered by parts[k]
-        directory = Path(*parts[:k])
-        if not is_run(directory):
-            continue
-        named = k < len(pattern) and "**" not in pattern[:k + 1] and not glob.has_magic(pattern[k])
-        if not named:
-            if directory not in skipped:
-                skipped.append(directory)
-            return True
-    return False
-
-
 def searched_directories(paths: str | list[str]) -> list[tuple[str, Path]]:
     """(input spec, directory) for each directory whose subdirectories the input's expansion
     searches: a directory given as input, or the fixed part of a glob with a wildcard in a
     directory name or `**`. A glob such as `data/*.jsonl` searches `data/` itself only."""
     found = []
     for spec in [paths] if isinstance(paths, str) else paths:
-        if spec.startswith("hf:"):
+        if spec.startswith("hf:") or store.is_uri(spec):
             continue
         p = Path(spec)
         if p.is_dir():
@@ -151,8 +176,7 @@ def _glob_base(spec: str) -> Path:
 
 
 def _is_data_file(p: Path) -> bool:
-    name = p.name
-    return p.is_file() and not name.startswith((".", "_")) and not name.endswith((".crc", ".tmp"))
+    return p.is_file() and is_data_name(p.name)
 
 
 def _hf_disk_sources(root: Path, split: str | None) -> list[Source]:
@@ -186,11 +210,15 @@ def _hf_cache_sources(name: str, split: str | None) -> list[Source]:
     return [Source(f["filename"], "arrow_stream", f"{name}/{Path(f['filename']).name}") for f in ds.cache_files]
 
 
-def discover(paths: str | list[str], declared_format: str | None = None, split: str | None = None) -> list[Source]:
+def discover(paths: str | list[str], declared_format: str | None = None, split: str | None = None,
+             storage_options: dict | None = None) -> list[Source]:
     """All input files in a stable order. Raises InputError when nothing matches."""
     specs = [paths] if isinstance(paths, str) else list(paths)
     sources: list[Source] = []
     for spec in specs:
+        if store.is_uri(spec):
+            sources += _uri_sources(spec, declared_format, storage_options or {})
+            continue
         if spec.startswith("hf:") or declared_format == "hf":
             sources += _hf_cache_sources(spec.removeprefix("hf:"), split)
             continue
@@ -201,7 +229,7 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
         skipped: list[Path] = []
         if p.is_dir():
             if is_run_directory(p):
-                raise _run_directory_error(p)
+                raise _run_directory_error(str(p), (p / "manifest.json").is_file())
             base = p
             files = _walk(p, skipped)
         else:
@@ -211,12 +239,9 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
             base = _glob_base(spec)
             is_run = cache(is_run_directory)  # asked for every directory on the way to each match
             files = [Path(m) for m in matches if _is_data_file(Path(m))
-                     and not _in_unnamed_run_directory(Path(m), base, p.parts, skipped, is_run)]
+                     and not in_unnamed_run_directory(Path(m), base, p.parts, skipped, is_run)]
         if not files:
-            left_out = (f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
-                        f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
-                        if skipped else "")
-            raise InputError(f"no input files match {spec}{left_out}")
+            raise _no_files_error(spec, skipped)
         for f in files:
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
             sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent)))
@@ -228,18 +253,36 @@ def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[
     file still keeps every worker busy. Row numbers (and so `_id`s) do not depend on the split."""
     out = []
     for src in sources:
-        if src.format != "parquet" or src.row_groups is not None or os.path.getsize(src.path) <= target_bytes:
+        if src.format != "parquet" or src.row_groups is not None or src.byte_size() <= target_bytes:
             out.append(src)
             continue
-        meta = open_parquet(src.path).metadata
+        meta = open_parquet(src.path, src.storage_options).metadata
         groups, size, row, first = [], 0, 0, 0
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
             if groups and size + rg.total_byte_size > target_bytes:
-                out.append(Source(src.path, src.format, src.name, src.partition, tuple(groups), first))
+                out.append(replace(src, row_groups=tuple(groups), first_row=first))
                 groups, size, first = [], 0, row
             groups.append(i)
             size += rg.total_byte_size
             row += rg.num_rows
-        out.append(Source(src.path, src.format, src.name, src.partition, tuple(groups), first))
+        out.append(replace(src, row_groups=tuple(groups), first_row=first))
     return out
+
+
+def input_objects(sources: list[Source]) -> list[dict]:
+    """Lineage of a run's input, for its manifest: each file or object once, in run order (a large
+    Parquet file is split into several sources), with what identifies its content: a local
+    file's size and modification time; an object's size and version as its store's listing gave
+    them (store.version: ETag, VersionId, generation, blob id). Nothing is hashed: a 10 TB input
+    is not read twice."""
+    entries: dict[str, dict] = {}
+    for s in sources:
+        if s.path in entries:
+            continue
+        if s.is_uri:
+            entries[s.path] = {"path": s.path, "bytes": s.size, "version": s.version}
+        else:
+            st = os.stat(s.path)
+            entries[s.path] = {"path": s.path, "bytes": st.st_size, "modified_ns": st.st_mtime_ns}
+    return list(entries.values())

@@ -30,6 +30,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from curate.io import store
+
 IMAGE_SUFFIXES = ("jpg", "jpeg", "png", "webp")
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # Errors a damaged or truncated (compressed) tar raises while it is read.
@@ -60,19 +62,22 @@ def split_name(name: str) -> tuple[str, str]:
     return name[:dot], name[dot + 1:].lower()
 
 
-def _open(path: str) -> tarfile.TarFile:
-    if Path(path).suffix.lower() in ZSTD_SUFFIXES:  # tarfile detects gzip, bz2 and xz itself, not zstd
+def _open(path: str, storage_options: dict | None) -> tarfile.TarFile:
+    zstd = Path(path).suffix.lower() in ZSTD_SUFFIXES  # tarfile detects gzip, bz2 and xz itself, not zstd
+    if store.is_uri(path):  # streamed from the store, never downloaded whole first
+        return tarfile.open(fileobj=store.open_stream(path, storage_options, "zstd" if zstd else None), mode="r|*")
+    if zstd:
         return tarfile.open(fileobj=pa.input_stream(path, compression="zstd"), mode="r|")
     return tarfile.open(path, mode="r|*")
 
 
-def samples(path: str) -> Iterator[Sample | Malformed]:
-    """The samples of the tar at `path` in member order, and what is malformed in it."""
+def samples(path: str, storage_options: dict | None = None) -> Iterator[Sample | Malformed]:
+    """The samples of the tar at `path` (a file or a URI) in member order, and what is malformed in it."""
     current: Sample | None = None
     position = 0
     last_name = None
     try:
-        with _open(path) as tar:
+        with _open(path, storage_options) as tar:
             for member in tar:
                 position += 1
                 if not member.isfile():

@@ -1,37 +1,40 @@
-"""report.html: the funnel, removal reasons with sample rows, score histograms, QDC before and
-after, cluster tables and timings of a finished run, in one file that needs no network.
+"""report.html: a finished run in one file that needs no network: the funnel, lengths and bytes
+and tokens in vs out (lengths.py), rows kept and removed per source (sources.py), timings,
+removal reasons with sample rows, kept rows beside removed ones (kept_removed.py), duplicate
+clusters (duplicates.py), QDC before and after, score histograms (scores.py), cluster tables of
+pruning steps and step summaries as tables (summaries.py).
 
-Figures are Plotly's (plotly.js is inlined once, from the plotly package); everything drawn is
-aggregated first (histograms are counts per bin, samples are a few rows per reason), so the
-file's size depends on the number of steps and columns, not of rows. Reading is bounded too:
-score columns only from the data, and at most SAMPLE_SCAN trace rows per step.
+Figures are Plotly's (plotly.js is inlined once, vendored); everything drawn is aggregated first
+(histograms are counts per bin, tables are bounded, samples a few rows), so the file's size
+depends on the number of steps and columns, not of rows. Reading is bounded too: aggregations
+run in DuckDB over the Parquet files (scan.py), and samples read at most SAMPLE_SCAN trace rows
+per step or a file's first batch.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.report import qdc
+from curate.report import duplicates, kept_removed, lengths, qdc, scores, sources, summaries
+from curate.report.parts import clip, figure, table
+from curate.report.scan import Run
 
 ASSETS = Path(__file__).parent / "assets"
-SCORE = re.compile(r"^(quality|complexity|diversity)_")
 SAMPLES_PER_REASON = 3
 SAMPLE_SCAN = 50_000
-SAMPLE_CHARS = 400
-BINS = 30
 CLUSTER_ROWS = 50
 
 
-def write_report(run_dir: Path) -> Path:
+def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = None) -> Path:
+    """report.html of a finished run; `by` / `by_domain`: a column to break rows kept and removed
+    down by (its value / the domain of the URL it holds), beside input files and partitions."""
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.is_file():
@@ -40,17 +43,20 @@ def write_report(run_dir: Path) -> Path:
     manifest = json.loads(manifest_path.read_text())
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
-    tmp.write_text(render(manifest, run_dir), encoding="utf-8")
+    tmp.write_text(render(manifest, run_dir, by, by_domain), encoding="utf-8")
     failpoint("report")
     tmp.replace(target)
     return target
 
 
-def render(manifest: dict, run_dir: Path) -> str:
+def render(manifest: dict, run_dir: Path, by: str | None = None, by_domain: str | None = None) -> str:
     import plotly.graph_objects as go
 
-    sections = [_header(manifest), _funnel(go, manifest), _timings(go, manifest), _reasons(manifest, run_dir),
-                _qdc(go, manifest), _histograms(go, manifest, run_dir), _clusters(manifest), _summaries(manifest)]
+    run = Run.open(run_dir, manifest)
+    sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
+                sources.render(go, run, by, by_domain), _timings(go, manifest),
+                _reasons(manifest, run_dir), kept_removed.render(run), duplicates.render(go, run),
+                _qdc(go, manifest), scores.render(go, run), _clusters(manifest), summaries.render(go, manifest)]
     body = "\n".join(s for s in sections if s)
     title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
@@ -61,7 +67,8 @@ def render(manifest: dict, run_dir: Path) -> str:
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;
 vertical-align:top;font-size:13px}th{background:#f3f3f3}td.num{text-align:right}.sample{font-family:monospace;
-white-space:pre-wrap;max-width:700px}section{margin-bottom:2em}.hist{display:inline-block;width:49%}"""
+white-space:pre-wrap;max-width:700px}section{margin-bottom:2em}.hist{display:inline-block;width:49%;
+vertical-align:top}h4.fig-title{margin:.8em 0 0;font-size:14px;font-weight:600}"""
 
 
 def plotly_js() -> str:
@@ -75,33 +82,11 @@ def plotly_js() -> str:
     return js
 
 
-def _figure(fig, div_id: str, height: int = 380) -> str:
-    fig.update_layout(height=height, margin=dict(l=40, r=20, t=40, b=40), template="plotly_white")
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{div_id}", default_height=f"{height}px",
-                       default_width="100%", config={"displaylogo": False, "responsive": True})
-
-
-def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(
-        f"<td class=\"{'num' if i in numeric else ''}\">{html.escape(_fmt(v))}</td>" for i, v in enumerate(r)) + "</tr>"
-        for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return "" if v is None else str(v)
-
-
 def _header(m: dict) -> str:
     rows = [["rows in", m.get("rows_in")], ["rows out", m.get("rows_out")], ["seconds", m.get("seconds")],
             ["data files", m.get("data_files")], ["recipe fingerprint", m.get("recipe_fingerprint")],
             ["seed", m.get("seed")], ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
-    return f"<section id=\"summary\"><h2>Run</h2>{_table(['', ''], rows)}</section>"
+    return f"<section id=\"summary\"><h2>Run</h2>{table(['', ''], rows)}</section>"
 
 
 def _funnel(go, m: dict) -> str:
@@ -114,7 +99,7 @@ def _funnel(go, m: dict) -> str:
                            textposition="inside", insidetextanchor="middle", hoverinfo="text+y"))
     fig.update_layout(title="rows after each step", yaxis=dict(autorange="reversed"),
                       xaxis=dict(showticklabels=False, zeroline=False))
-    return f"<section id=\"funnel\"><h2>Funnel</h2>{_figure(fig, 'funnel', 120 + 40 * len(steps))}</section>"
+    return f"<section id=\"funnel\"><h2>Funnel</h2>{figure(fig, 'funnel', 120 + 40 * len(steps))}</section>"
 
 
 def _timings(go, m: dict) -> str:
@@ -122,7 +107,7 @@ def _timings(go, m: dict) -> str:
     fig = go.Figure(go.Bar(x=[s.get("seconds", 0) for s in steps], y=[s["step"] for s in steps], orientation="h"))
     fig.update_layout(title="seconds per step (summed over workers; a global step includes its fit)",
                       yaxis=dict(autorange="reversed"))
-    return f"<section id=\"timings\"><h2>Timings</h2>{_figure(fig, 'timings', 120 + 30 * len(steps))}</section>"
+    return f"<section id=\"timings\"><h2>Timings</h2>{figure(fig, 'timings', 120 + 30 * len(steps))}</section>"
 
 
 def _text_field(row: dict | None, text_column: str) -> str:
@@ -131,7 +116,7 @@ def _text_field(row: dict | None, text_column: str) -> str:
     value = row.get(text_column)
     if not isinstance(value, str):
         value = next((v for v in row.values() if isinstance(v, str) and len(v) > 20), json.dumps(row, default=str))
-    return value if len(value) <= SAMPLE_CHARS else value[:SAMPLE_CHARS] + " …"
+    return clip(value)
 
 
 def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str]]]:
@@ -170,10 +155,10 @@ def _reasons(m: dict, run_dir: Path) -> str:
                 f"<tr><td></td><td colspan=\"2\" class=\"sample\">{html.escape(str(i))} — "
                 f"{html.escape(str(d or ''))}\n{html.escape(t)}</td></tr>" for i, d, t in examples)
             rows[-1].append(parts_html)
-        table = "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>" + "".join(
+        reasons_table = "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>" + "".join(
             f"<tr><td>{html.escape(r)}</td><td class=\"num\">{c:,}</td><td class=\"num\">{p}</td></tr>{ex}"
             for r, c, p, ex in rows) + "</table>"
-        parts.append(f"<h3>{html.escape(s['step'])}</h3>{table}")
+        parts.append(f"<h3>{html.escape(s['step'])}</h3>{reasons_table}")
     if not parts:
         return "<section id=\"reasons\"><h2>Removal reasons</h2><p>No row was removed.</p></section>"
     return "<section id=\"reasons\"><h2>Removal reasons (with sample rows from the trace)</h2>" + "".join(parts) + \
@@ -190,7 +175,7 @@ def _qdc(go, m: dict) -> str:
             continue
         rows = [[k, c["before"].get(k), c["after"].get(k)] for k in metrics]
         header = ["metric", c["labels"][0]] + ([c["labels"][1]] if c["labels"][1] else [])
-        table = _table(header, [r[:len(header)] for r in rows], numeric={1, 2})
+        metrics_table = table(header, [r[:len(header)] for r in rows], numeric={1, 2})
         cols = min(len(metrics), 5)
         fig = make_subplots(rows=-(-len(metrics) // cols), cols=cols, subplot_titles=metrics)
         for i, k in enumerate(metrics):
@@ -198,67 +183,14 @@ def _qdc(go, m: dict) -> str:
             values = [c["before"].get(k)] + ([c["after"].get(k)] if c["labels"][1] else [])
             fig.add_trace(go.Bar(x=["before", "after"][:len(values)], y=values, marker_color=["#888", "#1f77b4"],
                                  hovertext=names, showlegend=False), row=i // cols + 1, col=i % cols + 1)
-        blocks.append(f"<h3>{html.escape(c['title'])}</h3>{table}"
-                      f"{_figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
+        blocks.append(f"<h3>{html.escape(c['title'])}</h3>{metrics_table}"
+                      f"{figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
     if not blocks:
         return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset metrics in this run: "
                 "add <code>metrics: true</code> to the recipe to measure its input and output, or dataset_metrics "
                 "steps where the recipe should be measured.</p></section>")
     return "<section id=\"qdc\"><h2>Quality, diversity, complexity: before and after</h2>" + "".join(blocks) + \
         "</section>"
-
-
-def _score_columns(run_dir: Path) -> dict[str, np.ndarray]:
-    files = sorted((run_dir / "data").glob("*.parquet"))
-    values: dict[str, list[np.ndarray]] = {}
-    for f in files:
-        pf = pq.ParquetFile(f)
-        names = [n for n, t in zip(pf.schema_arrow.names, pf.schema_arrow.types)
-                 if SCORE.match(n) and (t.id in _NUMERIC)]
-        if not names:
-            continue
-        table = pf.read(columns=names)
-        for n in names:
-            v = table.column(n).to_numpy().astype(np.float64)
-            values.setdefault(n, []).append(v[np.isfinite(v)])
-    return {n: np.concatenate(v) for n, v in values.items()}
-
-
-def _numeric_ids():
-    import pyarrow as pa
-
-    return {t.id for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
-                           pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
-
-
-_NUMERIC = _numeric_ids()
-
-
-def _histograms(go, m: dict, run_dir: Path) -> str:
-    after = _score_columns(run_dir)
-    before = qdc.histograms_before(m)
-    names = sorted(set(after) | set(before))
-    if not names:
-        return ("<section id=\"histograms\"><h2>Score histograms</h2><p>The output has no quality_*, complexity_* "
-                "or diversity_* column.</p></section>")
-    figs = []
-    for i, name in enumerate(names):
-        fig = go.Figure()
-        edges = None
-        if name in before:
-            b = before[name]["histogram"]
-            edges = np.asarray(b["edges"])
-            fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=b["counts"], width=np.diff(edges),
-                                 name="input (first dataset_metrics)", opacity=0.5, marker_color="#888"))
-        if name in after and len(after[name]):
-            v = after[name]
-            counts, e = np.histogram(v, bins=edges if edges is not None and v.min() >= edges[0]
-                                     and v.max() <= edges[-1] else BINS)
-            fig.add_trace(go.Bar(x=(e[:-1] + e[1:]) / 2, y=counts, width=np.diff(e), name="output",
-                                 opacity=0.7, marker_color="#1f77b4"))
-        fig.update_layout(title=name, barmode="overlay", bargap=0, xaxis_title=name, yaxis_title="rows")
-        figs.append(f"<div class=\"hist\">{_figure(fig, f'hist-{i}', 300)}</div>")
-    return "<section id=\"histograms\"><h2>Score histograms</h2>" + "".join(figs) + "</section>"
 
 
 def _clusters(m: dict) -> str:
@@ -278,23 +210,7 @@ def _clusters(m: dict) -> str:
                 rows = [[r.get(h) for h in header] for r in value[:CLUSTER_ROWS]]
                 more = f"<p>first {CLUSTER_ROWS} of {len(value):,}</p>" if len(value) > CLUSTER_ROWS else ""
                 parts.append(f"<h3>{html.escape(s['step'])}: {html.escape(key)}</h3>"
-                             f"{_table(header, rows, numeric=set(range(len(header))))}{more}")
+                             f"{table(header, rows, numeric=set(range(len(header))))}{more}")
     if not parts:
         return ""
     return "<section id=\"clusters\"><h2>Clusters of pruning steps</h2>" + "".join(parts) + "</section>"
-
-
-def _summaries(m: dict) -> str:
-    """Every step's summary as compact JSON (without the long lists and histograms drawn above)."""
-    def trim(v):
-        if isinstance(v, dict):
-            return {k: trim(x) for k, x in v.items() if k != "histogram"}
-        if isinstance(v, list) and len(v) > 12:
-            return f"[{len(v)} items]"
-        return v
-
-    rows = [[s["step"], json.dumps(trim(s["summary"]), default=str)[:2000]] for s in m.get("steps", [])
-            if s.get("summary")]
-    if not rows:
-        return ""
-    return f"<section id=\"step-summaries\"><h2>Step summaries</h2>{_table(['step', 'summary'], rows)}</section>"

@@ -54,27 +54,31 @@ def train(embeddings, k: int, *, niter: int, seed: int, sample: int, threads: in
 
 
 def assign(embeddings, centroids: np.ndarray | Path, threads: int | None = None,
-           parallel: Parallel = SERIAL) -> np.ndarray:
+           parallel: Parallel = SERIAL, unit_centroids: bool = True) -> np.ndarray:
     """The nearest centroid (by cosine) of every row, as int32, streamed in chunks; runs of
     PIECE_CHUNKS chunks are pieces of `parallel` (an EmbeddingStore travels as its path; give
     many centroids as the path of their .npy under the workdir). Pieces search the same chunks
-    as one process would, so the labels do not depend on how many run at once."""
+    as one process would, so the labels do not depend on how many run at once.
+    `unit_centroids=False`: the centroid of the largest dot product instead (DataComp's argmax
+    over centroids given as they are, whose norms may differ)."""
     n = embeddings.shape[0]
     starts = range(0, n, PIECE_CHUNKS * ASSIGN_CHUNK)
     stops = [min(n, start + PIECE_CHUNKS * ASSIGN_CHUNK) for start in starts]
     threads = parallel.threads or threads or available_cores()
-    parts = parallel.map(partial(assign_rows, embeddings, centroids, threads), starts, stops)
+    parts = parallel.map(partial(assign_rows, embeddings, centroids, threads, unit_centroids=unit_centroids),
+                         starts, stops)
     return np.concatenate(parts) if parts else np.empty(0, np.int32)
 
 
-def assign_rows(embeddings, centroids: np.ndarray | Path, threads: int, start: int, stop: int) -> np.ndarray:
+def assign_rows(embeddings, centroids: np.ndarray | Path, threads: int, start: int, stop: int,
+                unit_centroids: bool = True) -> np.ndarray:
     """One piece: the labels of rows start..stop (start at a chunk boundary)."""
     import faiss
 
     faiss.omp_set_num_threads(threads)
     c = np.load(centroids) if isinstance(centroids, (str, Path)) else centroids
     index = faiss.IndexFlatIP(c.shape[1])
-    index.add(unit32(c))
+    index.add(unit32(c) if unit_centroids else np.ascontiguousarray(c, dtype=np.float32))
     labels = np.empty(stop - start, dtype=np.int32)
     for at in range(start, stop, ASSIGN_CHUNK):
         _, nearest = index.search(unit32(embeddings[at:min(stop, at + ASSIGN_CHUNK)]), 1)

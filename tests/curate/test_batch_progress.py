@@ -6,6 +6,7 @@ import re
 
 from rich.console import Console
 
+from curate.io.sources import Source
 from curate.stage_progress import StageTracker, plain_line
 from curate.words import count
 from tests.conftest import write_jsonl
@@ -25,7 +26,7 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until a "
                        r"task is done); \d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
     assert all(shape.match(line) for line in lines if "rows" in line), lines
-    assert any("stage 0, " in line and "/4 tasks" in line for line in lines), lines
+    assert any("/4 tasks" in line for line in lines), lines  # whichever stage a tick fell in: 4 tasks each
     assert "progress.py" not in res.stderr and "1 tasks" not in res.output
     funnel = res.stdout
     assert "top reasons; counts" in funnel and re.search(r"tokens [\d,]+", funnel), funnel  # the step's counts
@@ -50,7 +51,7 @@ def test_one_is_singular_everywhere_else_plural():
 def test_the_stage_eta_comes_from_the_bytes_of_the_tasks_done_in_this_run(tmp_path):
     class Task:
         def __init__(self, path):
-            self.sources, self.shards = (type("S", (), {"path": str(path)})(),), ()
+            self.sources, self.shards = (Source(str(path), "jsonl", path.name),), ()
 
     paths = []
     for i, size in enumerate((100, 100, 200, 600)):

@@ -33,9 +33,7 @@ VOCAB = [f"w{i}" for i in range(300)]
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     """The runner's local executor with two worker processes, as a fit's Parallel."""
-    root = tmp_path_factory.mktemp("run")
-    (root / "_work").mkdir()
-    executor = LocalExecutor(2, lambda *counts: None, RunLayout(str(root)))
+    executor = LocalExecutor(2, lambda *counts: None, RunLayout.at(tmp_path_factory.mktemp("run")))
     yield Parallel(executor.map, 2, threads=1)
     executor.close()
 

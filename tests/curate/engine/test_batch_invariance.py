@@ -113,6 +113,12 @@ CASES: dict[str, Case] = {
     "tokenize": Case("text", (("tokenize", {"tokenizer": "{tokenizer}", "eos": 0}),), needs=("tokenizers",)),
     "image_filter": Case("images", (("image_filter", {"min_side": 24, "max_aspect_ratio": 2.0, "decodable": True,
                                                       "min_caption_words": 2}),), needs=("PIL",)),
+    "image_cluster_filter": Case("vectors", (("image_cluster_filter", {
+        "embedding_column": "emb", "target_embeddings": "{targets}", "k": 4, "niter": 5, "fraction": 0.7,
+        "score_column": "score"}),), needs=("faiss",)),
+    "caption_class_filter": Case("text", (("caption_class_filter", {"classes": "{lists}/classes.txt"}),)),
+    "image_exact_dedup": Case("images", (("image_exact_dedup", {}),), needs=("PIL",)),
+    "phash_dedup": Case("images", (("phash_dedup", {"max_distance": 6}),), needs=("PIL", "scipy")),
     "clip_score": CLIP,
     "clip_score_select": CLIP,
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
@@ -236,6 +242,7 @@ class Env:
     def lists(self) -> Path:
         (self.root / "lists").mkdir()
         (self.root / "lists" / "block.txt").write_text("spam.net\n")
+        (self.root / "lists" / "classes.txt").write_text("river, market\nWindow\ngarden bridge\n")
         return self.root / "lists"
 
     @functools.cached_property
@@ -256,6 +263,16 @@ class Env:
         bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1)
         bpe.save(str(self.root / "tokenizer.json"))
         return self.root / "tokenizer.json"
+
+    @functools.cached_property
+    def targets(self) -> Path:
+        """Reference embeddings for image_cluster_filter: some rows' vectors (so some clusters are targets)."""
+        import numpy as np
+
+        table = pq.read_table(self.inputs["vectors"].parent)
+        emb = table.column("emb").combine_chunks()
+        np.save(self.root / "targets.npy", emb.values.to_numpy().reshape(len(emb), -1)[::25])
+        return self.root / "targets.npy"
 
     @functools.cached_property
     def clip(self) -> Path:

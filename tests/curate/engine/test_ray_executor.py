@@ -109,6 +109,13 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
         return ["--input", tmp / "pairs", "--set", f"steps[0].embed.model={model}",
                 "--set", "steps[0].embed.pretrained=null", "--set", "steps[1].semantic_dedup.k=4",
                 "--set", "steps[2].density_prune.k=4"]
+    if name.startswith("datacomp-"):
+        for module in ("open_clip", "faiss", "fasttext"):
+            pytest.importorskip(module)
+        from tests.recipes import datacomp_inputs
+
+        datacomp_inputs.prepare(tmp, monkeypatch)  # the recipes' ${} are read by the driver
+        return datacomp_inputs.recipe_args(name, tmp)
     if name == "web-text":
         pytest.importorskip("py3langid")
         monkeypatch.setenv("TOKENIZER", str(_minilm()))

@@ -74,7 +74,7 @@ def test_megatron_output_reads_back_as_the_ids_tokenize_wrote(corpus, reference,
         assert ds.index.dtype.__name__ == "uint16" and len(ds) == len(rows)
         assert [ds[i].tolist() for i in range(len(ds))] == [r["input_ids"] for r in rows]
         assert ds.document_indices.tolist() == list(range(len(rows) + 1))  # a document a row
-    totals = json.loads((data / "tokens.json").read_text())
+    totals = json.loads((data / "_tokens.json").read_text())
     tokens = sum(len(r["input_ids"]) for rows in reference.values() for r in rows)
     assert totals["tokens"] == tokens == next(s for s in m["steps"] if s["op"] == "tokenize")["counts"]["tokens"]
     assert [s["tokens"] for s in totals["shards"]] == [sum(len(r["input_ids"]) for r in rows)
@@ -106,7 +106,7 @@ def packed(corpus, data: Path, out: Path, pack: dict) -> Path:
 def test_packed_rows_join_back_into_the_documents_of_each_part(corpus, reference, tmp_path):
     go(corpus, tmp_path / "out")
     data = packed(corpus, tmp_path / "out" / "data", tmp_path / "packed", {"seq_len": 16, "last": "pad", "pad_id": 0})
-    totals = json.loads((data / "tokens.json").read_text())
+    totals = json.loads((data / "_tokens.json").read_text())
     assert totals["seq_len"] == 16 and totals["last"] == "pad"
     for shard, (name, rows) in zip(totals["shards"], reference.items()):
         table = pq.read_table(data / f"{name}.parquet")

@@ -50,7 +50,8 @@ def test_run_writes_a_self_contained_report(run_dir):
     assert "<script src" not in page and "<link" not in page  # nothing fetched: scripts and styles inline
     markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)  # the page itself, not the bundle's strings
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", markup)
-    for section in ("funnel", "timings", "reasons", "qdc", "histograms"):
+    for section in ("funnel", "lengths", "sources", "timings", "reasons", "kept-removed", "qdc", "histograms",
+                    "step-summaries"):
         assert f'<section id="{section}"' in page
     assert "gopher_" in page and "qdc_not_selected" in page  # removal reasons, from the manifest
     assert "doc-" in page  # sample rows from the trace (their ids)
@@ -111,8 +112,6 @@ def test_report_size_does_not_grow_with_rows(run_dir):
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
 def test_chromium_renders_the_report_without_errors_or_network(run_dir):
     pytest.importorskip("websockets")
-    from PIL import Image
-
     browser = Browser()
     try:
         browser.open(run_dir / "report.html")
@@ -122,14 +121,47 @@ def test_chromium_renders_the_report_without_errors_or_network(run_dir):
         steps = browser.evaluate("document.querySelectorAll('#fig-funnel g.point').length")
         assert steps == 9  # read + 8 steps, one bar each
         assert browser.evaluate("document.querySelectorAll('.hist .main-svg').length") >= 2
-        for figure in ("fig-funnel", "fig-hist-0"):
-            box = browser.evaluate(f"(() => {{const r = document.getElementById('{figure}').getBoundingClientRect();"
-                                   f"return {{x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}}}})()")
-            assert box["width"] > 100 and box["height"] > 100
-            image = Image.open(io.BytesIO(browser.screenshot(box))).convert("L")
-            histogram = image.histogram()
-            drawn = sum(histogram[:200]) / sum(histogram)  # bars and text (darker than 200) on a white page
+        for figure in ("#fig-funnel", "#fig-hist-0"):
+            drawn = drawn_fraction(browser, figure)  # bars and text on a white page
             assert drawn > 0.03, f"{figure}: only {drawn:.1%} of its area is drawn"
+    finally:
+        browser.close()
+
+
+def drawn_fraction(browser: Browser, selector: str) -> float:
+    """The share of the element's area darker than a white page (bars, lines, text, borders)."""
+    from PIL import Image
+
+    box = browser.evaluate(f"(() => {{const r = document.querySelector({selector!r}).getBoundingClientRect();"
+                           f"return {{x: r.x + scrollX, y: r.y + scrollY, width: r.width, "
+                           f"height: r.height}}}})()")
+    assert box["width"] > 100 and box["height"] > 30, f"{selector}: {box}"
+    histogram = Image.open(io.BytesIO(browser.screenshot(box))).convert("L").histogram()
+    return sum(histogram[:200]) / sum(histogram)
+
+
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_chromium_draws_lengths_sources_and_duplicates(small_dir):
+    pytest.importorskip("websockets")
+    browser = Browser(width=800)  # narrow: side-by-side figures leave a title little room beside the toolbar
+    try:
+        browser.open(small_dir / "report.html")
+        assert browser.errors() == []
+        assert [u for u in browser.requests() if not u.startswith(("file:", "data:", "about:"))] == []
+        for section in ("lengths", "sources", "kept-removed", "duplicates"):
+            assert browser.evaluate(f"!!document.getElementById({section!r})"), section
+        assert browser.evaluate("document.querySelectorAll('#fig-lengths-chars .scatterlayer .trace').length") == 2
+        assert drawn_fraction(browser, "#fig-lengths-chars") > 0.03  # the input and output curves, filled
+        assert drawn_fraction(browser, "table.sources") > 0.03  # its borders and text
+        rows = browser.evaluate("document.querySelector('table.sources').querySelectorAll('tr').length")
+        assert rows == 3  # by input file: a header and the two files
+        # No toolbar covers a title: titles are headings above their figure, outside the plot.
+        overlaps = browser.evaluate("""(() => {
+            const boxes = s => [...document.querySelectorAll(s)].map(e => e.getBoundingClientRect());
+            const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+            const bars = boxes('.modebar'), titles = boxes('h4.fig-title, .gtitle');
+            return titles.length ? bars.filter(b => titles.some(t => hit(b, t))).length : -1})()""")
+        assert overlaps == 0
     finally:
         browser.close()
 
@@ -156,3 +188,12 @@ def test_inspect_shows_qdc_before_and_after(cli, run_dir):
     assert "run: input vs output" in res.stdout and "input (400 rows)" in res.stdout
     assert "07_qdc_select: input vs selection" in res.stdout
     assert "vendi" in res.stdout and "distinct_2" in res.stdout
+
+
+def test_report_command_breaks_rows_down_by_a_chosen_column(cli, small_dir, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(small_dir, copy)
+    assert cli("report", copy, "--by-domain", "url").exit_code == 0
+    assert "by the domain of the URL in url" in (copy / "report.html").read_text()
+    res = cli("report", copy, "--by", "site")
+    assert res.exit_code == 2 and "--by: no column 'site'" in res.stderr and "url" in res.stderr

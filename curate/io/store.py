@@ -1,0 +1,121 @@
+"""Inputs at a URI: s3://, gs://, az:// and abfs://, hf://datasets/..., http(s)://, file://,
+memory:// and any other fsspec filesystem.
+
+A URI stays a string everywhere (a Source's path); only the reader opens it, here:
+- Parquet through a file handle that reads what pyarrow asks for and nothing more (no read-ahead
+  cache): the footer, then the column chunks of the row groups the task reads, each a range
+  request, never the whole object;
+- JSONL, CSV and Arrow streams through a sequential stream of CHUNK-sized range requests,
+  decompressed as they come (gzip, zstd, bz2 from the name), never staged to disk.
+
+Credentials come from each filesystem's own standard places (AWS_* variables and profiles,
+AWS_ENDPOINT_URL for an S3-compatible endpoint, GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN, ...),
+plus the recipe's `input.storage_options`. A store that cannot be reached, a missing bucket or a
+refused credential is an InputError naming the URI (exit 2, before any worker starts).
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Iterator
+
+import pyarrow as pa
+
+from curate.errors import InputError
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
+# ETag and VersionId, GCS's generation, Azure's etag and version_id, the Hub's blob or LFS id,
+# an HTTP server's ETag or Last-Modified, a local or in-memory file's mtime / creation time.
+VERSION_KEYS = ("ETag", "VersionId", "generation", "etag", "version_id", "blob_id", "Last-Modified",
+                "mtime", "created")
+STREAM_BLOCK = 8 << 20  # bytes per request of a sequential read
+PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
+            "abfss": "adlfs", "hf": "huggingface_hub", "http": "aiohttp", "https": "aiohttp"}
+
+
+def is_uri(spec: str) -> bool:
+    """Whether `spec` names its filesystem (`scheme://...`); a plain path is read as a local file."""
+    return bool(_SCHEME.match(spec))
+
+
+def filesystem(uri: str, options: dict | None = None):
+    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(f"{uri}: reading a URI needs fsspec: pip install 'curate[remote]'") from None
+    try:
+        return fsspec.core.url_to_fs(uri, **(options or {}))
+    except ImportError as e:
+        package = PACKAGES.get(uri.split("://", 1)[0].lower(), "the filesystem's package")
+        raise InputError(f"{uri}: reading it needs {package} (pip install {package}): {e}") from None
+    except (ValueError, TypeError) as e:  # an unknown scheme, an option the filesystem does not take
+        raise InputError(f"{uri}: cannot open this URI (check input.storage_options): {e}") from None
+
+
+def _store_exceptions() -> tuple[type[BaseException], ...]:
+    """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
+    request, where they do not turn it into an OSError themselves."""
+    found: list[type[BaseException]] = [OSError, TimeoutError, ConnectionError]
+    for module, names in (("botocore.exceptions", ("BotoCoreError", "ClientError")),
+                          ("aiohttp", ("ClientError",)), ("huggingface_hub.errors", ("HfHubHTTPError",))):
+        try:
+            imported = __import__(module, fromlist=list(names))
+        except ImportError:
+            continue
+        found += [getattr(imported, n) for n in names if hasattr(imported, n)]
+    return tuple(found)
+
+
+@contextmanager
+def store_errors(uri: str, doing: str = "cannot list") -> Iterator[None]:
+    """Failures of the store behind `uri` as an InputError naming it and saying what it means."""
+    try:
+        yield
+    except InputError:
+        raise
+    except FileNotFoundError as e:
+        raise InputError(f"input not found: {uri} ({e or 'no such object, prefix or bucket'})") from None
+    except PermissionError as e:
+        raise InputError(f"{uri}: access refused ({e}); check the credentials (environment variables, "
+                         f"profile) or input.storage_options") from None
+    except _store_exceptions() as e:
+        raise InputError(f"{uri}: {doing}: {type(e).__name__}: {e}") from None
+
+
+def version(info: dict) -> str:
+    """What identifies this version of an object, from the filesystem's `info` (see VERSION_KEYS)."""
+    return ";".join(f"{k}={info[k]}" for k in VERSION_KEYS if info.get(k) not in (None, ""))
+
+
+def open_random(uri: str, options: dict | None = None):
+    """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks)."""
+    fs, path = filesystem(uri, options)
+    with store_errors(uri, "cannot open"):
+        return fs.open(path, "rb", cache_type="none")
+
+
+def open_stream(uri: str, options: dict | None = None, compression: str | None = None) -> pa.NativeFile:
+    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way."""
+    fs, path = filesystem(uri, options)
+    with store_errors(uri, "cannot open"):
+        handle = fs.open(path, "rb", block_size=STREAM_BLOCK, cache_type="readahead")
+    return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
+
+
+REQUESTS_IN_FLIGHT = 32  # footers and headers read at once from a store (each one waits on a round trip)
+
+
+def map_objects(fn, items: list, remote: bool) -> Iterator:
+    """`fn` over `items`, results in order: from a store many at once (a request each, mostly
+    waiting), else one by one here. An error surfaces at its item, after the ones before it."""
+    if not remote or len(items) < 2:
+        return map(fn, items)
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(REQUESTS_IN_FLIGHT)
+    results = pool.map(fn, items)
+    pool.shutdown(wait=False)  # `results` still yields every result; the threads end when done
+    return results

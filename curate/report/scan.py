@@ -1,0 +1,100 @@
+"""What the report reads of a run's Parquet files, through DuckDB: aggregations only (counts per
+bin, per source, per cluster), so memory stays bounded whatever the number of rows; DuckDB
+spills what does not fit (a cluster table of a large dedup) to a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MEMORY = "1GB"
+
+
+def quote(s: str) -> str:
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def files(paths: list[Path]) -> str:
+    """A read_parquet() of `paths`."""
+    return f"read_parquet([{', '.join(quote(p) for p in paths)}])"
+
+
+@dataclass
+class Run:
+    """A finished run as the report reads it: its data files, each step's trace, their columns."""
+
+    root: Path
+    manifest: dict
+    data: list[Path] = field(default_factory=list)
+    traces: dict[str, Path] = field(default_factory=dict)  # step label -> trace file
+    data_columns: dict[str, pa.DataType] = field(default_factory=dict)
+    trace_columns: dict[str, dict[str, pa.DataType]] = field(default_factory=dict)  # the traced rows' columns
+
+    @classmethod
+    def open(cls, root: Path, manifest: dict) -> "Run":
+        run = cls(Path(root), manifest)
+        run.data = sorted((run.root / "data").glob("*.parquet"))
+        if run.data:
+            schema = pq.read_schema(run.data[0])
+            run.data_columns = dict(zip(schema.names, schema.types))
+        for s in manifest.get("steps", []):
+            path = run.root / "trace" / f"{s['step']}.parquet"
+            if path.is_file():
+                run.traces[s["step"]] = path
+                schema = pq.read_schema(path)
+                row = schema.field("row").type if "row" in schema.names else None
+                run.trace_columns[s["step"]] = {f.name: f.type for f in row} if pa.types.is_struct(row) else {}
+        return run
+
+    @property
+    def text_column(self) -> str:
+        return (self.manifest.get("recipe") or {}).get("input", {}).get("text_column", "text")
+
+    def sql(self, query: str) -> list[tuple]:
+        import duckdb
+
+        with tempfile.TemporaryDirectory(prefix="curate-report-") as spill:
+            con = duckdb.connect()
+            try:
+                con.execute(f"SET memory_limit='{MEMORY}'; SET temp_directory={quote(spill)}; "
+                            f"SET preserve_insertion_order=false")
+                return con.execute(query).fetchall()
+            finally:
+                con.close()
+
+    def data_sql(self, select: str, where: str = "", tail: str = "") -> list[tuple]:
+        """`select` over the output rows (their columns by name)."""
+        if not self.data:
+            return []
+        return self.sql(f"SELECT {select} FROM {files(self.data)} {where} {tail}")
+
+    def trace_sql(self, step: str, select: str, where: str = "", tail: str = "") -> list[tuple]:
+        """`select` over the rows `step` removed: the traced row's columns by name, and the trace's
+        own as _trace_id, _reason and _detail."""
+        path = self.traces[step]
+        row = ", unnest(t.row)" if self.trace_columns[step] else ""  # a trace of rows with no columns has none
+        return self.sql(f"SELECT {select} FROM (SELECT t._id AS _trace_id, t.reason AS _reason, "
+                        f"t.detail AS _detail{row} FROM read_parquet({quote(path)}) t) {where} {tail}")
+
+
+def recipe_steps(manifest: dict) -> list[tuple[str, dict]]:
+    """(operator, params) of each recipe step, in order."""
+    out = []
+    for step in (manifest.get("recipe") or {}).get("steps", []):
+        if isinstance(step, dict) and len(step) == 1:
+            (op, params), = step.items()
+            out.append((op, params if isinstance(params, dict) else {}))
+    return out
+
+
+def dumps(v) -> str:
+    return json.dumps(v, default=str)

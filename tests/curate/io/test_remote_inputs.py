@@ -1,0 +1,378 @@
+"""Inputs at a URI: a run reading s3:// (moto's server on loopback), http:// and memory:// gives the
+bytes a local run gives; Parquet is read by ranges; a changed object stops --resume; a store that
+cannot be read is exit 2 naming the URI; no credential reaches the manifest."""
+
+import io
+import json
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+import pytest
+
+from curate import demo, recipe
+from curate.engine.runner import RunOptions, run
+from curate.errors import CurateError, InputError
+from curate.io.readers import read_source
+from curate.io.sources import discover, input_objects, split_parquet
+from tests.curate.engine.faultkit import digest
+from tests.curate.io import motokit
+
+QUICKSTART = (Path(__file__).parents[3] / "recipes" / "quickstart.yaml").read_text()
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    with motokit.server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3(monkeypatch, s3_server):
+    client = motokit.use(monkeypatch, s3_server, "inp")
+    yield client
+    for obj in client.list_objects_v2(Bucket="inp").get("Contents", []):
+        client.delete_object(Bucket="inp", Key=obj["Key"])
+    client.delete_bucket(Bucket="inp")
+
+
+def upload(client, local: Path, prefix: str) -> None:
+    for f in sorted(p for p in local.rglob("*") if p.is_file()):
+        client.put_object(Bucket="inp", Key=f"{prefix}/{f.relative_to(local).as_posix()}", Body=f.read_bytes())
+
+
+def quickstart(inp: str, out: Path, **opts) -> dict:
+    r = recipe.load(text=QUICKSTART, input_path=inp, output_path=str(out))
+    return run(r, RunOptions(workers=2, **opts))
+
+
+def copy(inp: str, out: Path, **opts) -> dict:
+    """A run without steps: the input as curate reads it."""
+    r = recipe.load(text="steps: []\n", input_path=inp, output_path=str(out))
+    return run(r, RunOptions(workers=2, **opts))
+
+
+def test_quickstart_on_s3_jsonl_gz_gives_the_local_bytes(tmp_path, s3):
+    local = tmp_path / "demo"
+    demo.generate(local, docs=1500, files=3)
+    upload(s3, local, "demo")
+    m_local = quickstart(f"{local}/*.jsonl.gz", tmp_path / "local")
+    m_s3 = quickstart("s3://inp/demo/*.jsonl.gz", tmp_path / "s3")
+    assert digest(tmp_path / "s3") == digest(tmp_path / "local") and digest(tmp_path / "local")
+    assert [s["removed"] for s in m_s3["steps"]] == [s["removed"] for s in m_local["steps"]]
+    assert m_s3["rows_out"] == m_local["rows_out"] > 0
+
+
+def hive_parquet(root: Path) -> None:
+    """A hive-partitioned Parquet dataset: lang=xx/part-N.parquet, several row groups a file."""
+    for lang in ("de", "en"):
+        for f in range(2):
+            rows = [{"text": f"{lang} document {f}-{i} " + "word " * (i % 7), "n": i} for i in range(300)]
+            (root / f"lang={lang}").mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(rows), root / f"lang={lang}" / f"part-{f}.parquet", row_group_size=50)
+
+
+def test_hive_parquet_on_s3_gives_the_local_bytes(tmp_path, s3):
+    hive_parquet(tmp_path / "hive")
+    upload(s3, tmp_path / "hive", "hive")
+    text = "input: {path: P}\noutput: {path: O}\nsteps:\n  - sql_filter: {where: \"lang = 'de' OR n % 3 = 0\"}\n" \
+           "  - exact_dedup: {}\n"
+    outs = {}
+    for name, inp in (("local", str(tmp_path / "hive")), ("s3", "s3://inp/hive")):
+        outs[name] = tmp_path / name
+        run(recipe.load(text=text, input_path=inp, output_path=str(outs[name])), RunOptions(workers=2))
+    assert digest(outs["s3"]) == digest(outs["local"])
+    assert set(pq.read_table(outs["s3"] / "data").column("lang").to_pylist()) == {"de", "en"}
+
+
+def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp_path, s3, monkeypatch):
+    import s3fs.core
+
+    rows = [{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(2000)]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=200, compression="none")
+    s3.put_object(Bucket="inp", Key="big/f.parquet", Body=buf.getvalue())
+    size = len(buf.getvalue())
+    tasks = split_parquet(discover("s3://inp/big/f.parquet"), target_bytes=size // 5)
+    assert len(tasks) > 3 and all(t.size == size for t in tasks)
+
+    fetched = []
+    real = s3fs.core.S3File._fetch_range
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range",
+                        lambda self, start, end: fetched.append((start, end)) or real(self, start, end))
+    task = tasks[2]
+    got = [b for b, _ in read_source(task) if b is not None]
+    assert sum(b.num_rows for b in got) == 200 * len(task.row_groups)
+    assert pa.concat_arrays([b.column("n") for b in got]).to_pylist()[0] == task.first_row
+    read = sum(end - start for start, end in fetched)
+    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata
+    wanted = sum(meta.row_group(i).total_byte_size for i in task.row_groups)
+    assert read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
+    assert all(end - start < size for start, end in fetched)
+
+
+def test_resume_refuses_an_object_changed_since_the_interrupted_run(tmp_path, s3):
+    for i in range(2):
+        s3.put_object(Bucket="inp", Key=f"c/part-{i}.jsonl", Body=b'{"id": 1, "text": "same size"}\n' * 20)
+    out = tmp_path / "o"
+    copy("s3://inp/c/*.jsonl", out, keep_work=True)
+    (out / "manifest.json").unlink()  # as if killed before the end
+    copy("s3://inp/c/*.jsonl", out, resume=True, keep_work=True)  # unchanged: resumes
+    (out / "manifest.json").unlink()
+    # the same size, other bytes: only the ETag tells (a copy in a store has no mtime of ours)
+    s3.put_object(Bucket="inp", Key="c/part-1.jsonl", Body=b'{"id": 1, "text": "same SIZE"}\n' * 20)
+    with pytest.raises(CurateError, match="the input files changed"):
+        copy("s3://inp/c/*.jsonl", out, resume=True)
+
+
+def test_a_missing_bucket_or_object_is_an_input_error_naming_the_uri(s3):
+    for uri in ("s3://no-such-bucket/x/*.jsonl", "s3://no-such-bucket/x.jsonl", "s3://inp/nothing-here"):
+        with pytest.raises(InputError, match=uri.replace("*", r"\*").replace(".", r"\.")):
+            discover(uri)
+
+
+def test_refused_credentials_or_no_endpoint_are_an_input_error_naming_the_uri(s3, monkeypatch):
+    import moto.settings
+
+    s3.put_object(Bucket="inp", Key="k/a.jsonl", Body=b'{"text": "a"}\n')
+    with pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl.*(refused|timed out|connect)"):
+        discover("s3://inp/k/a.jsonl", storage_options={"endpoint_url": "http://127.0.0.1:9",
+                                                       "config_kwargs": {"retries": {"max_attempts": 1}}})
+    with monkeypatch.context() as patched, pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl: access refused "
+                                                                          r".*check the credentials"):
+        patched.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: ours are unknown
+        discover("s3://inp/k/a.jsonl")
+
+
+def test_storage_options_reach_the_store_but_never_the_manifest(tmp_path, s3, s3_server, monkeypatch):
+    s3.put_object(Bucket="inp", Key="o/a.jsonl", Body=b'{"text": "hello world, this is a document"}\n' * 5)
+    monkeypatch.setenv("MY_SECRET", "the-secret-value")
+    text = (f"input:\n  path: s3://inp/o/a.jsonl\n  storage_options:\n    endpoint_url: {s3_server}\n"
+            f"    secret: ${{MY_SECRET}}\n    key: literal-key-id\noutput: {{path: {tmp_path / 'o'}}}\nsteps: []\n")
+    r = recipe.load(text=text)
+    assert r.input.storage_options["secret"] == "the-secret-value"
+    m = run(r, RunOptions(workers=1))
+    written = (tmp_path / "o" / "manifest.json").read_text()
+    assert m["rows_out"] == 5 and "the-secret-value" not in written and "literal-key-id" not in written
+    shown = json.loads(written)["recipe"]["input"]["storage_options"]
+    assert shown == {"endpoint_url": s3_server, "secret": "${MY_SECRET}", "key": "***"}
+    other = recipe.load(text=text.replace("literal-key-id", "rotated-key-id"))
+    assert other.fingerprint() == r.fingerprint()  # how to reach the input is not what it is
+
+
+def test_lineage_lists_each_input_object_once_with_size_and_version(tmp_path, s3):
+    hive_parquet(tmp_path / "hive")
+    upload(s3, tmp_path / "hive", "hive")
+    sources = discover("s3://inp/hive")
+    objects = input_objects(split_parquet(sources, target_bytes=1000))
+    assert [o["path"] for o in objects] == [s.path for s in sources] and len(objects) == 4
+    assert all(o["bytes"] > 0 and o["version"].startswith("ETag=") for o in objects)
+    assert json.loads(json.dumps(objects)) == objects
+    m = copy("s3://inp/hive", tmp_path / "o")
+    assert m["inputs"] == objects  # the manifest's lineage
+    local = input_objects(discover(str(tmp_path / "hive")))
+    assert set(local[0]) == {"path", "bytes", "modified_ns"}
+
+
+def test_run_directories_under_a_listed_prefix_are_left_out(tmp_path, s3):
+    s3.put_object(Bucket="inp", Key="p/a.jsonl", Body=b'{"id": 1, "text": "a"}\n')
+    out = tmp_path / "run"
+    copy("s3://inp/p/a.jsonl", out)
+    upload(s3, out, "p/run")  # a finished run copied under the input's prefix
+    assert [s.name for s in discover("s3://inp/p")] == ["a.jsonl"]
+    assert len(discover("s3://inp/p/run/data")) == len(list((out / "data").iterdir()))
+    with pytest.raises(InputError, match="is a curate run directory"):
+        discover("s3://inp/p/run")
+    with pytest.raises(InputError, match=r"left out: the curate run directory s3://inp/p/run;"):
+        discover("s3://inp/p/**/*.parquet")  # reached through a wildcard: not read back
+    assert len(discover("s3://inp/p/*/data/*.parquet")) == len(list((out / "data").iterdir()))  # named: read
+
+
+class _RangeHandler(SimpleHTTPRequestHandler):
+    """http.server's files, with the Range requests every web server and CDN answers."""
+
+    def send_head(self):
+        spec = self.headers.get("Range")
+        path = Path(self.translate_path(self.path))
+        if not spec or not path.is_file():
+            return super().send_head()
+        data = path.read_bytes()
+        start, _, end = spec.removeprefix("bytes=").partition("-")
+        start, end = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("ETag", f'"{path.stat().st_mtime_ns}"')
+        self.end_headers()
+        return io.BytesIO(data[start:end + 1])
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("name", ["part-0000.jsonl.gz", "part.parquet"])
+def test_an_http_file_gives_the_local_bytes(tmp_path, name):
+    pytest.importorskip("aiohttp")
+    served = tmp_path / "www"
+    demo.generate(served, docs=400, files=1)
+    if name.endswith(".parquet"):
+        with pa.input_stream(str(next(served.glob("*.jsonl.gz"))), compression="gzip") as f:
+            pq.write_table(pajson.read_json(f), served / name, row_group_size=100)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_RangeHandler, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/{name}"
+        [source] = discover(url)
+        assert source.path == url and source.size == (served / name).stat().st_size
+        quickstart(str(served / name), tmp_path / "local")
+        quickstart(url, tmp_path / "http")
+        assert digest(tmp_path / "http") == digest(tmp_path / "local")
+    finally:
+        server.shutdown()
+
+
+def test_memory_uris_as_globs_directories_and_lists(tmp_path):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/mem/a/one.jsonl", b'{"text": "a"}\n{"text": "b"}\n')
+    fs.pipe("/mem/a/_SUCCESS", b"")
+    fs.pipe("/mem/b/two.csv", b"text\nc\n")
+    try:
+        assert [s.name for s in discover("memory://mem/a")] == ["one.jsonl"]
+        both = discover(["memory://mem/a/*.jsonl", "memory://mem/b/two.csv"])
+        assert [(s.name, s.format) for s in both] == [("one.jsonl", "jsonl"), ("two.csv", "csv")]
+        texts = [t for s in both for b, _ in read_source(s) if b is not None for t in b.column("text").to_pylist()]
+        assert texts == ["a", "b", "c"]
+        with pytest.raises(InputError, match="no input files match memory://mem/a/\\*.parquet"):
+            discover("memory://mem/a/*.parquet")
+    finally:
+        fs.rm("/mem", recursive=True)
+
+
+def test_run_with_an_unreadable_store_exits_2_naming_the_uri_before_any_output(cli, tmp_path, s3):
+    (tmp_path / "r.yaml").write_text("steps: []\n")
+    for uri in ("s3://no-such-bucket/crawl/*.jsonl.gz", "s3://inp/crawl/*.jsonl.gz"):
+        res = cli("run", tmp_path / "r.yaml", "--input", uri, "--output", tmp_path / "o", "-w", "1")
+        assert res.exit_code == 2 and uri in res.output.replace("\n", "") and "Traceback" not in res.output
+        assert not (tmp_path / "o").exists()
+
+
+def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, monkeypatch):
+    import gzip
+    import os
+
+    import s3fs.core
+
+    from curate.io import store
+    from curate.io.readers import file_schema
+
+    lines = b"".join(b'{"text": "%s"}\n' % os.urandom(300).hex().encode() for _ in range(4000))
+    body = gzip.compress(lines, mtime=0)
+    s3.put_object(Bucket="inp", Key="z/big.jsonl.gz", Body=body)
+    monkeypatch.setattr(store, "STREAM_BLOCK", 64 << 10)
+    fetched = []
+    real = s3fs.core.S3File._fetch_range
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range",
+                        lambda self, start, end: fetched.append(end - start) or real(self, start, end))
+    [source] = discover("s3://inp/z/big.jsonl.gz")
+    assert file_schema(source).names == ["text"]
+    assert sum(fetched) < len(body) // 4  # the peek reads its first blocks, not the object
+    fetched.clear()
+    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 4000
+    assert sum(fetched) == len(body) and max(fetched) <= 2 * (64 << 10)  # all of it, block by block
+
+
+def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
+    """hf://datasets/ORG/NAME/... through huggingface_hub's HfFileSystem, against a loopback
+    stand-in for the Hub (hubkit): JSONL.gz and hive Parquet, listed and read by range."""
+    pytest.importorskip("huggingface_hub")
+    from tests.curate.io import hubkit
+
+    repo = tmp_path / "repo"
+    demo.generate(repo / "jsonl", docs=600, files=2)
+    hive_parquet(repo / "hive")
+    server = hubkit.serve(repo, "org/name")
+    endpoint = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)  # the workers' huggingface_hub: never the real Hub
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    try:
+        for inp, local, steps in (("hf://datasets/org/name/jsonl/*.jsonl.gz", f"{repo}/jsonl/*.jsonl.gz", QUICKSTART),
+                                  ("hf://datasets/org/name/hive", str(repo / "hive"), "steps: []\n")):
+            outs = []
+            for where, path in (("hub", inp), ("local", local)):
+                out = tmp_path / f"{where}-{len(outs)}-{inp.rsplit('/', 1)[-1].strip('*.')}"
+                r = recipe.load(text=steps, input_path=path, output_path=str(out),
+                                overrides=[f"input.storage_options={{endpoint: '{endpoint}'}}"])
+                run(r, RunOptions(workers=2))
+                outs.append(digest(out))
+            assert outs[0] == outs[1] and outs[0]
+        one = "hive/lang=de/part-0.parquet"
+        [source] = discover(f"hf://datasets/org/name/{one}", storage_options={"endpoint": endpoint})
+        assert source.version.startswith("blob_id=") and source.size == (repo / one).stat().st_size
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.tsv", "t.csv.gz", "t.arrow", "t.jsonl.zst", "t.jsonl.bz2", "t.jsonl"])
+def test_every_format_reads_from_s3_as_from_disk(tmp_path, s3, name):
+    table = pa.table({"text": [f"row {i}, with a comma" for i in range(500)], "n": list(range(500))})
+    path = tmp_path / name
+    if ".csv" in name or ".tsv" in name:
+        import pyarrow.csv as pcsv
+
+        with pa.output_stream(str(path), compression="detect") as f:
+            pcsv.write_csv(table, f, pcsv.WriteOptions(delimiter="\t" if ".tsv" in name else ","))
+    elif name.endswith(".arrow"):
+        with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+            w.write_table(table, max_chunksize=100)
+    else:
+        codec = {"zst": "zstd", "bz2": "bz2"}.get(name.rsplit(".", 1)[-1])
+        with pa.output_stream(str(path), compression=codec) as f:
+            f.write("".join(json.dumps(r) + "\n" for r in table.to_pylist()).encode())
+    s3.put_object(Bucket="inp", Key=f"f/{name}", Body=path.read_bytes())
+    from curate.io.readers import file_schema
+
+    [local], [remote] = discover(str(path)), discover(f"s3://inp/f/{name}")
+    assert file_schema(remote) == file_schema(local)
+    rows = [[b for b, _ in read_source(s) if b is not None] for s in (local, remote)]
+    assert pa.Table.from_batches(rows[1]).equals(pa.Table.from_batches(rows[0]))
+    assert pa.Table.from_batches(rows[1]).num_rows == 500
+
+
+def test_footers_in_a_store_are_counted_and_checked_before_the_run(tmp_path, s3):
+    from curate import preflight
+    from curate.progress import input_rows
+
+    hive_parquet(tmp_path / "hive")
+    upload(s3, tmp_path / "hive", "hive")
+    sources = discover("s3://inp/hive")
+    assert input_rows(sources, None) == 1200 and input_rows(split_parquet(sources, 1000), 7) == 7
+    from curate.engine.plan import Task
+    from curate.stage_progress import task_bytes
+
+    assert task_bytes(Task(0, 0, tuple(sources))) == sum((tmp_path / "hive" / s.name).stat().st_size for s in sources)
+    s3.put_object(Bucket="inp", Key="hive/lang=en/part-9.parquet", Body=b"PAR1 not really")
+    s3.put_object(Bucket="inp", Key="hive/lang=zz/part-0.parquet", Body=b"PAR1 nor this")
+    r = recipe.load(text="steps: []\n", input_path="s3://inp/hive", output_path=str(tmp_path / "o"))
+    with pytest.raises(InputError, match=r"s3://inp/hive/lang=en/part-9\.parquet: not a readable Parquet"):
+        preflight.check(r)  # the first damaged file in input order, of those read at once
+
+
+@pytest.mark.parametrize("name, mode", [("shard.tar", "w"), ("shard.tar.gz", "w:gz")])
+def test_webdataset_shards_stream_from_s3_as_from_disk(tmp_path, s3, name, mode):
+    pytest.importorskip("PIL")
+    from tests.curate.io import wds_shards
+
+    members = [m for i in range(20) for m in wds_shards.sample(f"{i:04d}", caption=f"caption {i}")]
+    path = wds_shards.write_tar(tmp_path / "wds" / name, members, mode)
+    upload(s3, tmp_path / "wds", "wds")
+    outs = []
+    for inp in (str(path), f"s3://inp/wds/{name}"):
+        outs.append(tmp_path / f"o{len(outs)}")
+        copy(inp, outs[-1])
+    assert digest(outs[1]) == digest(outs[0]) and pq.read_table(outs[1] / "data").num_rows == 20

@@ -1,0 +1,49 @@
+"""Rows kept and removed per input file, hive partition and chosen column, on the small run."""
+
+import plotly.graph_objects as go
+import pytest
+
+from curate.errors import CurateError
+from curate.report import sources
+from tests.curate.report.small_run import EN, FR
+
+
+def by(run, kind, **options):
+    g = next(g for g in sources.groupings(run, **options) if g.kind == kind)
+    return {r[0]: r[1:4] for r in sources.rows(run, g)}
+
+
+def test_by_input_file_from_the_ids_curate_derives(small):
+    # a.jsonl: DUP, PAIR and the unique row kept; "tiny" and three copies removed
+    assert by(small, "file") == {"lang=en/a.jsonl": [7, 3, 4], "lang=fr/b.jsonl": [3, 2, 1]}
+
+
+def test_by_hive_partition(small):
+    assert by(small, "partition") == {"lang=en": [7, 3, 4], "lang=fr": [3, 2, 1]}
+
+
+def test_by_a_column_and_by_a_urls_domain(small):
+    assert by(small, "domain", by_domain="url") == {"a.example.com": [4, 3, 1], "b.example.org": [3, 0, 3],
+                                                   "c.example.fr": [3, 2, 1]}
+    assert sum(r[0] for r in by(small, "column", by="url").values()) == len(EN) + len(FR)
+
+
+def test_the_table_is_bounded_the_rest_summed(small, monkeypatch):
+    monkeypatch.setattr(sources, "TOP", 1)
+    rows = by(small, "column", by="url")
+    assert len(rows) == 2 and rows[sources.OTHERS][0] == len(EN) + len(FR) - 1
+
+
+def test_ids_of_the_users_own_have_no_file_breakdown(small):
+    small.manifest["recipe"]["input"]["id_column"] = "url"
+    assert [g.kind for g in sources.groupings(small)] == ["partition"]
+
+
+def test_a_column_no_row_has_is_a_clear_error(small):
+    with pytest.raises(CurateError, match="--by: no column 'site'.*columns are: .*url"):
+        sources.render(go, small, by="site")
+
+
+def test_section_renders_a_table_and_a_figure(small):
+    html = sources.render(go, small, by_domain="url")
+    assert html.count('class="sources"') == 3 and 'id="fig-sources-0"' in html and "c.example.fr" in html
