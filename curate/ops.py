@@ -265,11 +265,19 @@ class Parallel:
     many pieces run at once, to size what is handed over at a time. `threads`: the cores one
     piece may use (a worker process, or a Ray task, has one of its own); None: the fit's own
     choice, for pieces run one by one in its process. A fit's result must not depend on `width`
-    or `threads`: its pieces and their merge order are fixed by the data alone."""
+    or `threads`: its pieces and their merge order are fixed by the data alone. `memory_gb`: what
+    the fit may hold at once, its pieces in flight included (the recipe's budget); past it a fit
+    spills to its workdir, to the same result. None: no budget (the fit's own parameters decide)."""
 
     map: Callable[..., list] = serial_map
     width: int = 1
     threads: int | None = None
+    memory_gb: float | None = None
+
+    def budget_gb(self, own: float) -> float:
+        """What one piece, or the fit's own process, may hold: the fit's parameter `own`, within
+        an equal share of the budget between the pieces in flight and the fit's process."""
+        return own if self.memory_gb is None else min(own, self.memory_gb / (self.width + 1))
 
     def stream(self, fn: Callable, items: Iterable) -> Iterator:
         """`fn(item)` over a long or lazy `items`, handed over 2 x width at a time, results in

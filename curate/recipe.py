@@ -159,6 +159,7 @@ class Recipe(BaseModel):
     steps: list[Step]
     metrics: MetricsSpec | None = None  # None: no run-level dataset metrics
     allow_empty: bool = False  # a run whose steps remove every row publishes an empty output (else exit 2)
+    memory_gb: float | None = None  # what the Global fits may hold at once (None: curate.memory's default)
     raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
@@ -166,9 +167,11 @@ class Recipe(BaseModel):
         """Hash of everything that decides the output (not of comments or key order, nor of
         operator parameters marked `operational`: where an endpoint is, how hard to push it, nor
         of `allow_empty`, which only accepts an empty result: a run stopped for removing every row
-        is published by --resume once it is set)."""
+        is published by --resume once it is set, nor of `memory_gb`: a fit spills past it to the
+        same decisions)."""
         doc = json.loads(json.dumps(self.raw, default=str))
         doc.pop("allow_empty", None)
+        doc.pop("memory_gb", None)  # how the fits hold their state, never what they decide
         # How to reach the input (endpoint, credentials) is not what it is: the inputs' own
         # fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
         if isinstance(doc.get("input"), dict):
@@ -356,7 +359,7 @@ def _stray_keys(item: dict, where: str) -> None:
                                           + (f", with no {{}} after `{name}:`)" if item[name] == {} else ")"))
 
 
-_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "steps")
+_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "steps")
 
 
 def _metrics(value: Any) -> MetricsSpec | None:
@@ -418,6 +421,11 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     allow_empty = doc.get("allow_empty", False)
     if not isinstance(allow_empty, bool):
         raise RecipeError("allow_empty", f"must be true or false (got {allow_empty!r})")
+    memory_gb = doc.get("memory_gb")
+    if memory_gb is not None and (isinstance(memory_gb, bool) or not isinstance(memory_gb, (int, float))
+                                  or not memory_gb > 0):
+        raise RecipeError("memory_gb", f"must be a number of GB > 0 (got {memory_gb!r})")
     steps = _parse_steps(doc.get("steps"))
     return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
-                  metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, raw=doc, display=display)
+                  metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, memory_gb=memory_gb, raw=doc,
+                  display=display)

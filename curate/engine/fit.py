@@ -16,6 +16,7 @@ from curate.engine.failpoints import failpoint
 from curate.engine.layout import Files
 from curate.engine.steps import check_columns, rebatch
 from curate.engine.task import shard_batches
+from curate.memory import budget_gb
 from curate.ops import Global, Parallel
 
 
@@ -59,12 +60,14 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
         return results
 
     started = time.perf_counter()
-    state = op.fit(batches(), Path(layout.fit), Parallel(timed_map, workers, threads=1))  # a core per worker
+    parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget_gb(ctx.recipe.memory_gb))  # a core per worker
+    state = op.fit(batches(), Path(layout.fit), parallel)
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
     # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
     summary = state.summary() if callable(getattr(state, "summary", None)) else None
-    report = {"seconds": time.perf_counter() - started, "summary": summary, "workers": workers, "map": mapped}
+    report = {"seconds": time.perf_counter() - started, "summary": summary, "workers": workers, "map": mapped,
+              "memory_gb": parallel.memory_gb}
     files.write_bytes(layout.fit_report, json.dumps(report).encode())
     files.write_bytes(layout.state, pickle.dumps(state))  # last: its presence means "fitted"
     failpoint("state-written")

@@ -73,10 +73,11 @@ class ContainmentDedup(NearDedup):
         log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
         if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
             return Decisions(str(workdir / "decisions.parquet"), reason="contained", removed=0)
-        con = connect(workdir, p.memory_gb, workers)
+        memory_gb = parallel.budget_gb(p.memory_gb)  # each join's, within the run's budget
+        con = connect(workdir, memory_gb, workers)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        candidates = _candidate_pairs(con, out, plan, workdir, p.memory_gb, parallel.threads or workers, parallel)
+        candidates = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or workers, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         sizes = np.zeros(len(rank), np.int64)
@@ -102,7 +103,8 @@ class ContainmentDedup(NearDedup):
         edges_dir = workdir / "edges"
         edges_dir.mkdir(exist_ok=True)
         job = _VerifyJob(samples.path, workdir / "cut.npy", workdir / "head_cut.npy" if p.screen_sample else None,
-                         workdir / "rank.npy", p.threshold, p.screen_sample, p.screen_margin, p.sample_map_gb)
+                         workdir / "rank.npy", p.threshold, p.screen_sample, p.screen_margin,
+                         parallel.budget_gb(p.sample_map_gb))
         np.save(job.cut, cutoffs(samples, sizes))
         if job.head_cut:
             np.save(job.head_cut, cutoffs(samples, sizes, p.screen_sample))

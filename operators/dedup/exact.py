@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
+from operators.dedup.db import FLOOR_MB
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
@@ -82,7 +83,8 @@ class ExactDedup(Global):
             return Decisions(str(removed_path), reason="exact_duplicate", removed=0)
         order = f"prefer {p.prefer_order.upper()} NULLS LAST, _ord" if p.prefer else "_ord"
         con = duckdb.connect()
-        con.execute(f"SET memory_limit='{p.memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'")
+        memory_mb = max(FLOOR_MB, int(parallel.budget_gb(p.memory_mb / 1024) * 1024))  # within the run's budget
+        con.execute(f"SET memory_limit='{memory_mb}MB'; SET temp_directory='{workdir / 'spill'}'")
         con.execute(f"""
             COPY (SELECT _ord, 'duplicate of ' || keeper AS detail FROM (
                     SELECT _ord, first_value(_id) OVER w AS keeper, row_number() OVER w AS rank

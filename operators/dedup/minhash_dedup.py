@@ -4,7 +4,8 @@ Same shingles, signatures and on-disk band rows as containment_dedup, with a fix
 14 bands x 8 rows (datatrove's) by default, or chosen for a Jaccard `threshold` within
 `num_perm` MinHash values as datasketch and text-dedup choose it (jaccard_bands.py). Documents sharing a band key are linked to the
 best-ranked member of that bucket (duckdb, a band group at a time); a chunked union-find turns
-the links into components; each component keeps its best-ranked member (`prefer` column, then
+the links into components (past the fit's memory budget, duckdb does, over the links on disk:
+components.py); each component keeps its best-ranked member (`prefer` column, then
 _id). The trace names the kept member and the Jaccard estimated from the two signatures. The
 signing and the band groups' links are pieces of the fit's `parallel` map (the run's workers);
 the components do not depend on the order of the links.
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 from pydantic import Field, model_validator
 
 from curate.ops import SERIAL, Parallel, Verdict
-from operators.dedup import resolve, signature_pass
+from operators.dedup import components, resolve, signature_pass
 from operators.dedup.db import connect
 from operators.dedup.decisions import COPY_OPTIONS, Decisions
 from operators.dedup.jaccard_bands import optimal_bands
@@ -92,43 +93,77 @@ class MinhashDedup(NearDedup):
         )
         if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
             return Decisions(str(workdir / "decisions.parquet"), reason="near_duplicate", removed=0)
-        con = connect(workdir, p.memory_gb, workers)
+        memory_gb = parallel.budget_gb(p.memory_gb)  # each join's, within the run's budget
+        con = connect(workdir, memory_gb, workers)
         rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links"
         links.mkdir(exist_ok=True)
         np.save(workdir / "rank.npy", rank)
-        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", p.memory_gb, parallel.threads or workers)
+        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", memory_gb, parallel.threads or workers)
         parallel.map(partial(group_links, job), range(len(out.bucket_groups)), out.bucket_groups)
-        parts = sorted(links.glob("*.parquet"))  # none when no document has a shingle
-        chunks = (
-            (c.column("u").to_numpy(), c.column("v").to_numpy())
-            for part in parts for c in pq.ParquetFile(part).iter_batches(batch_size=p.edge_chunk)
-        )
-        root = resolve.union_find(chunks, len(rank))
-        ord_of_rank = np.empty(len(rank), np.int64)
-        valid = rank >= 0
-        ord_of_rank[rank[valid]] = np.flatnonzero(valid)
-        dup_ranks = np.flatnonzero(root != np.arange(len(rank)))
-        dup = ord_of_rank[dup_ranks]
-        keeper = ord_of_rank[root[dup_ranks]]
-        jaccard = np.zeros(len(dup))
-        for s in range(0, len(dup), p.edge_chunk):
-            a, _ = out.sigs.gather(dup[s : s + p.edge_chunk])
-            b, _ = out.sigs.gather(keeper[s : s + p.edge_chunk])
-            jaccard[s : s + p.edge_chunk] = estimated_jaccard(a.reshape(-1, plan.num_perm), b.reshape(-1, plan.num_perm))
-        con.register("dups", pa.table({"_ord": dup, "keeper": keeper, "jaccard": jaccard}))
+        dups = workdir / "dups.parquet"
+        if UNION_FIND_BYTES_PER_ROW * len(rank) <= parallel.budget_gb(float("inf")) * 2**30:
+            _components_in_memory(links, rank, p.edge_chunk, dups)
+        else:  # past the budget: on the edge list on disk, to the same components
+            _components_on_disk(con, links, dups)
         decisions = workdir / "decisions.parquet"
+        jaccards = workdir / "jaccards"
+        jaccards.mkdir(exist_ok=True)
+        for i, chunk in enumerate(pq.ParquetFile(dups).iter_batches(batch_size=p.edge_chunk)):
+            dup, keeper = chunk.column("_ord").to_numpy(), chunk.column("keeper").to_numpy()
+            a, _ = out.sigs.gather(dup)
+            b, _ = out.sigs.gather(keeper)
+            jaccard = estimated_jaccard(a.reshape(-1, plan.num_perm), b.reshape(-1, plan.num_perm))
+            pq.write_table(pa.table({"_ord": dup, "keeper": keeper, "jaccard": jaccard}), jaccards / f"part-{i:06d}.parquet")
+        removed = pq.ParquetFile(dups).metadata.num_rows
+        if removed == 0:  # no chunk was written: duckdb needs a file to read
+            pq.write_table(DUPS_SCHEMA.append(pa.field("jaccard", pa.float64())).empty_table(),
+                           jaccards / "part-000000.parquet")
         con.execute(f"""
             COPY (
               SELECT x._ord, json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
-              FROM dups x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper ORDER BY x._ord
+              FROM read_parquet('{jaccards}/*.parquet') x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper
+              ORDER BY x._ord
             ) TO '{decisions}' {COPY_OPTIONS}
         """)
         con.close()
-        return Decisions(str(decisions), reason="near_duplicate", removed=len(dup))
+        return Decisions(str(decisions), reason="near_duplicate", removed=removed)
 
     def apply(self, batch: pa.RecordBatch, state: Decisions) -> Verdict:
         return state.verdict(batch)
+
+
+# What the in-memory union-find holds per row: its parent array and find's temporaries (int64s).
+UNION_FIND_BYTES_PER_ROW = 48
+DUPS_SCHEMA = pa.schema([("_ord", pa.int64()), ("keeper", pa.int64())])
+
+
+def _components_in_memory(links: Path, rank: np.ndarray, edge_chunk: int, dups: Path) -> None:
+    """dups.parquet: (_ord, keeper) of every row whose component's best-ranked member is another."""
+    parts = sorted(links.glob("*.parquet"))  # none when no document has a shingle
+    chunks = (
+        (c.column("u").to_numpy(), c.column("v").to_numpy())
+        for part in parts for c in pq.ParquetFile(part).iter_batches(batch_size=edge_chunk)
+    )
+    root = resolve.union_find(chunks, len(rank))
+    ord_of_rank = np.empty(len(rank), np.int64)
+    valid = rank >= 0
+    ord_of_rank[rank[valid]] = np.flatnonzero(valid)
+    dup_ranks = np.flatnonzero(root != np.arange(len(rank)))
+    pq.write_table(pa.table({"_ord": ord_of_rank[dup_ranks], "keeper": ord_of_rank[root[dup_ranks]]},
+                            schema=DUPS_SCHEMA), dups)
+
+
+def _components_on_disk(con, links: Path, dups: Path) -> None:
+    """As _components_in_memory, the components found by duckdb over the links on disk; rows in
+    the same order (by the duplicate's rank)."""
+    if not any(links.glob("*.parquet")):
+        pq.write_table(DUPS_SCHEMA.empty_table(), dups)
+        return
+    table = components.smallest_members(con, str(links / "*.parquet"))
+    con.execute(f"""
+        COPY (SELECT d._ord, k._ord AS keeper FROM {table} c JOIN ranks d ON d.rank = c.node
+              JOIN ranks k ON k.rank = c.root ORDER BY c.node) TO '{dups}' (FORMAT parquet)""")
 
 
 @dataclass(frozen=True)

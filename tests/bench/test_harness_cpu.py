@@ -38,3 +38,9 @@ def test_section_body_and_headlines(tmp_path):
     harness.emit(args, "body\n", [["a", "1.0x", "2.0x", ""]])
     assert (tmp_path / "s.md").read_text() == "body\n"
     assert json.loads((tmp_path / "s.json").read_text()) == [["a", "1.0x", "2.0x", ""]]
+
+
+def test_peak_of_one_process_is_at_most_the_tree_and_not_zero(tmp_path):
+    m = harness.run_measured([sys.executable, "-c", "import time; x = bytearray(50_000_000); time.sleep(0.5)"],
+                             log=tmp_path / "log")
+    assert 0.05 <= m.peak_process_gb <= m.peak_rss_gb

@@ -74,6 +74,7 @@ def test_validate_and_dry_run_write_nothing(cli, tmp_path):
     assert res.exit_code == 0 and "stage 1 (cpu workers, a task per shard of stage 0): 01_exact_dedup (global)" in res.stdout
     assert "stage 0 (cpu workers, 1 task)" in res.stdout
     assert "columns (first batch): text, _id" in res.stdout
+    assert "fit of 01_exact_dedup: memory budget" in res.stdout.replace("\n", " ")
     assert not (tmp_path / "out").exists()
 
 
@@ -87,6 +88,7 @@ def test_dry_run_json_is_the_plan_the_run_follows(cli, tmp_path):
     assert planned["stages"][0]["policy"]["parallel"] == 1  # the plan is made for the run's workers
     assert [t["sources"][0]["path"].rsplit("/", 1)[1] for t in planned["stages"][0]["tasks"]] == ["a.jsonl", "b.jsonl"]
     assert planned["stages"][1]["global"] == "01_exact_dedup" and isinstance(planned["stages"][1]["tasks"], str)
+    assert planned["memory_gb"] > 0
     assert not (tmp_path / "out").exists()
     assert cli("run", recipe_file(tmp_path), "-w", "1", "--keep-work").exit_code == 0
     ran = json.loads((tmp_path / "out" / "_work" / "plan.json").read_text())

@@ -177,3 +177,13 @@ def test_operational_parameters_are_not_in_the_fingerprint_but_model_and_prompts
     assert fp("model: m, base_url: '${BASE}', temperature: 0.7") != first
     assert fp(extra=", prompts: {medium: 'Say it again:'}") != first
     assert fp(extra=", ratio: '0:1'") != first
+
+
+def test_memory_gb_is_a_positive_number_and_not_in_the_fingerprint():
+    assert recipe.load(text=BASE).memory_gb is None
+    budgeted = recipe.load(text=BASE + "memory_gb: 2.5\n")
+    assert budgeted.memory_gb == 2.5
+    assert budgeted.fingerprint() == recipe.load(text=BASE).fingerprint()  # the fits decide the same within any
+    for bad in ("0", "-1", "lots", "true"):
+        with pytest.raises(RecipeError, match="memory_gb: must be a number of GB > 0"):
+            recipe.load(text=BASE + f"memory_gb: {bad}\n")

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from curate.engine.layout import RunLayout
 from curate.engine.local import LocalExecutor
 from curate.ops import SERIAL, Parallel, serial_map
+from operators.dedup import resolve
 from operators.dedup.containment import ContainmentDedup
+from operators.dedup.exact import ExactDedup
 from operators.dedup.minhash_dedup import MinhashDedup
 from operators.prune import kmeans, semdedup
 from operators.prune.density_prune import DensityPrune
@@ -52,13 +54,21 @@ def corpus(seed: int, docs: int) -> list[str]:
     return texts
 
 
+def with_prepared(op, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch as the runner hands it to `fit`: with the columns `prepare` made beside it."""
+    for name, column in (op.prepare(batch) or {}).items():
+        batch = batch.append_column(name, column)
+    return batch
+
+
 def fit_decisions(op, texts: list[str], batch_rows: int, workdir: Path, parallel: Parallel):
     """The fit's decisions: (_ord, detail) rows, sorted by _ord, and the removed count."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     table = pa.table({"text": texts, "_id": [f"d{i:04d}" for i in range(len(texts))],
                       "_ord": pa.array(np.arange(len(texts), dtype=np.int64))})
-    state = op.fit(iter(table.to_batches(max_chunksize=batch_rows)), workdir, parallel)
+    batches = [with_prepared(op, b) for b in table.to_batches(max_chunksize=batch_rows)]
+    state = op.fit(iter(batches), workdir, parallel)
     return pq.read_table(state.path).to_pylist(), state.removed
 
 
@@ -73,6 +83,41 @@ def test_near_dedup_fit_is_the_same_on_worker_processes(pool, tmp_path, seed, do
     assert fit_decisions(op(), texts, batch_rows, tmp_path / "pool", pool) == expected
     # A width that does not match the workers only changes how much is handed over at a time.
     assert fit_decisions(op(), texts, batch_rows, tmp_path / "wide", Parallel(serial_map, 3)) == expected
+
+
+SPILL = 1e-9  # GB: a budget so small that every fit takes its on-disk path
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), docs=st.integers(1, 60), batch_rows=st.integers(1, 25),
+       op=st.sampled_from([ContainmentDedup, MinhashDedup, ExactDedup]))
+@example(seed=0, docs=1, batch_rows=1, op=MinhashDedup)  # one row: no edge to spill
+@example(seed=1, docs=60, batch_rows=7, op=MinhashDedup)  # chains of near-copies
+@example(seed=2, docs=60, batch_rows=60, op=ContainmentDedup)
+def test_near_dedup_fit_is_the_same_in_memory_or_spilled(pool, tmp_path, seed, docs, batch_rows, op):
+    texts = corpus(seed, docs)
+    expected = fit_decisions(op(), texts, batch_rows, tmp_path / "memory", SERIAL)
+    assert fit_decisions(op(), texts, batch_rows, tmp_path / "spilled", Parallel(memory_gb=SPILL)) == expected
+    spilled_on_workers = Parallel(pool.map, pool.width, pool.threads, memory_gb=SPILL)
+    assert fit_decisions(op(), texts, batch_rows, tmp_path / "both", spilled_on_workers) == expected
+
+
+def test_minhash_past_its_budget_finds_components_on_disk(tmp_path, monkeypatch):
+    """The budget decides: past it, the in-memory union-find is not used at all."""
+    texts = corpus(3, 40)
+    expected = fit_decisions(MinhashDedup(), texts, 9, tmp_path / "memory", SERIAL)
+
+    def refused(*args):
+        raise AssertionError("union_find over every row, past the budget")
+
+    monkeypatch.setattr(resolve, "union_find", refused)
+    assert fit_decisions(MinhashDedup(), texts, 9, tmp_path / "spilled", Parallel(memory_gb=SPILL)) == expected
+
+
+def test_budget_is_shared_between_the_pieces_and_the_fit():
+    assert Parallel(width=3, memory_gb=8).budget_gb(4.0) == 2.0
+    assert Parallel(width=1, memory_gb=8).budget_gb(1.0) == 1.0  # the fit's own parameter, when smaller
+    assert SERIAL.budget_gb(1.5) == 1.5  # no budget: the parameter
 
 
 def test_near_dedup_pieces_find_the_duplicates(pool, tmp_path):

@@ -1,0 +1,193 @@
+"""Memory of every Global step: peak RSS per process, wall and CPU time, and where the memory goes.
+
+    python bench/global_memory.py [--sizes 1000000,3000000] [--ops exact_dedup,...] [--dim 384]
+                                  [--workers 2] [--memory-gb G] [--where-size N] [--section-out PATH]
+
+Each size is a demo corpus of its own (curate/demo.py, generated once under bench/.data/) and, for the
+steps that read embeddings (semantic_dedup, density_prune, novelty, qdc_select), a Parquet twin of
+synthetic ones: `id`, `_embedding` (DIM float16, clustered like bench/prune_scale.py's) and a random
+`quality` column. Every operator is one `curate run` (subprocess) of a recipe holding only its step
+(recipes: RECIPES below); the figures are the run's, reading and writing included:
+
+- peak RSS GB of the largest single process (the fit runs in the driver, its pieces in workers) and of
+  the whole process tree, sampled every 0.1 s (bench/harness.py);
+- wall and CPU seconds of the tree; the fit's own seconds (its fit.json);
+- where the memory goes: the fit's on-disk structures by name (its work directory, kept with
+  --keep-work: band rows, samples, signatures, candidate pairs, edges, spilled embeddings), and at
+  `--where-size` (default: the smallest) one more run of each step under tracemalloc in the driver,
+  whose largest Python/numpy allocation sites at its traced peak are listed (bench/traced_run.py;
+  memory that Arrow, duckdb and faiss allocate natively is not traced: it is RSS minus the traced peak).
+
+The issue's target (issue 23): every process under 3 GB for the dedup steps, 4 GB for the prune
+steps, at 1M, 3M and 10M documents, time growing linearly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pj
+import pyarrow.parquet as pq
+
+import harness as h
+
+DOCS_PER_FILE = 15_000  # the benches' corpus: ~14.6k documents per file
+CENTERS = 2000
+BENCHMARK_ITEMS = 1000  # decontaminate's benchmark: the first demo documents, so some rows match
+
+# Operator -> (input: "text" or "embeddings", its step's params as YAML flow).
+RECIPES = {
+    "exact_dedup": ("text", "{}"),
+    "minhash_dedup": ("text", "{}"),
+    "containment_dedup": ("text", "{}"),
+    "decontaminate": ("text", "{benchmarks: [{name: bench, path: BENCHMARK}]}"),
+    "dataset_metrics": ("text", "{}"),
+    "semantic_dedup": ("embeddings", "{eps: 0.01}"),
+    "density_prune": ("embeddings", "{fraction: 0.5}"),
+    "novelty": ("embeddings", "{}"),
+    "qdc_select": ("embeddings", "{fraction: 0.5, quality: {quality: 1}}"),
+}
+
+
+def text_corpus(docs: int, workers: int) -> Path:
+    files = max(1, docs // DOCS_PER_FILE)
+    folder = h.demo_files("global-memory", docs, files, workers)[0].parent
+    bench = folder / "benchmark.jsonl"
+    if not bench.exists():
+        with gzip.open(folder / "part-0000.jsonl.gz", "rt") as fin:
+            lines = [next(fin) for _ in range(min(BENCHMARK_ITEMS, docs))]
+        bench.write_text("".join(lines))
+    return folder
+
+
+def embedding_corpus(docs: int, dim: int, texts: Path) -> Path:
+    """Parquet twins of the demo files: their ids, a clustered unit embedding and a quality score."""
+    def make(folder):
+        rng = np.random.default_rng(0)
+        centers = h.unit_rows(rng, CENTERS, dim)
+        for src in h.corpus_files(texts):
+            ids = pj.read_json(src).column("id")
+            n = len(ids)
+            x = centers[rng.integers(0, CENTERS, n)] + rng.normal(scale=0.05, size=(n, dim)).astype(np.float32)
+            pq.write_table(pa.table({"id": ids, "_embedding": h.half_embeddings(x), "quality": rng.random(n)}),
+                           folder / src.name.replace(".jsonl.gz", ".parquet"), compression="none")
+
+    return h.made_once(h.DATA / f"global-memory-emb-{docs}-{dim}", {"docs": docs, "dim": dim}, make)
+
+
+def recipe(op: str, docs: int, texts: Path, embeddings: Path, out: Path, memory_gb: float | None) -> Path:
+    source, params = RECIPES[op]
+    params = params.replace("BENCHMARK", json.dumps(str(texts / "benchmark.jsonl")))
+    inputs = (f"{{path: {json.dumps(str(texts / 'part-*.jsonl.gz'))}, text_column: text, id_column: id}}"
+              if source == "text" else f"{{path: {json.dumps(str(embeddings / '*.parquet'))}, id_column: id}}")
+    lines = [f"name: global-memory-{op}", f"input: {inputs}", f"output: {{path: {json.dumps(str(out))}}}"]
+    if memory_gb is not None:
+        lines.append(f"memory_gb: {memory_gb:g}")
+    lines += ["steps:", f"  - {op}: {params}"]
+    path = h.RUNS / "global-memory" / f"{op}-{docs}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def fit_dir(out: Path) -> Path | None:
+    return next(iter(sorted((out / "_work").glob("stage-*/fit"))), None)
+
+
+def structures(fit: Path | None) -> str:
+    """The fit's on-disk structures, largest first: `name size` (what would be in memory if held)."""
+    if fit is None:
+        return ""
+    sizes = {}
+    for path in fit.iterdir():
+        files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+        sizes[path.name] = sum(f.stat().st_size for f in files)
+    top = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in top if size)
+
+
+def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -> dict:
+    label = f"{op}-{docs}" + ("-traced" if traced else "")
+    out = h.RUNS / "global-memory" / f"out-{label}"
+    path = recipe(op, docs, texts, embeddings, out, args.memory_gb)
+    where = h.RUNS / "global-memory" / f"where-{label}.json"
+    cli = [str(h.BENCH / "traced_run.py"), str(where)] if traced else ["-m", "curate.cli"]
+    m = h.run_measured([h.CURATE[0], *cli, "run", str(path), "--overwrite", "--keep-work", "--workers",
+                        str(args.workers)], log=h.RUNS / "global-memory" / f"{label}.log")
+    h.require_ok(m, f"curate run ({label})")
+    fit = fit_dir(out)
+    report = json.loads((fit.parent / "fit.json").read_text()) if fit and (fit.parent / "fit.json").exists() else {}
+    result = {"m": m, "fit_s": report.get("seconds"), "disk": structures(fit)}
+    if traced:
+        result["where"] = json.loads(where.read_text())
+    shutil.rmtree(out, ignore_errors=True)  # the work files of a large run take GBs
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000000,3000000", help="demo documents per run, comma-separated")
+    ap.add_argument("--ops", default=",".join(RECIPES), help="Global operators to run, comma-separated")
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-gb", type=float, default=None, help="the recipes' memory_gb (default: curate's)")
+    ap.add_argument("--where-size", type=int, default=None,
+                    help="size of the tracemalloc runs (default: the smallest; 0: none)")
+    h.add_section_args(ap)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    ops = args.ops.split(",")
+    unknown = [op for op in ops if op not in RECIPES]
+    if unknown:
+        raise SystemExit(f"unknown operators {unknown}; known: {', '.join(RECIPES)}")
+    where_size = min(sizes) if args.where_size is None else args.where_size
+    rows, where_rows, results = [], [], {}
+    for docs in sizes:
+        texts = text_corpus(docs, args.workers)
+        embeddings = embedding_corpus(docs, args.dim, texts) if any(RECIPES[o][0] == "embeddings" for o in ops) else None
+        for op in ops:
+            r = run(op, docs, texts, embeddings, args, traced=False)
+            results[op, docs] = r
+            m = r["m"]
+            print(f"{op} {docs}: {m.seconds:.0f}s wall, {m.cpu_seconds:.0f} CPU-s, peak process "
+                  f"{m.peak_process_gb:.2f} GB, tree {m.peak_rss_gb:.2f} GB", flush=True)
+            rows.append([op, f"{docs:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
+                         f"{r['fit_s']:.1f}" if r["fit_s"] is not None else "", f"{m.peak_process_gb:.2f}",
+                         f"{m.peak_rss_gb:.2f}", r["disk"]])
+            if docs == where_size:
+                t = run(op, docs, texts, embeddings, args, traced=True)["where"]
+                sites = "; ".join(f"{s['site']} {s['mb']:,.0f} MB" for s in t["top"][:3])
+                where_rows.append([op, f"{docs:,}", f"{t['peak_mb']:,.0f}", sites])
+    body = [
+        f"One `curate run` per Global step (its only step), --workers {args.workers}, over the demo corpus "
+        f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc); "
+        f"recipe memory_gb {args.memory_gb if args.memory_gb is not None else 'default'}; load average at the "
+        f"end {h.load()}. Peak RSS sampled every 0.1 s; 'process' is the largest single process.", "",
+        h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB",
+                 "on disk in the fit's workdir (largest)"], rows),
+    ]
+    if len(sizes) > 1:
+        lo, hi = min(sizes), max(sizes)
+        growth = [[op, f"{results[op, hi]['m'].seconds / results[op, lo]['m'].seconds:.2f}x",
+                   f"{results[op, hi]['m'].cpu_seconds / results[op, lo]['m'].cpu_seconds:.2f}x",
+                   f"{results[op, hi]['m'].peak_process_gb / results[op, lo]['m'].peak_process_gb:.2f}x"]
+                  for op in ops]
+        body += ["", f"Growth from {lo:,} to {hi:,} documents ({hi / lo:g}x; linear time = {hi / lo:g}x, "
+                 "bounded memory = 1x):", "", h.table(["step", "wall", "CPU", "peak process"], growth)]
+    if where_rows:
+        body += ["", "Where the driver's traced memory goes at its traced peak (tracemalloc: Python objects and "
+                 "numpy arrays; the rest of the RSS is native Arrow / duckdb / faiss memory):", "",
+                 h.table(["step", "docs", "traced peak MB", "largest allocation sites (file:line MB)"], where_rows)]
+    worst = max((r["m"].peak_process_gb, op, docs) for (op, docs), r in results.items())
+    h.emit(args, "\n".join(body), [[f"Global steps, peak RSS of one process at {max(sizes):,} docs", "", "",
+                                    f"largest {worst[0]:.2f} GB ({worst[1]})"]])
+
+
+if __name__ == "__main__":
+    main()
