@@ -87,7 +87,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
             raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    created_out = not os.path.exists(layout.root)
+    created_out = not Files().exists(layout.root)
     lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
     try:
         if finished:
@@ -248,7 +248,7 @@ class _Run:
                     "run": self.lineage, "inputs": input_objects(self.sources)}
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
-            shutil.rmtree(self.layout.work, ignore_errors=True)
+            self.files.remove(self.layout.work)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
@@ -257,6 +257,7 @@ class _Run:
 def disk_full(layout: RunLayout, sources: list) -> CurateError:
     """ENOSPC as a user error: where, how much is free, about how much the run needs."""
     out = layout.root
+    # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
     return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
