@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from clip_throughput import add_image_bench_args, images  # noqa: E402
+from clip_throughput import add_image_bench_args, gpu_note, images, median_rows  # noqa: E402
 from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
 
@@ -170,19 +170,11 @@ def main() -> None:
             inner = bare_result(m, "bare loop")["embed_seconds"]
             results[f"bare loop, {workers} decode workers"] = [(m.seconds, m.cpu_seconds, inner, gpu.mean())]
     n = args.images
-    base_wall, base_inner = (statistics.median(r[i] for r in results[BARE]) for i in (0, 2))
-    rows = []
-    for label, rs in results.items():
-        wall, cpu, inner = (statistics.median(r[i] for r in rs) for i in range(3))
+    rows = median_rows(results, n, BARE)
+    for row, rs in zip(rows, results.values()):  # and the GPU's mean utilisation
         util = [r[3] for r in rs if r[3] is not None]
-        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:,.0f}", f"{n / inner:,.0f}",
-                     f"{base_wall / wall:.0%}", f"{base_inner / inner:.0%}",
-                     f"{statistics.mean(util):.0f}%" if util else "-"])
-    gpu_line = ""
-    if args.device == "cuda":
-        import torch
-
-        gpu_line = f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, float16 on both sides. "
+        row.append(f"{statistics.mean(util):.0f}%" if util else "-")
+    gpu_line = gpu_note(args.device)
     body = (f"Machine: {machine()}; load at the end {load()}. {gpu_line}\n\n{n:,} synthetic JPEGs (256-320 px) with "
             f"captions in 4 Parquet files; open_clip {args.arch} with random weights; batch {args.batch_size}; device "
             f"{args.device}; median of {args.repeats} rounds. `curate run` and the first bare loop decode on the "

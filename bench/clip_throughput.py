@@ -104,6 +104,26 @@ def add_image_bench_args(ap: argparse.ArgumentParser, device: str) -> None:
     add_section_args(ap)
 
 
+def median_rows(results: dict[str, list[tuple]], n: int, base: str) -> list[list[str]]:
+    """Per run: median wall, CPU and model-step seconds of its rounds (wall, CPU s, inner s first
+    in each round's tuple), items per second of both, and both against the `base` run's."""
+    base_wall, base_inner = (statistics.median(r[i] for r in results[base]) for i in (0, 2))
+    rows = []
+    for label, rs in results.items():
+        wall, cpu, inner = (statistics.median(r[i] for r in rs) for i in range(3))
+        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:,.0f}", f"{n / inner:,.0f}",
+                     f"{base_wall / wall:.0%}", f"{base_inner / inner:.0%}"])
+    return rows
+
+
+def gpu_note(device: str) -> str:
+    if device != "cuda":
+        return ""
+    import torch
+
+    return f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, float16 on both sides. "
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_image_bench_args(ap, "cuda")
@@ -136,17 +156,8 @@ def main() -> None:
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, embed {inner:.1f}s "
                   f"(load {load()})", flush=True)
     n = args.images
-    base_wall, base_inner = (statistics.median(r[i] for r in results[BARE]) for i in (0, 2))
-    rows = []
-    for label, rs in results.items():
-        wall, cpu, inner = (statistics.median(r[i] for r in rs) for i in range(3))
-        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:,.0f}", f"{n / inner:,.0f}",
-                     f"{base_wall / wall:.0%}", f"{base_inner / inner:.0%}"])
-    gpu = ""
-    if args.device == "cuda":
-        import torch
-
-        gpu = f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, float16 on both sides. "
+    rows = median_rows(results, n, BARE)
+    gpu = gpu_note(args.device)
     body = (f"Machine: {machine()}; load at the end {load()}. {gpu}\n\n{n:,} synthetic JPEGs (256-320 px) in 4 Parquet "
             f"files; open_clip {args.arch} with random weights; batch {args.batch_size}; device {args.device}; "
             f"median of {args.repeats} rounds. Both sides decode and preprocess on one CPU thread of the process that "

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import functools
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 
 from curate.engine.context import Progress, StageContext
-from curate.engine.dispatch import Slots, dispatch
+from curate.engine.dispatch import dispatch
 from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import RunLayout
@@ -15,10 +15,10 @@ from curate.engine.plan import Task, available_cores
 from curate.engine.pool import ModelPool
 from curate.engine.result import TaskResult
 from curate.engine.task import run_task
-from curate.engine.worker import relay_progress, run_task_in_worker, spawn_pool, stop_pool
+from curate.engine.worker import PoolSlots, run_task_in_worker, spawn_pool, stop_pool
 
 
-class LocalExecutor(Executor, Slots[int, Future]):
+class LocalExecutor(PoolSlots, Executor):
     """Runs tasks on `workers` spawned processes (inline for one worker) and relays their progress."""
 
     def __init__(self, workers: int, progress: Progress, layout: RunLayout):
@@ -41,18 +41,12 @@ class LocalExecutor(Executor, Slots[int, Future]):
     def start(self, slot: int, task: Task) -> Future:
         return self.pool.submit(run_task_in_worker, self.ctx, task)
 
-    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
-        return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
-
     def collect(self, handle: Future) -> TaskResult:
         return handle.result()
 
     def cancel(self, handles: list[Future]) -> None:
         for f in handles:
             f.cancel()
-
-    def relay(self) -> None:
-        relay_progress(self.queue, self.progress)
 
     def map(self, fn, *iterables) -> list:
         """fn over the items, in the worker processes when there are several."""

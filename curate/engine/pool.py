@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
 from curate.engine import context
 from curate.engine.context import Progress, StageContext
-from curate.engine.dispatch import Slots, WorkerLost, dispatch
+from curate.engine.dispatch import WorkerLost, dispatch
 from curate.engine.executor import Executor
 from curate.engine.layout import RunLayout
 from curate.engine.plan import Task, available_cores
 from curate.engine.result import TaskResult
-from curate.engine.worker import relay_progress, run_task_in_worker, spawn_pool, stop_pool
+from curate.engine.worker import PoolSlots, run_task_in_worker, spawn_pool, stop_pool
 
 ATTEMPTS = 2
 
@@ -53,7 +53,7 @@ class _Worker:
         self.pool = spawn_pool(*self.args)
 
 
-class ModelPool(Executor, Slots[_Worker, Future]):
+class ModelPool(PoolSlots, Executor):
     worker = "model worker"
 
     def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1):
@@ -73,9 +73,6 @@ class ModelPool(Executor, Slots[_Worker, Future]):
     def start(self, slot: _Worker, task: Task) -> Future:
         return slot.pool.submit(run_task_in_worker, self.ctx, task)
 
-    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
-        return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
-
     def collect(self, handle: Future) -> TaskResult:
         try:
             return handle.result()
@@ -84,9 +81,6 @@ class ModelPool(Executor, Slots[_Worker, Future]):
 
     def replace(self, slot: _Worker) -> None:
         slot.restart()
-
-    def relay(self) -> None:
-        relay_progress(self.queue, self.progress)
 
     def map(self, fn, *iterables) -> list:
         futures = [self.workers[i % len(self.workers)].pool.submit(fn, *args)

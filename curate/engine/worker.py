@@ -12,11 +12,12 @@ import signal
 import sys
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 import pyarrow as pa
 
 from curate.engine.context import StageContext
+from curate.engine.dispatch import Slots
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.run_dir import hold_worker_lock
@@ -126,6 +127,17 @@ def stop_pool(pool: ProcessPoolExecutor, kill: bool = False) -> None:
         for process in processes:
             process.join()
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+class PoolSlots(Slots):
+    """Slots of the local pools: their handles are futures, their progress comes on `self.queue`
+    and goes to `self.progress`."""
+
+    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
+        return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
+
+    def relay(self) -> None:
+        relay_progress(self.queue, self.progress)
 
 
 def relay_progress(queue, progress) -> None:

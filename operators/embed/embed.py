@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from curate.columns import put, text_array
 from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
 from curate.paths import local_path
+from operators.embed.backends import HoldsBackend
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -86,32 +87,20 @@ class EmbedParams(Params):
         return self
 
 
-class Embed(Map):
+class Embed(HoldsBackend, Map):
     """Embed a text or image column with a model (or a model-free hash) into a fixed-size vector column."""
 
     name = "embed"
     Params = EmbedParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
-    backend = None  # the loaded model, from setup
 
     @property
     def column(self) -> str:
         return self.params.column or self.text_column
 
-    def setup(self) -> None:
-        if self.backend is None:
-            from operators.embed.backends import load_backend
-
-            self.backend = load_backend(self.params)
-
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.backend.close()
-            self.backend = None
-
-    def __getstate__(self):  # a loaded model never travels between processes
-        return {**self.__dict__, "backend": None}
+    def backend_params(self) -> EmbedParams:
+        return self.params
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from curate.columns import put
 from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
+from operators.embed.backends import HoldsBackend
 
 
 class ClipScoreParams(Params):
@@ -46,14 +47,13 @@ class ClipScoreParams(Params):
         "auto", description="auto: float16 on a GPU, float32 on CPU.")
 
 
-class ClipScore(Map):
+class ClipScore(HoldsBackend, Map):
     """CLIP score of image-text pairs (open_clip), optionally the image embedding, optionally a threshold."""
 
     name = "clip_score"
     Params = ClipScoreParams
     resource_class = "model"
     resources = Resources(cpus=1.0)
-    backend = None
 
     def computed_provides(self) -> tuple[str, ...]:
         return (self.params.embedding_column,) if self.params.keep_embedding else ()
@@ -62,23 +62,13 @@ class ClipScore(Map):
     def caption(self) -> str:
         return self.params.caption_column or self.text_column
 
-    def setup(self) -> None:
-        if self.backend is None:
-            from operators.embed.backends import load_backend
-            from operators.embed.embed import EmbedParams
+    def backend_params(self):
+        """One open_clip model for both towers."""
+        from operators.embed.embed import EmbedParams
 
-            p = self.params
-            self.backend = load_backend(EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained,
-                                                    modality="image", batch_size=p.batch_size, device=p.device,
-                                                    precision=p.precision))
-
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.backend.close()
-            self.backend = None
-
-    def __getstate__(self):  # a loaded model never travels between processes
-        return {**self.__dict__, "backend": None}
+        p = self.params
+        return EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained, modality="image",
+                           batch_size=p.batch_size, device=p.device, precision=p.precision)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         from operators.embed.backends import ModelBackend

@@ -6,19 +6,15 @@ from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
 from operators.agent.converters.openai_chat import mark_finish
+from operators.agent.converters.sharegpt import turns
 from operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations", text="value", role="from", model=("gpt",))
 
 
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = record.get("conversations")
-    if not isinstance(conv, list) or not conv:
-        raise Unconvertible("no 'conversations' list")
     events = []
-    for i, turn in enumerate(conv):
-        if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
-            raise Unconvertible(f"conversations[{i}] has no string 'value'")
+    for i, turn in turns(record):
         who, value = turn.get("from"), turn["value"]
         if who == "human":
             events.append(unnamed_obs(value))

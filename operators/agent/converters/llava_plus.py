@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory, unnamed_obs
 from operators.agent.converters._model_text import Turns
+from operators.agent.converters.sharegpt import turns
 
 NEEDS = "images on disk: the trajectories name `images/<data_source>/<image>`"
 
@@ -32,13 +33,8 @@ def _gpt(turn: dict, i: int) -> list[dict]:
 
 
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = record.get("conversations")
-    if not isinstance(conv, list) or not conv:
-        raise Unconvertible("no 'conversations' list")
     events = []
-    for i, turn in enumerate(conv):
-        if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
-            raise Unconvertible(f"conversations[{i}] has no string 'value'")
+    for i, turn in turns(record):
         if turn.get("from") == "human":
             text = turn["value"]
             if text.startswith(_IMAGE) and isinstance(record.get("image"), str):

@@ -31,14 +31,21 @@ def _call(value: str, i: int) -> dict:
     return tool_call_event(call["name"], args, "")
 
 
-def convert(record: dict, fallback_id: str) -> dict:
+def turns(record: dict):
+    """(index, turn) of a ShareGPT record's `conversations`, each a dict with a string `value`
+    (the ShareGPT-shaped converters, eto and llava_plus too, walk them so)."""
     conv = record.get("conversations")
     if not isinstance(conv, list) or not conv:
         raise Unconvertible("no 'conversations' list")
-    events = []
     for i, turn in enumerate(conv):
         if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
             raise Unconvertible(f"conversations[{i}] has no string 'value'")
+        yield i, turn
+
+
+def convert(record: dict, fallback_id: str) -> dict:
+    events = []
+    for i, turn in turns(record):
         who, value = turn.get("from"), turn["value"]
         if who in _USER:
             events.append(text_obs(value))
