@@ -64,7 +64,7 @@ def _rows(src: Source) -> int:
         # batch headers only: the data is mapped, not read
         with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
             return sum(b.num_rows for b in pa.ipc.open_stream(mm))
-    meta = open_parquet(src.path, src.storage_options).metadata
+    meta = open_parquet(src.path, src.storage_options, src.size, src.version).metadata
     groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
     return sum(meta.row_group(i).num_rows for i in groups)
 

@@ -85,7 +85,7 @@ def _input_stream(source: Source) -> pa.NativeFile:
     object in a store is streamed by range requests, never downloaded whole first."""
     if source.is_uri:
         codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
-        return store.open_stream(source.path, source.storage_options, codec)
+        return store.open_stream(source.path, source.storage_options, codec, source.size, source.version)
     return pa.input_stream(source.path, compression="detect")
 
 
@@ -106,7 +106,7 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
         if raw_column is not None:
             schema = pa.schema([(raw_column, pa.string())])
         elif source.format == "parquet":
-            pf = open_parquet(source.path, source.storage_options)
+            pf = open_parquet(source.path, source.storage_options, source.size, source.version)
             schema = pf.schema_arrow if pf.metadata.num_rows else None
         elif source.format == "arrow_stream":
             with _arrow_batches(source) as reader:
@@ -178,7 +178,7 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
 
 
 def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
-    pf = open_parquet(source.path, source.storage_options)
+    pf = open_parquet(source.path, source.storage_options, source.size, source.version)
     groups = list(source.row_groups) if source.row_groups is not None else None
     for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
         yield batch, None

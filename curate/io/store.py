@@ -90,18 +90,41 @@ def version(info: dict) -> str:
     return ";".join(f"{k}={info[k]}" for k in VERSION_KEYS if info.get(k) not in (None, ""))
 
 
-def open_random(uri: str, options: dict | None = None):
-    """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks)."""
-    fs, path = filesystem(uri, options)
-    with store_errors(uri, "cannot open"):
-        return fs.open(path, "rb", cache_type="none")
+# Stores whose files can be opened on what the listing gave (s3fs): without it, each open asks
+# the store (a HEAD request) for the object's size and ETag; with it, every range read is still
+# checked against the listed ETag, so an object changed since it was listed is an error.
+OPENS_LISTED = ("s3", "s3a")
 
 
-def open_stream(uri: str, options: dict | None = None, compression: str | None = None) -> pa.NativeFile:
-    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way."""
+def _open(uri: str, options: dict | None, size: int | None, version: str, **kwargs):
     fs, path = filesystem(uri, options)
+    listed = size is not None and uri.split("://", 1)[0].lower() in OPENS_LISTED
     with store_errors(uri, "cannot open"):
-        handle = fs.open(path, "rb", block_size=STREAM_BLOCK, cache_type="readahead")
+        handle = fs.open(path, "rb", size=size, **kwargs) if listed else fs.open(path, "rb", **kwargs)
+    if listed:  # what s3fs sets from its HEAD: the details, and the ETag each range read must match
+        fields = _version_fields(version)
+        handle.details = {"name": path, "size": size, **fields}
+        if "ETag" in fields:
+            handle.read_kw = {**handle.read_kw, "IfMatch": fields["ETag"]}
+    return handle
+
+
+def _version_fields(version: str) -> dict:
+    """The fields `version` was made of (ETag, VersionId, ...)."""
+    return dict(part.split("=", 1) for part in version.split(";") if "=" in part)
+
+
+def open_random(uri: str, options: dict | None = None, size: int | None = None, version: str = ""):
+    """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks);
+    `size` and `version`: the object's, as listed."""
+    return _open(uri, options, size, version, cache_type="none")
+
+
+def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
+                size: int | None = None, version: str = "") -> pa.NativeFile:
+    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
+    `size` and `version`: the object's, as listed."""
+    handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 

@@ -376,3 +376,30 @@ def test_webdataset_shards_stream_from_s3_as_from_disk(tmp_path, s3, name, mode)
         outs.append(tmp_path / f"o{len(outs)}")
         copy(inp, outs[-1])
     assert digest(outs[1]) == digest(outs[0]) and pq.read_table(outs[1] / "data").num_rows == 20
+
+
+@pytest.mark.parametrize("name", ["f.parquet", "f.jsonl.gz"])
+def test_a_task_opens_its_object_as_listed_asking_the_store_nothing_more(tmp_path, s3, monkeypatch, name):
+    """A worker's filesystem has nothing listed: without the listed size and ETag each open would
+    ask the store for them first (a HEAD request). A change since the listing is still an error."""
+    import gzip
+
+    import s3fs.core
+
+    buf = io.BytesIO()
+    if name.endswith(".parquet"):
+        pq.write_table(pa.table({"text": [f"row {i}" for i in range(50)]}), buf)
+    else:
+        buf.write(gzip.compress(b"".join(b'{"text": "row %d"}\n' % i for i in range(50))))
+    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue())
+    [source] = discover(f"s3://inp/sized/{name}")
+    s3fs.S3FileSystem.clear_instance_cache()  # as in a fresh worker
+    calls = []
+    real = s3fs.core.S3FileSystem._call_s3
+    monkeypatch.setattr(s3fs.core.S3FileSystem, "_call_s3",
+                        lambda self, method, *a, **kw: calls.append(method) or real(self, method, *a, **kw))
+    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 50
+    assert set(calls) == {"get_object"}
+    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue() + b"\n")
+    with pytest.raises(InputError, match=f"s3://inp/sized/{name}"):
+        list(read_source(source))
