@@ -113,6 +113,7 @@ def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp
     wanted = sum(meta.row_group(i).total_byte_size for i in task.row_groups)
     assert read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
     assert all(end - start < size for start, end in fetched)
+    assert len(fetched) <= len(task.row_groups) + 2  # a request per row group (its two columns coalesced), the footer
 
 
 def test_resume_refuses_an_object_changed_since_the_interrupted_run(tmp_path, s3):
