@@ -70,8 +70,9 @@ print(json.dumps({"rows": rows}))
 """
 
 
-def inputs(gb: float) -> tuple[list[Path], Path]:
-    """The first demo-corpus files making `gb` GB of JSONL.gz, and the same rows as Parquet files."""
+def inputs(gb: float) -> tuple[list[Path], list[Path]]:
+    """The first demo-corpus files making `gb` GB of JSONL.gz, and the same rows as Parquet files
+    (made once, in a folder that keeps those of larger runs too)."""
     files, total = [], 0
     for f in h.corpus_files(h.corpus()):
         if total >= gb * 1e9:
@@ -82,16 +83,16 @@ def inputs(gb: float) -> tuple[list[Path], Path]:
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
 
-    for f in files:
-        target = parquet / f.name.replace(".jsonl.gz", ".parquet")
+    twins = [parquet / f.name.replace(".jsonl.gz", ".parquet") for f in files]
+    for f, target in zip(files, twins):
         if not target.exists():
             parquet.mkdir(parents=True, exist_ok=True)
             pq.write_table(pjson.read_json(f), target, compression="zstd", row_group_size=65536)
-    return files, parquet
+    return files, twins
 
 
 def linked(files: list[Path], name: str = "jsonl-input") -> Path:
-    """A directory of links to `files` (the first corpus files), for a local glob of just them."""
+    """A directory of links to `files`, for a local glob of just them."""
     folder = h.RUNS / "remote-read" / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -225,10 +226,10 @@ def main():
         client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
                               aws_secret_access_key="bench", region_name="us-east-1")
         put_all(client, [(f"jsonl/{f.name}", f) for f in files])
-        put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
-        sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(sorted(parquet.glob("*.parquet")))}
+        put_all(client, [(f"parquet/{p.name}", p) for p in parquet])
+        sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(parquet)}
         cpu0 = server_cpu(moto)
-        results = (read_side(args, moto, "parquet", "parquet", str(parquet / "*.parquet"))
+        results = (read_side(args, moto, "parquet", "parquet", str(linked(parquet, "parquet-input") / "*.parquet"))
                    + read_side(args, moto, "jsonl", "jsonl", str(linked(files) / "*.jsonl.gz")))
         moto_cpu = server_cpu(moto) - cpu0
         listed = listing(moto, client, args.objects)
