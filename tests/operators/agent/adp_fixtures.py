@@ -90,30 +90,15 @@ def load(dataset: str, name: str):
     return json.loads(text) if text else ([] if text == "" else None)
 
 
-# Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
-# for yet (issue 24): none now. Their reference tests are expected to fail with "unknown ADP
-# source"; the mark is strict, so a converter that makes one pass fails the run until it leaves
-# this list.
-AWAITING_CONVERTER: set[str] = set()
+def with_raw() -> list[str]:
+    """Every dataset of the release with raw samples: all of them have a converter."""
+    return [d for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
 
 
-def _case(dataset: str, *values, fails_with: type[BaseException]):
-    if dataset not in AWAITING_CONVERTER:
-        return (dataset, *values) if values else dataset
-    mark = pytest.mark.xfail(strict=True, raises=fails_with, reason=f"issue 24: {dataset} is not supported yet")
-    return pytest.param(dataset, *values, marks=mark)
-
-
-def with_raw() -> list:
-    from curate.errors import CurateError
-
-    return [_case(d, fails_with=CurateError) for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
-
-
-def sft_cases() -> list:
+def sft_cases() -> list[tuple[str, str]]:
     """(dataset, style) of each reference SFT rendering; the exporters render the reference's own
-    standardized samples (the releases' new datasets differ from them still: AWAITING_CONVERTER)."""
-    return [_case(d, style, fails_with=AssertionError) for d in datasets()
+    standardized samples."""
+    return [(d, style) for d in datasets()
             for style in ("openhands", "sweagent", "agentlab")
             if (FIXTURES / d / "sft" / f"sample_sft_{style}.json").is_file()]
 
