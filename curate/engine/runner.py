@@ -41,7 +41,7 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
-from curate.io import output_formats
+from curate.io import output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
@@ -127,6 +127,7 @@ class _Run:
         self.lineage = lineage()
         self.observers = observers.for_recipe(recipe)
         self.summaries = observers.run_summaries(self.observers)
+        self.retried: dict[str, int] = {}  # the store's requests tried again, by reason, in all tasks
 
     def execute(self) -> dict:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
@@ -170,6 +171,8 @@ class _Run:
             for r in results:
                 for label, s in r.stats.items():
                     self.totals.setdefault(label, StepStats()).add(s)
+                for reason, n in r.retries.items():
+                    self.retried[reason] = self.retried.get(reason, 0) + n
                 if r.observed:
                     observers.merge(self.summaries, pickle.loads(self.files.read_bytes(ctx.layout.observed(r.task))))
             shards = [f"{ctx.layout.data}/{name}" for r in results for name in r.shards]
@@ -246,12 +249,22 @@ class _Run:
                     "seed": recipe.seed, "limit": self.opts.limit,
                     "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
                     "run": self.lineage, "inputs": input_objects(self.sources)}
+        if any(s.is_uri for s in self.sources):
+            manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
             self.files.remove(self.layout.work)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
+
+    def _store(self) -> dict:
+        """The store's requests tried again (throttling, resets, timeouts), by the run's tasks and by
+        this process for it (listing, footers, planning), in all and by reason."""
+        reasons = dict(self.retried)
+        for reason, n in retries.take_untallied().items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        return {"retries": sum(reasons.values()), "retry_reasons": dict(sorted(reasons.items()))}
 
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:
