@@ -45,7 +45,7 @@ from curate.io import output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
-from curate.words import count
+from curate.words import count, size
 
 
 @dataclass
@@ -67,8 +67,10 @@ class Reporter:
 
     rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
     status: Callable[[str], None] = lambda message: None
-    # a stage starts: its index, its tasks (plan.Task) and a function telling which are done (markers)
-    stage: Callable[[int, list, Callable[[], list[bool]]], None] = lambda index, tasks, done: None
+    # a stage starts: its index, its tasks (plan.Task), a function telling which are done (markers)
+    # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
+    stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
+        lambda index, tasks, done, written: None
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -187,7 +189,8 @@ class _Run:
         stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
-        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
+        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
+                            lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces))
         if stage.resource_class != "model":
             self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
                                  f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
@@ -273,14 +276,6 @@ def disk_full(layout: RunLayout, sources: list) -> CurateError:
     # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
-    return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
-                       f"files and output, up to about twice its input ({_size(2 * inputs)}). Free some space, "
+    return CurateError(f"no space left on the device of {out} ({size(free)} free). A run needs room for its work "
+                       f"files and output, up to about twice its input ({size(2 * inputs)}). Free some space, "
                        f"then continue with --resume")
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"

@@ -62,8 +62,8 @@ class FaultProxy:
             fault = None
             if draw < self.rate and self.in_a_row.get(key, 0) < self.max_in_a_row:
                 fault = self.kinds[int(draw / self.rate * len(self.kinds))]
-                if fault == "cut" and method != "GET":
-                    fault = "reset"
+                if fault == "cut" and method != "GET":  # an answer without a body to cut
+                    fault = "503"
             if fault is None:
                 self.in_a_row[key] = 0
             else:

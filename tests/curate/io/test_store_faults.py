@@ -60,6 +60,25 @@ def test_a_store_failing_every_time_is_tried_the_set_number_of_times_then_named(
     assert proxy.requests and proxy.requests % 3 == 0, proxy.requests  # each request 3 times, none more
 
 
+def test_bodies_cut_off_are_read_again_and_each_counted(s3, s3_server, monkeypatch):
+    import gzip
+    import os
+
+    from curate.io import store
+    from curate.io.readers import read_source
+
+    texts = [os.urandom(300).hex() for _ in range(3000)]
+    s3.put_object(Bucket="inp", Key="cut/a.jsonl.gz", Body=gzip.compress(
+        "".join(f'{{"text": "{t}"}}\n' for t in texts).encode(), mtime=0))
+    monkeypatch.setattr(store, "STREAM_BLOCK", 32 << 10)  # many range requests, read here
+    with FaultProxy(s3_server, rate=0.3, kinds=("cut",)) as proxy, retries.tally() as counted:
+        options = {"endpoint_url": proxy.url, "retries": {"backoff_s": 0.01}}
+        [source] = discover("s3://inp/cut/a.jsonl.gz", storage_options=options)
+        assert [t for b, _ in read_source(source) if b is not None for t in b.column("text").to_pylist()] == texts
+    assert proxy.faults["cut"] > 5 and sum(counted.values()) == proxy.faults["cut"] + proxy.faults["503"], \
+        (counted, proxy.faults)
+
+
 class _Flaky(io.BytesIO):
     """A file whose reads fail `failures` times (raising `error`) before they answer."""
 
@@ -124,3 +143,25 @@ def test_the_policy_is_set_in_storage_options_and_checked():
     pytest.importorskip("s3fs")
     with pytest.raises(InputError, match=r"config_kwargs\.retries: curate retries"):
         discover("s3://inp/x.jsonl", storage_options={"config_kwargs": {"retries": {"max_attempts": 2}}})
+
+
+def test_no_credential_reaches_any_file_of_the_run_nor_its_output(cli, tmp_path, s3, s3_server, monkeypatch):
+    import pyarrow.parquet as pq
+
+    secrets = ("the-secret-from-env", "literal-key-in-recipe", "the-token-in-recipe")
+    rows = b"".join(b'{"text": "document %d with words enough"}\n{"text": "bad\n' % i for i in range(50))
+    s3.put_object(Bucket="inp", Key="c/a.jsonl", Body=rows)  # bad lines: the read step's trace has rows
+    monkeypatch.setenv("MY_SECRET", secrets[0])
+    r = tmp_path / "r.yaml"
+    r.write_text(f"input:\n  path: s3://inp/c/a.jsonl\n  storage_options:\n    endpoint_url: {s3_server}\n"
+                 f"    secret: ${{MY_SECRET}}\n    key: {secrets[1]}\n    token: {secrets[2]}\n"
+                 f"output: {{path: {tmp_path / 'o'}}}\nsteps:\n  - exact_dedup: {{}}\n")
+    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.1")  # the batch log's lines too
+    res = cli("run", r, "-w", "2", "--keep-work")
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "o"
+    assert (out / "report.html").is_file() and list((out / "trace").glob("*.parquet"))
+    said = [res.output, res.stderr]
+    for f in (p for p in out.rglob("*") if p.is_file()):
+        said.append(str(pq.read_table(f).to_pylist()) if f.suffix == ".parquet" else f.read_bytes().decode("latin-1"))
+    assert not [(s, text[:200]) for s in secrets for text in said if s in text]
