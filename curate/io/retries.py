@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from curate.errors import InputError
+from curate.io import exceptions
 
 OPTION = "retries"  # the storage_options key of this policy (taken out before fsspec sees the options)
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -96,16 +97,9 @@ def take_untallied() -> dict[str, int]:
 
 def _transient() -> tuple[type[BaseException], ...]:
     """What a broken connection, a cut body or a timeout raises, by the libraries under fsspec."""
-    found: list[type[BaseException]] = [ConnectionError, TimeoutError, http.client.IncompleteRead]
-    for module, names in (("aiohttp", ("ClientPayloadError", "ClientConnectionError")),
-                          ("fsspec.exceptions", ("FSTimeoutError",)),
-                          ("botocore.exceptions", ("ConnectionError", "HTTPClientError", "IncompleteReadError"))):
-        try:
-            imported = __import__(module, fromlist=list(names))
-        except ImportError:
-            continue
-        found += [getattr(imported, n) for n in names if hasattr(imported, n)]
-    return tuple(found)
+    return exceptions.installed([ConnectionError, TimeoutError, http.client.IncompleteRead], (
+        ("aiohttp", ("ClientPayloadError", "ClientConnectionError")), ("fsspec.exceptions", ("FSTimeoutError",)),
+        ("botocore.exceptions", ("ConnectionError", "HTTPClientError", "IncompleteReadError"))))
 
 
 def failure(error: BaseException) -> str | None:

@@ -24,7 +24,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from curate.errors import InputError
-from curate.io import retries
+from curate.io import exceptions, retries
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
@@ -67,15 +67,9 @@ def filesystem(uri: str, options: dict | None = None):
 def _store_exceptions() -> tuple[type[BaseException], ...]:
     """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
     request, where they do not turn it into an OSError themselves."""
-    found: list[type[BaseException]] = [OSError, TimeoutError, ConnectionError]
-    for module, names in (("botocore.exceptions", ("BotoCoreError", "ClientError")),
-                          ("aiohttp", ("ClientError",)), ("huggingface_hub.errors", ("HfHubHTTPError",))):
-        try:
-            imported = __import__(module, fromlist=list(names))
-        except ImportError:
-            continue
-        found += [getattr(imported, n) for n in names if hasattr(imported, n)]
-    return tuple(found)
+    return exceptions.installed([OSError, TimeoutError, ConnectionError], (
+        ("botocore.exceptions", ("BotoCoreError", "ClientError")), ("aiohttp", ("ClientError",)),
+        ("huggingface_hub.errors", ("HfHubHTTPError",))))
 
 
 @contextmanager
