@@ -82,7 +82,7 @@ def test_the_stage_eta_and_rate_come_from_the_bytes_of_the_tasks_done_in_this_ru
                                "bytes": 1000, "read": 400, "rate": 10.0, "written": 250}
 
 
-def test_terminal_status_lines_carry_no_source_file_link(tmp_path):
+def test_terminal_status_lines_carry_no_source_file_link_and_the_bars_end_complete(tmp_path):
     from curate.engine.runner import RunOptions
     from curate.progress import run_with_progress
     from curate import recipe
@@ -94,3 +94,6 @@ def test_terminal_status_lines_carry_no_source_file_link(tmp_path):
     run_with_progress(r, RunOptions(workers=1), console)
     out = buf.getvalue()
     assert "stage 0: 1 task on 1 worker" in out and "progress.py" not in out
+    last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "\n").splitlines()[-1]
+    # the stage's bar ends complete, with its bytes, however short the run
+    assert re.search(r"stage 0 .* 100% 1/1 task, read (\S+ \S+) of \1 \(.*/s\), written [1-9]", last), last
