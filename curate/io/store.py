@@ -54,14 +54,15 @@ def filesystem(uri: str, options: dict | None = None):
     s3 = uri.split("://", 1)[0].lower() in ("s3", "s3a")
     try:
         fs, path = fsspec.core.url_to_fs(uri, **(retries.s3_options(options) if s3 else options))
-        if s3:
-            retries.hook_s3(fs, policy)
-        return fs, path
     except ImportError as e:
         package = PACKAGES.get(uri.split("://", 1)[0].lower(), "the filesystem's package")
         raise InputError(f"{uri}: reading it needs {package} (pip install {package}): {e}") from None
     except (ValueError, TypeError) as e:  # an unknown scheme, an option the filesystem does not take
         raise InputError(f"{uri}: cannot open this URI (check input.storage_options): {e}") from None
+    if s3:
+        with store_errors(uri, "cannot connect"):  # the client is made here: a bad profile says so here
+            retries.hook_s3(fs, policy)
+    return fs, path
 
 
 def _store_exceptions() -> tuple[type[BaseException], ...]:

@@ -165,3 +165,9 @@ def test_no_credential_reaches_any_file_of_the_run_nor_its_output(cli, tmp_path,
     for f in (p for p in out.rglob("*") if p.is_file()):
         said.append(str(pq.read_table(f).to_pylist()) if f.suffix == ".parquet" else f.read_bytes().decode("latin-1"))
     assert not [(s, text[:200]) for s in secrets for text in said if s in text]
+
+
+def test_a_profile_that_is_not_there_is_an_input_error_naming_the_uri():
+    pytest.importorskip("s3fs")
+    with pytest.raises(InputError, match=r"s3://inp/x\.jsonl: cannot connect: ProfileNotFound"):
+        discover("s3://inp/x.jsonl", storage_options={"profile": "no-such-profile-here"})
