@@ -19,7 +19,7 @@ import sys
 
 import harness as h
 from ray_store_bench import Moto
-from remote_read_bench import inputs, put_all
+from remote_read_bench import inputs, stock
 
 from tests.curate.engine.faultkit import digest  # noqa: E402  (the tests' kit: the same comparison)
 from tests.curate.io.faultproxy import FaultProxy  # noqa: E402
@@ -55,12 +55,7 @@ def main():
     moto = Moto()
     results = []
     try:
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
-                              aws_secret_access_key="bench", region_name="us-east-1")
-        put_all(client, [(f"jsonl/{f.name}", f) for f in files])
-        put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
+        stock(moto, files, parquet)
         with FaultProxy(moto.endpoint) as proxy:
             for fmt in ("parquet", "jsonl"):
                 for rate in (0.0, args.rate):
