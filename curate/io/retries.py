@@ -82,8 +82,8 @@ def tally() -> Iterator[dict[str, int]]:
     try:
         yield mine
     finally:
-        with _lock:
-            _tallies.remove(mine)
+        with _lock:  # this one itself: another open tally, or the process's own, may be equal to it
+            del _tallies[next(i for i, t in enumerate(_tallies) if t is mine)]
 
 
 def take_untallied() -> dict[str, int]:

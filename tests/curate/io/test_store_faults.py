@@ -116,6 +116,17 @@ def test_a_read_failing_every_time_stops_after_the_attempts_and_other_errors_at_
     assert missing.reads == 1  # a missing object is missing next time too
 
 
+def test_a_tally_counts_while_open_only_and_what_is_outside_goes_to_the_process():
+    retries.take_untallied()
+    with retries.tally() as task:
+        with retries.tally() as inner:  # equal to `task` (both empty) yet another
+            pass
+        retries.count("503 SlowDown")
+    retries.count("ConnectionClosedError")
+    assert task == {"503 SlowDown": 1} and inner == {}
+    assert retries.take_untallied() == {"ConnectionClosedError": 1} and retries.take_untallied() == {}
+
+
 def test_an_http_answer_is_retried_by_its_status():
     aiohttp = pytest.importorskip("aiohttp")
 
