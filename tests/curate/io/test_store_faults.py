@@ -182,3 +182,14 @@ def test_a_profile_that_is_not_there_is_an_input_error_naming_the_uri():
     pytest.importorskip("s3fs")
     with pytest.raises(InputError, match=r"s3://inp/x\.jsonl: cannot connect: ProfileNotFound"):
         discover("s3://inp/x.jsonl", storage_options={"profile": "no-such-profile-here"})
+
+
+def test_aws_endpoint_url_selects_an_s3_compatible_endpoint(s3, s3_server, monkeypatch):
+    import fsspec.config
+
+    s3.put_object(Bucket="inp", Key="e/a.jsonl", Body=b'{"text": "a"}\n')
+    monkeypatch.delenv("FSSPEC_S3_ENDPOINT_URL")
+    monkeypatch.setitem(fsspec.config.conf, "s3", {})  # nothing but the AWS variable names the server
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    [source] = discover("s3://inp/e/a.jsonl", storage_options={"skip_instance_cache": True})
+    assert source.size == 14
