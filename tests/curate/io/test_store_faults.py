@@ -42,7 +42,7 @@ def test_a_run_through_a_faulty_store_gives_the_local_bytes_and_counts_its_retri
             assert digest(outs[1]) == digest(outs[0]) and digest(outs[0])
             faults = {k: proxy.faults[k] - before[k] for k in proxy.faults}
             store = manifests[1]["store"]
-            # each 503 and each cut body counted once; a reset of a pooled connection aiohttp may retry unseen
+            # each 503 and each cut body counted once; a reset before any answer aiohttp first retries unseen
             throttled = sum(n for reason, n in store["retry_reasons"].items() if reason.startswith("503"))
             assert faults["503"] and throttled == faults["503"], (faults, store)
             assert store["retries"] == sum(store["retry_reasons"].values()) >= faults["503"] + faults["cut"], store
@@ -52,7 +52,7 @@ def test_a_run_through_a_faulty_store_gives_the_local_bytes_and_counts_its_retri
 
 def test_a_store_failing_every_time_is_tried_the_set_number_of_times_then_named(s3, s3_server):
     s3.put_object(Bucket="inp", Key="a/x.jsonl", Body=b'{"text": "a"}\n')
-    # 503s alone: aiohttp itself tries a reset pooled connection once more, unseen
+    # 503s alone: aiohttp itself tries a request reset before any answer once more, unseen
     with FaultProxy(s3_server, rate=1.0, max_in_a_row=10 ** 6, kinds=("503",)) as proxy:
         options = {"endpoint_url": proxy.url, "retries": {"attempts": 3, "backoff_s": 0}}
         with pytest.raises(InputError, match=r"s3://inp/a/x\.jsonl"):
