@@ -91,7 +91,12 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     created_out = not Files().exists(layout.local)
-    lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    try:
+        lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    except BaseException:
+        if created_out:  # refused (a store that cannot be written, say): the directory made for it goes
+            Files().remove(layout.local)
+        raise
     try:
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again

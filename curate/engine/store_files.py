@@ -20,6 +20,13 @@ class StoreFiles:
         from curate.io.output_formats import remote_fs
 
         self.fs, _ = remote_fs(uri, "output.path")
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
+        # Only a filesystem with directories needs them made (s3fs would create a missing bucket)
+        self.has_directories = "file" in protocols
+
+    def _parent(self, path: str) -> None:
+        if self.has_directories:
+            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
 
     def _info(self, path: str) -> dict | None:
         try:
@@ -46,13 +53,13 @@ class StoreFiles:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """One PUT: the object appears whole or not at all."""
-        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        self._parent(path)
         self.fs.pipe_file(path, data)
 
     def create(self, path: str, data: bytes) -> bool:
         """`data` at `path` only if nothing is there (S3's If-None-Match: *, an exclusive create
         elsewhere): whether it was written."""
-        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        self._parent(path)
         try:
             with self.fs.open(path, "xb") as f:
                 f.write(data)
@@ -73,9 +80,6 @@ class StoreFiles:
         names.discard(posixpath.basename(directory.rstrip("/")))  # some stores list the prefix itself
         return sorted(n for n in names if n.endswith(suffix))
 
-    def makedirs(self, path: str) -> None:
-        self.fs.makedirs(path, exist_ok=True)
-
     def remove(self, path: str) -> None:
         """An object, or every object under a prefix, if there."""
         if self.exists(path):
@@ -86,8 +90,8 @@ class StoreFiles:
         large ones)."""
         if not pairs:
             return
-        for directory in sorted({posixpath.dirname(remote) for _, remote in pairs}):
-            self.fs.makedirs(directory, exist_ok=True)
+        for _, remote in pairs:
+            self._parent(remote)
         try:
             self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs])
         except FileNotFoundError as e:
