@@ -87,11 +87,9 @@ def _output_entry(path: Path, data: Path) -> dict:
 
 def _upload(layout: RunLayout, traced: bool) -> None:
     """The staged data/ and trace/ to the store under their final names, then the local copies go."""
-    pairs = []
-    for staged, published in ((layout.data_tmp, layout.data), (layout.trace_tmp, layout.trace) if traced else ()):
-        pairs += [(str(f), f"{published}/{f.relative_to(staged).as_posix()}")
-                  for f in sorted(Path(staged).rglob("*")) if f.is_file()]
-    layout.files.upload(pairs)
+    places = [(layout.data_tmp, layout.data)] + ([(layout.trace_tmp, layout.trace)] if traced else [])
+    layout.files.upload([(str(f), f"{published}/{f.relative_to(staged).as_posix()}")
+                         for staged, published in places for f in sorted(Path(staged).rglob("*")) if f.is_file()])
 
 
 def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
