@@ -110,9 +110,6 @@ class Files:
     def move(self, src: str, dst: str) -> None:
         self.fs.move(src, dst)
 
-    def refresh(self) -> None:
-        """Nothing is cached locally."""
-
 
 def _json_object(files: Files, path: str) -> dict:
     try:

@@ -7,7 +7,9 @@ thread; a lock whose lease ended (a holder gone without releasing it, on any mac
 holder was on this host and is dead (a SIGKILL: resume at once, without waiting for the lease
 to end), is stale and taken over. The run checks that it still holds the lock before it writes
 its manifest, so a run that lost its lease (stalled past its end, then overtaken) never
-publishes over the run that took it.
+publishes over the run that took it. (Two runs taking over the same stale lock at once can both
+start: a store's delete is not conditional. The create after it decides which holds the lock,
+and the other one stops at that check, before it publishes.)
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's process: alive
-        return True
+    except PermissionError:  # another user's process: alive
+        pass
     return True
 
 

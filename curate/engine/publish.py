@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.engine.store_files import output_errors
 from curate.io import output_formats
 from curate.recipe import Recipe
 from curate.trace import manifest_bytes, merge_shards, versions
@@ -107,7 +108,8 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
             raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
                                f"{entry['removed']} were removed")
     if layout.remote:
-        _upload(layout, bool(traced))
+        with output_errors(layout.root):
+            _upload(layout, bool(traced))
         data = Path(layout.data_tmp)
     else:
         if traced:
@@ -124,7 +126,8 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
                 "seconds": round(time.perf_counter() - started, 3)}
     manifest["run"]["ended_at"] = _now()
     still_ours()
-    layout.files.write_bytes(layout.manifest, manifest_bytes(manifest))
+    with output_errors(layout.root):
+        layout.files.write_bytes(layout.manifest, manifest_bytes(manifest))
     if layout.remote:
         for path in layout.staging():
             files.remove(path)

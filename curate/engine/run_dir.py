@@ -12,9 +12,9 @@ import json
 import os
 import socket
 import time
-from contextlib import contextmanager
 
 from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory
+from curate.engine.store_files import output_errors
 from curate.errors import CurateError
 
 _files = Files()  # the local directory's
@@ -131,22 +131,6 @@ def hold_worker_lock(path: str) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_SH)
     return fd
-
-
-@contextmanager
-def output_errors(root: str):
-    """A store that refuses or cannot be reached, as a CurateError naming the output."""
-    try:
-        yield
-    except CurateError:
-        raise
-    except PermissionError as e:
-        raise CurateError(f"output {root}: access refused ({e}); check the credentials (environment "
-                          f"variables, profile)") from None
-    except FileNotFoundError as e:
-        raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
-    except (OSError, ValueError) as e:
-        raise CurateError(f"output {root}: cannot write there: {type(e).__name__}: {e}") from None
 
 
 def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrite: bool) -> tuple[RunLock, bool]:

@@ -9,8 +9,10 @@ is what says the files beside it are complete (publish.py).
 from __future__ import annotations
 
 import posixpath
+from contextlib import contextmanager
 
 from curate.errors import CurateError
+from curate.io.store import is_uri
 
 
 class StoreFiles:
@@ -92,11 +94,28 @@ class StoreFiles:
             return
         for _, remote in pairs:
             self._parent(remote)
-        try:
-            self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs])
-        except FileNotFoundError as e:
-            raise CurateError(f"cannot write the output: {e}") from None
+        self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs])
 
     def refresh(self) -> None:
         """Forget listings cached in this process: another process writes here too."""
         self.fs.invalidate_cache()
+
+
+@contextmanager
+def output_errors(root: str):
+    """A store that refuses or cannot be reached, as a CurateError naming the output `root` (a
+    local directory's errors pass as they are: a full disk has its own message)."""
+    if not is_uri(root):
+        yield
+        return
+    try:
+        yield
+    except CurateError:
+        raise
+    except PermissionError as e:
+        raise CurateError(f"output {root}: access refused ({e}); check the credentials (environment "
+                          f"variables, profile)") from None
+    except FileNotFoundError as e:
+        raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
+    except (OSError, ValueError) as e:
+        raise CurateError(f"output {root}: cannot write there: {type(e).__name__}: {e}") from None

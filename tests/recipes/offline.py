@@ -77,10 +77,10 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
         from tests.operators.score.tiny_lm import build_tiny_gpt2
         from tests.recipes.test_sft_qdc import sft_rows
 
-        minilm, gpt2 = minilm(), build_tiny_gpt2(tmp / "tiny-gpt2")
+        embedder, gpt2 = minilm(), build_tiny_gpt2(tmp / "tiny-gpt2")
         write_jsonl(tmp / "sft" / "data.jsonl", sft_rows())
         return ["--input", f"{tmp}/sft/*.jsonl", "--set", f"steps[2].perplexity.model={gpt2}",
-                "--set", f"steps[3].embed.model={minilm}", "--set", "steps[5].dataset_metrics.clusters=4",
+                "--set", f"steps[3].embed.model={embedder}", "--set", "steps[5].dataset_metrics.clusters=4",
                 "--set", "steps[7].dataset_metrics.clusters=4", "--no-report"]
     if name == "wrap":
         from tests.curate.llm.mockkit import RunningMock
