@@ -240,3 +240,22 @@ def test_the_work_directory_is_keyed_by_the_output_uri(work_dirs):
     assert a.manifest == "s3://b/run-a/manifest.json" and a.lease == "s3://b/run-a/_work/lock"
     local = RunLayout.at("out/x")
     assert not local.remote and local.work == f"{local.root}/_work"
+
+
+def test_a_store_failing_while_publishing_is_exit_2_and_resume_finishes(cli, tmp_path, corpus, memory_root,
+                                                                        monkeypatch):
+    args = ("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--no-report", "-w", "1")
+    real = StoreFiles.upload
+
+    def reset(self, pairs):
+        raise ConnectionResetError("connection reset by peer")
+
+    monkeypatch.setattr(StoreFiles, "upload", reset)
+    failed = cli(*args, "--output", memory_root)
+    assert failed.exit_code == 2
+    assert f"output {memory_root}: cannot write there: ConnectionResetError" in failed.output
+    assert "--resume" in failed.output and "manifest.json" not in store_names(memory_root)
+    monkeypatch.setattr(StoreFiles, "upload", real)
+    assert cli(*args, "--output", tmp_path / "local").exit_code == 0
+    assert cli(*args, "--output", memory_root, "--resume").exit_code == 0
+    assert store_digest(memory_root) == local_digest(tmp_path / "local")
