@@ -6,18 +6,13 @@ from pathlib import Path
 import pytest
 
 from tests.curate.io import motokit
+from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
 from tests.curate.io.storekit import input_on_store, local_digest, store_digest
 from tests.recipes.offline import recipe_args
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 # The ones with models (tiny local ones, but loaded in a model worker for each run)
 WITH_MODELS = {"text-pruning", "clip-pruning", "sft-qdc", "web-text"}
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with motokit.server() as endpoint:
-        yield endpoint
 
 
 @pytest.mark.parametrize("name", [pytest.param(p.stem, marks=pytest.mark.slow)

@@ -15,20 +15,14 @@ from curate.engine import publish as publish_module
 from curate.engine.layout import RunLayout, is_run_directory
 from curate.engine.run_dir import finished_manifest
 from curate.engine.store_files import StoreFiles
-from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
-from tests.curate.engine.test_resume import PHASES, RECIPE
+from tests.curate.engine.test_resume import PHASES, RECIPE, write_input
 from tests.curate.io import motokit
+from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
 from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
 
 REPO = Path(__file__).resolve().parents[3]
 QUICKSTART = REPO / "recipes" / "quickstart.yaml"
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with motokit.server() as endpoint:
-        yield endpoint
 
 
 @pytest.fixture
@@ -111,9 +105,7 @@ def store_recipe(root: Path, name: str, output: str) -> Path:
 def resume_corpus(tmp_path_factory):
     """test_resume's input, and the bytes a local uninterrupted run makes of it."""
     root = tmp_path_factory.mktemp("resume-store")
-    for f in range(4):
-        write_jsonl(root / "in" / f"p{f}.jsonl.gz",
-                    [{"text": f"document number {(f * 1500 + i) % 4000} " * 20, "n": f * 1500 + i} for i in range(1500)])
+    write_input(root / "in")
     ref = root / "ref.yaml"
     ref.write_text(RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / "ref"))
     assert faultkit.start(ref).wait() == 0
