@@ -103,8 +103,8 @@ def main():
              f"{out_gb * 1e3 / local.seconds:.0f} |",
              f"| curate run, output s3://bench/out | {store.seconds:.1f} | {store.cpu_seconds:.1f} | "
              f"{out_gb * 1e3 / store.seconds:.0f} |",
-             f"| bare s3fs put of the same data files ({bare['files']}) | {bare['seconds']:.1f} | {upload.cpu_seconds:.1f} | "
-             f"{out_gb * 1e3 / bare['seconds']:.0f} |", "",
+             f"| bare s3fs put of the same data files ({bare['files']}) | {bare['seconds']:.1f} | "
+             f"{upload.cpu_seconds:.1f} | {out_gb * 1e3 / bare['seconds']:.0f} |", "",
              f"Publishing to the store added {added:.1f} s to the run; the bare upload of the same bytes took "
              f"{bare['seconds']:.1f} s (the rest: the store's lock, marker and manifest requests, and noise)."]
     headlines = [[f"Output of {out_gb:.1f} GB on S3 (moto): curate run vs the same run to local disk",
