@@ -11,10 +11,12 @@ import fsspec
 import pytest
 
 from curate import demo
+from curate.engine import local as local_engine
 from curate.engine import publish as publish_module
 from curate.engine.layout import RunLayout, is_run_directory
 from curate.engine.run_dir import finished_manifest
 from curate.engine.store_files import StoreFiles
+from curate.errors import InputError
 from tests.curate.engine import faultkit
 from tests.curate.engine.test_resume import PHASES, RECIPE, write_input
 from tests.curate.io import motokit
@@ -251,3 +253,15 @@ def test_a_store_failing_while_publishing_is_exit_2_and_resume_finishes(cli, tmp
     assert cli(*args, "--output", tmp_path / "local").exit_code == 0
     assert cli(*args, "--output", memory_root, "--resume").exit_code == 0
     assert store_digest(memory_root) == local_digest(tmp_path / "local")
+
+
+def test_a_run_failing_before_it_produced_anything_leaves_nothing_on_the_store(cli, corpus, memory_root, work_dirs,
+                                                                               monkeypatch):
+    def fails(ctx, task, progress=None):
+        raise InputError(f"{task.name}: unreadable")
+
+    monkeypatch.setattr(local_engine, "run_task", fails)  # the first task fails, in the run
+    res = cli("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--output", memory_root, "-w", "1")
+    assert res.exit_code == 2 and "unreadable" in res.output
+    assert store_names(memory_root) == []  # neither its mark nor its lock
+    assert list(work_dirs.iterdir()) == []
