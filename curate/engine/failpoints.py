@@ -11,10 +11,9 @@ Points: `stage-done` (a stage's tasks all finished), `task-done` (one task's res
 `staged` (output shards staged in data.tmp), `published-data` (data/ renamed into place, or
 uploaded to an output URI; the manifest not yet written), `uploaded-data` (output.upload copied
 data/ and trace/, not yet the manifest), in a model worker `model-batch` (a batch through the
-model), in a CPU task
-`task-batch` (a batch through the stage's steps, before it is written), in a Ray task of `map`
-work `map-piece` (a piece of a fit done, its result not yet returned), and `llm-answer` (an LLM
-answer stored in the request cache).
+model), in a CPU task `task-batch` (a batch through the stage's steps, before it is written), in
+a Ray task of `map` work `map-piece` (a piece of a fit done, its result not yet returned), and
+`llm-answer` (an LLM answer stored in the request cache).
 """
 
 from __future__ import annotations
