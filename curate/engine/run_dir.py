@@ -138,6 +138,8 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     already there (only with --resume)."""
     out = layout.files
     with output_errors(layout.root):
+        if layout.remote:  # others write there: nothing listed earlier in this process is current
+            out.refresh()
         if not resume and out.names(layout.root):
             if not is_run_directory(layout.root, out):
                 raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "
