@@ -110,6 +110,17 @@ def put_all(client, pairs: list[tuple[str, bytes | Path]]) -> None:
         list(pool.map(put, pairs))
 
 
+def stock(moto: Moto, files: list[Path], parquet: Path):
+    """A boto3 client of `moto`, the JSONL.gz `files` put under jsonl/ and the Parquet ones under parquet/."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
+                          aws_secret_access_key="bench", region_name="us-east-1")
+    put_all(client, [(f"jsonl/{f.name}", f) for f in files])
+    put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
+    return client
+
+
 def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]:
     runs = h.RUNS / "remote-read"
     rows = []
@@ -162,12 +173,7 @@ def main():
     files, parquet = inputs(args.gb)
     moto = Moto()
     try:
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
-                              aws_secret_access_key="bench", region_name="us-east-1")
-        put_all(client, [(f"jsonl/{f.name}", f) for f in files])
-        put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
+        client = stock(moto, files, parquet)
         sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(sorted(parquet.glob("*.parquet")))}
         cpu0 = server_cpu(moto)
         results = (read_side(args, moto, "parquet", "parquet", str(parquet / "*.parquet"))

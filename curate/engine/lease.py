@@ -84,19 +84,22 @@ class StoreLease:
 
         for _ in range(10):  # a takeover races other runs taking it over too: the create decides
             if self.files.create(self.path, self._body()):
-                self._thread = threading.Thread(target=self._renew, daemon=True, name="curate-lease")
-                self._thread.start()
-                return
+                break
             holder = self._holder()
             if holder is None:
                 continue  # released between our create and our read
+            if holder.get("token") == self.token:  # our create went through, its answer was lost and retried
+                break
             if not stale(holder, time.time()):
                 raise RunLocked(f"{self.root}: another curate run is writing here (pid {holder.get('pid')} on "
                                 f"{holder.get('host')}; its lease at {self.path} is renewed every {RENEW:.0f}s); "
                                 f"wait for it to finish or stop it first (a stopped run's lease ends within "
                                 f"{LEASE:.0f}s)")
             self._take_over(holder)
-        raise RunLocked(f"{self.root}: could not take the lock at {self.path}: other runs keep taking it")
+        else:
+            raise RunLocked(f"{self.root}: could not take the lock at {self.path}: other runs keep taking it")
+        self._thread = threading.Thread(target=self._renew, daemon=True, name="curate-lease")
+        self._thread.start()
 
     def _take_over(self, holder: dict) -> None:
         """Remove a stale lock, unless another run replaced it since it was read."""

@@ -19,9 +19,12 @@ class StoreFiles:
     """Files' operations on the fsspec filesystem of a URI; paths are full URIs."""
 
     def __init__(self, uri: str):
-        from curate.io.output_formats import remote_fs
+        from curate.io.store import filesystem
 
-        self.fs, _ = remote_fs(uri, "output.path")
+        try:  # S3's requests retried (throttling, resets) by the policy reads use (retries.py)
+            self.fs, _ = filesystem(uri)
+        except CurateError as e:
+            raise CurateError(f"output.path: {e}") from None
         protocols = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
         # Only a filesystem with directories needs them made (s3fs would create a missing bucket)
         self.has_directories = "file" in protocols

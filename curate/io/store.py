@@ -11,7 +11,8 @@ A URI stays a string everywhere (a Source's path); only the reader opens it, her
 Credentials come from each filesystem's own standard places (AWS_* variables and profiles,
 AWS_ENDPOINT_URL for an S3-compatible endpoint, GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN, ...),
 plus the recipe's `input.storage_options`. A store that cannot be reached, a missing bucket or a
-refused credential is an InputError naming the URI (exit 2, before any worker starts).
+refused credential is an InputError naming the URI (exit 2, before any worker starts). Throttling,
+resets and timeouts are retried by one policy (retries.py: `storage_options.retries`), counted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from curate.errors import InputError
+from curate.io import exceptions, retries
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
@@ -41,32 +43,34 @@ def is_uri(spec: str) -> bool:
 
 
 def filesystem(uri: str, options: dict | None = None):
-    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it."""
+    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it; an S3
+    client's requests retried by the policy of `options` (retries.py)."""
     try:
         import fsspec
     except ImportError:
         raise InputError(f"{uri}: reading a URI needs fsspec: pip install 'curate[remote]'") from None
+    policy = retries.Policy.of(options)
+    options = {k: v for k, v in (options or {}).items() if k != retries.OPTION}
+    s3 = uri.split("://", 1)[0].lower() in ("s3", "s3a")
     try:
-        return fsspec.core.url_to_fs(uri, **(options or {}))
+        fs, path = fsspec.core.url_to_fs(uri, **(retries.s3_options(options) if s3 else options))
     except ImportError as e:
         package = PACKAGES.get(uri.split("://", 1)[0].lower(), "the filesystem's package")
         raise InputError(f"{uri}: reading it needs {package} (pip install {package}): {e}") from None
     except (ValueError, TypeError) as e:  # an unknown scheme, an option the filesystem does not take
         raise InputError(f"{uri}: cannot open this URI (check input.storage_options): {e}") from None
+    if s3:
+        with store_errors(uri, "cannot connect"):  # the client is made here: a bad profile says so here
+            retries.hook_s3(fs, policy)
+    return fs, path
 
 
 def _store_exceptions() -> tuple[type[BaseException], ...]:
     """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
     request, where they do not turn it into an OSError themselves."""
-    found: list[type[BaseException]] = [OSError, TimeoutError, ConnectionError]
-    for module, names in (("botocore.exceptions", ("BotoCoreError", "ClientError")),
-                          ("aiohttp", ("ClientError",)), ("huggingface_hub.errors", ("HfHubHTTPError",))):
-        try:
-            imported = __import__(module, fromlist=list(names))
-        except ImportError:
-            continue
-        found += [getattr(imported, n) for n in names if hasattr(imported, n)]
-    return tuple(found)
+    return exceptions.installed([OSError, TimeoutError, ConnectionError], (
+        ("botocore.exceptions", ("BotoCoreError", "ClientError")), ("aiohttp", ("ClientError",)),
+        ("huggingface_hub.errors", ("HfHubHTTPError",))))
 
 
 @contextmanager
@@ -94,7 +98,7 @@ def open_random(uri: str, options: dict | None = None):
     """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks)."""
     fs, path = filesystem(uri, options)
     with store_errors(uri, "cannot open"):
-        return fs.open(path, "rb", cache_type="none")
+        return retries.RetryingFile(fs.open(path, "rb", cache_type="none"), retries.Policy.of(options))
 
 
 def open_stream(uri: str, options: dict | None = None, compression: str | None = None) -> pa.NativeFile:
@@ -102,6 +106,7 @@ def open_stream(uri: str, options: dict | None = None, compression: str | None =
     fs, path = filesystem(uri, options)
     with store_errors(uri, "cannot open"):
         handle = fs.open(path, "rb", block_size=STREAM_BLOCK, cache_type="readahead")
+    handle = retries.RetryingFile(handle, retries.Policy.of(options))
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 

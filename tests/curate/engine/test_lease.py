@@ -132,3 +132,21 @@ def test_s3_creates_the_lock_only_where_none_is():
         with pytest.raises(RunLocked):
             StoreLease(files, "s3://locks/run/_work/x", "s3://locks/run").acquire()
         first.release()
+
+
+def test_a_create_whose_answer_was_lost_still_holds_the_lease(store, monkeypatch):
+    """A retried conditional PUT that had gone through is refused (412): the lock is ours anyway."""
+    root, files = store
+    real = StoreFiles.create
+
+    def answer_lost(self, path, data):
+        real(self, path, data)
+        return False
+
+    monkeypatch.setattr(StoreFiles, "create", answer_lost)
+    held = StoreLease(files, f"{root}/_work/lock", root)
+    held.acquire()
+    try:
+        held.check()
+    finally:
+        held.release()

@@ -136,7 +136,7 @@ def test_refused_credentials_or_no_endpoint_are_an_input_error_naming_the_uri(s3
     s3.put_object(Bucket="inp", Key="k/a.jsonl", Body=b'{"text": "a"}\n')
     with pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl.*(refused|timed out|connect)"):
         discover("s3://inp/k/a.jsonl", storage_options={"endpoint_url": "http://127.0.0.1:9",
-                                                       "config_kwargs": {"retries": {"max_attempts": 1}}})
+                                                       "retries": {"attempts": 1}})
     with monkeypatch.context() as patched, pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl: access refused "
                                                                           r".*check the credentials"):
         patched.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: ours are unknown
