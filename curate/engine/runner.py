@@ -83,22 +83,30 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     if sources is None:
         sources = preflight.check(recipe).sources
     if recipe.output.upload:
+        if layout.remote:
+            raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
+                              f"already: leave output.upload out")
         output_formats.remote_fs(recipe.output.upload)
     if opts.work_store:
         if opts.engine != "ray":
             raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    created_out = not Files().exists(layout.root)
-    lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    created_out = not Files().exists(layout.local)
+    try:
+        lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    except BaseException:
+        if created_out:  # refused (a store that cannot be written, say): the directory made for it goes
+            Files().remove(layout.local)
+        raise
     try:
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again
                 output_formats.upload(Path(layout.root), recipe.output.upload)
             reporter.status(f"{layout.root} is already finished; nothing to do")
-            return {**json.loads(Files().read_bytes(layout.manifest)), "already_finished": True}
+            return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True}
         try:
-            return _Run(recipe, opts, reporter, layout, sources, started).execute()
+            return _Run(recipe, opts, reporter, layout, sources, started, lock.check).execute()
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
@@ -120,8 +128,9 @@ class _Run:
     """One execution of a run, from an opened run directory to its manifest."""
 
     def __init__(self, recipe: Recipe, opts: RunOptions, reporter: Reporter, layout: RunLayout,
-                 sources: list[Source], started: float):
+                 sources: list[Source], started: float, still_ours: Callable[[], None]):
         self.recipe, self.opts, self.reporter, self.layout, self.started = recipe, opts, reporter, layout, started
+        self.still_ours = still_ours  # raises once the run no longer holds its output (lost its lease)
         self.sources = sources
         self.files = Files()
         self.totals: dict[str, StepStats] = {}
@@ -254,9 +263,14 @@ class _Run:
                     "run": self.lineage, "inputs": input_objects(self.sources)}
         if any(s.is_uri for s in self.sources):
             manifest["store"] = self._store()
-        manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
+        manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
+                           self.still_ours)
+        if self.layout.remote:  # the manifest marks the prefix as curate's now
+            self.layout.files.remove(self.layout.marker)
         if not self.opts.keep_work:
             self.files.remove(self.layout.work)
+            if self.layout.remote:  # the run's local directory is its own
+                self.files.remove(self.layout.local)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
@@ -272,7 +286,7 @@ class _Run:
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:
     """ENOSPC as a user error: where, how much is free, about how much the run needs."""
-    out = layout.root
+    out = layout.local
     # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))

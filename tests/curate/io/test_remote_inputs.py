@@ -21,14 +21,9 @@ from curate.io.readers import read_source
 from curate.io.sources import discover, input_objects, split_parquet
 from tests.curate.engine.faultkit import digest
 from tests.curate.io import motokit
+from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
 
 QUICKSTART = (Path(__file__).parents[3] / "recipes" / "quickstart.yaml").read_text()
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with motokit.server() as endpoint:
-        yield endpoint
 
 
 @pytest.fixture
