@@ -19,7 +19,7 @@ from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
 from curate.ops import Global, Map
 from curate.recipe import Recipe
-from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, bytes_text, duration, plain_line
+from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, bytes_text, duration, ended, plain_line
 from curate.words import count
 
 
@@ -141,27 +141,36 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
         if state is None:
             return
         if shown and shown[0]["stage"] != state["stage"]:  # the stage before ended: its bar says so
-            show({**shown[0], "done": shown[0]["tasks"], "percent": 100.0, "eta": 0.0, "read": shown[0]["bytes"]})
+            show(ended(shown[0]))
         shown[:] = [state]
         show(state)
 
-    def log_line() -> None:
+    def log_line(state: dict | None) -> None:
         label = last[0] if last else None
         first, total = seen.get(label, (0.0, 0))
         rate = total / max(time.monotonic() - first, 1e-9) if label else 0.0
-        console.print(plain_line(time.monotonic() - started, stages.state(), label, total, rate),
+        console.print(plain_line(time.monotonic() - started, state, label, total, rate),
                       markup=False, highlight=False)
+
+    def stage_started(*args, **kwargs) -> None:
+        # A stage shorter than the interval would never show: the batch log gets its end line
+        # when the next one starts (its tasks are all done by then).
+        stages.poll()
+        before = stages.state()
+        stages.start(*args, **kwargs)
+        if before is not None and not terminal:
+            log_line(ended(before))
 
     def tick() -> None:
         stages.poll()
-        stage_bar() if terminal else log_line()
+        stage_bar() if terminal else log_line(stages.state())
 
     with progress:
         with Ticker(1.0 if terminal else interval, tick):
-            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
+            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started), sources)
         # the bars and the batch log end where the run did, however short it was
         stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
-        stage_bar() if terminal else log_line()
+        stage_bar() if terminal else log_line(stages.state())
     return manifest
 
 

@@ -96,6 +96,11 @@ class StageTracker:
                     "bytes": sum(self.weights), "read": finished, "rate": rate, "written": self.written}
 
 
+def ended(stage: dict) -> dict:
+    """A stage's state once all its tasks are done."""
+    return {**stage, "done": stage["tasks"], "percent": 100.0, "eta": 0.0, "read": stage["bytes"]}
+
+
 def bytes_text(stage: dict) -> str:
     """`read 1.2 GB of 3.0 GB (45.0 MB/s), written 0.8 GB`."""
     rate = "" if stage["rate"] is None else f" ({size(stage['rate'])}/s)"
