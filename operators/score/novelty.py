@@ -39,9 +39,9 @@ class NoveltyState:
         return [self.path]
 
     def summary(self) -> dict:
-        from operators.score.scores import describe
+        from operators.score.score_file import ScoreFile
 
-        return describe(np.load(self.path))
+        return ScoreFile.of_npy(self.path).describe()
 
 
 class Novelty(Global):
