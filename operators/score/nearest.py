@@ -77,7 +77,8 @@ def flat_in_blocks(x: UnitRows, k1: int, budget: int) -> Iterator[tuple[int, np.
     import faiss
 
     n, d = x.shape
-    block = max(TILE, budget // (2 * 4 * d) // TILE * TILE)  # the block, and faiss's copy of it
+    # A block is held about four times at once: as read, as unit vectors, faiss's copy, the search's own.
+    block = max(TILE, budget // (4 * 4 * d) // TILE * TILE)
     for start in range(0, n, QUERY_CHUNK):
         queries = x[start:start + QUERY_CHUNK]
         sims = np.zeros((len(queries), 0), np.float32)
