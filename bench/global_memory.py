@@ -7,7 +7,8 @@ Each size is a demo corpus of its own (curate/demo.py, generated once under benc
 steps that read embeddings (semantic_dedup, density_prune, novelty, qdc_select), a Parquet twin of
 synthetic ones: `id`, `_embedding` (DIM float16, clustered like bench/prune_scale.py's) and a random
 `quality` column. Every operator is one `curate run` (subprocess) of a recipe holding only its step
-(recipes: RECIPES below); the figures are the run's, reading and writing included:
+(recipes: RECIPES below; dataset_metrics after a quality_heuristics step, for score columns to summarise);
+the figures are the run's, reading and writing included:
 
 - peak RSS GB of the largest single process (the fit runs in the driver, its pieces in workers) and of
   the whole process tree, sampled every 0.1 s (bench/harness.py);
@@ -47,12 +48,14 @@ RECIPES = {
     "minhash_dedup": ("text", "{}"),
     "containment_dedup": ("text", "{}"),
     "decontaminate": ("text", "{benchmarks: [{name: bench, path: BENCHMARK}]}"),
-    "dataset_metrics": ("text", "{}"),
+    "dataset_metrics": ("text", "{score_columns: [quality_word_count, quality_heuristic]}"),
     "semantic_dedup": ("embeddings", "{eps: 0.01}"),
     "density_prune": ("embeddings", "{fraction: 0.5}"),
     "novelty": ("embeddings", "{}"),
     "qdc_select": ("embeddings", "{fraction: 0.5, quality: {quality: 1}}"),
 }
+# Steps before the Global one: dataset_metrics summarises score columns over every row.
+BEFORE = {"dataset_metrics": "quality_heuristics: {metrics: [word_count]}"}
 
 
 def text_corpus(docs: int, workers: int) -> Path:
@@ -89,7 +92,7 @@ def recipe(op: str, docs: int, texts: Path, embeddings: Path, out: Path, memory_
     lines = [f"name: global-memory-{op}", f"input: {inputs}", f"output: {{path: {json.dumps(str(out))}}}"]
     if memory_gb is not None:
         lines.append(f"memory_gb: {memory_gb:g}")
-    lines += ["steps:", f"  - {op}: {params}"]
+    lines += ["steps:", *([f"  - {BEFORE[op]}"] if op in BEFORE else []), f"  - {op}: {params}"]
     path = h.RUNS / "global-memory" / f"{op}-{docs}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

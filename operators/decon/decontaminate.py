@@ -29,6 +29,7 @@ from operators.decon import index as idx
 from operators.decon.match import best, find, joined, pairs
 from operators.decon.redact import redact
 from operators.decon.text import word_spans
+from operators.dedup.decisions import ROW_GROUP_ROWS
 
 REASON = "contaminated"
 MARK_COLUMNS = {"contamination_benchmark": pa.string(), "contamination_item": pa.string(),
@@ -111,15 +112,26 @@ class Decontaminate(Global):
         index_dir = workdir / "index"
         built = idx.build(list(p.benchmarks), p.ngram, index_dir)
         scan = _Scan(str(index_dir), tuple(self.checked), p.min_overlap)
-        parts = list(parallel.stream(partial(scan_batch, scan), batches))
         index = idx.load(str(index_dir))
-        decisions = pa.concat_tables([d for d, _, _ in parts]) if parts else _decisions([], [], [], [], [])
-        decisions = decisions.sort_by("_ord")
         path = str(workdir / "decisions.parquet")
-        pq.write_table(decisions, path, row_group_size=65_536)
-        pair_ords = np.concatenate([o for _, o, _ in parts]) if parts else np.zeros(0, np.int64)
-        pair_items = np.concatenate([i for _, _, i in parts]) if parts else np.zeros(0, np.int64)
-        report = _report(index, built, decisions, pair_ords, pair_items, p.top_items)
+        tally = _Tally(index)
+        # The pieces come back in batch order, so in _ord order: written as they come, nothing
+        # of the scan is held but the benchmark-sized tally and a row group in the making.
+        with pq.ParquetWriter(path, _decisions([], [], [], [], []).schema) as writer:
+            pending: list[pa.Table] = []
+            last = -1
+            for decisions, pair_ords, pair_items in parallel.stream(partial(scan_batch, scan), batches):
+                ords = decisions.column("_ord").to_numpy()
+                if len(ords) and ords[0] <= last:
+                    raise RuntimeError(f"{self.name}: fit batches must come in _ord order (_ord {ords[0]} after {last})")
+                last = int(ords[-1]) if len(ords) else last
+                tally.add(decisions.num_rows, pair_ords, pair_items)
+                pending.append(decisions)
+                if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+                    pending = []
+            writer.write_table(pa.concat_tables(pending or [_decisions([], [], [], [], [])]))
+        report = _report(index, built, tally, p.top_items)
         report.update({"mode": p.mode, "ngram": p.ngram, "min_overlap": p.min_overlap, "index_ngrams": built["keys"],
                        "index_bytes": built["bytes"]})
         return DeconState(str(index_dir), path, report)
@@ -219,19 +231,34 @@ def _mark(batch: pa.RecordBatch, hit: np.ndarray, rows: pa.Table | None, index: 
     return batch
 
 
-def _report(index: idx.Index, built: dict, decisions: pa.Table, pair_ords: np.ndarray, pair_items: np.ndarray,
-            top: int) -> dict:
+class _Tally:
+    """What the report counts, piece by piece: documents per item, documents per benchmark (a
+    document is in one piece only), documents contaminated."""
+
+    def __init__(self, index: idx.Index):
+        self.index = index
+        self.docs_per_item = np.zeros(len(index.item_bench), np.int64)
+        self.docs_per_bench = np.zeros(len(index.names), np.int64)
+        self.contaminated = 0
+
+    def add(self, contaminated: int, pair_ords: np.ndarray, pair_items: np.ndarray) -> None:
+        self.contaminated += contaminated
+        self.docs_per_item += np.bincount(pair_items, minlength=len(self.docs_per_item))
+        benches = self.index.item_bench[pair_items]
+        pairs = np.unique(np.stack([benches, pair_ords]), axis=1) if len(pair_ords) else np.zeros((2, 0), np.int64)
+        self.docs_per_bench += np.bincount(pairs[0], minlength=len(self.docs_per_bench))
+
+
+def _report(index: idx.Index, built: dict, tally: _Tally, top: int) -> dict:
     """Per benchmark: items, items found, documents affected (by any of its items), the most matched
     items with the number of documents each is in."""
-    docs_per_item = np.bincount(pair_items, minlength=len(index.item_bench))
-    bench_of_pair = index.item_bench[pair_items]
     rows = []
     for b, info in enumerate(built["benchmarks"]):
         mine = np.flatnonzero(index.item_bench == b)
-        counts = docs_per_item[mine]
+        counts = tally.docs_per_item[mine]
         order = np.lexsort((mine, -counts))[:top]
         top_items = [f"{index.ids[b][int(mine[i] - mine[0])]} ({int(counts[i])})" for i in order if counts[i]]
         rows.append({"benchmark": info["benchmark"], "items": info["items"], "items_found": int((counts > 0).sum()),
-                     "documents": int(len(np.unique(pair_ords[bench_of_pair == b]))),
+                     "documents": int(tally.docs_per_bench[b]),
                      "ngrams": info["ngrams"], "top_items": ", ".join(top_items)})
-    return {"benchmarks": rows, "documents_contaminated": int(decisions.num_rows)}
+    return {"benchmarks": rows, "documents_contaminated": int(tally.contaminated)}

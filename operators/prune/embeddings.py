@@ -127,6 +127,23 @@ class EmbeddingStore:
             self._map.madvise(mmap.MADV_DONTNEED)
 
 
+class UnitRows:
+    """The store's rows as float32 unit vectors (unit32), read when indexed (`x[i:j]`, `x[rows]`,
+    `x[i]`): a selection walks the rows in pieces without the (n, d) float32 matrix in memory.
+    unit32 works row by row, so a row reads the same here as in unit32 of the whole store."""
+
+    def __init__(self, store: EmbeddingStore):
+        self.store, self.shape = store, store.shape
+
+    def __len__(self) -> int:
+        return self.store.rows
+
+    def __getitem__(self, index) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return unit32(self.store[np.array([index])])[0]
+        return unit32(self.store[index])
+
+
 def spill(batches: Iterable[pa.RecordBatch], column: str, workdir: Path, step: str,
           ids: bool = False) -> EmbeddingStore:
     """Write the embeddings of `batches` (in `_ord` order) under `workdir`; with `ids`, also

@@ -4,8 +4,9 @@ A Global step (it needs the whole dataset): `fit` takes a seeded sample of `samp
 measures the lexical metrics on their text and, with `embedding_column`, the embedding ones
 (metrics.py: distinct-1..4, compression ratio, self-BLEU, mean pairwise cosine distance, Vendi,
 cluster entropy), and the mean, quantiles and histogram of every score column listed (over all
-rows). Put one at the start of a recipe (after embed) and one at the end to see what the run
-did to quality, diversity and complexity: the report shows them side by side.
+rows, from their values spilled to the fit's work directory: fixed memory however many rows).
+Put one at the start of a recipe (after embed) and one at the end to see what the run did to
+quality, diversity and complexity: the report shows them side by side.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class DatasetMetrics(Global):
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Measured:
         p = self.params
-        scores = ScoreSummary(p.score_columns)
+        scores = ScoreSummary(p.score_columns, workdir)
 
         def observed():
             for batch in batches:

@@ -4,6 +4,10 @@ A Global step: `fit` spills the embeddings (prune/embeddings.py) and searches ev
 k nearest other rows with faiss (inner product of unit vectors = cosine): exact (flat) up to
 `exact_rows`, an IVF index with `nprobe` probed lists above. `reduce: mean` averages the k
 similarities instead of taking the largest. A row alone in the dataset gets 1.
+
+Where the index over every row (float32, with the copies made on the way) would not fit the
+fit's share of the run's `memory_gb`, the same search runs in pieces from the spilled file
+(nearest.py), to the same similarities and so the same scores.
 """
 
 from __future__ import annotations
@@ -18,8 +22,13 @@ from pydantic import Field
 
 from curate.columns import put
 from curate.ops import SERIAL, Global, Parallel, Params, reads_column, writes_column
-from operators.prune.embeddings import spill, unit32
-from operators.prune.kmeans import ASSIGN_CHUNK, available_cores
+from operators.prune.embeddings import EmbeddingStore, UnitRows, spill, unit32
+from operators.prune.kmeans import available_cores
+from operators.score import nearest
+
+# Bytes a row of the index in memory takes per dimension: the rows read, their float32 unit
+# vectors and faiss's copy of them.
+IN_MEMORY_BYTES = 3 * 4
 
 
 class NoveltyParams(Params):
@@ -39,9 +48,9 @@ class NoveltyState:
         return [self.path]
 
     def summary(self) -> dict:
-        from operators.score.scores import describe
+        from operators.score.score_file import ScoreFile
 
-        return describe(np.load(self.path))
+        return ScoreFile.of_npy(self.path).describe()
 
 
 class Novelty(Global):
@@ -52,7 +61,8 @@ class Novelty(Global):
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> NoveltyState:
         store = spill(batches, self.params.embedding_column, workdir, self.name)
-        novelty = nearest_novelty(store[:], self.params, self.seed)
+        budget = parallel.budget_gb(float("inf")) * 2**30
+        novelty = nearest_novelty(store, self.params, self.seed, budget, workdir)
         store.discard()
         path = workdir / "novelty.npy"
         np.save(path, novelty)
@@ -63,35 +73,39 @@ class Novelty(Global):
         return put(batch, self.params.output_column, np.asarray(novelty[batch.column("_ord").to_numpy()], np.float64))
 
 
-def nearest_novelty(x: np.ndarray, p: NoveltyParams, seed: int) -> np.ndarray:
+def nearest_novelty(x: np.ndarray | EmbeddingStore, p: NoveltyParams, seed: int, budget: float = float("inf"),
+                    workdir: Path | None = None) -> np.ndarray:
+    """Each row's novelty; from an index of every row in memory where it fits `budget` bytes,
+    else in pieces of about that size (then `x` is the spilled store, `workdir` its directory)."""
     import faiss
 
     faiss.omp_set_num_threads(available_cores())
     n = len(x)
     if n < 2:
         return np.ones(n, np.float32)
-    x = unit32(x)
     d = x.shape[1]
     k = min(p.k, n - 1)
-    if n <= p.exact_rows:
-        index = faiss.IndexFlatIP(d)
+    exact = n <= p.exact_rows
+    if IN_MEMORY_BYTES * n * d <= budget:
+        found = nearest.in_memory(unit32(x[:]), k + 1, exact, p.nprobe, seed)
+    elif exact:
+        found = nearest.flat_in_blocks(UnitRows(x), k + 1, int(budget))
     else:
-        lists = int(4 * np.sqrt(n))
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, lists, faiss.METRIC_INNER_PRODUCT)
-        train = np.random.default_rng(seed).choice(n, min(n, 64 * lists), replace=False)
-        index.train(x[np.sort(train)])
-        index.nprobe = p.nprobe
-    index.add(x)
+        found = nearest.ivf_in_groups(UnitRows(x), k + 1, p.nprobe, seed, int(budget), workdir)
     out = np.empty(n, np.float32)
-    for start in range(0, n, ASSIGN_CHUNK):
-        chunk = x[start:start + ASSIGN_CHUNK]
-        sims, ids = index.search(chunk, k + 1)
-        own = ids == np.arange(start, start + len(chunk))[:, None]
-        # Drop the row itself (wherever ties put it), else the last of the k + 1.
-        drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
-        keep = np.ones_like(own)
-        keep[np.arange(len(chunk)), drop] = False
-        sims = np.where(ids >= 0, sims, np.nan)[keep].reshape(len(chunk), k)
-        best = np.nanmax(sims, axis=1) if p.reduce == "max" else np.nanmean(sims, axis=1)
-        out[start:start + len(chunk)] = 1.0 - np.clip(np.nan_to_num(best, nan=0.0), -1.0, 1.0)
+    for start, sims, ids in found:
+        out[start:start + len(sims)] = novelty_of(sims, ids, start, k, p.reduce)
     return out
+
+
+def novelty_of(sims: np.ndarray, ids: np.ndarray, start: int, k: int, reduce: str) -> np.ndarray:
+    """1 - the largest (or mean) similarity of rows start.. to their k nearest other rows, from
+    their k + 1 nearest (the row itself among them, as a rule)."""
+    own = ids == np.arange(start, start + len(ids))[:, None]
+    # Drop the row itself (wherever ties put it), else the last of the k + 1.
+    drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
+    keep = np.ones_like(own)
+    keep[np.arange(len(ids)), drop] = False
+    sims = np.where(ids >= 0, sims, np.nan)[keep].reshape(len(ids), k)
+    best = np.nanmax(sims, axis=1) if reduce == "max" else np.nanmean(sims, axis=1)
+    return 1.0 - np.clip(np.nan_to_num(best, nan=0.0), -1.0, 1.0)

@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from curate.errors import CurateError
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from operators.prune.embeddings import spill, unit32
+from operators.prune.embeddings import UnitRows, spill
 from operators.score import metrics, selection
 
 
@@ -110,8 +110,7 @@ class QdcSelect(Global):
             score += w * percentile_rank(values[c])
         size = min(n, p.size if p.size is not None else int(np.ceil(p.fraction * n)))
         order = np.lexsort((np.arange(n), -score))  # best first; ties in input order
-        x = unit32(store[:]) if n else np.zeros((0, 1), np.float32)
-        store.discard()
+        x = UnitRows(store)  # read in pieces as the selection walks it
         filled = 0
         if n == 0 or size == 0:
             chosen = np.zeros(0, np.int64)
@@ -131,9 +130,10 @@ class QdcSelect(Global):
                       else {"quality_weight": p.quality_weight}),
                    "input": self._qdc(values, score, x, np.ones(n, bool)),
                    "selection": self._qdc(values, score, x, selected)}
+        store.discard()
         return Selection(str(workdir / "selected.npy"), str(workdir / "scores.npy"), summary)
 
-    def _qdc(self, values: dict[str, np.ndarray], score: np.ndarray, x: np.ndarray, mask: np.ndarray) -> dict:
+    def _qdc(self, values: dict[str, np.ndarray], score: np.ndarray, x: UnitRows, mask: np.ndarray) -> dict:
         p = self.params
         rows = np.flatnonzero(mask)
         rng = np.random.default_rng(self.seed)

@@ -335,9 +335,11 @@ def needed(case: Case) -> None:
 _runs = iter(range(1 << 30))
 
 
-def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None, workers: int) -> dict:
+def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None, workers: int,
+             memory_gb: float | None = None) -> dict:
     """Run `case` (in a directory of its own, so that no operator built for another run is
-    reused); returns what must not change: the data/ and trace/ files and the manifest's funnel."""
+    reused), with the recipe's `memory_gb` if given; returns what must not change: the data/ and
+    trace/ files and the manifest's funnel."""
     steps = []
     for name, params in case.steps:
         params = _fill(params, env)
@@ -346,7 +348,8 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
     out = env.root / f"run-{next(_runs)}"
     doc = {"input": {"path": str(env.inputs[case.data]), **({"batch_rows": input_rows} if input_rows else {})},
            "output": {"path": str(out)}, "steps": steps,
-           "allow_empty": True}  # a long chain of filters may remove every row: its bytes must still agree
+           "allow_empty": True,  # a long chain of filters may remove every row: its bytes must still agree
+           **({"memory_gb": memory_gb} if memory_gb else {})}
     with mock.patch.dict(os.environ, {"CURATE_CACHE_DIR": str(out / "llm-cache")}):  # fresh: every request is sent
         manifest = run(recipe.load(text=yaml.safe_dump(doc)), RunOptions(workers=workers))
     files: dict[str, object] = {}
@@ -478,9 +481,12 @@ PIPELINES = {"text": TEXT_PIPELINE, "adp": ADP}
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
-def test_output_bytes_do_not_depend_on_the_worker_count(pipeline, env):
+def test_output_bytes_do_not_depend_on_the_worker_count_or_the_memory_budget(pipeline, env):
+    """...nor on whether the Global fits hold their state in memory or spill it (a budget so small
+    that every fit takes its on-disk path)."""
     case = PIPELINES[pipeline]
     needed(case)
     expected = run_case(case, env, None, None, 1)
-    diff = differences(expected, run_case(case, env, 5, 3, 2))
-    assert not diff, f"{pipeline}: two workers (input.batch_rows=5, step batch_rows=3) changed the output:\n{diff}"
+    diff = differences(expected, run_case(case, env, 5, 3, 2, memory_gb=1e-9))
+    assert not diff, (f"{pipeline}: two workers (input.batch_rows=5, step batch_rows=3) and memory_gb 1e-9 changed "
+                      f"the output:\n{diff}")

@@ -3,9 +3,11 @@
 import json
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import InputError, RecipeError
+from operators.decon import decontaminate
 from operators.decon.decontaminate import Decontaminate
 from operators.decon.text import word_spans
 from tests.operators.decon.helpers import run
@@ -153,3 +155,31 @@ def test_word_spans_cover_the_whole_text_when_pieces_normalise_differently():
     text = "ΟΔΟΣa ΟΔΟΣ b"  # a final sigma before an ASCII letter lower-cases to σ in context, ς alone
     starts, ends = word_spans(text)
     assert list(starts) == [0, 0, 0] and list(ends) == [len(text)] * 3
+
+
+def test_the_scan_is_written_as_it_comes_in_row_groups_whatever_the_batches(tmp_path, monkeypatch):
+    """Pieces are written as they come back (no list of them held): the same decisions and report
+    from a batch per row as from one batch, the file in row groups of (here) 2 rows."""
+    monkeypatch.setattr(decontaminate, "ROW_GROUP_ROWS", 2)
+    other = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    docs = [ITEM, "clean", ITEM + " " + other, other, "clean too", "Paris France", ITEM]
+    (tmp_path / "bench.jsonl").write_text("".join(json.dumps({"id": f"i{k}", "q": t}) + "\n"
+                                                  for k, t in enumerate([ITEM, other, "Paris France"])))
+    op = Decontaminate(Decontaminate.Params(benchmarks=[{"name": "b", "path": str(tmp_path / "bench.jsonl"),
+                                                          "columns": ["q"], "id_column": "id"}]))
+    table = pa.table({"text": docs, "_id": [str(i) for i in range(len(docs))], "_ord": list(range(len(docs)))})
+    one = op.fit(iter(table.to_batches()), tmp_path / "one")
+    each = op.fit(iter(table.to_batches(max_chunksize=1)), tmp_path / "each")
+    assert pq.read_table(each.decisions) == pq.read_table(one.decisions)
+    assert pq.read_table(one.decisions).column("_ord").to_pylist() == [0, 2, 3, 5, 6]
+    assert each.summary() == one.summary()
+    assert pq.ParquetFile(each.decisions).num_row_groups == 3
+
+
+def test_fit_batches_out_of_order_are_a_bug_not_a_wrong_file(tmp_path):
+    (tmp_path / "bench.jsonl").write_text(json.dumps({"id": "i0", "q": ITEM}) + "\n")
+    op = Decontaminate(Decontaminate.Params(benchmarks=[{"name": "b", "path": str(tmp_path / "bench.jsonl"),
+                                                          "columns": ["q"], "id_column": "id"}]))
+    table = pa.table({"text": [ITEM, ITEM], "_id": ["0", "1"], "_ord": [0, 1]})
+    with pytest.raises(RuntimeError, match="_ord order"):
+        op.fit(iter(table.to_batches(max_chunksize=1)[::-1]), tmp_path / "w")

@@ -121,3 +121,33 @@ def test_params_need_a_size_and_a_weight():
         QdcSelect.Params(size=3)
     with pytest.raises(ValueError, match="every weight is 0"):
         QdcSelect.Params(size=3, quality={"q": 0})
+
+
+@pytest.mark.parametrize("method", ["threshold", "facility_location"])
+def test_selection_reads_the_embeddings_in_pieces_and_decides_as_in_memory(tmp_path, monkeypatch, method):
+    """The fit never holds the (n, d) matrix: no read of the spilled embeddings takes more than a
+    chunk of rows, and the rows chosen are those the whole matrix in memory gives."""
+    from operators.prune.embeddings import EmbeddingStore, unit32
+
+    x, q, _ = planted(topics=40, per_topic=50, copies=20, spam=400, seed=2)
+    assert len(q) > 2 * selection.CHUNK
+    reads = []
+    real = EmbeddingStore.__getitem__
+
+    def counted(self, index):
+        out = real(self, index)
+        reads.append(len(out))
+        return out
+
+    monkeypatch.setattr(EmbeddingStore, "__getitem__", counted)
+    keep, _ = select(tmp_path, x, q, fraction=0.3, method=method, threshold=0.9, coverage_sample=300,
+                     metrics_sample=300)
+    assert 0 < max(reads) <= selection.CHUNK
+    u = unit32(x)
+    score = percentile_rank(q.astype(np.float64))
+    size = int(np.ceil(0.3 * len(q)))
+    if method == "threshold":
+        chosen, _ = selection.threshold_greedy(u, np.lexsort((np.arange(len(q)), -score)), size, 0.9)
+    else:
+        chosen = selection.facility_location(u, score, size, 1.0, 300, 0, 0.9)
+    assert np.flatnonzero(keep).tolist() == sorted(chosen.tolist())
