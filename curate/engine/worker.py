@@ -46,8 +46,9 @@ def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, dev
 
 
 def use_cores(threads: int) -> None:
-    """Arrow, polars and the numeric libraries of this worker process use `threads` cores."""
-    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    """Arrow, polars, the numeric libraries and Hugging Face tokenizers (its rayon pool) of this
+    worker process use `threads` cores."""
+    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
     pa.set_cpu_count(threads)
 
