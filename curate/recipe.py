@@ -377,29 +377,23 @@ def _stray_keys(item: dict, where: str) -> None:
 _TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "report", "steps")
 
 
+def _section(key: str, value: Any, model: type[BaseModel], shape: str):
+    """The recipe's `key:` mapping as `model`; errors name the place (`shape` says what fits)."""
+    if not isinstance(value, dict):
+        raise RecipeError(key, f"must be {shape} (got {value!r})")
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        raise _pydantic_error(key, e, model) from None
+
+
 def _metrics(value: Any) -> MetricsSpec | None:
     """`metrics: true` (the defaults), `false` or absent (none), or a mapping of settings."""
     if value is None or value is False:
         return None
     if value is True:
         return MetricsSpec()
-    if not isinstance(value, dict):
-        raise RecipeError("metrics", f"must be true, false or a mapping of settings (got {value!r})")
-    try:
-        return MetricsSpec.model_validate(value)
-    except ValidationError as e:
-        raise _pydantic_error("metrics", e, MetricsSpec) from None
-
-
-def _report(value: Any) -> ReportSpec:
-    if value is None:
-        return ReportSpec()
-    if not isinstance(value, dict):
-        raise RecipeError("report", f"must be a mapping such as {{by: COLUMN}} (got {value!r})")
-    try:
-        return ReportSpec.model_validate(value)
-    except ValidationError as e:
-        raise _pydantic_error("report", e, ReportSpec) from None
+    return _section("metrics", value, MetricsSpec, "true, false or a mapping of settings")
 
 
 def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
@@ -451,7 +445,9 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     if memory_gb is not None and (isinstance(memory_gb, bool) or not isinstance(memory_gb, (int, float))
                                   or not memory_gb > 0):
         raise RecipeError("memory_gb", f"must be a number of GB > 0 (got {memory_gb!r})")
+    report = ReportSpec() if doc.get("report") is None else \
+        _section("report", doc["report"], ReportSpec, "a mapping such as {by: COLUMN}")
     steps = _parse_steps(doc.get("steps"))
     return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
                   metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, memory_gb=memory_gb,
-                  report=_report(doc.get("report")), raw=doc, display=display)
+                  report=report, raw=doc, display=display)
