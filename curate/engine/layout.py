@@ -78,6 +78,11 @@ class Files:
         infos = self.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
         return sorted(posixpath.basename(i.path) for i in infos if i.base_name.endswith(suffix))
 
+    def bytes_under(self, directory: str) -> int:
+        """The bytes of every file below `directory` (those being written too); 0 when it does not exist."""
+        infos = self.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True, recursive=True))
+        return sum(i.size for i in infos if i.type == pafs.FileType.File)
+
     def makedirs(self, path: str) -> None:
         self.fs.create_dir(path, recursive=True)
 

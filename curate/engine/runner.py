@@ -41,11 +41,11 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
-from curate.io import output_formats
+from curate.io import output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
-from curate.words import count
+from curate.words import count, size
 
 
 @dataclass
@@ -67,8 +67,10 @@ class Reporter:
 
     rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
     status: Callable[[str], None] = lambda message: None
-    # a stage starts: its index, its tasks (plan.Task) and a function telling which are done (markers)
-    stage: Callable[[int, list, Callable[[], list[bool]]], None] = lambda index, tasks, done: None
+    # a stage starts: its index, its tasks (plan.Task), a function telling which are done (markers)
+    # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
+    stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
+        lambda index, tasks, done, written: None
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -127,6 +129,7 @@ class _Run:
         self.lineage = lineage()
         self.observers = observers.for_recipe(recipe)
         self.summaries = observers.run_summaries(self.observers)
+        self.retried: dict[str, int] = {}  # the store's requests tried again, by reason, in all tasks
 
     def execute(self) -> dict:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
@@ -170,6 +173,8 @@ class _Run:
             for r in results:
                 for label, s in r.stats.items():
                     self.totals.setdefault(label, StepStats()).add(s)
+                for reason, n in r.retries.items():
+                    self.retried[reason] = self.retried.get(reason, 0) + n
                 if r.observed:
                     observers.merge(self.summaries, pickle.loads(self.files.read_bytes(ctx.layout.observed(r.task))))
             shards = [f"{ctx.layout.data}/{name}" for r in results for name in r.shards]
@@ -184,7 +189,8 @@ class _Run:
         stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
-        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
+        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
+                            lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces))
         if stage.resource_class != "model":
             self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
                                  f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
@@ -248,12 +254,22 @@ class _Run:
                     "run": self.lineage, "inputs": input_objects(self.sources)}
         if recipe.report.columns():  # as expanded: the recipe shown above keeps its ${VAR}s
             manifest["report"] = recipe.report.model_dump(exclude_none=True)
+        if any(s.is_uri for s in self.sources):
+            manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
         if not self.opts.keep_work:
             self.files.remove(self.layout.work)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
+
+    def _store(self) -> dict:
+        """The store's requests tried again (throttling, resets, timeouts), by the run's tasks and by
+        this process for it (listing, footers, planning), in all and by reason."""
+        reasons = dict(self.retried)
+        for reason, n in retries.take_untallied().items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        return {"retries": sum(reasons.values()), "retry_reasons": dict(sorted(reasons.items()))}
 
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:
@@ -262,14 +278,6 @@ def disk_full(layout: RunLayout, sources: list) -> CurateError:
     # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
-    return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
-                       f"files and output, up to about twice its input ({_size(2 * inputs)}). Free some space, "
+    return CurateError(f"no space left on the device of {out} ({size(free)} free). A run needs room for its work "
+                       f"files and output, up to about twice its input ({size(2 * inputs)}). Free some space, "
                        f"then continue with --resume")
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
