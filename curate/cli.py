@@ -296,9 +296,11 @@ def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of 
 @handle_errors
 def report(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
            by: str = typer.Option(None, "--by", metavar="COLUMN",
-                                  help="Also break rows kept and removed down by this column's values."),
+                                  help="Also break rows kept and removed down by this column's values "
+                                       "(default: the recipe's report.by)."),
            by_domain: str = typer.Option(None, "--by-domain", metavar="COLUMN",
-                                         help="Also break them down by the domain of the URL in this column.")) -> None:
+                                         help="Also break them down by the domain of the URL in this column "
+                                              "(default: the recipe's report.by_domain).")) -> None:
     """Write RUN_DIR/report.html: funnel, lengths, sources, removal reasons with samples, duplicates, QDC."""
     from curate.report.report import write_report
 

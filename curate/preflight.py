@@ -63,8 +63,10 @@ def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, 
 
 def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
     """Walk the steps over `schema` (from `where`): columns each needs, and each one's own check;
-    then what the output format needs of the columns they leave (token ids for megatron, pack)."""
+    then what the output format needs of the columns they leave (token ids for megatron, pack),
+    and that the report's breakdowns name a column some row will have."""
     place = where
+    seen = dict.fromkeys(schema.names)  # every column of the input or of a step's output, in order
     for step in recipe.steps:
         op = step.build(recipe)
         check_columns(schema.names, op, step, recipe.input.text_column, place)
@@ -77,7 +79,12 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
         if after.names != schema.names:  # say which step left the columns a later step lacks
             place = f"{where}, after steps[{step.index - 1}].{step.name}"
         schema = after
+        seen.update(dict.fromkeys(schema.names))
     output_formats.check_tokens(recipe.output, schema)
+    for setting, column in recipe.report.columns():
+        if column not in seen:
+            raise RecipeError(setting, f"no column {column!r} in {where} nor made by a step; columns are: "
+                                       f"{', '.join(seen)}")
 
 
 def check_paths(recipe: Recipe) -> None:

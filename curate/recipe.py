@@ -125,6 +125,19 @@ class MetricsSpec(_Strict):
                                                             "have them (e.g. after embed).")
 
 
+class ReportSpec(_Strict):
+    """`report:` breakdowns report.html shows beside its own (`curate report --by / --by-domain`
+    add to or replace them)."""
+
+    by: str | None = Field(None, description="Also break rows kept and removed down by this column's values.")
+    by_domain: str | None = Field(None, description="Also break them down by the domain of the URL in this column.")
+
+    def columns(self) -> list[tuple[str, str]]:
+        """(setting, column) of each breakdown asked for."""
+        return [(f"report.{key}", column) for key, column in (("by", self.by), ("by_domain", self.by_domain))
+                if column]
+
+
 class Step(BaseModel):
     """One validated step: the operator class, its params and its place in the recipe."""
 
@@ -160,6 +173,7 @@ class Recipe(BaseModel):
     metrics: MetricsSpec | None = None  # None: no run-level dataset metrics
     allow_empty: bool = False  # a run whose steps remove every row publishes an empty output (else exit 2)
     memory_gb: float | None = None  # what the Global fits may hold at once (None: curate.memory's default)
+    report: ReportSpec = Field(default_factory=ReportSpec)  # what report.html breaks rows down by
     raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
@@ -168,10 +182,11 @@ class Recipe(BaseModel):
         operator parameters marked `operational`: where an endpoint is, how hard to push it, nor
         of `allow_empty`, which only accepts an empty result: a run stopped for removing every row
         is published by --resume once it is set, nor of `memory_gb`: a fit spills past it to the
-        same decisions)."""
+        same decisions, nor of `report`)."""
         doc = json.loads(json.dumps(self.raw, default=str))
         doc.pop("allow_empty", None)
         doc.pop("memory_gb", None)  # how the fits hold their state, never what they decide
+        doc.pop("report", None)  # what the report shows of the run, written after it
         # How to reach the input (endpoint, credentials) is not what it is: the inputs' own
         # fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
         if isinstance(doc.get("input"), dict):
@@ -359,7 +374,17 @@ def _stray_keys(item: dict, where: str) -> None:
                                           + (f", with no {{}} after `{name}:`)" if item[name] == {} else ")"))
 
 
-_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "steps")
+_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "report", "steps")
+
+
+def _section(key: str, value: Any, model: type[BaseModel], shape: str):
+    """The recipe's `key:` mapping as `model`; errors name the place (`shape` says what fits)."""
+    if not isinstance(value, dict):
+        raise RecipeError(key, f"must be {shape} (got {value!r})")
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        raise _pydantic_error(key, e, model) from None
 
 
 def _metrics(value: Any) -> MetricsSpec | None:
@@ -368,12 +393,7 @@ def _metrics(value: Any) -> MetricsSpec | None:
         return None
     if value is True:
         return MetricsSpec()
-    if not isinstance(value, dict):
-        raise RecipeError("metrics", f"must be true, false or a mapping of settings (got {value!r})")
-    try:
-        return MetricsSpec.model_validate(value)
-    except ValidationError as e:
-        raise _pydantic_error("metrics", e, MetricsSpec) from None
+    return _section("metrics", value, MetricsSpec, "true, false or a mapping of settings")
 
 
 def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
@@ -425,7 +445,9 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     if memory_gb is not None and (isinstance(memory_gb, bool) or not isinstance(memory_gb, (int, float))
                                   or not memory_gb > 0):
         raise RecipeError("memory_gb", f"must be a number of GB > 0 (got {memory_gb!r})")
+    report = ReportSpec() if doc.get("report") is None else \
+        _section("report", doc["report"], ReportSpec, "a mapping such as {by: COLUMN}")
     steps = _parse_steps(doc.get("steps"))
     return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
-                  metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, memory_gb=memory_gb, raw=doc,
-                  display=display)
+                  metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, memory_gb=memory_gb,
+                  report=report, raw=doc, display=display)

@@ -261,6 +261,8 @@ class _Run:
                     "seed": recipe.seed, "limit": self.opts.limit,
                     "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
                     "run": self.lineage, "inputs": input_objects(self.sources)}
+        if recipe.report.columns():  # as expanded: the recipe shown above keeps its ${VAR}s
+            manifest["report"] = recipe.report.model_dump(exclude_none=True)
         if any(s.is_uri for s in self.sources):
             manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,

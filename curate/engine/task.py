@@ -24,7 +24,7 @@ from curate.engine.layout import Files
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
-from curate.io import retries
+from curate.io import output_formats, retries
 from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter
 from curate.trace import StepStats
@@ -111,6 +111,9 @@ def _output_columns(batch: pa.RecordBatch, ctx: StageContext) -> pa.RecordBatch:
     if not ctx.final:
         used = prepared_name(ctx.stage.global_step, "") if ctx.stage.global_step else None
         return batch.select([n for n in batch.schema.names if n != "_ord" and not (used and n.startswith(used))])
+    written = output_formats.written_columns(ctx.recipe.output)
+    if written is not None:
+        return batch.select([n for n in written if n in batch.schema.names])
     keep = set(ctx.recipe.output.keep_columns) | {"_id"}
     return batch.select([n for n in batch.schema.names if not n.startswith("_") or n in keep])
 

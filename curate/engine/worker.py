@@ -60,8 +60,9 @@ def _exit_now() -> None:
 
 
 def use_cores(threads: int) -> None:
-    """Arrow, polars and the numeric libraries of this worker process use `threads` cores."""
-    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    """Arrow, polars, the numeric libraries and Hugging Face tokenizers (its rayon pool) of this
+    worker process use `threads` cores."""
+    for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
     pa.set_cpu_count(threads)
 

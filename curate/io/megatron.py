@@ -80,7 +80,7 @@ def to_megatron(part: Path) -> dict:
     with open(bin_tmp, "wb") as out:
         for batch in pf.iter_batches(batch_size=65536, columns=[TOKENS]):
             ids, counts = token_lists(batch, part, rows)
-            out.write(ids.astype(dtype, copy=False).tobytes())
+            out.write(ids.astype(dtype, copy=False).data)  # the array's own buffer, not a copy of it
             lengths.append(counts.astype(np.int32))
             rows += batch.num_rows
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int32)

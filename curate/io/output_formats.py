@@ -97,6 +97,15 @@ def to_webdataset(part: Path) -> None:
     os.replace(meta_tmp, part)
 
 
+def written_columns(output) -> tuple[str, ...] | None:
+    """The only columns a token output is written from (megatron: the ids; pack: the ids and each
+    document's `_id`), so the Parquet a run stages for it carries no text it would read back and
+    drop; None where the format writes every column."""
+    if output.pack is not None:
+        return (TOKENS, "_id")
+    return (TOKENS,) if output.format == "megatron" else None
+
+
 def check_tokens(output, schema: pa.Schema) -> None:
     """A token output (megatron, pack) gets an input_ids column of integer lists it can write, from
     the steps' output `schema` (its type unknown until the data shows it: null)."""

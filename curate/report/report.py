@@ -34,13 +34,16 @@ CLUSTER_ROWS = 50
 
 def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = None) -> Path:
     """report.html of a finished run; `by` / `by_domain`: a column to break rows kept and removed
-    down by (its value / the domain of the URL it holds), beside input files and partitions."""
+    down by (its value / the domain of the URL it holds), beside input files and partitions; each
+    one not given is the recipe's (`report:`, kept in the manifest), if it names one."""
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.is_file():
         raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
                           f"or --resume it)")
     manifest = json.loads(manifest_path.read_text())
+    chosen = manifest.get("report") or {}
+    by, by_domain = by or chosen.get("by"), by_domain or chosen.get("by_domain")
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(render(manifest, run_dir, by, by_domain), encoding="utf-8")

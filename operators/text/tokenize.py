@@ -97,15 +97,19 @@ class Tokenize(Map):
         if self.tokenizer is None:
             self.setup()
         texts = text_values(batch, self.text_column, self.name)
-        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=self.params.special_tokens)
-        lengths = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))
-        ids = np.fromiter(chain.from_iterable(e.ids for e in encoded), np.int64, int(lengths.sum()))
+        # encode_batch_fast: the same ids as encode_batch without the character offsets, which
+        # nothing here uses (their tracking is a tenth of the tokenizer's time).
+        encoded = self.tokenizer.encode_batch_fast(texts, add_special_tokens=self.params.special_tokens)
+        # len(e) is the encoding's own count: each e.ids makes a new Python list, so the ids are
+        # taken once, straight into the output's integer type.
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        ids = np.fromiter(chain.from_iterable(e.ids for e in encoded), self.value_type.to_pandas_dtype(),
+                          int(lengths.sum()))
         ids, lengths = self._framed(ids, lengths)
         offsets = np.zeros(len(lengths) + 1, np.int32)
         np.cumsum(lengths, out=offsets[1:])
         self.total += int(offsets[-1])
-        values = pa.array(ids.astype(self.value_type.to_pandas_dtype(), copy=False))
-        return put(batch, self.params.column, pa.ListArray.from_arrays(pa.array(offsets), values))
+        return put(batch, self.params.column, pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids)))
 
     def _framed(self, ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`ids` with the BOS id put before and the EOS id after every document, in one insert."""

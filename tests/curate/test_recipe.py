@@ -37,6 +37,8 @@ def test_valid_recipe_builds_steps_in_order():
     (BASE + "metrics: {sampel: 10}\n", "metrics.sampel", "Did you mean sample?"),
     (BASE + "metrics: {sample: 1}\n", "metrics.sample", "greater than or equal to 2"),
     (BASE + "metrics: yes please\n", "metrics", "must be true, false or a mapping"),
+    (BASE + "report: {bye: url}\n", "report.bye", "unknown parameter. Did you mean by?"),
+    (BASE + "report: url\n", "report", "must be a mapping such as {by: COLUMN}"),
 ])
 def test_errors_name_the_place(bad, where, words):
     with pytest.raises(RecipeError) as e:
@@ -187,3 +189,10 @@ def test_memory_gb_is_a_positive_number_and_not_in_the_fingerprint():
     for bad in ("0", "-1", "lots", "true"):
         with pytest.raises(RecipeError, match="memory_gb: must be a number of GB > 0"):
             recipe.load(text=BASE + f"memory_gb: {bad}\n")
+
+
+def test_report_breakdowns_are_read_and_not_in_the_fingerprint():
+    assert recipe.load(text=BASE).report.columns() == []
+    chosen = recipe.load(text=BASE + "report: {by: lang, by_domain: url}\n")
+    assert chosen.report.columns() == [("report.by", "lang"), ("report.by_domain", "url")]
+    assert chosen.fingerprint() == recipe.load(text=BASE).fingerprint()  # what the report shows, not the data

@@ -82,6 +82,16 @@ def test_megatron_output_reads_back_as_the_ids_tokenize_wrote(corpus, reference,
     assert totals["documents"] == m["rows_out"]
 
 
+@pytest.mark.parametrize("output, columns", [(", format: megatron", ["input_ids"]),
+                                             (", pack: {seq_len: 16, last: drop}", ["input_ids", "_id"])])
+def test_the_staged_parquet_holds_only_what_the_token_output_is_written_from(corpus, tmp_path, output, columns):
+    # the text would be compressed, written and read back only to be dropped by the conversion
+    out = tmp_path / "out"
+    run(recipe.load(text=recipe_text(corpus, out, output)), RunOptions(workers=1, keep_work=True))
+    shards = sorted((out / "_work").glob("stage-*/data/*.parquet"))
+    assert shards and all(pq.read_schema(s).names == columns for s in shards)
+
+
 def test_a_large_vocabulary_is_written_as_int32(corpus, tmp_path):
     go(corpus, tmp_path / "out", ", format: megatron", tokenizer="big.json")
     ds = indexed(tmp_path / "out" / "data" / "part-00000")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curate.demo import generate
-from tests.conftest import write_recipe
+from tests.conftest import write_jsonl, write_recipe
 from tests.curate.report.devtools import Browser, chromium
 
 RECIPE = """
@@ -197,3 +197,21 @@ def test_report_command_breaks_rows_down_by_a_chosen_column(cli, small_dir, tmp_
     assert "by the domain of the URL in url" in (copy / "report.html").read_text()
     res = cli("report", copy, "--by", "site")
     assert res.exit_code == 2 and "--by: no column 'site'" in res.stderr and "url" in res.stderr
+
+
+def test_a_run_reports_the_breakdowns_its_recipe_names(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("URL_COLUMN", "url")
+    write_jsonl(tmp_path / "in.jsonl", [{"text": "long enough to stay", "url": "https://a.example.com/1"},
+                                        {"text": "cut", "url": "https://b.example.org/2"}])
+    text = (f"input: {{path: '{tmp_path}/in.jsonl'}}\noutput: {{path: '{tmp_path}/out'}}\n"
+            f"steps:\n  - sql_filter: {{where: 'length(text) > 5'}}\n")
+    res = cli("run", write_recipe(tmp_path / "r.yaml", text + "report: {by_domain: '${URL_COLUMN}'}\n"))
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "by the domain of the URL in url" in html and "b.example.org" in html
+    monkeypatch.delenv("URL_COLUMN")  # the manifest keeps the choice as the run expanded it
+    assert cli("report", tmp_path / "out").exit_code == 0  # `curate report` reads the recipe's choice too
+    assert "by the domain of the URL in url" in (tmp_path / "out" / "report.html").read_text()
+    res = cli("run", write_recipe(tmp_path / "r.yaml", text + "report: {by: site}\n"), "--overwrite")
+    assert res.exit_code == 2 and "report.by: no column 'site'" in " ".join(res.stderr.split()), res.stderr
+    assert "url" in res.stderr and "Traceback" not in res.output
