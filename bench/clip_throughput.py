@@ -160,8 +160,9 @@ def main() -> None:
     gpu = gpu_note(args.device)
     body = (f"Machine: {machine()}; load at the end {load()}. {gpu}\n\n{n:,} synthetic JPEGs (256-320 px) in 4 Parquet "
             f"files; open_clip {args.arch} with random weights; batch {args.batch_size}; device {args.device}; "
-            f"median of {args.repeats} rounds. Both sides decode and preprocess on one CPU thread of the process that "
-            f"drives the GPU, so the figure is bound by JPEG decoding as much as by the model.\n\n")
+            f"median of {args.repeats} rounds. The bare loop decodes and preprocesses on the thread that drives the "
+            f"model; curate in its decode worker processes (`decode_workers`' default: on a GPU, the cores but "
+            f"one), feeding the model through shared memory.\n\n")
     body += table(["run", "wall s", "CPU s (tree)", "embed s", "images / wall s", "images / embed s",
                    "vs bare (wall)", "vs bare (embed)"], rows)
     ours = rows[1] if rows[0][0] == BARE else rows[0]

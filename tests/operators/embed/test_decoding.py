@@ -19,12 +19,17 @@ from tests.curate.io.wds_shards import image_bytes
 pytest.importorskip("torch")
 
 SHAPE = (3, 4, 4)
+SLOW_SIZE = (30, 30)
 
 
 def small(img):
     """A picklable stand-in for open_clip's preprocess: resize, then float32 CHW in [0, 1]."""
+    import time
+
     import torch
 
+    if img.size == SLOW_SIZE:  # a slow image: its chunks are still decoding when a test moves on
+        time.sleep(0.1)
     pixels = np.asarray(img.resize(SHAPE[1:]), dtype=np.float32) / 255
     return torch.from_numpy(pixels.transpose(2, 0, 1).copy())
 
@@ -78,8 +83,8 @@ def test_pool_gives_what_inline_decoding_gives(pool, sizes, retry):
 
 
 def test_a_feed_given_up_part_way_does_not_leak_into_the_next(pool):
-    abandoned = pool.feed(ITEMS)
-    abandoned.take(0, 2)  # chunks are in flight when the caller stops (an error, an interrupt)
+    abandoned = pool.feed([image_bytes(SLOW_SIZE, color=(0, 0, 0))] * len(ITEMS))
+    abandoned.take(0, 2)  # chunks are still decoding when the caller stops (an error, an interrupt)
     expected = read_all(InlineFeed(small, ITEMS), [7])
     got = read_all(pool.feed(ITEMS), [7])
     assert np.array_equal(got[0], expected[0])
@@ -102,3 +107,30 @@ def test_default_workers():
     assert decode_workers(3, "cuda") == 3 and decode_workers(0, "cpu") == 0
     assert decode_workers(None, "cpu") == 1
     assert decode_workers(None, "cuda") >= 1
+
+
+def test_workers_left_running_end_with_their_process(tmp_path):
+    """An operator never torn down (a test, a crash) must not keep its process from exiting:
+    multiprocessing ends daemon children with SIGTERM at exit, which the workers must not ignore."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "left.py"
+    script.write_text("from tests.operators.embed.test_decoding import SHAPE, small\n"
+                      "from operators.embed.decoding import DecodePool\n"
+                      "if __name__ == '__main__':\n"
+                      "    DecodePool(1).configure(small, SHAPE, slots=8)\n")
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[3])
+    done = subprocess.run([sys.executable, str(script)], cwd=root, env={**os.environ, "PYTHONPATH": root},
+                          timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_decode_workers_is_for_images():
+    from pydantic import ValidationError
+
+    from operators.embed.embed import EmbedParams
+
+    assert EmbedParams(backend="open_clip", model="m", modality="image", decode_workers=3).decode_workers == 3
+    with pytest.raises(ValidationError, match="decode_workers is for modality: image"):
+        EmbedParams(decode_workers=2)
