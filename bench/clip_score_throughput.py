@@ -10,8 +10,9 @@ Medians over `--repeats` rounds, the order rotated each round. Random weights (`
 random`): nothing can be downloaded, and the weights' values do not change the work.
 
 Both sides use the same threads: torch's default (one per core) in the bare loop, and curate's one
-model worker gets every core too. curate decodes in `decode_workers` processes (its default, and
-0: in the model's process, beside it on CPU); the bare loop on the thread that drives the model.
+model worker gets every core too. The bare loop decodes on the thread that drives the model; curate
+in its model process too on CPU (`decode_workers`' default there, 0), and a run with one decode
+process beside it shows what that changes.
 
 On a GPU (`--device cuda`) the section also records the GPU's name, the batch, images/s and the
 GPU's mean utilisation (nvidia-smi, else torch.cuda.utilization, sampled every 250 ms) of each
@@ -187,8 +188,9 @@ def main() -> None:
 
     default = decode_workers(None, args.device)
     sides = {BARE: lambda: bare_side(0), f"curate run -w 1 ({default} decode workers, the default)": lambda: curate_side(None)}
-    if args.device == "cpu":  # the model's process decoding too, as the bare loop does
-        sides["curate run -w 1 (decode_workers: 0)"] = lambda: curate_side(0)
+    if args.device == "cpu":  # and the other choice: a decode process beside the model's threads, or none
+        other = 1 if default == 0 else 0
+        sides[f"curate run -w 1 (decode_workers: {other})"] = lambda: curate_side(other)
     results: dict[str, list[tuple[float, float, float, float | None]]] = {}
 
     def measure(label: str, side) -> None:
@@ -215,8 +217,8 @@ def main() -> None:
     body = (f"Machine: {machine()}; load at the end {load()}. {gpu_note(args.device)}\n\n{n:,} synthetic JPEGs "
             f"(256-320 px) with captions in 4 Parquet files; open_clip {args.arch} with random weights; batch "
             f"{args.batch_size}; device {args.device}; median of {args.repeats} rounds, the order rotated. The bare "
-            f"loop decodes on the thread that drives the model (with DataLoader workers where named); curate in its "
-            f"decode worker processes, feeding the model through shared memory (0: in the model's process). Both "
+            f"loop decodes on the thread that drives the model (with DataLoader workers where named); curate in "
+            f"`decode_workers` processes feeding the model through shared memory (0: in the model's process). Both "
             f"sides use every core for torch's threads. CPU s: user + system seconds of every process of the run.\n\n")
     body += table(["run", "wall s", "CPU s (tree)", "score s", "pairs / wall s", "pairs / score s",
                    "vs bare (wall)", "vs bare (score)", "GPU util"], rows)

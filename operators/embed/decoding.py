@@ -198,13 +198,14 @@ def _work(parent_pid: int, tasks, results) -> None:
 
 
 def decode_workers(requested: int | None, device: str) -> int:
-    """The decode worker processes: as the recipe says; else, on a GPU, its share of the machine's
-    cores but one (the model's own process), since a GPU outruns Pillow on one core many times
-    over; on CPU, one (the model's threads use the cores, and decoding is a small part of its work)."""
+    """The decode worker processes: as the recipe says; else the cores the model's process leaves
+    free. On a GPU, its share of the machine's cores but one (the model's own process): a GPU
+    outruns Pillow on one core many times over. On CPU, none: the model's threads use every core,
+    decoding is a small part of the work, and a process of its own would start torch again."""
     if requested is not None:
         return requested
     if device == "cpu":
-        return 1
+        return 0
     try:
         gpus = len(os.listdir("/proc/driver/nvidia/gpus"))  # every model worker of the machine has its share
     except OSError:

@@ -46,7 +46,7 @@ class ClipScoreParams(Params):
     decode_workers: int | None = Field(
         None, ge=0, le=256, json_schema_extra=OPERATIONAL,
         description="Processes that decode and preprocess the images ahead of the model (0: the model's own "
-                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 1.")
+                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 0.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one.")
     precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="auto: float16 on a GPU, float32 on CPU.")

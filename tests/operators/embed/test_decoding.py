@@ -105,7 +105,7 @@ def test_a_dead_worker_stops_the_step_with_a_clear_error():
 
 def test_default_workers():
     assert decode_workers(3, "cuda") == 3 and decode_workers(0, "cpu") == 0
-    assert decode_workers(None, "cpu") == 1
+    assert decode_workers(None, "cpu") == 0
     assert decode_workers(None, "cuda") >= 1
 
 

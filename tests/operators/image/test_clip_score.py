@@ -165,7 +165,7 @@ def test_undecodable_images_go_to_the_trace_naming_their_sample(cli, tmp_path, t
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
                       f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n"
-                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 2, batch_size: 2}}\n")
+                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, batch_size: 2}}\n")
     res = cli("run", recipe, "-w", "1")
     assert res.exit_code == 0, res.output
     trace = pq.read_table(tmp_path / "out" / "trace" / "01_clip_score.parquet").to_pylist()
