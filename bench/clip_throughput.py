@@ -111,9 +111,14 @@ def median_rows(results: dict[str, list[tuple]], n: int, base: str) -> list[list
     rows = []
     for label, rs in results.items():
         wall, cpu, inner = (statistics.median(r[i] for r in rs) for i in range(3))
-        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", f"{n / wall:,.0f}", f"{n / inner:,.0f}",
+        rows.append([label, f"{wall:.1f}", f"{cpu:.1f}", f"{inner:.1f}", rate(n / wall), rate(n / inner),
                      f"{base_wall / wall:.0%}", f"{base_inner / inner:.0%}"])
     return rows
+
+
+def rate(per_second: float) -> str:
+    """Items per second: a decimal where they are few (a CPU's images/s), none where they are many."""
+    return f"{per_second:,.1f}" if per_second < 100 else f"{per_second:,.0f}"
 
 
 def gpu_note(device: str) -> str:
