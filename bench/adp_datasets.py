@@ -82,7 +82,7 @@ def main() -> None:
     equal = sum(r["equal"] or 0 for r in rows)
     total = sum(r["trajectories"] for r in rows)
     body = "\n".join([
-        f"Every fixture dataset with raw samples ({args.fixtures}): reference trajectories (distinct ones where "
+        f"Every fixture dataset with raw samples ({args.fixtures}): reference trajectories (each raw record's own conversion where "
         "the reference's std sample repeats records), how many curate's conversion equals (all events but the "
         "documented random closings), and trajectories per second converting (and validating) the sample and "
         f"exporting it to OpenHands SFT, {args.rounds} rounds in one process, one core. A dash: no converter, or "

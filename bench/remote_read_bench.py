@@ -1,21 +1,32 @@
 """Inputs on an object store: `curate run` (no steps) reading from a loopback moto S3 server vs a
-bare read of the same objects, and listing a prefix of many objects.
+bare read of the same objects and vs datatrove's readers; listing a prefix of many objects; the
+peak memory of a near-dedup run reading from the store vs from local disk.
 
-    python bench/remote_read_bench.py [--gb 1.0] [--objects 100000] [--workers 2] [--section-out PATH]
+    python bench/remote_read_bench.py [--gb 1.0] [--objects 100000] [--dedup-files 69] [--workers 2]
+                                      [--section-out PATH]
 
 Data: the first demo-corpus files that make `--gb` of JSONL.gz, and the same rows as Parquet
 (zstd, 64k-row groups), put under s3://bench/jsonl/ and s3://bench/parquet/ on a moto server (a
-subprocess, ray_store_bench.Moto). Each side reads every object and writes it as local Parquet:
-  local    `curate run` with no steps on the same files on local disk (its fixed costs: start-up,
-           workers, publishing; no store);
-  curate   `curate run` with no steps, `--workers` processes (its own reading: Parquet by range
-           requests through fsspec/s3fs, JSONL.gz streamed in blocks);
-  bare     one process per object list, `--workers` threads: Parquet with pyarrow.fs.S3FileSystem
-           (native C++ S3) and pq.read_table, JSONL.gz through s3fs and pyarrow.json, each
-           written with pq.write_table.
+subprocess, ray_store_bench.Moto). Like for like, every side reads every object, decodes it to
+Arrow and writes its rows as local Parquet (zstd), with `--workers` processes or threads:
+  curate     `curate run --no-report` with no steps (its own reading: Parquet by range requests
+             through fsspec/s3fs, JSONL.gz streamed in blocks; plus what a run is: `_id`, the
+             duplicate-id check of `id_column`, stage shards, the manifest). The report is an
+             analysis of the output, written after the run unless --no-report: it is timed on its
+             own row (`curate report`), not in the read;
+  local      the same `curate run` on the same files on local disk (its fixed costs, no store);
+  bare       one process, `--workers` threads: Parquet with pyarrow.fs.S3FileSystem (native C++
+             S3) and pq.read_table, JSONL.gz through s3fs and pyarrow.json, each object written
+             with pq.write_table: no ids, no checks, no run directory;
+  datatrove  datatrove's ParquetReader / JsonlReader on the bucket (fsspec/s3fs) into its
+             ParquetWriter (zstd), `--workers` tasks (bench/anchor_datatrove_read.py, in
+             bench/.venvs/datatrove; left out where that venv is missing).
 CPU seconds are the process tree's (harness.run_measured), beside the moto server's own.
 Listing: `--objects` empty objects under one prefix; curate's listing (sources.discover, which
 pages through it with fsspec) vs s3fs's find alone, in this process.
+Memory: recipes/near-dedup.yaml on the first `--dedup-files` corpus files (69: 1M documents),
+read from local disk and from the store; and written to the store, where this build takes an
+output URI (else said so). Peak RSS of the whole process tree and of its largest process.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ from pathlib import Path
 
 import harness as h
 from ray_store_bench import Moto
+
+DATATROVE = h.VENVS / "datatrove" / "bin" / "python"
 
 BARE = r"""
 import json, os, sys, time
@@ -57,8 +70,9 @@ print(json.dumps({"rows": rows}))
 """
 
 
-def inputs(gb: float) -> tuple[list[Path], Path]:
-    """The first demo-corpus files making `gb` GB of JSONL.gz, and the same rows as Parquet files."""
+def inputs(gb: float) -> tuple[list[Path], list[Path]]:
+    """The first demo-corpus files making `gb` GB of JSONL.gz, and the same rows as Parquet files
+    (made once, in a folder that keeps those of larger runs too)."""
     files, total = [], 0
     for f in h.corpus_files(h.corpus()):
         if total >= gb * 1e9:
@@ -69,17 +83,17 @@ def inputs(gb: float) -> tuple[list[Path], Path]:
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
 
-    for f in files:
-        target = parquet / f.name.replace(".jsonl.gz", ".parquet")
+    twins = [parquet / f.name.replace(".jsonl.gz", ".parquet") for f in files]
+    for f, target in zip(files, twins):
         if not target.exists():
             parquet.mkdir(parents=True, exist_ok=True)
             pq.write_table(pjson.read_json(f), target, compression="zstd", row_group_size=65536)
-    return files, parquet
+    return files, twins
 
 
-def linked(files: list[Path]) -> Path:
-    """A directory of links to `files` (the first corpus files), for a local glob of just them."""
-    folder = h.RUNS / "remote-read" / "jsonl-input"
+def linked(files: list[Path], name: str = "jsonl-input") -> Path:
+    """A directory of links to `files`, for a local glob of just them."""
+    folder = h.RUNS / "remote-read" / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for f in files:
@@ -110,21 +124,38 @@ def put_all(client, pairs: list[tuple[str, bytes | Path]]) -> None:
         list(pool.map(put, pairs))
 
 
+def stock(moto: Moto, files: list[Path], parquet: list[Path]):
+    """A boto3 client of `moto`, the JSONL.gz `files` put under jsonl/ and their `parquet` twins under parquet/."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
+                          aws_secret_access_key="bench", region_name="us-east-1")
+    put_all(client, [(f"jsonl/{f.name}", f) for f in files])
+    put_all(client, [(f"parquet/{p.name}", p) for p in parquet])
+    return client
+
+
 def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]:
     runs = h.RUNS / "remote-read"
     rows = []
+    workers = ["--workers", str(args.workers)]
     recipe = h.write_recipe(runs / f"{fmt}-local.yaml", local, runs / f"local-{fmt}", [])
-    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--workers", str(args.workers)],
+    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
                        log=runs / f"local-{fmt}.log")
     h.require_ok(m, f"curate run ({fmt}, local)")
     rows.append({"side": "curate run, the same files on local disk", "fmt": fmt, "wall": m.seconds,
                  "cpu": m.cpu_seconds, "rows": h.parquet_rows(runs / f"local-{fmt}" / "data")})
-    recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", runs / f"curate-{fmt}", [])
-    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--workers", str(args.workers)],
+    out = runs / f"curate-{fmt}"
+    recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", out, [])
+    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
                        env=moto.env, log=runs / f"curate-{fmt}.log")
     h.require_ok(m, f"curate run ({fmt})")
     rows.append({"side": "curate run", "fmt": fmt, "wall": m.seconds, "cpu": m.cpu_seconds,
-                 "rows": h.parquet_rows(runs / f"curate-{fmt}" / "data")})
+                 "rows": h.parquet_rows(out / "data")})
+    m = h.run_measured([*h.CURATE, "report", str(out)], log=runs / f"report-{fmt}.log")
+    h.require_ok(m, f"curate report ({fmt})")
+    rows.append({"side": "curate report of that run (not in the read)", "fmt": fmt, "wall": m.seconds,
+                 "cpu": m.cpu_seconds, "rows": None})
     bare_out = runs / f"bare-{fmt}"
     shutil.rmtree(bare_out, ignore_errors=True)
     bare_out.mkdir(parents=True)
@@ -132,7 +163,44 @@ def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]
                        env=moto.env, log=runs / f"bare-{fmt}.log")
     rows.append({"side": "bare pyarrow.fs" if fmt == "parquet" else "bare s3fs + pyarrow.json", "fmt": fmt,
                  "wall": m.seconds, "cpu": m.cpu_seconds, "rows": h.bare_result(m, f"bare read ({fmt})")["rows"]})
+    if DATATROVE.exists():
+        m = h.run_measured([str(DATATROVE), str(h.BENCH / "anchor_datatrove_read.py"), fmt, f"s3://bench/{prefix}",
+                            str(runs / f"datatrove-{fmt}"), str(args.workers)],
+                           env={**moto.env, "AWS_ENDPOINT_URL": moto.endpoint}, log=runs / f"datatrove-{fmt}.log")
+        rows.append({"side": "datatrove reader -> ParquetWriter", "fmt": fmt, "wall": m.seconds, "cpu": m.cpu_seconds,
+                     "rows": h.bare_result(m, f"datatrove read ({fmt})")["rows"]})
     return rows
+
+
+def dedup_memory(args, moto: Moto, client) -> list[dict]:
+    """recipes/near-dedup.yaml on the first `--dedup-files` corpus files: from local disk, from the
+    store, and from and to the store where this build writes an output URI."""
+    files = h.corpus_files(h.corpus())[:args.dedup_files]
+    put_all(client, [(f"dedup/{f.name}", f) for f in files])
+    runs = h.RUNS / "remote-read"
+    sides = [("local disk -> local disk", str(linked(files, "dedup-input") / "*.jsonl.gz"), str(runs / "dedup-local")),
+             ("S3 -> local disk", "s3://bench/dedup/", str(runs / "dedup-s3-in")),
+             ("S3 -> S3", "s3://bench/dedup/", "s3://bench/dedup-out")]
+    results = []
+    for side, inp, out in sides:
+        # cwd: a build that takes no output URI would write `s3:/...` as a local path, here, not in the repo
+        m = h.run_measured([*h.CURATE, "run", str(h.REPO / "recipes" / "near-dedup.yaml"), "--input", inp,
+                            "--output", out, "--overwrite", "--no-report", "--workers", str(args.workers)],
+                           env=moto.env, cwd=runs, log=runs / f"dedup-{len(results)}.log")
+        h.require_ok(m, f"near-dedup ({side})")
+        if out.startswith("s3://"):
+            listed = client.list_objects_v2(Bucket="bench", Prefix="dedup-out/manifest.json").get("KeyCount", 0)
+            shutil.rmtree(runs / "s3:", ignore_errors=True)
+            if not listed:
+                results.append({"side": side, "unsupported": True})
+                continue
+            manifest = json.loads(client.get_object(Bucket="bench", Key="dedup-out/manifest.json")["Body"].read())
+        else:
+            manifest = json.loads((Path(out) / "manifest.json").read_text())
+        results.append({"side": side, "wall": m.seconds, "cpu": m.cpu_seconds, "tree_gb": m.peak_rss_gb,
+                        "process_gb": m.peak_process_gb, "rows_in": manifest["rows_in"],
+                        "rows_out": manifest["rows_out"]})
+    return results
 
 
 def listing(moto: Moto, client, n: int) -> dict:
@@ -156,50 +224,77 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gb", type=float, default=1.0, help="GB of JSONL.gz read (and the same rows as Parquet)")
     ap.add_argument("--objects", type=int, default=100_000, help="objects under the listed prefix")
+    ap.add_argument("--dedup-files", type=int, default=69,
+                    help="corpus files of the near-dedup memory runs (69: 1M documents; 0: none)")
     ap.add_argument("--workers", type=int, default=2)
     h.add_section_args(ap)
     args = ap.parse_args()
     files, parquet = inputs(args.gb)
     moto = Moto()
     try:
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
-                              aws_secret_access_key="bench", region_name="us-east-1")
-        put_all(client, [(f"jsonl/{f.name}", f) for f in files])
-        put_all(client, [(f"parquet/{p.name}", p) for p in sorted(parquet.glob("*.parquet"))])
-        sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(sorted(parquet.glob("*.parquet")))}
+        client = stock(moto, files, parquet)
+        sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(parquet)}
         cpu0 = server_cpu(moto)
-        results = (read_side(args, moto, "parquet", "parquet", str(parquet / "*.parquet"))
+        results = (read_side(args, moto, "parquet", "parquet", str(linked(parquet, "parquet-input") / "*.parquet"))
                    + read_side(args, moto, "jsonl", "jsonl", str(linked(files) / "*.jsonl.gz")))
         moto_cpu = server_cpu(moto) - cpu0
         listed = listing(moto, client, args.objects)
+        memory = dedup_memory(args, moto, client) if args.dedup_files else []
     finally:
         moto.stop()
     lines = [f"{len(files)} demo-corpus files: {sizes['jsonl']:.2f} GB of JSONL.gz and {sizes['parquet']:.2f} GB "
-             f"as Parquet, on a moto S3 server on loopback; {args.workers} workers (threads for the bare reads). "
-             f"The moto server itself used {moto_cpu:.0f} CPU-seconds over the four reads.", "",
-             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             f"as Parquet, on a moto S3 server on loopback; {args.workers} workers (processes; threads for the bare "
+             f"read). Every reader writes the rows it read as local Parquet (zstd). The moto server itself used "
+             f"{moto_cpu:.0f} CPU-seconds over these reads.", "",
+             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) | vs bare (CPU) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     headlines = []
     for fmt in ("parquet", "jsonl"):
-        local, ours, bare = [r for r in results if r["fmt"] == fmt]
-        if not local["rows"] == ours["rows"] == bare["rows"]:
-            raise SystemExit(f"{fmt}: curate read {ours['rows']} rows ({local['rows']} locally), the bare read "
-                             f"{bare['rows']}")
-        for r in (ours, bare, local):
-            lines.append(f"| {fmt} | {r['side']} | {r['rows']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
-                         f"{sizes[fmt] * 1e3 / r['wall']:.0f} | {bare['wall'] / r['wall']:.0%} |")
+        mine = [r for r in results if r["fmt"] == fmt]
+        local, ours, report, bare = mine[:4]
+        if not local["rows"] == ours["rows"] == bare["rows"] == (mine[4:] or [bare])[0]["rows"]:
+            raise SystemExit(f"{fmt}: rows read differ: " + ", ".join(f"{r['side']} {r['rows']}" for r in mine))
+        for r in (ours, bare, *mine[4:], local, report):
+            rows = "" if r["rows"] is None else f"{r['rows']:,}"
+            lines.append(f"| {fmt} | {r['side']} | {rows} | {r['wall']:.1f} | {r['cpu']:.1f} | "
+                         f"{sizes[fmt] * 1e3 / r['wall']:.0f} | {bare['wall'] / r['wall']:.0%} | "
+                         f"{bare['cpu'] / r['cpu']:.0%} |")
         headlines.append([f"S3 read of {sizes[fmt]:.1f} GB {fmt}: curate run vs bare", f"{ours['wall']:.1f} s vs "
                           f"{bare['wall']:.1f} s", f"{ours['cpu']:.0f} vs {bare['cpu']:.0f} CPU-s",
-                          f"{bare['wall'] / ours['wall']:.0%} of the bare read's speed"])
+                          f"{bare['wall'] / ours['wall']:.0%} of the bare read's speed (target >= 90%)"])
+        if mine[4:]:
+            dt = mine[4]
+            headlines.append([f"S3 read of {sizes[fmt]:.1f} GB {fmt}: curate run vs datatrove",
+                              f"{dt['wall'] / ours['wall']:.1f}x", f"{dt['cpu'] / ours['cpu']:.1f}x", "reader -> Parquet"])
+    if not DATATROVE.exists():
+        lines += ["", f"datatrove left out: no {DATATROVE} (bench/setup_anchors.sh makes it)."]
     lines += ["", f"Listing {listed['n']:,} objects under one prefix: curate (discover, into Sources) "
                   f"{listed['curate']:.1f} s wall, {listed['curate_cpu']:.1f} CPU-s; s3fs find alone "
                   f"{listed['bare']:.1f} s."]
     headlines.append([f"Listing {listed['n']:,} S3 objects", f"{listed['curate']:.1f} s",
                       f"{listed['curate_cpu']:.1f} CPU-s", f"s3fs find alone: {listed['bare']:.1f} s"])
+    if memory:
+        local = memory[0]
+        lines += ["", f"recipes/near-dedup.yaml (normalize_text, exact_dedup, containment_dedup) on the first "
+                      f"{args.dedup_files} corpus files, {local['rows_in']:,} documents, {args.workers} workers:", "",
+                  "| input -> output | rows out | wall s | CPU s | peak RSS GB, tree | largest process GB | "
+                  "tree vs local |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in memory:
+            if r.get("unsupported"):
+                lines.append(f"| {r['side']} | not in this build: an output URI was written as a local path | "
+                             "| | | | |")
+                continue
+            if r["rows_out"] != local["rows_out"]:
+                raise SystemExit(f"near-dedup {r['side']}: {r['rows_out']} rows out, locally {local['rows_out']}")
+            lines.append(f"| {r['side']} | {r['rows_out']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['tree_gb']:.2f} | "
+                         f"{r['process_gb']:.2f} | {r['tree_gb'] / local['tree_gb']:.2f}x |")
+        store = [r for r in memory[1:] if not r.get("unsupported")][-1]
+        headlines.append([f"near-dedup peak RSS, {store['side']} vs local ({local['rows_in']:,} docs)",
+                          f"{store['wall'] / local['wall']:.2f}x time", f"{store['cpu'] / local['cpu']:.2f}x CPU",
+                          f"{store['tree_gb']:.2f} vs {local['tree_gb']:.2f} GB = "
+                          f"{store['tree_gb'] / local['tree_gb']:.2f}x (target <= 1.10x)"])
     h.emit(args, "\n".join(lines), headlines)
-    print(json.dumps({"results": results, "listing": listed}), file=sys.stderr)
+    print(json.dumps({"results": results, "listing": listed, "memory": memory}), file=sys.stderr)
 
 
 if __name__ == "__main__":

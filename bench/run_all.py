@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
-            "remote-read", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
@@ -59,7 +59,10 @@ TITLES = {
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "ray-store": "Ray engine on nodes that share no disk: the work files through --work-store (file://, S3) vs a shared path",
-    "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read; listing",
+    "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read and datatrove; listing; near-dedup memory",
+    "store-faults": "Inputs on S3 through a proxy failing 10% of requests (503 SlowDown, resets, cut bodies) vs none",
+    "remote-write": "Output on S3 (moto, loopback): curate run publishing there vs into a local directory, "
+                    "and a bare upload of the same files",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
     "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
@@ -103,6 +106,9 @@ SIZES = {
     "ray_store_files": (7, 7, "ray-store: first K demo-corpus files (7 hold 102k docs)"),
     "remote_read_gb": (1.0, 0.25, "remote-read: GB of JSONL.gz read from S3 (and the same rows as Parquet)"),
     "remote_read_objects": (100_000, 100_000, "remote-read: objects under the listed prefix"),
+    "remote_read_dedup_files": (69, 7, "remote-read: corpus files of the near-dedup memory runs (69: 1M docs; 0: none)"),
+    "store_faults_gb": (0.25, 0.05, "store-faults: GB of JSONL.gz read through the failing proxy (and as Parquet)"),
+    "remote_write_gb": (1.0, 0.25, "remote-write: GB of JSONL.gz run (no steps) with its output on S3"),
     "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
     "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
@@ -148,7 +154,9 @@ def commands(a) -> dict[str, list[str]]:
         "ray": ["ray_bench.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],
         "ray-store": ["ray_store_bench.py", "--files", str(a.ray_store_files), "--repeats", str(a.ray_repeats), *w],
         "remote-read": ["remote_read_bench.py", "--gb", f"{a.remote_read_gb:g}", "--objects",
-                        str(a.remote_read_objects), *w],
+                        str(a.remote_read_objects), "--dedup-files", str(a.remote_read_dedup_files), *w],
+        "store-faults": ["store_faults_bench.py", "--gb", f"{a.store_faults_gb:g}", *w],
+        "remote-write": ["remote_write_bench.py", "--gb", f"{a.remote_write_gb:g}", *w],
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],

@@ -17,7 +17,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dt="$here/.venvs/datatrove"
 [ -x "$dt/bin/python" ] || python3 -m venv "$dt"
 "$dt/bin/pip" install -q --upgrade pip
-"$dt/bin/pip" install -q "datatrove[processing]" spacy tokenizers pyarrow psutil orjson  # tokenizers: DocumentTokenizer (tokenize_bench.py)
+"$dt/bin/pip" install -q "datatrove[processing]" spacy tokenizers pyarrow psutil orjson s3fs  # tokenizers: DocumentTokenizer (tokenize_bench.py); s3fs: its readers on S3 (remote_read_bench.py)
 "$dt/bin/python" - <<'PY'
 import importlib.metadata as md
 from datatrove.pipeline.tokens import DocumentTokenizer  # tokenize_bench.py

@@ -144,8 +144,8 @@ def run(
         raise typer.BadParameter("--work-store is for --engine ray", param_hint="--work-store")
     r = _load(recipe, set_, input, output)
     if resume and _finished(r):
-        if not no_report and not (Path(r.output.path) / "report.html").is_file():  # interrupted while written
-            _report_after_run(Path(r.output.path))
+        if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():
+            _report_after_run(Path(r.output.path))  # the run was interrupted while it was written
         return
     checked = preflight.check(r)
     if dry_run:
@@ -161,7 +161,8 @@ def run(
     manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds)
 
     out.print(funnel_table(manifest))
-    out.print(f"wrote {count(manifest['rows_out'], 'row')} to {Path(r.output.path) / 'data'} "
+    data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
+    out.print(f"wrote {count(manifest['rows_out'], 'row')} to {data} "
               f"({count(manifest['data_files'], 'file')}) in {manifest['seconds']:.1f}s")
     if "duplicate_ids" in manifest:
         cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
@@ -169,8 +170,17 @@ def run(
     emptied = emptied_by(manifest["steps"])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
-    if not no_report:
+    if _on_store(r):
+        if not no_report:
+            out.print("report: not written for an output on a store (curate report reads a local run directory)")
+    elif not no_report:
         _report_after_run(Path(r.output.path))
+
+
+def _on_store(r) -> bool:
+    from curate.io.store import is_uri
+
+    return is_uri(r.output.path)
 
 
 def _report_after_run(run_dir: Path) -> None:
@@ -191,7 +201,7 @@ def _finished(r) -> bool:
     from curate.engine.run_dir import finished_manifest
     from curate.progress import funnel_table
 
-    path = Path(r.output.path)
+    path = r.output.path
     manifest = finished_manifest(path, r.fingerprint())
     if manifest is None:
         return False

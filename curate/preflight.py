@@ -26,11 +26,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.engine.steps import check_columns
-from curate.errors import InputError, RecipeError
+from curate.errors import CurateError, InputError, RecipeError
 from curate.io import output_formats
 from curate.io.readers import file_schema, read_source
 from curate.io.sources import Source, discover, searched_directories
-from curate.io.store import map_objects
+from curate.io.store import is_uri, map_objects
 from curate.paths import missing_paths
 from curate.recipe import Recipe
 
@@ -90,7 +90,15 @@ def check_paths(recipe: Recipe) -> None:
 
 def check_output(recipe: Recipe) -> None:
     """The output path can be a run directory (no file is in the way), and it is not inside a
-    directory the input is read from, where it would be mixed with the data it came from."""
+    directory the input is read from, where it would be mixed with the data it came from. A URI
+    must name a filesystem curate can open (its package installed); the store itself is first
+    asked when the run takes its lock."""
+    if is_uri(recipe.output.path):
+        try:
+            output_formats.remote_fs(recipe.output.path, "output.path")
+        except CurateError as e:
+            raise RecipeError("", str(e)) from None
+        return
     out = Path(recipe.output.path)
     for place in (out, *out.parents):
         if place.exists() and not place.is_dir():

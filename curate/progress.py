@@ -1,5 +1,6 @@
 """Progress bars (rows and rows/s per step; percent and ETA where the total is known; a stage's
-tasks done and ETA) while a run goes, or plain lines in a batch log, and the funnel table after it."""
+tasks done, bytes read of its input and their rate, bytes written, and ETA) while a run goes, or
+plain lines in a batch log, and the funnel table after it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
 from curate.ops import Global, Map
 from curate.recipe import Recipe
-from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, duration, plain_line
+from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, bytes_text, duration, plain_line
 from curate.words import count
 
 
@@ -64,7 +65,7 @@ def _rows(src: Source) -> int:
         # batch headers only: the data is mapped, not read
         with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
             return sum(b.num_rows for b in pa.ipc.open_stream(mm))
-    meta = open_parquet(src.path, src.storage_options).metadata
+    meta = open_parquet(src.path, src.storage_options, src.size, src.version).metadata
     groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
     return sum(meta.row_group(i).num_rows for i in groups)
 
@@ -125,16 +126,24 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
         # printed, not console.log'ed: a log line carries no link to this source file
         console.print(Text.assemble((time.strftime("[%X] "), "log.time"), message) if terminal else message)
 
-    def stage_bar() -> None:
-        state = stages.state()
-        if state is None:
-            return
+    def show(state: dict) -> None:
         label = f"stage {state['stage']}"
         if label not in bars:
             bars[label] = progress.add_task(label, total=100.0)
         eta = None if state["eta"] is None else duration(state["eta"])
         progress.update(bars[label], completed=state["percent"], tasks=f"{state['done']}/"
-                        f"{count(state['tasks'], 'task')}", eta=eta)
+                        f"{count(state['tasks'], 'task')}, {bytes_text(state)}", eta=eta)
+
+    shown: list[dict] = []  # the stage bar shown last, as it was
+
+    def stage_bar() -> None:
+        state = stages.state()
+        if state is None:
+            return
+        if shown and shown[0]["stage"] != state["stage"]:  # the stage before ended: its bar says so
+            show({**shown[0], "done": shown[0]["tasks"], "percent": 100.0, "eta": 0.0, "read": shown[0]["bytes"]})
+        shown[:] = [state]
+        show(state)
 
     def log_line() -> None:
         label = last[0] if last else None
@@ -147,10 +156,12 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
         stages.poll()
         stage_bar() if terminal else log_line()
 
-    with progress, Ticker(1.0 if terminal else interval, tick):
-        manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
-    if not terminal:  # a batch log ends with where the run got to, however short it was
-        tick()
+    with progress:
+        with Ticker(1.0 if terminal else interval, tick):
+            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stages.start), sources)
+        # the bars and the batch log end where the run did, however short it was
+        stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
+        stage_bar() if terminal else log_line()
     return manifest
 
 

@@ -1,8 +1,8 @@
 """Where a run stands beside its rows: the current stage's tasks done (by their done markers, as
-the runner's Reporter.stage lets them be read) weighted by input bytes, whence a percentage and
-an ETA that streaming stages (JSONL, CSV: rows unknown until read) have too; and, in batch logs
-(nohup, Slurm: stderr is no terminal), a plain line every N seconds with rows, rate, stage,
-percent of tasks and ETA.
+the runner's Reporter.stage lets them be read) weighted by input bytes, whence a percentage, the
+bytes read and their rate, and an ETA that streaming stages (JSONL, CSV: rows unknown until read)
+have too; the bytes the stage has written; and, in batch logs (nohup, Slurm: stderr is no
+terminal), a plain line every N seconds with all of it, rows and their rate.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 from curate.io.sources import Source
+from curate.words import count, size
 
 INTERVAL_ENV = "CURATE_PROGRESS_SECONDS"
 DEFAULT_INTERVAL = 30.0
@@ -49,35 +50,56 @@ class StageTracker:
         self.done: list[bool] = []
         self.before: list[bool] = []  # done when the stage started (a resumed run's)
         self.read_done: Callable[[], list[bool]] = list
+        self.read_written: Callable[[], int] = int
+        self.written = 0
         self.started = clock()
 
-    def start(self, index: int, tasks: list, done: Callable[[], list[bool]]) -> None:
+    def start(self, index: int, tasks: list, done: Callable[[], list[bool]],
+              written: Callable[[], int] = int) -> None:
         weights = [task_bytes(t) for t in tasks]
         fill = max(1, sum(weights) // max(1, sum(1 for w in weights if w)))  # unknown sizes: the mean
         with self.lock:
-            self.index, self.read_done, self.started = index, done, self.clock()
+            self.index, self.read_done, self.read_written, self.started = index, done, written, self.clock()
             self.weights = [w or fill for w in weights]
             self.done = self.before = list(done())
+            self.written = 0
 
     def poll(self) -> None:
         with self.lock:
-            read = self.read_done
-        done = list(read())
+            read, read_written = self.read_done, self.read_written
+        done, written = list(read()), read_written()
         with self.lock:
             if read is self.read_done:
-                self.done = done
+                self.done, self.written = done, written
+
+    def finish(self, written: int) -> None:
+        """The run is over: every task of its last stage is done (its markers are gone with _work/),
+        and `written` bytes are its output."""
+        with self.lock:
+            self.read_done, self.read_written = (lambda: [True] * len(self.weights)), (lambda: written)
+            self.done, self.written = [True] * len(self.weights), written
 
     def state(self) -> dict | None:
-        """stage, tasks, done, percent (of bytes), eta (seconds, or None until a task is done)."""
+        """stage, tasks, done, percent (of bytes), eta (seconds, or None until a task is done),
+        bytes (the stage's input, from the plan's sizes), read (bytes of the tasks done), rate
+        (bytes read a second in this run, None until a task is done) and written (bytes)."""
         with self.lock:
             if self.index is None:
                 return None
             total = sum(self.weights) or 1
             finished = sum(w for w, d in zip(self.weights, self.done) if d)
             now = sum(w for w, d, b in zip(self.weights, self.done, self.before) if d and not b)
-            eta = (self.clock() - self.started) * (total - finished) / now if now else None
+            rate = now / max(self.clock() - self.started, 1e-9) if now else None
+            eta = (total - finished) / rate if rate else None
             return {"stage": self.index, "tasks": len(self.weights), "done": sum(self.done),
-                    "percent": 100 * finished / total, "eta": 0.0 if finished == total else eta}
+                    "percent": 100 * finished / total, "eta": 0.0 if finished == total else eta,
+                    "bytes": sum(self.weights), "read": finished, "rate": rate, "written": self.written}
+
+
+def bytes_text(stage: dict) -> str:
+    """`read 1.2 GB of 3.0 GB (45.0 MB/s), written 0.8 GB`."""
+    rate = "" if stage["rate"] is None else f" ({size(stage['rate'])}/s)"
+    return f"read {size(stage['read'])} of {size(stage['bytes'])}{rate}, written {size(stage['written'])}"
 
 
 class Ticker:
@@ -101,14 +123,13 @@ class Ticker:
 
 
 def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int, rate: float) -> str:
-    """`progress 1m05s: stage 0, 3/8 tasks (41%), eta 1m30s; 01_gopher_quality: 12,345 rows in (190 rows/s)`."""
-    from curate.words import count
-
+    """`progress 1m05s: stage 0, 3/8 tasks (41%), eta 1m30s, read 1.2 GB of 3.0 GB (45.0 MB/s),
+    written 0.8 GB; 01_gopher_quality: 12,345 rows in (190 rows/s)`."""
     parts = [f"progress {duration(elapsed)}:"]
     if stage is not None:
         eta = "eta unknown until a task is done" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
         parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
-                     f"({stage['percent']:.0f}%), {eta};")
+                     f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};")
     if label is not None:
         parts.append(f"{label}: {count(rows, 'row')} in ({rate:,.0f} rows/s)")
     return " ".join(parts).rstrip(";")

@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.errors import CurateError
-from curate.io.writer import atomic_write_bytes
 from curate.words import count
 
 
@@ -183,5 +182,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def write_manifest(path: Path, content: dict) -> None:
-    atomic_write_bytes(path, json.dumps(content, indent=2, sort_keys=False, default=str).encode())
+def manifest_bytes(content: dict) -> bytes:
+    return json.dumps(content, indent=2, sort_keys=False, default=str).encode()
+

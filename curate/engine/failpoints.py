@@ -8,12 +8,12 @@ again. Off by default and free when off: one dict lookup.
 
 Points: `stage-done` (a stage's tasks all finished), `task-done` (one task's result is in),
 `fit` (inside a Global fit, after its first batch), `state-written` (a fit's state saved),
-`staged` (output shards staged in data.tmp), `published-data` (data/ renamed into place, the
-manifest not yet written), `uploaded-data` (output.upload copied data/ and trace/, not yet the
-manifest), in a model worker `model-batch` (a batch through the model), in a CPU task
-`task-batch` (a batch through the stage's steps, before it is written), in a Ray task of `map`
-work `map-piece` (a piece of a fit done, its result not yet returned), and `llm-answer` (an LLM
-answer stored in the request cache).
+`staged` (output shards staged in data.tmp), `published-data` (data/ renamed into place, or
+uploaded to an output URI; the manifest not yet written), `uploaded-data` (output.upload copied
+data/ and trace/, not yet the manifest), in a model worker `model-batch` (a batch through the
+model), in a CPU task `task-batch` (a batch through the stage's steps, before it is written), in
+a Ray task of `map` work `map-piece` (a piece of a fit done, its result not yet returned), and
+`llm-answer` (an LLM answer stored in the request cache).
 """
 
 from __future__ import annotations

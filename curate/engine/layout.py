@@ -18,24 +18,39 @@
   _work/stage-K/state.pkl        the fitted state, written last: its presence says "fitted"
 
 Paths are POSIX strings under the run's root. The runner and the tasks read and write through
-`RunLayout` / `StageLayout`, so no other module builds a run path; the filesystem is
-`pyarrow.fs.LocalFileSystem` today (shards are written with pyarrow at these paths).
+`RunLayout` / `StageLayout`, so no other module builds a run path.
+
+The root may be a URI (s3://bucket/prefix, memory://, file://...): then data/, trace/,
+manifest.json and report.html are objects there (`files`: store_files.StoreFiles), and the rest,
+what the run works in, is in a local directory of its own keyed by the URI (`local`:
+$CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/. The
+store then holds two more objects while the run is not finished: `_work/run.json`, the mark
+that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py).
+Work stays local because the tasks, the fits (duckdb spills, memory-mapped indexes) and the
+output formats all need a disk, and a local file's rename keeps resume exact; the store is
+written once, when the run publishes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from curate.io.store import is_uri
+
 WORK = "_work"
-# What curate itself puts in an output directory: all that --overwrite may delete.
-OWNED = (WORK, "data", "data.tmp", "trace", "trace.tmp", "manifest.json", "report.html")
+# What curate itself puts in an output directory besides _work: all that --overwrite may delete.
+# The manifest goes first, so that a reader never finds it beside data half deleted.
+OUTPUT = ("manifest.json", "data", "trace", "report.html")
+STAGING = ("data.tmp", "trace.tmp")  # where publishing builds data/ and trace/ (in the local directory)
 # Published from _work at the end of a run; anything of it found at a (re)start is stale.
-PUBLISHED = ("data", "data.tmp", "trace", "trace.tmp", "manifest.json")
+PUBLISHED = ("manifest.json", "data", "trace")
 MANIFEST_FORMAT = "curate-run/1"  # the manifest's `format_version`: how curate recognises its own runs
 
 
@@ -78,6 +93,11 @@ class Files:
         infos = self.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
         return sorted(posixpath.basename(i.path) for i in infos if i.base_name.endswith(suffix))
 
+    def bytes_under(self, directory: str) -> int:
+        """The bytes of every file below `directory` (those being written too); 0 when it does not exist."""
+        infos = self.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True, recursive=True))
+        return sum(i.size for i in infos if i.type == pafs.FileType.File)
+
     def makedirs(self, path: str) -> None:
         self.fs.create_dir(path, recursive=True)
 
@@ -107,7 +127,7 @@ def _json_object(files: Files, path: str) -> dict:
 def is_run_directory(root: str, files: Files | None = None) -> bool:
     """Whether `root` is a curate run directory, by curate's own marks: a manifest curate wrote
     (its `format_version`; before that field, its recipe fingerprint and the curate version), or
-    a `_work/` holding curate's run.json (a run not finished). A file of the user's that happens
+    a `_work/` holding curate's run.json or lock (a run not finished). A file of the user's that happens
     to be called manifest.json is no such mark."""
     files = files or Files()
     manifest = _json_object(files, _join(root, "manifest.json"))
@@ -115,7 +135,9 @@ def is_run_directory(root: str, files: Files | None = None) -> bool:
     if manifest.get("format_version") == MANIFEST_FORMAT or (
             "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions):
         return True
-    return {"recipe", "inputs"} <= _json_object(files, _join(root, WORK, "run.json")).keys()
+    # A run not finished: its fingerprints, or its lock alone (killed before it wrote them)
+    return ({"recipe", "inputs"} <= _json_object(files, _join(root, WORK, "run.json")).keys()
+            or {"pid", "host"} <= _json_object(files, _join(root, WORK, "lock")).keys())
 
 
 def _under(*parts: str) -> property:
@@ -145,33 +167,75 @@ class StageLayout:
         return _join(self.root, "observed", f"{task_name}.pkl")
 
 
+def _local(*parts: str) -> property:
+    """A path under the layout's local directory (the root itself for a local run)."""
+    return property(lambda self: _join(self.local, *parts))
+
+
+def work_directory(uri: str) -> str:
+    """The local directory of a run whose output is at `uri`: the same for every run into it on
+    this machine (so --resume finds its work), a different one for every other URI."""
+    base = Path(os.environ.get("CURATE_CACHE_DIR") or Path.home() / ".cache" / "curate")
+    return str((base / "runs" / hashlib.sha256(uri.encode()).hexdigest()[:16]).resolve())
+
+
+def files_at(root: str):
+    """The file operations of the filesystem `root` is on (a store's for a URI)."""
+    if is_uri(root):
+        from curate.engine.store_files import StoreFiles
+
+        return StoreFiles(root)
+    return Files()
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """The paths of a run directory whose root is `root` (absolute, so that a path names the same
-    file in a worker started elsewhere, whatever its working directory)."""
+    file in a worker started elsewhere, whatever its working directory; or a URI), and of the
+    local directory `local` its work is in (the root itself, for a local run)."""
 
     root: str
+    local: str
     data = _under("data")
-    data_tmp = _under("data.tmp")
     trace = _under("trace")
-    trace_tmp = _under("trace.tmp")
     manifest = _under("manifest.json")
     report = _under("report.html")
-    work = _under(WORK)
-    lock = _under(WORK, "lock")
-    workers_lock = _under(WORK, "workers.lock")
-    run_file = _under(WORK, "run.json")
-    plan = _under(WORK, "plan.json")
+    data_tmp = _local("data.tmp")
+    trace_tmp = _local("trace.tmp")
+    work = _local(WORK)
+    lock = _local(WORK, "lock")
+    workers_lock = _local(WORK, "workers.lock")
+    run_file = _local(WORK, "run.json")
+    plan = _local(WORK, "plan.json")
+    # On a store, while the run is not finished: the mark that the prefix is curate's, and the lease.
+    marker = _under(WORK, "run.json")
+    lease = _under(WORK, "lock")
 
     @classmethod
     def at(cls, path) -> "RunLayout":
-        return cls(os.path.abspath(os.fspath(path)))
+        path = os.fspath(path)
+        if is_uri(path):
+            root = path.rstrip("/")
+            return cls(root, work_directory(root))
+        root = os.path.abspath(path)
+        return cls(root, root)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the output is on a store (elsewhere than the local directory)."""
+        return self.root != self.local
+
+    @property
+    def files(self):
+        """The file operations of the output's filesystem."""
+        return files_at(self.root)
 
     def stage(self, index: int) -> StageLayout:
-        return StageLayout(_join(self.root, WORK, f"stage-{index}"))
+        return StageLayout(_join(self.local, WORK, f"stage-{index}"))
 
-    def owned(self) -> list[str]:
-        return [_join(self.root, name) for name in OWNED]
+    def outputs(self, names: tuple[str, ...]) -> list[str]:
+        """The paths of `names` (of OUTPUT) in the output."""
+        return [_join(self.root, name) for name in names]
 
-    def published(self) -> list[str]:
-        return [_join(self.root, name) for name in PUBLISHED]
+    def staging(self) -> list[str]:
+        return [_join(self.local, name) for name in STAGING]

@@ -4,6 +4,11 @@ trace.tmp/, both renamed into place, manifest.json last.
 _work/ stays intact until the manifest is written, so a run killed anywhere in here is published
 again, from scratch, by --resume (run_dir.open_run_dir); until manifest.json exists the run is
 not complete, whatever data/ holds.
+
+On a store (an output URI), data.tmp/ and trace.tmp/ are staged in the run's local directory as
+always, then each file is uploaded once, straight under its final name in data/ and trace/ (a
+store has no rename; large files go up in parts, and an object appears only whole), and the
+manifest is written last: a prefix without it is no finished dataset, whatever data/ holds.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import pyarrow.parquet as pq
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.engine.store_files import output_errors
 from curate.io import output_formats
 from curate.recipe import Recipe
-from curate.trace import merge_shards, versions, write_manifest
+from curate.trace import manifest_bytes, merge_shards, versions
 
 
 def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
@@ -71,19 +77,28 @@ def lineage() -> dict:
     return {"host": socket.gethostname(), "started_at": _now()}
 
 
-def _output_entry(path: Path, root: Path) -> dict:
-    """One published data file: its path in the run directory, bytes and (Parquet) rows."""
-    entry = {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size}
+def _output_entry(path: Path, data: Path) -> dict:
+    """One published data file (staged under `data`): its path in the run directory, bytes and
+    (Parquet) rows."""
+    entry = {"path": f"data/{path.relative_to(data).as_posix()}", "bytes": path.stat().st_size}
     if path.suffix == ".parquet":
         entry["rows"] = pq.ParquetFile(path).metadata.num_rows
     return entry
 
 
+def _upload(layout: RunLayout, traced: bool) -> None:
+    """The staged data/ and trace/ to the store under their final names, then the local copies go."""
+    places = [(layout.data_tmp, layout.data)] + ([(layout.trace_tmp, layout.trace)] if traced else [])
+    layout.files.upload([(str(f), f"{published}/{f.relative_to(staged).as_posix()}")
+                         for staged, published in places for f in sorted(Path(staged).rglob("*")) if f.is_file()])
+
+
 def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
-            manifest: dict, files: Files, started: float) -> dict:
+            manifest: dict, files: Files, started: float, still_ours=lambda: None) -> dict:
     """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
-    into place, the manifest (its figures in `manifest`, the run's start at `started`) written
-    last; the manifest as written."""
+    into place (uploaded, on a store), the manifest (its figures in `manifest`, the run's start at
+    `started`) written last, once `still_ours()` has not raised (the run still holds its lock);
+    the manifest as written."""
     files.remove(layout.trace_tmp)
     files.makedirs(layout.trace_tmp)
     traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet")
@@ -92,17 +107,28 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
         if entry["removed"] != traced.get(entry["step"], 0):
             raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
                                f"{entry['removed']} were removed")
-    if traced:
-        files.move(layout.trace_tmp, layout.trace)
+    if layout.remote:
+        with output_errors(layout.root):
+            _upload(layout, bool(traced))
+        data = Path(layout.data_tmp)
     else:
-        files.remove(layout.trace_tmp)
-    files.move(layout.data_tmp, layout.data)
+        if traced:
+            files.move(layout.trace_tmp, layout.trace)
+        else:
+            files.remove(layout.trace_tmp)
+        files.move(layout.data_tmp, layout.data)
+        data = Path(layout.data)
     failpoint("published-data")
-    data_files = output_formats.data_files(Path(layout.data), recipe.output.format)
+    data_files = output_formats.data_files(data, recipe.output.format)
     manifest = {"format_version": MANIFEST_FORMAT, **manifest, "versions": versions(),
                 "format": recipe.output.format, "data_files": len(data_files),
-                "outputs": [_output_entry(Path(f), Path(layout.root)) for f in data_files],
+                "outputs": [_output_entry(Path(f), data) for f in data_files],
                 "seconds": round(time.perf_counter() - started, 3)}
     manifest["run"]["ended_at"] = _now()
-    write_manifest(Path(layout.manifest), manifest)
+    still_ours()
+    with output_errors(layout.root):
+        layout.files.write_bytes(layout.manifest, manifest_bytes(manifest))
+    if layout.remote:
+        for path in layout.staging():
+            files.remove(path)
     return manifest

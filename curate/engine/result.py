@@ -18,6 +18,8 @@ class TaskResult:
     # Set when the task's worker died on it too often: it did not run, and the runner traces its
     # rows with this error (runner.py), so none is lost.
     failed: str | None = None
+    # Requests and reads of a store tried again while the task ran, by reason (io/retries.py).
+    retries: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def lost(cls, task: str, error: str) -> "TaskResult":

@@ -1,6 +1,8 @@
 """Who may write a run directory (a lock), what --overwrite may delete, what --resume finds.
 
-The paths are layout.py's; this module decides what happens to them when a run starts.
+The paths are layout.py's; this module decides what happens to them when a run starts. A run
+whose output is on a store (a URI) is locked twice: the flock of its local work directory
+(workers and local runs), and the store's lease (lease.py: runs on other machines).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import os
 import socket
 import time
 
-from curate.engine.layout import Files, RunLayout, is_run_directory
+from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory
+from curate.engine.store_files import output_errors
 from curate.errors import CurateError
 
-_files = Files()
+_files = Files()  # the local directory's
 
 
 class RunLocked(CurateError):
@@ -36,8 +39,28 @@ class RunLock:
     def __init__(self, layout: RunLayout):
         self.layout = layout
         self.fd: int | None = None
+        self.lease = None  # on a store: its lease (lease.py)
 
     def acquire(self) -> None:
+        self._flock()
+        if self.layout.remote:
+            from curate.engine.lease import StoreLease
+
+            lease = StoreLease(self.layout.files, self.layout.lease, self.layout.root)
+            try:
+                with output_errors(self.layout.root):
+                    lease.acquire()
+            except BaseException:
+                self.release()
+                raise
+            self.lease = lease
+
+    def check(self) -> None:
+        """Before publishing: raise unless this run still holds the output (a store's lease)."""
+        if self.lease is not None:
+            self.lease.check()
+
+    def _flock(self) -> None:
         path = self.layout.lock
         _files.makedirs(self.layout.work)
         while True:
@@ -63,6 +86,9 @@ class RunLock:
         self.fd = fd
 
     def release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -110,14 +136,18 @@ def hold_worker_lock(path: str) -> int:
 def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrite: bool) -> tuple[RunLock, bool]:
     """Lock the run directory and make it ready. Returns the lock and whether a finished run is
     already there (only with --resume)."""
-    if not resume and _files.names(layout.root):
-        if not is_run_directory(layout.root):
-            raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "
-                              f"files curate did not write); curate only writes into an empty directory or "
-                              f"replaces its own runs. Choose another --output or empty it yourself")
-        if not overwrite:
-            raise CurateError(f"output {layout.root} already exists and is not empty; use --resume to continue an "
-                              f"interrupted run or --overwrite to replace it")
+    out = layout.files
+    with output_errors(layout.root):
+        if layout.remote:  # others write there: nothing listed earlier in this process is current
+            out.refresh()
+        if not resume and out.names(layout.root):
+            if not is_run_directory(layout.root, out):
+                raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "
+                                  f"files curate did not write); curate only writes into an empty directory or "
+                                  f"replaces its own runs. Choose another --output or empty it yourself")
+            if not overwrite:
+                raise CurateError(f"output {layout.root} already exists and is not empty; use --resume to continue "
+                                  f"an interrupted run or --overwrite to replace it")
     lock = RunLock(layout)
     lock.acquire()
     try:
@@ -134,14 +164,17 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
             for name in _files.names(layout.work):
                 if name != "lock":
                     _files.remove(f"{layout.work}/{name}")
-            for path in layout.owned():
-                if path != layout.work:
-                    _files.remove(path)
-        # Publishing is redone from _work, which stays intact until the manifest is written, so
-        # anything published before a kill is stale and goes.
-        for path in layout.published():
-            _files.remove(path)
+        # The fingerprints first: a run killed anywhere after this is one to --resume or --overwrite.
         _files.write_bytes(layout.run_file, json.dumps(fingerprint).encode())
+        with output_errors(layout.root):
+            if layout.remote:
+                out.write_bytes(layout.marker, json.dumps(fingerprint).encode())
+            # Publishing is redone from _work, which stays intact until the manifest is written, so
+            # anything published before a kill is stale and goes (a fresh run: all of curate's own).
+            for path in layout.outputs(PUBLISHED if before is not None else OUTPUT):
+                out.remove(path)
+        for path in layout.staging():
+            _files.remove(path)
     except BaseException:
         lock.release()
         raise
@@ -152,9 +185,11 @@ def finished_manifest(root, recipe_fingerprint: str) -> dict | None:
     """The manifest of the finished run in `root` (it is written last, so it marks one), or None.
     A finished run of another recipe is not ours to resume."""
     layout = RunLayout.at(root)
-    if not _files.is_file(layout.manifest):
-        return None
-    manifest = json.loads(_files.read_bytes(layout.manifest))
+    out = layout.files
+    with output_errors(layout.root):
+        if not out.is_file(layout.manifest):
+            return None
+        manifest = json.loads(out.read_bytes(layout.manifest))
     if manifest.get("recipe_fingerprint") != recipe_fingerprint:
         raise CurateError(f"{layout.root} holds a finished run of another recipe; use --overwrite to replace it")
     return manifest
@@ -171,10 +206,13 @@ def produced_anything(layout: RunLayout) -> bool:
 
 
 def discard_failed_start(layout: RunLayout, created_out: bool) -> None:
-    """A run that failed before producing anything leaves nothing behind."""
+    """A run that failed before producing anything leaves nothing behind (on a store, its lease
+    goes when the lock is released)."""
     _files.remove(layout.work)
-    if created_out:
+    if layout.remote:
+        layout.files.remove(layout.marker)
+    if created_out or layout.remote:  # a store run's local directory is its own
         try:
-            os.rmdir(layout.root)
+            os.rmdir(layout.local)
         except OSError:
             pass

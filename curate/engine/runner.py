@@ -41,11 +41,11 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
-from curate.io import output_formats
+from curate.io import output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
-from curate.words import count
+from curate.words import count, size
 
 
 @dataclass
@@ -67,8 +67,10 @@ class Reporter:
 
     rows: Callable[[str, int, int], None] = lambda label, rows_in, rows_out: None
     status: Callable[[str], None] = lambda message: None
-    # a stage starts: its index, its tasks (plan.Task) and a function telling which are done (markers)
-    stage: Callable[[int, list, Callable[[], list[bool]]], None] = lambda index, tasks, done: None
+    # a stage starts: its index, its tasks (plan.Task), a function telling which are done (markers)
+    # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
+    stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
+        lambda index, tasks, done, written: None
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -81,22 +83,30 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     if sources is None:
         sources = preflight.check(recipe).sources
     if recipe.output.upload:
+        if layout.remote:
+            raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
+                              f"already: leave output.upload out")
         output_formats.remote_fs(recipe.output.upload)
     if opts.work_store:
         if opts.engine != "ray":
             raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
-    created_out = not Files().exists(layout.root)
-    lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    created_out = not Files().exists(layout.local)
+    try:
+        lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+    except BaseException:
+        if created_out:  # refused (a store that cannot be written, say): the directory made for it goes
+            Files().remove(layout.local)
+        raise
     try:
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again
                 output_formats.upload(Path(layout.root), recipe.output.upload)
             reporter.status(f"{layout.root} is already finished; nothing to do")
-            return {**json.loads(Files().read_bytes(layout.manifest)), "already_finished": True}
+            return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True}
         try:
-            return _Run(recipe, opts, reporter, layout, sources, started).execute()
+            return _Run(recipe, opts, reporter, layout, sources, started, lock.check).execute()
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
@@ -118,8 +128,9 @@ class _Run:
     """One execution of a run, from an opened run directory to its manifest."""
 
     def __init__(self, recipe: Recipe, opts: RunOptions, reporter: Reporter, layout: RunLayout,
-                 sources: list[Source], started: float):
+                 sources: list[Source], started: float, still_ours: Callable[[], None]):
         self.recipe, self.opts, self.reporter, self.layout, self.started = recipe, opts, reporter, layout, started
+        self.still_ours = still_ours  # raises once the run no longer holds its output (lost its lease)
         self.sources = sources
         self.files = Files()
         self.totals: dict[str, StepStats] = {}
@@ -127,6 +138,7 @@ class _Run:
         self.lineage = lineage()
         self.observers = observers.for_recipe(recipe)
         self.summaries = observers.run_summaries(self.observers)
+        self.retried: dict[str, int] = {}  # the store's requests tried again, by reason, in all tasks
 
     def execute(self) -> dict:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
@@ -170,6 +182,8 @@ class _Run:
             for r in results:
                 for label, s in r.stats.items():
                     self.totals.setdefault(label, StepStats()).add(s)
+                for reason, n in r.retries.items():
+                    self.retried[reason] = self.retried.get(reason, 0) + n
                 if r.observed:
                     observers.merge(self.summaries, pickle.loads(self.files.read_bytes(ctx.layout.observed(r.task))))
             shards = [f"{ctx.layout.data}/{name}" for r in results for name in r.shards]
@@ -184,7 +198,8 @@ class _Run:
         stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
-        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
+        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
+                            lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces))
         if stage.resource_class != "model":
             self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
                                  f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
@@ -246,28 +261,35 @@ class _Run:
                     "seed": recipe.seed, "limit": self.opts.limit,
                     "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
                     "run": self.lineage, "inputs": input_objects(self.sources)}
-        manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started)
+        if any(s.is_uri for s in self.sources):
+            manifest["store"] = self._store()
+        manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
+                           self.still_ours)
+        if self.layout.remote:  # the manifest marks the prefix as curate's now
+            self.layout.files.remove(self.layout.marker)
         if not self.opts.keep_work:
             self.files.remove(self.layout.work)
+            if self.layout.remote:  # the run's local directory is its own
+                self.files.remove(self.layout.local)
         if recipe.output.upload:
             output_formats.upload(Path(self.layout.root), recipe.output.upload)
         return manifest
 
+    def _store(self) -> dict:
+        """The store's requests tried again (throttling, resets, timeouts), by the run's tasks and by
+        this process for it (listing, footers, planning), in all and by reason."""
+        reasons = dict(self.retried)
+        for reason, n in retries.take_untallied().items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        return {"retries": sum(reasons.values()), "retry_reasons": dict(sorted(reasons.items()))}
+
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:
     """ENOSPC as a user error: where, how much is free, about how much the run needs."""
-    out = layout.root
+    out = layout.local
     # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
-    return CurateError(f"no space left on the device of {out} ({_size(free)} free). A run needs room for its work "
-                       f"files and output, up to about twice its input ({_size(2 * inputs)}). Free some space, "
+    return CurateError(f"no space left on the device of {out} ({size(free)} free). A run needs room for its work "
+                       f"files and output, up to about twice its input ({size(2 * inputs)}). Free some space, "
                        f"then continue with --resume")
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"

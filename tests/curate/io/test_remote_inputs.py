@@ -21,14 +21,9 @@ from curate.io.readers import read_source
 from curate.io.sources import discover, input_objects, split_parquet
 from tests.curate.engine.faultkit import digest
 from tests.curate.io import motokit
+from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
 
 QUICKSTART = (Path(__file__).parents[3] / "recipes" / "quickstart.yaml").read_text()
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    with motokit.server() as endpoint:
-        yield endpoint
 
 
 @pytest.fixture
@@ -113,6 +108,7 @@ def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp
     wanted = sum(meta.row_group(i).total_byte_size for i in task.row_groups)
     assert read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
     assert all(end - start < size for start, end in fetched)
+    assert len(fetched) <= len(task.row_groups) + 2  # a request per row group (its two columns coalesced), the footer
 
 
 def test_resume_refuses_an_object_changed_since_the_interrupted_run(tmp_path, s3):
@@ -141,7 +137,7 @@ def test_refused_credentials_or_no_endpoint_are_an_input_error_naming_the_uri(s3
     s3.put_object(Bucket="inp", Key="k/a.jsonl", Body=b'{"text": "a"}\n')
     with pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl.*(refused|timed out|connect)"):
         discover("s3://inp/k/a.jsonl", storage_options={"endpoint_url": "http://127.0.0.1:9",
-                                                       "config_kwargs": {"retries": {"max_attempts": 1}}})
+                                                       "retries": {"attempts": 1}})
     with monkeypatch.context() as patched, pytest.raises(InputError, match=r"s3://inp/k/a\.jsonl: access refused "
                                                                           r".*check the credentials"):
         patched.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: ours are unknown
@@ -376,3 +372,30 @@ def test_webdataset_shards_stream_from_s3_as_from_disk(tmp_path, s3, name, mode)
         outs.append(tmp_path / f"o{len(outs)}")
         copy(inp, outs[-1])
     assert digest(outs[1]) == digest(outs[0]) and pq.read_table(outs[1] / "data").num_rows == 20
+
+
+@pytest.mark.parametrize("name", ["f.parquet", "f.jsonl.gz"])
+def test_a_task_opens_its_object_as_listed_asking_the_store_nothing_more(tmp_path, s3, monkeypatch, name):
+    """A worker's filesystem has nothing listed: without the listed size and ETag each open would
+    ask the store for them first (a HEAD request). A change since the listing is still an error."""
+    import gzip
+
+    import s3fs.core
+
+    buf = io.BytesIO()
+    if name.endswith(".parquet"):
+        pq.write_table(pa.table({"text": [f"row {i}" for i in range(50)]}), buf)
+    else:
+        buf.write(gzip.compress(b"".join(b'{"text": "row %d"}\n' % i for i in range(50))))
+    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue())
+    [source] = discover(f"s3://inp/sized/{name}")
+    s3fs.S3FileSystem.clear_instance_cache()  # as in a fresh worker
+    calls = []
+    real = s3fs.core.S3FileSystem._call_s3
+    monkeypatch.setattr(s3fs.core.S3FileSystem, "_call_s3",
+                        lambda self, method, *a, **kw: calls.append(method) or real(self, method, *a, **kw))
+    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 50
+    assert set(calls) == {"get_object"}
+    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue() + b"\n")
+    with pytest.raises(InputError, match=f"s3://inp/sized/{name}"):
+        list(read_source(source))

@@ -37,17 +37,26 @@ def require() -> None:
 RANDOM_CLOSING = {"agenttuning_alfworld", "agenttuning_kg", "agenttuning_webshop", "code_feedback", "swe-smith",
                   "swe-gym_openhands_sampled_trajectories", "nebius_SWE-agent-trajectories", "mini-coder"}
 
-# The 2025-12 release's std sample of these datasets repeats records: webarena_successful's six std
-# records are its three raw records converted as [0, 0, 1, 0, 1, 2]. A converter gives one
-# trajectory per raw record, so these compare with the distinct std records, in order.
-REPEATED_STD = {"webarena_successful"}
+# The 2025-12 release's std sample of these datasets repeats records: it is the conversions of
+# raw[:1], raw[:2] and raw[:3] concatenated, the three raw records converted as [0, 0', 1, 0', 1', 2].
+# webarena_successful's repeats equal the first conversions; turkingbench's converter consumed each
+# record's answers in memory, so its repeats (0', 1') stop after the first page: the goto and the
+# task's page. A converter gives one trajectory per raw record, so these compare with the last
+# record of each run, each raw record's own conversion (test_adp_converters checks the repeats).
+REPEATED_STD = {"webarena_successful", "turkingbench"}
+
+
+def std_runs(dataset: str) -> list[list[dict]]:
+    """A REPEATED_STD sample cut into its runs: the conversions of raw[:1], raw[:2], ..."""
+    std, n = load(dataset, "sample_std.json"), len(load(dataset, "sample_raw.json"))
+    assert len(std) == n * (n + 1) // 2, f"{dataset}: {len(std)} std records are not runs over {n} raw ones"
+    return [std[k * (k - 1) // 2: k * (k + 1) // 2] for k in range(1, n + 1)]
 
 
 def reference_std(dataset: str) -> list[dict]:
-    std = load(dataset, "sample_std.json")
     if dataset in REPEATED_STD:
-        std = [t for i, t in enumerate(std) if t not in std[:i]]
-    return std
+        return [run[-1] for run in std_runs(dataset)]
+    return load(dataset, "sample_std.json")
 
 
 def equal_to_reference(dataset: str, mine: dict, ref: dict) -> bool:
@@ -81,35 +90,15 @@ def load(dataset: str, name: str):
     return json.loads(text) if text else ([] if text == "" else None)
 
 
-# Datasets of the current ADP release (fixtures with raw samples) that curate has no converter
-# for yet (issue 24). Their reference tests are expected to fail with "unknown ADP source"; the
-# mark is strict, so a converter that makes one pass fails the run until it leaves this list.
-# turkingbench: its std sample is, like webarena_successful's, the conversions of raw[:1], raw[:2]
-# and raw[:3] concatenated ([0], [0', 1], [0', 1', 2]); the reference's converter consumed each
-# record's answers in memory, so the repeats (0', 1') stop after the first page: the goto and the
-# task template filled in (which general code reproduces). Each record's own conversion is the
-# last of its run; but every page after a click is the page re-serialized by the reference's HTML
-# parser (tags closed and moved, `<head>` added), which only that parser reproduces byte for byte.
-AWAITING_CONVERTER = {"turkingbench"}
+def with_raw() -> list[str]:
+    """Every dataset of the release with raw samples: all of them have a converter."""
+    return [d for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
 
 
-def _case(dataset: str, *values, fails_with: type[BaseException]):
-    if dataset not in AWAITING_CONVERTER:
-        return (dataset, *values) if values else dataset
-    mark = pytest.mark.xfail(strict=True, raises=fails_with, reason=f"issue 24: {dataset} is not supported yet")
-    return pytest.param(dataset, *values, marks=mark)
-
-
-def with_raw() -> list:
-    from curate.errors import CurateError
-
-    return [_case(d, fails_with=CurateError) for d in datasets() if (FIXTURES / d / "sample_raw.json").is_file()]
-
-
-def sft_cases() -> list:
+def sft_cases() -> list[tuple[str, str]]:
     """(dataset, style) of each reference SFT rendering; the exporters render the reference's own
-    standardized samples (the releases' new datasets differ from them still: AWAITING_CONVERTER)."""
-    return [_case(d, style, fails_with=AssertionError) for d in datasets()
+    standardized samples."""
+    return [(d, style) for d in datasets()
             for style in ("openhands", "sweagent", "agentlab")
             if (FIXTURES / d / "sft" / f"sample_sft_{style}.json").is_file()]
 

@@ -171,3 +171,4 @@ def test_sources_lists_every_converter_with_what_it_needs():
     assert "  androidcontrol: screenshots on disk" in out and "  llava_plus: images on disk" in out
     assert "  nnetnav-live: one record per step" in out and "adp_join before adp_convert" in out
     assert "  screenagent: each record a JSON array" in out and "  synatra: the records alone" in out
+    assert "  turkingbench: the lxml package (pip install 'curate[adp]')" in out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operators.agent.adp_fixtures import equal_to_reference, load, needs_fixtures, reference_std, with_raw
+from tests.operators.agent.adp_fixtures import (REPEATED_STD, equal_to_reference, load, needs_fixtures, reference_std,
+                                                std_runs, with_raw)
 from operators.agent import converters
 from operators.agent.schema import validate_trajectory
 
@@ -25,6 +26,16 @@ def test_converter_matches_reference_std(dataset):
         if not equal_to_reference(dataset, mine, ref):
             assert mine["content"] == ref["content"], mine["id"]  # shows where they differ
             raise AssertionError(f"{mine['id']}: not the reference's closing variants")
+
+
+@pytest.mark.parametrize("dataset", sorted(REPEATED_STD))
+def test_the_repeated_std_records_are_no_more_than_their_own_conversions(dataset):
+    """reference_std keeps the last record of each run: every earlier one is a record's own
+    conversion again, or (turkingbench, whose repeats lost their answers) its task, goto and page."""
+    own = reference_std(dataset)
+    for run in std_runs(dataset):
+        for t, mine in zip(run, own):
+            assert t in (mine, {**mine, "content": mine["content"][:3]})
 
 
 def test_nnetnav_wa_shares_the_live_format():

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.operators.agent.adp_fixtures import AWAITING_CONVERTER, load, needs_fixtures, with_raw
+from tests.operators.agent.adp_fixtures import load, needs_fixtures, with_raw
 from operators.agent import converters
 from operators.agent.converters._model_text import unwrap
 
@@ -34,8 +34,7 @@ fast = settings(max_examples=15, deadline=None, suppress_health_check=[HealthChe
 
 
 def model_text_datasets() -> list[str]:
-    return [d for d in (c if isinstance(c, str) else c.values[0] for c in with_raw())
-            if d not in AWAITING_CONVERTER and converters.get(d).model_text is not None]
+    return [d for d in with_raw() if converters.get(d).model_text is not None]
 
 
 def convert_all(dataset: str, raw: list) -> list:
@@ -68,9 +67,9 @@ def test_any_chat_template_gives_the_same_adp(dataset, template, before, after, 
 
 def test_every_converter_that_reads_model_text_says_where():
     """The property above covers a converter only if it names its model text (MODEL_TEXT)."""
-    structured = {"android_in_the_wild", "androidcontrol", "omniact", "webarena_successful"}  # actions are fields, not text
-    assert set(model_text_datasets()) | structured | AWAITING_CONVERTER == {
-        d if isinstance(d, str) else d.values[0] for d in with_raw()}
+    # actions are fields (turkingbench: a worker's form answers), not model text
+    structured = {"android_in_the_wild", "androidcontrol", "omniact", "turkingbench", "webarena_successful"}
+    assert set(model_text_datasets()) | structured == set(with_raw())
 
 
 # --- WebArena-style actions: where the block is and how it is fenced ---

@@ -1,0 +1,118 @@
+"""Outputs on an object store: `curate run` publishing its run to a loopback moto S3 server vs the
+same run into a local directory, and a bare upload of the same files.
+
+    python bench/remote_write_bench.py [--gb 1.0] [--workers 2] [--section-out PATH]
+
+Data: the first demo-corpus files that make `--gb` of JSONL.gz, on local disk, run with no steps
+(so the output is the input as Parquet, about its size). Sides:
+  local   `curate run` into a local directory;
+  store   `curate run --output s3://bench/out` on a moto server (a subprocess,
+          ray_store_bench.Moto): the same work in the run's local work directory, then data/
+          uploaded under its final names, the manifest last;
+  upload  s3fs's put of the local run's data/ files alone, all at once (what publishing to a
+          store adds, at best).
+The store run's objects are checked against the local run's files, byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import harness as h
+from ray_store_bench import Moto
+from remote_read_bench import linked
+
+UPLOAD = r"""
+import json, sys, time
+import s3fs
+local, prefix = sys.argv[1], sys.argv[2]
+from pathlib import Path
+files = sorted(p for p in Path(local).rglob("*") if p.is_file())
+fs = s3fs.S3FileSystem()
+start = time.perf_counter()
+fs.put([str(f) for f in files], [f"{prefix}/{f.relative_to(local).as_posix()}" for f in files])
+print(json.dumps({"files": len(files), "seconds": time.perf_counter() - start}))
+"""
+
+
+def inputs(gb: float) -> list[Path]:
+    """The first demo-corpus files making `gb` GB of JSONL.gz."""
+    files, total = [], 0
+    for f in h.corpus_files(h.corpus()):
+        if total >= gb * 1e9:
+            break
+        files.append(f)
+        total += f.stat().st_size
+    return files
+
+
+def same_bytes(local: Path, moto: Moto, prefix: str) -> int:
+    """How many files of `local`/data the store holds byte for byte under `prefix`/data; exits
+    when one differs or is missing."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=moto.endpoint, aws_access_key_id="bench",
+                          aws_secret_access_key="bench", region_name="us-east-1")
+    files = sorted(p for p in (local / "data").rglob("*") if p.is_file())
+    for f in files:
+        key = f"{prefix}/{f.relative_to(local).as_posix()}"
+        body = client.get_object(Bucket="bench", Key=key)["Body"].read()
+        if hashlib.sha256(body).digest() != hashlib.sha256(f.read_bytes()).digest():
+            raise SystemExit(f"s3://bench/{key} differs from {f}")
+    return len(files)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gb", type=float, default=1.0, help="GB of JSONL.gz run (no steps)")
+    ap.add_argument("--workers", type=int, default=2)
+    h.add_section_args(ap)
+    args = ap.parse_args()
+    files = inputs(args.gb)
+    runs = h.RUNS / "remote-write"
+    glob = str(linked(files) / "*.jsonl.gz")
+    env = {"CURATE_CACHE_DIR": str(runs / "cache")}  # where the store run's work directory is
+    w = ["--workers", str(args.workers), "--overwrite", "--no-report"]
+    moto = Moto()
+    try:
+        local_recipe = h.write_recipe(runs / "local.yaml", glob, runs / "local", [])
+        local = h.run_measured([*h.CURATE, "run", str(local_recipe), *w], env=env, log=runs / "local.log")
+        h.require_ok(local, "curate run (local output)")
+        store_recipe = h.write_recipe(runs / "store.yaml", glob, "s3://bench/out", [])
+        store = h.run_measured([*h.CURATE, "run", str(store_recipe), *w], env={**env, **moto.env},
+                               log=runs / "store.log")
+        h.require_ok(store, "curate run (output on S3)")
+        checked = same_bytes(runs / "local", moto, "out")
+        upload = h.run_measured([sys.executable, "-c", UPLOAD, str(runs / "local" / "data"), "bench/bare/data"],
+                                env=moto.env, log=runs / "upload.log")
+        bare = h.bare_result(upload, "bare upload")
+    finally:
+        moto.stop()
+    out_gb = h.size_gb([p for p in (runs / "local" / "data").rglob("*") if p.is_file()])
+    rows = h.parquet_rows(runs / "local" / "data")
+    added = store.seconds - local.seconds
+    lines = [f"{len(files)} demo-corpus files ({h.size_gb(files):.2f} GB of JSONL.gz, {rows:,} rows), run with "
+             f"no steps by {args.workers} workers: {out_gb:.2f} GB of Parquet in {checked} files, published to a "
+             f"moto S3 server on loopback (its objects checked byte for byte against the local run's files).", "",
+             "| side | wall s | CPU s | output MB/s (wall) |", "|---|---:|---:|---:|",
+             f"| curate run, local output | {local.seconds:.1f} | {local.cpu_seconds:.1f} | "
+             f"{out_gb * 1e3 / local.seconds:.0f} |",
+             f"| curate run, output s3://bench/out | {store.seconds:.1f} | {store.cpu_seconds:.1f} | "
+             f"{out_gb * 1e3 / store.seconds:.0f} |",
+             f"| bare s3fs put of the same data files ({bare['files']}) | {bare['seconds']:.1f} | "
+             f"{upload.cpu_seconds:.1f} | {out_gb * 1e3 / bare['seconds']:.0f} |", "",
+             f"Publishing to the store added {added:.1f} s to the run; the bare upload of the same bytes took "
+             f"{bare['seconds']:.1f} s (the rest: the store's lock, marker and manifest requests, and noise)."]
+    headlines = [[f"Output of {out_gb:.1f} GB on S3 (moto): curate run vs the same run to local disk",
+                  f"{store.seconds:.1f} s vs {local.seconds:.1f} s", f"{store.cpu_seconds:.0f} vs "
+                  f"{local.cpu_seconds:.0f} CPU-s", f"+{added:.1f} s; a bare upload: {bare['seconds']:.1f} s"]]
+    h.emit(args, "\n".join(lines), headlines)
+    print(json.dumps({"local": local.seconds, "store": store.seconds, "upload": bare}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

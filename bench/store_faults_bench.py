@@ -1,0 +1,93 @@
+"""Reading from a store that fails: `curate run` (no steps) on S3 objects through a fault-injecting
+loopback proxy (tests/curate/io/faultproxy.py) failing `--rate` of the requests with 503 SlowDown,
+connection resets and bodies cut off halfway, vs the same proxy failing none.
+
+    python bench/store_faults_bench.py [--gb 0.25] [--rate 0.1] [--workers 2] [--section-out PATH]
+
+Data: the first demo-corpus files making `--gb` of JSONL.gz and the same rows as Parquet (as
+bench/remote_read_bench.py makes them), on a moto S3 server (a subprocess). Both runs go through
+the proxy, in this process, so its own cost is on both sides. Figures: wall and CPU seconds of the
+run, the requests the proxy saw, the faults it injected, the retries the manifest counts, and
+whether data/ and trace/ are byte for byte those of the clean run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import harness as h
+from ray_store_bench import Moto
+from remote_read_bench import inputs, stock
+
+from tests.curate.engine.faultkit import digest  # noqa: E402  (the tests' kit: the same comparison)
+from tests.curate.io.faultproxy import FaultProxy  # noqa: E402
+
+
+def one_run(fmt: str, proxy: FaultProxy, rate: float, workers: int, env: dict) -> dict:
+    runs = h.RUNS / "store-faults"
+    out = runs / f"{fmt}-{rate:g}"
+    recipe = runs / f"{fmt}-{rate:g}.yaml"
+    recipe.parent.mkdir(parents=True, exist_ok=True)
+    recipe.write_text(f"name: bench\ninput:\n  path: s3://bench/{fmt}/\n  text_column: text\n  id_column: id\n"
+                      f"  storage_options: {{endpoint_url: {json.dumps(proxy.url)}}}\n"
+                      f"output: {{path: {json.dumps(str(out))}}}\nsteps: []\n")
+    proxy.rate = rate
+    requests, faults = proxy.requests, dict(proxy.faults)
+    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", "--workers", str(workers)],
+                       env=env, log=runs / f"{fmt}-{rate:g}.log")
+    h.require_ok(m, f"curate run ({fmt}, {rate:.0%} of requests failed)")
+    store = json.loads((out / "manifest.json").read_text())["store"]
+    return {"fmt": fmt, "rate": rate, "wall": m.seconds, "cpu": m.cpu_seconds, "requests": proxy.requests - requests,
+            "faults": {k: v - faults[k] for k, v in proxy.faults.items()}, "retries": store["retries"],
+            "reasons": store["retry_reasons"], "digest": digest(out)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gb", type=float, default=0.25, help="GB of JSONL.gz read (and the same rows as Parquet)")
+    ap.add_argument("--rate", type=float, default=0.1, help="share of the requests failed")
+    ap.add_argument("--workers", type=int, default=2)
+    h.add_section_args(ap)
+    args = ap.parse_args()
+    files, parquet = inputs(args.gb)
+    moto = Moto()
+    results = []
+    try:
+        stock(moto, files, parquet)
+        with FaultProxy(moto.endpoint) as proxy:
+            for fmt in ("parquet", "jsonl"):
+                for rate in (0.0, args.rate):
+                    results.append(one_run(fmt, proxy, rate, args.workers, moto.env))
+    finally:
+        moto.stop()
+    lines = [f"{len(files)} demo-corpus files ({h.size_gb(files):.2f} GB of JSONL.gz, the same rows as Parquet) "
+             f"on a moto S3 server, read through a loopback proxy; {args.workers} workers. Faults: 503 SlowDown, "
+             f"a connection reset before any answer, a body cut off halfway (a third each).", "",
+             "| input | requests failed | wall s | CPU s | requests | 503 / reset / cut | retries counted | "
+             "data/ and trace/ |", "|---|---:|---:|---:|---:|---|---:|---|"]
+    headlines = []
+    for fmt in ("parquet", "jsonl"):
+        clean, faulty = [r for r in results if r["fmt"] == fmt]
+        same = faulty["digest"] == clean["digest"] and bool(clean["digest"])
+        if not same:
+            raise SystemExit(f"{fmt}: the run through the failing proxy wrote other bytes than the clean run")
+        for r in (clean, faulty):
+            f = r["faults"]
+            lines.append(f"| {fmt} | {r['rate']:.0%} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['requests']:,} | "
+                         f"{f['503']} / {f['reset']} / {f['cut']} | {r['retries']:,} | "
+                         f"{'the clean run' if r is clean else 'identical' if same else 'DIFFERENT'} |")
+        headlines.append([f"S3 read of {fmt}, {args.rate:.0%} of requests failed vs none",
+                          f"{faulty['wall']:.1f} s vs {clean['wall']:.1f} s",
+                          f"{faulty['cpu']:.0f} vs {clean['cpu']:.0f} CPU-s",
+                          f"{faulty['retries']} retries counted; the same bytes"])
+    lines += ["", "Retries by reason (the faulty runs): " + "; ".join(
+        f"{r['fmt']}: " + (", ".join(f"{k} {v}" for k, v in r["reasons"].items()) or "none")
+        for r in results if r["rate"])]
+    h.emit(args, "\n".join(lines), headlines)
+    print(json.dumps([{k: v for k, v in r.items() if k != "digest"} for r in results]), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""One retry policy for a store's requests: throttling (503 SlowDown, 429), server errors, connection
+resets and timeouts are tried again after an exponential backoff with full jitter (a random wait up
+to base * 2^n, capped), a bounded number of times, and every retry is counted by its reason.
+
+Two places retry, each a failure the other cannot see:
+- a request to S3: botocore's own retries are switched off and this policy answers its
+  `needs-retry` event instead (listing pages, footers, ranges: each request on its own);
+- a read whose response broke off mid-body (or a store without such a hook: https://, gs://, ...):
+  `RetryingFile` reads the same range again.
+
+Counts go to the innermost `tally()` open in the process (a task's, in a worker), else to the
+process's own count that `take_untallied()` hands to the run (listing, footers, planning). They are
+process-wide, not per thread: fsspec does its I/O on a thread of its own.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from curate.errors import InputError
+from curate.io import exceptions
+
+OPTION = "retries"  # the storage_options key of this policy (taken out before fsspec sees the options)
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+# S3's error codes for "slow down" and "try again", whatever the status says
+RETRY_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
+               "ServiceUnavailable", "RequestLimitExceeded", "TooManyRequests"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    attempts: int = 8  # tries of one request or read in all, the first included
+    backoff_s: float = 0.2  # the wait before the n-th retry is random up to backoff_s * 2^(n-1) ...
+    max_backoff_s: float = 20.0  # ... and at most this
+
+    @classmethod
+    def of(cls, options: dict | None) -> "Policy":
+        """The policy `storage_options.retries` sets ({attempts, backoff_s, max_backoff_s}), else the default."""
+        given = (options or {}).get(OPTION)
+        if given is None:
+            return cls()
+        if not isinstance(given, dict) or set(given) - {"attempts", "backoff_s", "max_backoff_s"}:
+            raise InputError(f"input.storage_options.{OPTION}: expected a mapping of attempts, backoff_s and "
+                             f"max_backoff_s (got {given!r})")
+        try:
+            policy = cls(**{k: (int if k == "attempts" else float)(v) for k, v in given.items()})
+        except (TypeError, ValueError) as e:
+            raise InputError(f"input.storage_options.{OPTION}: {e}") from None
+        if policy.attempts < 1 or policy.backoff_s < 0 or policy.max_backoff_s < 0:
+            raise InputError(f"input.storage_options.{OPTION}: attempts must be at least 1 and the waits "
+                             f"not negative (got {given!r})")
+        return policy
+
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1, 2, ...): full jitter, so that workers
+        throttled together do not come back together."""
+        return random.uniform(0.0, min(self.max_backoff_s, self.backoff_s * 2 ** (retry - 1)))
+
+
+_lock = threading.Lock()
+_tallies: list[dict[str, int]] = [{}]  # [the process's own, then each tally() open, innermost last]
+
+
+def count(reason: str) -> None:
+    with _lock:
+        top = _tallies[-1]
+        top[reason] = top.get(reason, 0) + 1
+
+
+@contextmanager
+def tally() -> Iterator[dict[str, int]]:
+    """The retries made while open, by reason (a task's), counted here and nowhere else."""
+    mine: dict[str, int] = {}
+    with _lock:
+        _tallies.append(mine)
+    try:
+        yield mine
+    finally:
+        with _lock:  # this one itself: another open tally, or the process's own, may be equal to it
+            del _tallies[next(i for i, t in enumerate(_tallies) if t is mine)]
+
+
+def take_untallied() -> dict[str, int]:
+    """The retries this process made outside any tally since the last call (a run's listing and
+    footers), by reason; counted from zero again."""
+    with _lock:
+        taken = dict(_tallies[0])
+        _tallies[0].clear()
+    return taken
+
+
+def _transient() -> tuple[type[BaseException], ...]:
+    """What a broken connection, a cut body or a timeout raises, by the libraries under fsspec."""
+    return exceptions.installed([ConnectionError, TimeoutError, http.client.IncompleteRead], (
+        ("aiohttp", ("ClientPayloadError", "ClientConnectionError")), ("fsspec.exceptions", ("FSTimeoutError",)),
+        ("botocore.exceptions", ("ConnectionError", "HTTPClientError", "IncompleteReadError"))))
+
+
+def failure(error: BaseException) -> str | None:
+    """Why `error` is worth another try (its reason), or None: a refused credential, a missing
+    object or a damaged file fails the same way every time."""
+    status = getattr(error, "status", None)  # an HTTP store's answer (aiohttp.ClientResponseError)
+    if isinstance(status, int):
+        return f"{status}" if status in RETRY_STATUS else None
+    return type(error).__name__ if isinstance(error, _transient()) else None
+
+
+class RetryingFile:
+    """A file of a store whose `read` is tried again, from where it started, when the response
+    breaks off; everything else is the file's own."""
+
+    def __init__(self, handle, policy: Policy):
+        self._handle, self._policy = handle, policy
+
+    def read(self, size: int = -1) -> bytes:
+        start, attempt = self._handle.tell(), 1
+        while True:
+            try:
+                return self._handle.read(size)
+            except Exception as e:
+                reason = failure(e)
+                if reason is None or attempt >= self._policy.attempts:
+                    raise
+            count(reason)
+            time.sleep(self._policy.delay(attempt))
+            self._handle.seek(start)
+            attempt += 1
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> "RetryingFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handle.close()
+
+
+def s3_options(options: dict) -> dict:
+    """`options` for s3fs with botocore's own retries off (this policy answers its needs-retry
+    event instead: see `hook_s3`)."""
+    config = dict(options.get("config_kwargs") or {})
+    if "retries" in config:
+        raise InputError(f"input.storage_options.config_kwargs.retries: curate retries the store's requests "
+                         f"itself (and counts them); set input.storage_options.{OPTION}: {{attempts: N}} instead")
+    config["retries"] = {"mode": "standard", "total_max_attempts": 1}
+    return {**options, "config_kwargs": config}
+
+
+def hook_s3(fs, policy: Policy) -> None:
+    """Answer the needs-retry event of `fs`'s S3 client by `policy` (botocore's own handler, with
+    one attempt allowed, says no first), and turn off s3fs's retries of its calls, which would
+    try again unseen (a body that breaks off is read again by RetryingFile instead)."""
+    fs.retries = 1
+
+    def needs_retry(attempts: int, response=None, caught_exception=None, **_) -> float | None:
+        reason = _s3_failure(response, caught_exception)
+        if reason is None or attempts >= policy.attempts:
+            return None
+        count(reason)
+        return policy.delay(attempts)
+
+    events = fs.s3.meta.events
+    events.unregister("needs-retry.s3", unique_id="curate-retries")  # the latest policy for this client
+    events.register_last("needs-retry.s3", needs_retry, unique_id="curate-retries")
+
+
+def _s3_failure(response, caught_exception) -> str | None:
+    if caught_exception is not None:
+        return failure(caught_exception)
+    if response is None:
+        return None
+    http_response, parsed = response
+    status, code = http_response.status_code, (parsed or {}).get("Error", {}).get("Code", "")
+    if status in RETRY_STATUS or code in RETRY_CODES:
+        return f"{status} {code}" if code and code != str(status) else f"{status}"  # a HEAD answer has no code
+    return None

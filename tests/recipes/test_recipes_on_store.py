@@ -1,0 +1,38 @@
+"""Every recipe in recipes/ with its input on a store, its output on a store, and both (moto's S3
+server on loopback), gives the local run's data/ and trace/ bytes."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.curate.io import motokit
+from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
+from tests.curate.io.storekit import input_on_store, local_digest, store_digest
+from tests.recipes.offline import recipe_args
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+# The ones with models (tiny local ones, but loaded in a model worker for each run)
+WITH_MODELS = {"text-pruning", "clip-pruning", "sft-qdc", "web-text"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(p.stem, marks=pytest.mark.slow)
+                                  if p.stem in WITH_MODELS or p.stem.startswith("datacomp-") else p.stem
+                                  for p in sorted(RECIPES.glob("*.yaml"))])
+def test_every_recipe_gives_the_local_bytes_with_its_input_or_output_on_s3(name, s3_server, cli, tmp_path,
+                                                                           monkeypatch, request):
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))  # where a store run's work directory is
+    args = recipe_args(name, tmp_path, cli, monkeypatch, request)
+    client = motokit.use(monkeypatch, s3_server, f"in-{name}")
+    client.create_bucket(Bucket=f"out-{name}")
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
+    assert local.exit_code == 0, local.output
+    reference = local_digest(tmp_path / "local")
+    assert any(p.startswith("data/") for p in reference)
+    stored = input_on_store(args, recipe, f"s3://in-{name}/input")
+    for inputs, output in ((args, f"s3://out-{name}/out"), (stored, tmp_path / "from-store"),
+                           (stored, f"s3://out-{name}/both")):
+        res = cli("run", recipe, *inputs, "--output", output, "-w", "2", "--no-report")
+        assert res.exit_code == 0, res.output
+        got = store_digest(output) if isinstance(output, str) else local_digest(output)
+        assert got == reference, output
