@@ -65,10 +65,11 @@ class DecodePool:
 
     def __init__(self, workers: int):
         ctx = multiprocessing.get_context("spawn")  # never forked: the model process holds threads and CUDA
-        self.tasks = ctx.Queue()
+        self.tasks = ctx.Queue()  # chunks, taken by whichever worker is free
         self.results = ctx.Queue()
-        self.procs = [ctx.Process(target=_work, args=(os.getpid(), self.tasks, self.results), daemon=True,
-                                  name=f"curate-decode-{i}") for i in range(workers)]
+        self.setups = [ctx.SimpleQueue() for _ in range(workers)]  # each worker's own: every one needs it
+        self.procs = [ctx.Process(target=_work, args=(os.getpid(), setup, self.tasks, self.results), daemon=True,
+                                  name=f"curate-decode-{i}") for i, setup in enumerate(self.setups)]
         for p in self.procs:
             p.start()
         self.ring: np.ndarray | None = None
@@ -83,8 +84,8 @@ class DecodePool:
         try:
             os.ftruncate(fd, nbytes)
             self.ring = np.memmap(path, dtype=np.float32, mode="r+", shape=(slots, *shape))
-            for _ in self.procs:
-                self.tasks.put(("setup", preprocess, path, (slots, *shape)))
+            for setup in self.setups:
+                setup.put((preprocess, path, (slots, *shape)))
             for _ in self.procs:
                 self._answer()
         finally:
@@ -114,7 +115,8 @@ class DecodePool:
             return message
 
     def close(self) -> None:
-        for _ in self.procs:
+        for setup in self.setups:  # a worker still waiting for its setup (the model did not load) ends too
+            setup.put(None)
             self.tasks.put(None)
         for p in self.procs:
             p.join(timeout=5)
@@ -166,7 +168,7 @@ class PoolFeed:
         self._hand_out()
 
 
-def _work(parent_pid: int, tasks, results) -> None:
+def _work(parent_pid: int, setup, tasks, results) -> None:
     """A decode worker: one thread, dies with the model process, decodes chunks into the ring."""
     die_with_parent(parent_pid)
     # Ctrl-C reaches the whole group: the run stops its workers. SIGTERM still ends the worker:
@@ -177,15 +179,19 @@ def _work(parent_pid: int, tasks, results) -> None:
     import torch  # noqa: F401  (the preprocess's tensors; imported before the model process needs us)
 
     torch.set_num_threads(1)
-    preprocess, ring = None, None
+    try:
+        given = setup.get()
+        if given is None:
+            return
+        preprocess, path, shape = given
+        ring = np.memmap(path, dtype=np.float32, mode="r+", shape=shape)
+    except Exception as e:  # noqa: BLE001: a bug here must reach the model process, not hang it
+        results.put(("failed", "setup", f"{type(e).__name__}: {e}"))
+        return
+    results.put(("ready",))
     while (task := tasks.get()) is not None:
+        _, first, slot, values = task
         try:
-            if task[0] == "setup":
-                _, preprocess, path, shape = task
-                ring = np.memmap(path, dtype=np.float32, mode="r+", shape=shape)
-                results.put(("ready",))
-                continue
-            _, first, slot, values = task
             errors = {}
             for k, value in enumerate(values):
                 try:
@@ -193,8 +199,8 @@ def _work(parent_pid: int, tasks, results) -> None:
                 except ImageError as e:
                     errors[first + k] = str(e)
             results.put(("chunk", first, errors))
-        except Exception as e:  # noqa: BLE001: a bug here must reach the model process, not hang it
-            results.put(("failed", task[0], f"{type(e).__name__}: {e}"))
+        except Exception as e:  # noqa: BLE001: as above
+            results.put(("failed", "chunk", f"{type(e).__name__}: {e}"))
 
 
 def decode_workers(requested: int | None, device: str) -> int:
