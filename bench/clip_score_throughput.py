@@ -9,10 +9,16 @@ is the scoring alone (bare: the timer around it; curate: the clip_score step in 
 Medians over `--repeats` rounds, the order rotated each round. Random weights (`pretrained:
 random`): nothing can be downloaded, and the weights' values do not change the work.
 
+Both sides use the same threads: torch's default (one per core) in the bare loop, and curate's one
+model worker gets every core too. The bare loop decodes on the thread that drives the model; curate
+in its model process too on CPU (`decode_workers`' default there, 0), and a run with one decode
+process beside it shows what that changes.
+
 On a GPU (`--device cuda`) the section also records the GPU's name, the batch, images/s and the
-GPU's mean utilisation (nvidia-smi sampled every 250 ms) of each side, and runs the bare loop
-again with its decoding in `--decode-workers` DataLoader worker processes (pinned memory), to
-show how many CPU decode workers keep the GPU busy.
+GPU's mean utilisation (nvidia-smi, else torch.cuda.utilization, sampled every 250 ms) of each
+run, and runs both sides again with `--decode-workers` decode processes (bare: DataLoader workers,
+pinned memory; curate: `decode_workers`), to show how many keep the GPU busy. Without a GPU the
+section says so and exits 0.
 
     python bench/clip_score_throughput.py [--images 2000] [--arch ViT-B-32] [--batch-size 256] [--device cpu]
 """
@@ -33,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clip_throughput import add_image_bench_args, gpu_note, images, median_rows  # noqa: E402
 from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
+from operators.embed.decoding import decode_workers  # noqa: E402
 
 WORDS = "a photo of the red blue green dog cat house tree car sky round square shape on noise".split()
 
@@ -103,25 +110,45 @@ def bare(arch: str, batch_size: int, device: str, workers: int, out: str, files:
 
 
 class GpuUtilisation:
-    """Mean GPU utilisation (%) while it runs, from nvidia-smi sampled every 250 ms (None without one)."""
+    """Mean GPU utilisation (%) while it runs, sampled every 250 ms: nvidia-smi, else
+    torch.cuda.utilization (NVML); None without a GPU."""
 
-    def __init__(self, path: Path):
-        self.path, self.proc = path, None
+    def __init__(self, path: Path, device: str):
+        self.path, self.device, self.proc, self.thread, self.samples = path, device, None, None, []
 
     def __enter__(self):
+        if self.device != "cuda":
+            return self
         if shutil.which("nvidia-smi"):
             self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                          "-lms", "250"], stdout=self.path.open("w"), stderr=subprocess.DEVNULL)
+                                          "-i", "0", "-lms", "250"], stdout=self.path.open("w"),
+                                         stderr=subprocess.DEVNULL)
+        else:
+            import threading
+
+            import torch
+
+            self.stop = threading.Event()
+
+            def sample():
+                while not self.stop.wait(0.25):
+                    self.samples.append(float(torch.cuda.utilization(0)))
+
+            self.thread = threading.Thread(target=sample, daemon=True)
+            self.thread.start()
         return self
 
     def __exit__(self, *exc):
         if self.proc is not None:
             self.proc.terminate()
             self.proc.wait()
+            self.samples = [float(x) for x in self.path.read_text().split()]
+        if self.thread is not None:
+            self.stop.set()
+            self.thread.join()
 
     def mean(self) -> float | None:
-        values = [float(x) for x in self.path.read_text().split()] if self.proc is not None else []
-        return statistics.mean(values) if values else None
+        return statistics.mean(self.samples) if self.samples else None
 
 
 BARE = "bare open_clip loop"
@@ -130,8 +157,13 @@ BARE = "bare open_clip loop"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_image_bench_args(ap, "cpu")
-    ap.add_argument("--decode-workers", default="2,4,8,16", help="cuda: bare-loop runs with this many decode workers")
+    ap.add_argument("--decode-workers", default="2,4,8,15",
+                    help="cuda: runs of both sides with this many decode processes each")
     args = ap.parse_args()
+    if args.device == "cuda" and not cuda_available():
+        emit(args, f"Skipped: no CUDA GPU on this machine ({machine()}); run it where one is.",
+             [["clip_score on a GPU via curate run vs a bare open_clip loop", "", "", "skipped: no GPU"]])
+        return
     files = pairs(args.images)
     runs = RUNS / "clip-score"
     runs.mkdir(parents=True, exist_ok=True)
@@ -143,47 +175,66 @@ def main() -> None:
         f"device: {args.device}}}\n")
 
     def bare_side(workers: int):
-        return run_measured([sys.executable, __file__, "--bare-run", args.arch, str(args.batch_size), args.device,
-                             str(workers), str(runs / "bare.npy"), *map(str, files)], log=runs / "bare.log")
+        m = run_measured([sys.executable, __file__, "--bare-run", args.arch, str(args.batch_size), args.device,
+                          str(workers), str(runs / "bare.npy"), *map(str, files)], log=runs / "bare.log")
+        return m, bare_result(m, "bare loop")["embed_seconds"]
 
+    def curate_side(workers: int | None):
+        chosen = [] if workers is None else ["--set", f"steps[0].clip_score.decode_workers={workers}"]
+        m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report", *chosen],
+                         log=runs / "curate.log")
+        require_ok(m, "curate run")
+        return m, step_entry(runs / "out", "clip_score")["seconds"]
+
+    default = decode_workers(None, args.device)
+    sides = {BARE: lambda: bare_side(0), f"curate run -w 1 ({default} decode workers, the default)": lambda: curate_side(None)}
+    if args.device == "cpu":  # and the other choice: a decode process beside the model's threads, or none
+        other = 1 if default == 0 else 0
+        sides[f"curate run -w 1 (decode_workers: {other})"] = lambda: curate_side(other)
     results: dict[str, list[tuple[float, float, float, float | None]]] = {}
-    sides = ["bare", "curate"]
+
+    def measure(label: str, side) -> None:
+        with GpuUtilisation(runs / "gpu.txt", args.device) as gpu:
+            m, inner = side()
+        results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner, gpu.mean()))
+        print(f"{label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, score {inner:.1f}s (load {load()})",
+              flush=True)
+
+    labels = list(sides)
     for repeat in range(args.repeats):
-        for side in sides[repeat % 2:] + sides[:repeat % 2]:
-            with GpuUtilisation(runs / "gpu.txt") as gpu:
-                if side == "bare":
-                    label, m = BARE, bare_side(0)
-                    inner = bare_result(m, "bare loop")["embed_seconds"]
-                else:
-                    label = "curate run -w 1"
-                    m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report"],
-                                     log=runs / "curate.log")
-                    require_ok(m, "curate run")
-                    inner = step_entry(runs / "out", "clip_score")["seconds"]
-            results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner, gpu.mean()))
-            print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, score {inner:.1f}s "
-                  f"(load {load()})", flush=True)
+        turn = repeat % len(labels)
+        for label in labels[turn:] + labels[:turn]:
+            measure(label, sides[label])
     if args.device == "cuda":
         for workers in (int(w) for w in args.decode_workers.split(",") if w):
-            with GpuUtilisation(runs / "gpu.txt") as gpu:
-                m = bare_side(workers)
-            inner = bare_result(m, "bare loop")["embed_seconds"]
-            results[f"bare loop, {workers} decode workers"] = [(m.seconds, m.cpu_seconds, inner, gpu.mean())]
+            measure(f"bare loop, {workers} DataLoader workers", lambda: bare_side(workers))
+            measure(f"curate run -w 1, decode_workers: {workers}", lambda: curate_side(workers))
     n = args.images
     rows = median_rows(results, n, BARE)
     for row, rs in zip(rows, results.values()):  # and the GPU's mean utilisation
         util = [r[3] for r in rs if r[3] is not None]
         row.append(f"{statistics.mean(util):.0f}%" if util else "-")
-    gpu_line = gpu_note(args.device)
-    body = (f"Machine: {machine()}; load at the end {load()}. {gpu_line}\n\n{n:,} synthetic JPEGs (256-320 px) with "
-            f"captions in 4 Parquet files; open_clip {args.arch} with random weights; batch {args.batch_size}; device "
-            f"{args.device}; median of {args.repeats} rounds. `curate run` and the first bare loop decode on the "
-            f"thread that drives the model; the other bare loops decode in DataLoader worker processes.\n\n")
+    body = (f"Machine: {machine()}; load at the end {load()}. {gpu_note(args.device)}\n\n{n:,} synthetic JPEGs "
+            f"(256-320 px) with captions in 4 Parquet files; open_clip {args.arch} with random weights; batch "
+            f"{args.batch_size}; device {args.device}; median of {args.repeats} rounds, the order rotated. The bare "
+            f"loop decodes on the thread that drives the model (with DataLoader workers where named); curate in "
+            f"`decode_workers` processes feeding the model through shared memory (0: in the model's process). Both "
+            f"sides use every core for torch's threads. CPU s: user + system seconds of every process of the run.\n\n")
     body += table(["run", "wall s", "CPU s (tree)", "score s", "pairs / wall s", "pairs / score s",
                    "vs bare (wall)", "vs bare (score)", "GPU util"], rows)
-    ours = next(r for r in rows if r[0].startswith("curate"))
-    emit(args, body, [[f"clip_score via curate run vs a bare open_clip loop ({n:,} pairs, {args.arch}, {args.device})",
-                       ours[6], "", f"score step {ours[7]} of the bare loop's; {ours[5]} pairs/s"]])
+    ours = rows[1]
+    base_cpu, our_cpu = float(rows[0][2]), float(ours[2])
+    emit(args, body, [[f"clip_score via curate run vs a bare open_clip loop ({n:,} pairs, {args.arch}, {args.device}, "
+                       f"{default} decode workers)", ours[6], f"{base_cpu / our_cpu:.0%}",
+                       f"score step {ours[7]} of the bare loop's; {ours[5]} pairs/s"]])
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import os
 import queue as queue_module
 import signal
 import sys
-import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -24,6 +23,7 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import hold_worker_lock
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
+from curate.lifetime import die_with_parent
 
 _queue = None  # where this worker's progress goes (the pool's queue)
 _worker_lock = None  # fd of _work/workers.lock, held until the process exits
@@ -32,7 +32,7 @@ _worker_lock = None  # fd of _work/workers.lock, held until the process exits
 def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, device: str | None = None) -> None:
     """Each worker dies with its parent, leaves interrupts to it, and uses `threads` cores (CPU
     workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`)."""
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     # Last of the finalizers multiprocessing runs as the worker's run ends, after its queues' flushes.
     multiprocessing.util.Finalize(None, _exit_now, exitpriority=-100)
     # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
@@ -65,27 +65,6 @@ def use_cores(threads: int) -> None:
     for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
     pa.set_cpu_count(threads)
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """A worker must never outlive the run that started it (it would write into _work beside a
-    resume): the kernel kills it when the parent dies (Linux), else a watchdog thread does."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    else:
-        import threading
-
-        def watch() -> None:
-            while os.getppid() == parent_pid:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, daemon=True).start()
-    if os.getppid() != parent_pid:  # the parent died before the line above took effect
-        os._exit(1)
 
 
 def run_task_in_worker(ctx: StageContext, task: Task, queue=None) -> TaskResult:

@@ -20,7 +20,7 @@ import numpy as np
 
 from curate.errors import CurateError
 from operators.embed.backends import ModelBackend, require
-from operators.embed.images import ImageError, open_image
+from operators.embed.decoding import CHUNK, DecodePool, InlineFeed, decode_workers
 from curate.paths import looks_like_path
 from operators.embed.resolve import cached_snapshot, hub_cache_dir, set_offline
 
@@ -36,6 +36,29 @@ class OpenClipBackend(ModelBackend):
         set_offline()
         open_clip = require("open_clip", "open_clip")
         name, load_weights, checkpoint = self.resolve(open_clip, params.model, params.pretrained)
+        workers = decode_workers(params.decode_workers, self.device) if params.modality == "image" else 0
+        # started before the model loads: the workers' imports overlap its loading
+        self.decoders = DecodePool(workers) if workers else None
+        try:
+            model, preprocess, tokenizer = self.load(open_clip, name, load_weights, checkpoint)
+            if self.decoders is not None:
+                # the ring holds the batch the model reads and the next ones the workers decode
+                self.decoders.configure(preprocess, image_shape(preprocess),
+                                        2 * params.batch_size + 2 * CHUNK * workers)
+        except BaseException:
+            self.close()
+            raise
+        self.model, self.preprocess, self.tokenizer = model, preprocess, tokenizer
+        self.pinned = None  # a page-locked batch buffer for copies to the GPU, made at the first batch
+        self.torch = torch
+        dim = getattr(getattr(model, "visual", None), "output_dim", None)
+        if not isinstance(dim, int):
+            with torch.inference_mode():
+                dim = int(model.encode_text(tokenizer(["x"]).to(self.device)).shape[-1])
+        self.dim = dim
+
+    def load(self, open_clip, name: str, load_weights: bool, checkpoint: Path | None):
+        """(model in eval mode, its preprocess, its tokenizer); a CurateError naming what did not load."""
         precision = _PRECISION[str(self.dtype).removeprefix("torch.")]
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
@@ -47,17 +70,11 @@ class OpenClipBackend(ModelBackend):
         except CurateError:
             raise
         except Exception as e:  # noqa: BLE001: a broken folder, config or checkpoint
-            raise CurateError(f"embed: could not load open_clip model '{params.model}'"
+            raise CurateError(f"embed: could not load open_clip model '{self.params.model}'"
                               f"{f' with weights {checkpoint}' if checkpoint else ''}: {type(e).__name__}: "
                               f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
         model.eval()
-        self.model, self.preprocess, self.tokenizer = model, preprocess, tokenizer
-        self.torch = torch
-        dim = getattr(getattr(model, "visual", None), "output_dim", None)
-        if not isinstance(dim, int):
-            with torch.inference_mode():
-                dim = int(model.encode_text(tokenizer(["x"]).to(self.device)).shape[-1])
-        self.dim = dim
+        return model, preprocess, tokenizer
 
     @staticmethod
     def resolve(open_clip, model: str, pretrained: str | None) -> tuple[str, bool, Path | None]:
@@ -126,21 +143,45 @@ class OpenClipBackend(ModelBackend):
         if not items:
             return np.empty((0, self.dim), dtype=np.float32), errors
         torch = self.torch
+        feed = self.decoders.feed(items) if self.decoders is not None else InlineFeed(self.preprocess, items)
 
         def encode(positions: np.ndarray) -> np.ndarray:
-            pixels, ok = [], np.zeros(len(positions), dtype=bool)
-            for k, position in enumerate(positions):
-                try:
-                    pixels.append(self.preprocess(open_image(items[position])))
-                    ok[k] = True
-                except ImageError as e:
-                    errors[int(position)] = str(e)
-            out = np.zeros((len(positions), self.dim), dtype=np.float32)
-            if pixels:
-                batch = torch.stack(pixels).to(self.device, dtype=self.dtype)
-                out[ok] = self.model.encode_image(batch).float().cpu().numpy()
+            start, count = int(positions[0]), len(positions)  # equal lengths: the batcher keeps input order
+            pixels, ok, failed = feed.take(start, count)
+            errors.update(failed)
+            out = np.zeros((count, self.dim), dtype=np.float32)
+            if ok.any():
+                out[ok] = self.model.encode_image(self.on_device(pixels)).float().cpu().numpy()
+            feed.release(start + count)
             return out
 
         with torch.inference_mode():
             matrix = self.batcher.run(np.zeros(len(items), dtype=np.int64), encode)
         return matrix, errors
+
+    def on_device(self, pixels: np.ndarray):
+        """The batch as a tensor of the model's device and precision; to a GPU through a pinned buffer,
+        so the copy is a DMA that does not wait on pageable memory."""
+        batch = self.torch.from_numpy(np.asarray(pixels))
+        if self.device == "cpu":
+            return batch.to(dtype=self.dtype)
+        if self.pinned is None or len(self.pinned) < len(batch):
+            self.pinned = self.torch.empty(batch.shape, dtype=batch.dtype, pin_memory=True)
+        staged = self.pinned[:len(batch)]
+        staged.copy_(batch)
+        # encode_image's result is copied back (.cpu()) before the buffer is written again
+        return staged.to(self.device, dtype=self.dtype, non_blocking=True)
+
+    def close(self) -> None:
+        if self.decoders is not None:
+            self.decoders.close()
+            self.decoders = None
+        self.pinned = None
+        super().close()
+
+
+def image_shape(preprocess) -> tuple[int, ...]:
+    """The shape of one preprocessed image (the preprocess resizes and crops to the model's size)."""
+    from PIL import Image
+
+    return tuple(preprocess(Image.new("RGB", (8, 8))).shape)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.columns import put, text_array
-from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
+from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
 from curate.paths import local_path
 from operators.embed.backends import HoldsBackend
 
@@ -62,6 +62,10 @@ class EmbedParams(Params):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one, else CPU.")
     precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="Model weights and compute: auto is float16 on a GPU, float32 on CPU.")
+    decode_workers: int | None = Field(
+        None, ge=0, le=256, json_schema_extra=OPERATIONAL,
+        description="Images: processes that decode and preprocess images ahead of the model (0: the model's own "
+                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 0.")
     on_empty: Literal["trace", "embed"] = Field(
         "trace", description="Rows whose text is null or blank: send to the trace (reason `empty`), or embed "
                              "them as the empty string.")
@@ -84,6 +88,8 @@ class EmbedParams(Params):
             raise ValueError("`pretrained` is for backend open_clip only")
         if self.modality == "image" and ({"max_batch_tokens", "max_length", "on_empty"} & given):
             raise ValueError("max_batch_tokens, max_length and on_empty are for text")
+        if self.modality == "text" and "decode_workers" in given:
+            raise ValueError("decode_workers is for modality: image")
         return self
 
 
@@ -105,7 +111,7 @@ class Embed(HoldsBackend, Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()
         if self.params.modality == "image":
-            from operators.embed.images import check_image_column
+            from operators.embed.images import check_image_column, unreadable_detail
 
             values = batch.column(self.column)
             check_image_column(self.column, values.type)
@@ -145,5 +151,5 @@ class Embed(HoldsBackend, Map):
         for position, message in errors.items():
             keep[rows[position]] = False
             reasons[rows[position]] = "unreadable_image"
-            details[rows[position]] = message
+            details[rows[position]] = unreadable_detail(batch, rows[position], message)
         return batch, Verdict(keep, list(reasons), list(details))

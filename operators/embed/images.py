@@ -31,6 +31,13 @@ def check_image_column(name: str, type_: pa.DataType) -> None:
                          f"(string) or {{bytes, path}} structs; it is {type_}")
 
 
+def unreadable_detail(batch: pa.RecordBatch, row: int, message: str) -> str:
+    """Why the image at `row` cannot be read; for a WebDataset sample (its `_key`), named by its key,
+    so the trace says which tar member (KEY.jpg, .png, ...) holds it, as the reader's errors do."""
+    key = batch.column("_key")[row].as_py() if "_key" in batch.schema.names else None
+    return message if key is None else f"the image of sample {key}: {message}"
+
+
 def open_image(value):
     """An RGB PIL image from bytes, a path or a {bytes, path} dict; ImageError if it cannot be read."""
     from PIL import Image, UnidentifiedImageError

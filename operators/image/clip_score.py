@@ -3,8 +3,9 @@
 `quality_clip_score` = <img / |img|, txt / |txt|>, as DataComp's `clip_b32_similarity_score` /
 `clip_l14_similarity_score` are computed (without OpenAI CLIP's logit scale). The model is
 loaded once per model worker (the open_clip backend of `embed`, operators/embed/clip.py: same
-`model` / `pretrained` forms, never a download); images are decoded there with Pillow and run
-through the model's own preprocessing. `keep_embedding` also writes the normalised image
+`model` / `pretrained` forms, never a download); images are decoded with Pillow and run through
+the model's own preprocessing by `decode_workers` CPU processes that feed the model's batches
+through shared memory (operators/embed/decoding.py), or in the model's process with 0. `keep_embedding` also writes the normalised image
 embedding to `_embedding`, so a later semantic_dedup or density_prune does not embed again.
 
 `min_score` drops rows below it (trace `clip_score_low`); a fraction of the whole dataset is
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curate.columns import put
-from curate.ops import Map, Params, Resources, Verdict, reads_column, writes_column
+from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
 from operators.embed.backends import HoldsBackend
 
 
@@ -42,6 +43,10 @@ class ClipScoreParams(Params):
     min_score: float | None = Field(None, ge=-1, le=1, description="Drop rows scoring below this (DataComp: "
                                                                    "keep score >= threshold).")
     batch_size: int = Field(64, ge=1, le=65536, description="Most pairs per model call (halved on out-of-memory).")
+    decode_workers: int | None = Field(
+        None, ge=0, le=256, json_schema_extra=OPERATIONAL,
+        description="Processes that decode and preprocess the images ahead of the model (0: the model's own "
+                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 0.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one.")
     precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="auto: float16 on a GPU, float32 on CPU.")
@@ -68,11 +73,12 @@ class ClipScore(HoldsBackend, Map):
 
         p = self.params
         return EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained, modality="image",
-                           batch_size=p.batch_size, device=p.device, precision=p.precision)
+                           batch_size=p.batch_size, device=p.device, precision=p.precision,
+                           decode_workers=p.decode_workers)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         from operators.embed.backends import ModelBackend
-        from operators.embed.images import check_image_column
+        from operators.embed.images import check_image_column, unreadable_detail
 
         self.setup()
         images = batch.column(self.params.image_column)
@@ -97,7 +103,8 @@ class ClipScore(HoldsBackend, Map):
             text, _ = ModelBackend.embed(self.backend, captions.filter(picked))
             for position, message in errors.items():
                 keep[rows[position]] = False
-                reasons[rows[position]], details[rows[position]] = "unreadable_image", message
+                reasons[rows[position]] = "unreadable_image"
+                details[rows[position]] = unreadable_detail(batch, rows[position], message)
             matrix = _unit(matrix)
             img[rows] = matrix
             scores[rows] = np.einsum("ij,ij->i", matrix, _unit(text), dtype=np.float64)

@@ -131,3 +131,45 @@ def test_clip_score_on_gpu_matches_cpu(tiny_clip):
                     text_column="caption").process(batch)
     assert np.allclose(cpu.column("quality_clip_score").to_numpy(), gpu.column("quality_clip_score").to_numpy(),
                        atol=1e-4)
+
+
+def test_decode_workers_give_the_scores_decoding_in_the_model_process_gives(tiny_clip):
+    images, captions = pairs()
+    images = (images * 4)[:22]
+    images[9] = b"not an image"
+    batch = pa.RecordBatch.from_pydict({"image": pa.array(images, pa.binary()),
+                                        "caption": (captions * 4)[:22]})
+    outs = []
+    for workers in (0, 2):
+        op = ClipScore(ClipScoreParams(model=str(tiny_clip), batch_size=4, device="cpu", keep_embedding=True,
+                                       decode_workers=workers), text_column="caption")
+        try:
+            assert (op.setup() or op.backend.decoders is None) == (workers == 0)
+            outs.append([op.process(batch), op.process(batch.slice(3))])  # a second batch through the same ring
+        finally:
+            op.teardown()
+    for (without, verdict), (with_, verdict2) in zip(*outs):
+        assert with_.equals(without)  # scores and embeddings, bit for bit
+        assert verdict.keep.tolist() == verdict2.keep.tolist() and verdict.reason == verdict2.reason
+        assert verdict.detail == verdict2.detail
+    assert outs[0][0][1].reason[9] == "unreadable_image"
+
+
+def test_undecodable_images_go_to_the_trace_naming_their_sample(cli, tmp_path, tiny_clip):
+    images, captions = pairs()
+    members = []
+    for i, cap in enumerate(captions):
+        members += sample(f"{i:05d}", cap, size=(40, 40))
+    members[3 * 3] = ("00003.jpg", b"\xff\xd8\xff not a whole JPEG")  # sample 00003's image member
+    write_tar(tmp_path / "in" / "a.tar", members)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
+                      f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n"
+                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, batch_size: 2}}\n")
+    res = cli("run", recipe, "-w", "1")
+    assert res.exit_code == 0, res.output
+    trace = pq.read_table(tmp_path / "out" / "trace" / "01_clip_score.parquet").to_pylist()
+    # the trace keeps the public columns only: the detail names the sample (its member 00003.jpg)
+    assert [(t["reason"], t["row"]["caption"]) for t in trace] == [("unreadable_image", captions[3])]
+    assert trace[0]["detail"].startswith("the image of sample 00003: ")
+    assert pq.read_table(tmp_path / "out" / "data").num_rows == len(captions) - 1
