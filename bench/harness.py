@@ -92,6 +92,17 @@ def corpus_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("part-*.jsonl.gz"))
 
 
+def corpus_gb(gb: float) -> list[Path]:
+    """The first demo-corpus files making `gb` GB of JSONL.gz."""
+    files, total = [], 0
+    for f in corpus_files(corpus()):
+        if total >= gb * 1e9:
+            break
+        files.append(f)
+        total += f.stat().st_size
+    return files
+
+
 def size_gb(paths) -> float:
     return sum(p.stat().st_size for p in paths) / 1e9
 

@@ -73,12 +73,7 @@ print(json.dumps({"rows": rows}))
 def inputs(gb: float) -> tuple[list[Path], list[Path]]:
     """The first demo-corpus files making `gb` GB of JSONL.gz, and the same rows as Parquet files
     (made once, in a folder that keeps those of larger runs too)."""
-    files, total = [], 0
-    for f in h.corpus_files(h.corpus()):
-        if total >= gb * 1e9:
-            break
-        files.append(f)
-        total += f.stat().st_size
+    files = h.corpus_gb(gb)
     parquet = h.DATA / f"remote-read-parquet-{h.CORPUS_DIR.name}"
     import pyarrow.json as pjson
     import pyarrow.parquet as pq

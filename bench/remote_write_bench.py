@@ -39,17 +39,6 @@ print(json.dumps({"files": len(files), "seconds": time.perf_counter() - start}))
 """
 
 
-def inputs(gb: float) -> list[Path]:
-    """The first demo-corpus files making `gb` GB of JSONL.gz."""
-    files, total = [], 0
-    for f in h.corpus_files(h.corpus()):
-        if total >= gb * 1e9:
-            break
-        files.append(f)
-        total += f.stat().st_size
-    return files
-
-
 def same_bytes(local: Path, moto: Moto, prefix: str) -> int:
     """How many files of `local`/data the store holds byte for byte under `prefix`/data; exits
     when one differs or is missing."""
@@ -72,7 +61,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     h.add_section_args(ap)
     args = ap.parse_args()
-    files = inputs(args.gb)
+    files = h.corpus_gb(args.gb)
     runs = h.RUNS / "remote-write"
     glob = str(linked(files) / "*.jsonl.gz")
     env = {"CURATE_CACHE_DIR": str(runs / "cache")}  # where the store run's work directory is
