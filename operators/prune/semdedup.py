@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from curate.ops import SERIAL, Parallel
 from operators.prune.embeddings import unit32
@@ -70,11 +71,15 @@ def group_scores(block: int, group: Group, clusters: list[np.ndarray]):
     best = np.full(len(out), -np.inf, dtype=np.float32)
     match = np.full(len(out), -1, dtype=np.int64)
     at = 0
-    for members in clusters:
-        if len(members) > 1:
-            _cluster(unit32(x[np.searchsorted(rows, members)]), members, block,
-                     best[at:at + len(members)], match[at:at + len(members)])
-        at += len(members)
+    # OpenBLAS's float32 products differ in the last bits with its thread count, which would make
+    # a similarity (and, at the threshold, a decision) depend on where the piece ran: one thread
+    # everywhere; the pieces themselves run in parallel.
+    with threadpool_limits(1, user_api="blas"):
+        for members in clusters:
+            if len(members) > 1:
+                _cluster(unit32(x[np.searchsorted(rows, members)]), members, block,
+                         best[at:at + len(members)], match[at:at + len(members)])
+            at += len(members)
     return out, best, match
 
 

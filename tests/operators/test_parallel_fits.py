@@ -156,6 +156,22 @@ def test_semdedup_scores_are_the_same_in_pieces(pool, tmp_path, group_bytes):
     assert not list(tmp_path.glob("group-*.bin"))  # the group files are gone
 
 
+def test_semdedup_similarities_do_not_depend_on_the_blas_threads(tmp_path):
+    """OpenBLAS's float32 products differ in the last bits with its thread count: a fit in the
+    run's process (all cores) and its pieces on workers (one core each) must still agree."""
+    from threadpoolctl import threadpool_limits
+
+    x = clustered(1, 3000, 16, 1, spread=0.05)  # one cluster: products large enough for threads
+    details = []
+    for threads in (1, 2):
+        (tmp_path / str(threads)).mkdir()
+        with threadpool_limits(threads, user_api="blas"):
+            state = SemanticDedup(SemanticDedup.Params(k=1, eps=0.05)).fit(batches(x, size=400),
+                                                                           tmp_path / str(threads), SERIAL)
+        details.append(pq.read_table(state.decisions.path).to_pylist())
+    assert details[0] == details[1] and details[0]
+
+
 @pytest.mark.parametrize("op", [SemanticDedup(SemanticDedup.Params(k=7, eps=0.05)),
                                 DensityPrune(DensityPrune.Params(k=7, fraction=0.5, columns=True))])
 def test_prune_fit_is_the_same_on_worker_processes(pool, tmp_path, op):
