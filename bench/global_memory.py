@@ -167,6 +167,12 @@ def main():
                 t = run(op, docs, texts, embeddings, args, traced=True)["where"]
                 sites = "; ".join(f"{s['site']} {s['mb']:,.0f} MB" for s in t["top"][:3])
                 where_rows.append([op, f"{docs:,}", f"{t['peak_mb']:,.0f}", sites])
+            # Written after every run, so that a run of hours stopped on the way keeps what it finished.
+            section(args, sizes, ops, rows, where_rows, results)
+
+
+def section(args, sizes: list[int], ops: list[str], rows, where_rows, results) -> None:
+    """The section over the runs finished so far (`results`: {(step, docs): ...})."""
     body = [
         f"One `curate run` per Global step (its only step), --workers {args.workers}, over the demo corpus "
         f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc); "
@@ -175,21 +181,26 @@ def main():
         h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB",
                  "on disk in the fit's workdir (largest)"], rows),
     ]
-    if len(sizes) > 1:
-        lo, hi = min(sizes), max(sizes)
-        growth = [[op, f"{results[op, hi]['m'].seconds / results[op, lo]['m'].seconds:.2f}x",
-                   f"{results[op, hi]['m'].cpu_seconds / results[op, lo]['m'].cpu_seconds:.2f}x",
-                   f"{results[op, hi]['m'].peak_process_gb / results[op, lo]['m'].peak_process_gb:.2f}x"]
-                  for op in ops]
-        body += ["", f"Growth from {lo:,} to {hi:,} documents ({hi / lo:g}x; linear time = {hi / lo:g}x, "
-                 "bounded memory = 1x):", "", h.table(["step", "wall", "CPU", "peak process"], growth)]
+    growth = []
+    for op in ops:
+        done = [d for d in sizes if (op, d) in results]
+        if len(done) > 1:
+            lo, hi = results[op, done[0]]["m"], results[op, done[-1]]["m"]
+            growth.append([op, f"{done[0]:,} -> {done[-1]:,} ({done[-1] / done[0]:g}x)", f"{hi.seconds / lo.seconds:.2f}x",
+                           f"{hi.cpu_seconds / lo.cpu_seconds:.2f}x", f"{hi.peak_process_gb / lo.peak_process_gb:.2f}x"])
+    if growth:
+        body += ["", "Growth from the smallest to the largest size run (linear time = the documents' ratio, "
+                 "bounded memory = 1x):", "", h.table(["step", "documents", "wall", "CPU", "peak process"], growth)]
     if where_rows:
         body += ["", "Where the driver's traced memory goes at its traced peak (tracemalloc: Python objects and "
                  "numpy arrays; the rest of the RSS is native Arrow / duckdb / faiss memory):", "",
                  h.table(["step", "docs", "traced peak MB", "largest allocation sites (file:line MB)"], where_rows)]
+    missing = [f"{op} at {d:,}" for d in sizes for op in ops if (op, d) not in results]
+    if missing:
+        body += ["", f"**Partial**: not run (the run was stopped before them): {', '.join(missing)}."]
     worst = max((r["m"].peak_process_gb, op, docs) for (op, docs), r in results.items())
-    h.emit(args, "\n".join(body), [[f"Global steps, peak RSS of one process at {max(sizes):,} docs", "", "",
-                                    f"largest {worst[0]:.2f} GB ({worst[1]})"]])
+    h.emit(args, "\n".join(body), [["Global steps: the largest peak RSS of one process", "", "",
+                                    f"largest {worst[0]:.2f} GB ({worst[1]} at {worst[2]:,})"]])
 
 
 if __name__ == "__main__":
