@@ -11,6 +11,10 @@
   evaluation (the gain of a candidate only shrinks as S grows, so a stale gain is an upper bound).
   Coverage alone gives a near-copy of a chosen row no gain, but its score still counts, so the
   same `threshold` as the greedy (when given) keeps copies out.
+
+Both keep the vectors of the rows selected so far (taken.py): in memory within their share of
+the fit's budget, past it in whole tiles in the work directory, to the same selection. Each
+function's docstring says what else it holds.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def threshold_greedy(x, order: np.ndarray, size: int, threshold: float, budget: 
     """(the chosen rows in the order taken, how many were filled in below the threshold).
 
     Memory: the taken rows' vectors (4 bytes a dimension) up to a quarter of `budget` bytes,
-    then in `workdir` (taken.py); once some are there, the candidates come in windows of about
+    then in `workdir` (taken.py; no `workdir`: all in memory); once some are there, the candidates come in windows of about
     a quarter of `budget`, each window's chunks searched against the file's tiles in one pass
     over it (a block of a quarter of `budget` at a time), and against the tiles still in memory
     chunk by chunk. The similarities are those one index of every taken row gives (taken.py),
@@ -42,7 +46,7 @@ def threshold_greedy(x, order: np.ndarray, size: int, threshold: float, budget: 
     share = budget / 4
     window = CHUNK * int(max(1, min(n // CHUNK + 1, share // (CHUNK * d * 4))))
     block = TILE * int(max(1, min(n // TILE + 1, share // (TILE * d * 4))))
-    taken = Taken(d, share if workdir else np.inf, (workdir or Path(".")) / "taken.f32")  # no workdir: all in memory
+    taken = Taken(d, share, workdir / "taken.f32" if workdir else None)
     chosen_rows: list[np.ndarray] = []
     start = 0
     while start < len(order) and len(taken) < size:
@@ -106,7 +110,7 @@ def facility_location(x, score: np.ndarray, size: int, weight: float, sample: in
         gains[start:start + CHUNK] = np.maximum(v @ t.T, 0).sum(axis=1) / m + weight * score[start:start + CHUNK] / size
     queue = LazyQueue(gains)
     chosen: list[int] = []
-    picked = Taken(d, budget / 2 if workdir else np.inf, (workdir or Path(".")) / "picked.f32")
+    picked = Taken(d, budget / 2, workdir / "picked.f32" if workdir else None)
     skipped = array("q")
     while queue and len(chosen) < size:
         j = queue.pop()

@@ -21,10 +21,13 @@ from operators.score.nearest import TILE
 
 class Taken:
     """Rows appended in order (`add`); `settle` moves whole tiles to `path` once those in memory
-    take more than `budget` bytes."""
+    take more than `budget` bytes (no `path`: all stay in memory)."""
 
-    def __init__(self, d: int, budget: float, path: Path):
-        self.d, self.budget, self.path = d, budget, Path(path)
+    def __init__(self, d: int, budget: float, path: Path | None):
+        self.d, self.path = d, path
+        self.budget = budget if path is not None else np.inf
+        if path is not None:
+            path.unlink(missing_ok=True)  # a fit run again after a crash appends to a file of its own
         self.full: list[np.ndarray] = []  # whole tiles in memory, after the file's
         self.last = np.empty((TILE, d), np.float32)
         self.count = 0  # rows of `last` filled
@@ -67,8 +70,10 @@ class Taken:
                 yield block[t:t + TILE]
 
     def discard(self) -> None:
-        self.full, self.count, self.on_disk = [], 0, 0
-        self.path.unlink(missing_ok=True)
+        self.full, self.count = [], 0
+        if self.on_disk:
+            self.path.unlink()
+            self.on_disk = 0
 
 
 def largest(queries: np.ndarray, tiles, out: np.ndarray | None = None, stop_above: float = np.inf) -> np.ndarray:

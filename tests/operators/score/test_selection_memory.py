@@ -113,6 +113,12 @@ def test_past_the_budget_the_taken_rows_held_are_a_window_not_the_selection(tmp_
     assert np.array_equal(chosen, greedy(x, 3 * TILE, 0.99)[0])
 
 
+def test_a_taken_rows_file_left_by_a_crashed_fit_is_not_read(tmp_path):
+    x = rows(6, 3 * TILE, 16, 300)
+    (tmp_path / "taken.f32").write_bytes(np.ones((TILE, 16), np.float32).tobytes())  # above the threshold with many rows here
+    assert np.array_equal(greedy(x, 3 * TILE - 10, 0.9, tmp_path)[0], greedy(x, 3 * TILE - 10, 0.9)[0])
+
+
 @settings(max_examples=30, deadline=None)
 @given(gains=st.lists(st.integers(0, 5), min_size=1, max_size=40), drops=st.lists(st.integers(0, 5), max_size=60))
 @example(gains=[3, 3, 3], drops=[0, 0, 0])  # ties: the lower row first, pushed back or not
