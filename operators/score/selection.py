@@ -94,8 +94,8 @@ def facility_location(x, score: np.ndarray, size: int, weight: float, sample: in
     dimension and 4 bytes a target: bounded by `sample`, not by n); 16 bytes a row for the lazy
     queue (every row's first gain and the order of those), plus a heapq entry (about 100 bytes)
     for each row whose gain was looked at again; with `threshold`, the chosen rows' vectors up
-    to half of `budget` bytes, then in `workdir` (taken.py; none: all in memory), and the rows
-    skipped as near-copies (8 bytes each). Time: a gain is m products; the near-copy check of a
+    to half of `budget` bytes, then in `workdir` (taken.py; none: all in memory); the rows chosen
+    and those skipped as near-copies (8 bytes each). Time: a gain is m products; the near-copy check of a
     row reads every chosen row (the tiles in memory first, the file only when those have none
     above the threshold), so it grows with size x rows looked at, past the budget from the file."""
     n, d = x.shape
@@ -109,7 +109,7 @@ def facility_location(x, score: np.ndarray, size: int, weight: float, sample: in
         v = np.ascontiguousarray(x[start:start + CHUNK], np.float32)
         gains[start:start + CHUNK] = np.maximum(v @ t.T, 0).sum(axis=1) / m + weight * score[start:start + CHUNK] / size
     queue = LazyQueue(gains)
-    chosen: list[int] = []
+    chosen = array("q")
     picked = Taken(d, budget / 2, workdir / "picked.f32" if workdir else None)
     skipped = array("q")
     while queue and len(chosen) < size:
@@ -133,7 +133,7 @@ def facility_location(x, score: np.ndarray, size: int, weight: float, sample: in
         rows = np.frombuffer(skipped, np.int64)
         best = rows[np.lexsort((rows, -score[rows]))]
         chosen.extend(best[:size - len(chosen)].tolist())
-    return np.asarray(chosen, np.int64)
+    return np.frombuffer(chosen, np.int64).copy()
 
 
 class LazyQueue:
