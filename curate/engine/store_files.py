@@ -18,11 +18,11 @@ from curate.io.store import is_uri
 class StoreFiles:
     """Files' operations on the fsspec filesystem of a URI; paths are full URIs."""
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, options: dict | None = None):
         from curate.io.store import filesystem
 
-        try:  # S3's requests retried (throttling, resets) by the policy reads use (retries.py)
-            self.fs, _ = filesystem(uri)
+        try:  # S3's requests retried (throttling, resets) by the policy of output.storage_options, counted apart
+            self.fs, _ = filesystem(uri, options, side="output")
         except CurateError as e:
             raise CurateError(f"output.path: {e}") from None
         protocols = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
@@ -117,7 +117,7 @@ def output_errors(root: str):
         raise
     except PermissionError as e:
         raise CurateError(f"output {root}: access refused ({e}); check the credentials (environment "
-                          f"variables, profile)") from None
+                          f"variables, profile) or output.storage_options") from None
     except FileNotFoundError as e:
         raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
     except (OSError, ValueError) as e:
