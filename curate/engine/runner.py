@@ -31,7 +31,7 @@ from typing import Callable
 
 from curate import observers, preflight
 from curate.engine import engines, plan
-from curate.engine.context import READ_STEP, StageContext
+from curate.engine.context import READ_BYTES, READ_STEP, StageContext
 from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.fit import fit
@@ -74,6 +74,17 @@ class Reporter:
     # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
     stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
         lambda index, tasks, done, written: None
+    # a task (a stage's index, the task's name) read this many more bytes of its input: a batch's
+    # worth, as it goes
+    read: Callable[[int, str, int], None] = lambda stage, task, nbytes: None
+
+    def progress(self, label: str, rows_in: int, rows_out: int) -> None:
+        """What the tasks report as they run (context.Progress): rows per step, or bytes read."""
+        if label.startswith(READ_BYTES):
+            stage, _, task = label.removeprefix(READ_BYTES).partition(":")
+            self.read(int(stage), task, rows_in)
+        else:
+            self.rows(label, rows_in, rows_out)
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -146,7 +157,7 @@ class _Run:
 
     def execute(self) -> dict:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
-        engine = engines.make(self.opts.engine, self.opts.address, self.reporter.rows, self.layout,
+        engine = engines.make(self.opts.engine, self.opts.address, self.reporter.progress, self.layout,
                               self.reporter.status, env, self.opts.work_store, self.opts.resume,
                               [s.path for s in self.sources])
         try:

@@ -130,10 +130,13 @@ def open_random(uri: str, options: dict | None = None, size: int | None = None, 
 
 
 def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
-                size: int | None = None, version: str = "") -> pa.NativeFile:
+                size: int | None = None, version: str = "", meter=None) -> pa.NativeFile:
     """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
-    `size` and `version`: the object's, as listed."""
+    `size` and `version`: the object's, as listed; `meter` (a ReadMeter) follows the position in
+    the object."""
     handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
+    if meter is not None:
+        meter.follow(handle)
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 
