@@ -136,6 +136,16 @@ def test_a_wrong_credential_is_exit_2_naming_the_output_before_any_worker_starts
     assert not work_dirs.exists() or list(work_dirs.iterdir()) == []  # nothing left behind
 
 
+def test_output_upload_takes_the_options_too(cli, tmp_path, corpus, locked_store, s3_server):
+    key, secret = locked_store
+    r = _options_recipe(tmp_path, corpus, str(tmp_path / "local"),
+                        f"{{endpoint_url: '{s3_server}', key: '{key}', secret: '{secret}'}}")
+    res = cli("run", r, "-w", "1", "--no-report", "--set", "output.upload=s3://locked/copy")
+    assert res.exit_code == 0, res.output
+    fs = _fs(s3_server, key, secret)
+    assert fs.cat_file("locked/copy/manifest.json") == (tmp_path / "local" / "manifest.json").read_bytes()
+
+
 @pytest.fixture
 def s3(monkeypatch, s3_server):
     client = motokit.use(monkeypatch, s3_server, "faulty")
