@@ -218,3 +218,16 @@ def test_a_report_that_cannot_be_written_is_a_warning_and_the_run_publishes(cli,
     assert "warning: report.html not written (ValueError: no plot today)" in res.output
     assert "report.html" not in store_names(root) and "manifest.json" in store_names(root)
     fsspec.filesystem("memory").rm(root, recursive=True)
+
+
+def test_the_outputs_s3_client_is_its_own_so_its_retries_count_as_the_outputs():
+    """fsspec caches a filesystem per options: an input and an output on one store with the same
+    options would share a client, whose retry hook (the last one set) counts for one side only."""
+    pytest.importorskip("s3fs")
+    from curate.io.store import filesystem
+
+    options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
+    read, _ = filesystem("s3://bucket/in", options)
+    written, _ = filesystem("s3://bucket/out", options, side="output")
+    assert written.s3 is not read.s3
+    assert filesystem("s3://bucket/in2", options)[0] is read  # inputs still share theirs
