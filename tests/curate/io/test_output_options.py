@@ -18,9 +18,8 @@ from curate.engine.runner import RunOptions, run
 from curate.engine.store_files import StoreFiles
 from curate.io import retries
 from curate.report import report as report_module
-from tests.curate.io import motokit
 from tests.curate.io.faultproxy import FaultProxy
-from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
+from tests.curate.io.test_remote_inputs import s3, s3_server  # noqa: F401 (fixtures)
 from tests.curate.io.storekit import local_digest, store_digest, store_names
 
 REPO = Path(__file__).resolve().parents[3]
@@ -146,15 +145,6 @@ def test_output_upload_takes_the_options_too(cli, tmp_path, corpus, locked_store
     assert fs.cat_file("locked/copy/manifest.json") == (tmp_path / "local" / "manifest.json").read_bytes()
 
 
-@pytest.fixture
-def s3(monkeypatch, s3_server):
-    client = motokit.use(monkeypatch, s3_server, "faulty")
-    yield client
-    for obj in client.list_objects_v2(Bucket="faulty").get("Contents", []):
-        client.delete_object(Bucket="faulty", Key=obj["Key"])
-    client.delete_bucket(Bucket="faulty")
-
-
 def test_output_faults_are_retried_by_the_options_policy_and_counted_as_the_outputs(tmp_path, corpus, reference, s3,
                                                                                    s3_server):
     retries.take_output()
@@ -162,18 +152,18 @@ def test_output_faults_are_retried_by_the_options_policy_and_counted_as_the_outp
     # are not read again by curate (s3fs's own call fails), so it is left out here
     with FaultProxy(s3_server, rate=0.3, seed=0, kinds=("503", "reset")) as proxy:
         options = [f"output.storage_options={{endpoint_url: '{proxy.url}', retries: {{backoff_s: 0.01}}}}"]
-        r = recipe.load(QUICKSTART, input_path=f"{corpus}/*.jsonl.gz", output_path="s3://faulty/run",
+        r = recipe.load(QUICKSTART, input_path=f"{corpus}/*.jsonl.gz", output_path="s3://inp/faulty-run",
                         overrides=options)
         manifest = run(r, RunOptions(workers=2))
         after = retries.take_output()  # the lease's release and the mark's removal, after the manifest
-    assert store_digest("s3://faulty/run") == local_digest(reference)
+    assert store_digest("s3://inp/faulty-run") == local_digest(reference)
     store = manifest["store"]
     assert "retries" not in store  # the input is local: nothing of it was retried
     assert store["output_retries"] == sum(store["output_retry_reasons"].values()) > 0, (store, after, proxy.faults)
     throttled = sum(n for reason, n in [*store["output_retry_reasons"].items(), *after.items()]
                     if reason.startswith("503"))
     assert proxy.faults["503"] and throttled == proxy.faults["503"], (store, after, proxy.faults)
-    written = json.loads(fsspec.filesystem("s3").cat_file("faulty/run/manifest.json"))
+    written = json.loads(fsspec.filesystem("s3").cat_file("inp/faulty-run/manifest.json"))
     assert written["store"] == store
 
 
