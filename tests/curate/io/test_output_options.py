@@ -148,9 +148,8 @@ def test_output_upload_takes_the_options_too(cli, tmp_path, corpus, locked_store
 def test_output_faults_are_retried_by_the_options_policy_and_counted_as_the_outputs(tmp_path, corpus, reference, s3,
                                                                                    s3_server):
     retries.take_output()
-    # Throttling and resets: a body cut off is a read's fault, and the output's reads (its lease)
-    # are not read again by curate (s3fs's own call fails), so it is left out here
-    with FaultProxy(s3_server, rate=0.3, seed=0, kinds=("503", "reset")) as proxy:
+    # the output's reads (its lease) meet bodies cut off too
+    with FaultProxy(s3_server, rate=0.3, seed=0) as proxy:
         options = [f"output.storage_options={{endpoint_url: '{proxy.url}', retries: {{backoff_s: 0.01}}}}"]
         r = recipe.load(QUICKSTART, input_path=f"{corpus}/*.jsonl.gz", output_path="s3://inp/faulty-run",
                         overrides=options)
@@ -221,3 +220,24 @@ def test_the_outputs_s3_client_is_its_own_so_its_retries_count_as_the_outputs():
     written, _ = filesystem("s3://bucket/out", options, side="output")
     assert written.s3 is not read.s3
     assert filesystem("s3://bucket/in2", options)[0] is read  # inputs still share theirs
+
+
+def test_an_output_object_whose_body_breaks_off_is_read_again_and_counted(monkeypatch):
+    """The lease is read whole (cat_file): a body cut off mid-read is past the client's retry hook."""
+    files = StoreFiles(f"memory://lease-{uuid.uuid4().hex}", {"retries": {"attempts": 3, "backoff_s": 0}})
+    files.write_bytes(f"{files.fs.root_marker}x/lock", b"held")
+    real, failures = files.fs.cat_file, [ConnectionResetError("reset by peer")] * 2
+
+    def flaky(path):
+        if failures:
+            raise failures.pop()
+        return real(path)
+
+    monkeypatch.setattr(files.fs, "cat_file", flaky)
+    retries.take_output()
+    assert files.read_bytes(f"{files.fs.root_marker}x/lock") == b"held"
+    assert retries.take_output() == {"ConnectionResetError": 2}
+    failures[:] = [FileNotFoundError("gone")]
+    with pytest.raises(FileNotFoundError):  # a missing object is missing next time too
+        files.read_bytes(f"{files.fs.root_marker}x/lock")
+    assert retries.take_output() == {}
