@@ -24,6 +24,7 @@ import io
 import json
 import tarfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -62,22 +63,29 @@ def split_name(name: str) -> tuple[str, str]:
     return name[:dot], name[dot + 1:].lower()
 
 
-def _open(path: str, storage_options: dict | None) -> tarfile.TarFile:
+@contextmanager
+def _open(path: str, storage_options: dict | None, meter=None) -> Iterator[tarfile.TarFile]:
+    """The tar at `path` read as a stream; `meter` (a ReadMeter) follows the position in the file."""
     zstd = Path(path).suffix.lower() in ZSTD_SUFFIXES  # tarfile detects gzip, bz2 and xz itself, not zstd
     if store.is_uri(path):  # streamed from the store, never downloaded whole first
-        return tarfile.open(fileobj=store.open_stream(path, storage_options, "zstd" if zstd else None), mode="r|*")
-    if zstd:
-        return tarfile.open(fileobj=pa.input_stream(path, compression="zstd"), mode="r|")
-    return tarfile.open(path, mode="r|*")
+        stream = store.open_stream(path, storage_options, "zstd" if zstd else None, meter=meter)
+    else:
+        raw = pa.OSFile(path)
+        if meter is not None:
+            meter.follow(raw)
+        stream = pa.input_stream(raw, compression="zstd") if zstd else raw
+    with stream, tarfile.open(fileobj=stream, mode="r|" if zstd else "r|*") as tar:  # a tar closes no file it is given
+        yield tar
 
 
-def samples(path: str, storage_options: dict | None = None) -> Iterator[Sample | Malformed]:
-    """The samples of the tar at `path` (a file or a URI) in member order, and what is malformed in it."""
+def samples(path: str, storage_options: dict | None = None, meter=None) -> Iterator[Sample | Malformed]:
+    """The samples of the tar at `path` (a file or a URI) in member order, and what is malformed in
+    it; `meter` (a ReadMeter) follows how far into the file they are."""
     current: Sample | None = None
     position = 0
     last_name = None
     try:
-        with _open(path, storage_options) as tar:
+        with _open(path, storage_options, meter) as tar:
             for member in tar:
                 position += 1
                 if not member.isfile():
