@@ -66,8 +66,27 @@ def test_caption_only_in_txt_goes_right_after_the_image(tmp_path):
                ("k2.jpg", image_bytes((10, 10)))]
     write_tar(tmp_path / "in" / "a.tar", members)
     rows, bad = read_all(tmp_path / "in")
-    assert rows == [{"_key": "k1", "image": members[0][1], "caption": "just text", "url": "u", "_id": rows[0]["_id"]},
-                    {"_key": "k2", "image": members[3][1], "caption": None, "url": None, "_id": rows[1]["_id"]}]
+    shard = str(tmp_path / "in" / "a.tar")
+    assert rows == [{"_key": "k1", "image": members[0][1], "caption": "just text", "url": "u", "_shard": shard,
+                     "_image_member": "k1.jpg", "_id": rows[0]["_id"]},
+                    {"_key": "k2", "image": members[3][1], "caption": None, "url": None, "_shard": shard,
+                     "_image_member": "k2.jpg", "_id": rows[1]["_id"]}]
+
+
+def test_rows_name_their_shard_and_image_member_as_in_the_tar(tmp_path):
+    """What a later step's trace names when it cannot decode the image: the member as the tar
+    spells it (a folder, an upper-case suffix), the one the image column holds."""
+    members = [("dir/k1.txt", b"text"), ("dir/k1.JPG", image_bytes((9, 9))),
+               ("k2.jpg", image_bytes((9, 9))), ("k2.JPG", image_bytes((8, 8))),  # a repeat: the first is kept
+               ("k3.webp", image_bytes((9, 9), fmt="WEBP")), ("k3.png", image_bytes((9, 9), fmt="PNG"))]
+    write_tar(tmp_path / "in" / "a.tar", members)
+    write_tar(tmp_path / "in" / "b.tar", [("k4.jpg", image_bytes((9, 9)))])
+    rows, _ = read_all(tmp_path / "in")
+    a, b = str(tmp_path / "in" / "a.tar"), str(tmp_path / "in" / "b.tar")
+    assert [(r["_key"], r["_shard"], r["_image_member"]) for r in rows] == [
+        ("dir/k1", a, "dir/k1.JPG"), ("k2", a, "k2.jpg"), ("k3", a, "k3.png"), ("k4", b, "k4.jpg")]
+    images = dict(members)
+    assert [r["image"] for r in rows[:3]] == [images["dir/k1.JPG"], images["k2.jpg"], images["k3.png"]]
 
 
 def test_malformed_members_are_named(tmp_path):

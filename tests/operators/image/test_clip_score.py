@@ -155,7 +155,9 @@ def test_decode_workers_give_the_scores_decoding_in_the_model_process_gives(tiny
     assert outs[0][0][1].reason[9] == "unreadable_image"
 
 
-def test_undecodable_images_go_to_the_trace_naming_their_sample(cli, tmp_path, tiny_clip):
+def test_undecodable_images_go_to_the_trace_naming_their_shard_and_member(cli, tmp_path, tiny_clip):
+    """The model stage reads the staged rows, not the tar: the reader's `_shard` and `_image_member`
+    carry the names to it."""
     images, captions = pairs()
     members = []
     for i, cap in enumerate(captions):
@@ -169,7 +171,7 @@ def test_undecodable_images_go_to_the_trace_naming_their_sample(cli, tmp_path, t
     res = cli("run", recipe, "-w", "1")
     assert res.exit_code == 0, res.output
     trace = pq.read_table(tmp_path / "out" / "trace" / "01_clip_score.parquet").to_pylist()
-    # the trace keeps the public columns only: the detail names the sample (its member 00003.jpg)
+    # the trace keeps the public columns only: the detail names the sample, its tar and its member
     assert [(t["reason"], t["row"]["caption"]) for t in trace] == [("unreadable_image", captions[3])]
-    assert trace[0]["detail"].startswith("the image of sample 00003: ")
+    assert trace[0]["detail"].startswith(f"the image of sample 00003 ({tmp_path / 'in' / 'a.tar'}, member 00003.jpg): ")
     assert pq.read_table(tmp_path / "out" / "data").num_rows == len(captions) - 1
