@@ -134,24 +134,31 @@ def test_clip_score_on_gpu_matches_cpu(tiny_clip):
 
 
 def test_decode_workers_give_the_scores_decoding_in_the_model_process_gives(tiny_clip):
+    import torch
+
+    from operators.embed.decoding import decode_workers
+
     images, captions = pairs()
     images = (images * 4)[:22]
     images[9] = b"not an image"
     batch = pa.RecordBatch.from_pydict({"image": pa.array(images, pa.binary()),
                                         "caption": (captions * 4)[:22]})
     outs = []
-    for workers in (0, 2):
+    for workers in (0, None, 2):  # None: the default (on CPU, a decode process beside the model's threads)
         op = ClipScore(ClipScoreParams(model=str(tiny_clip), batch_size=4, device="cpu", keep_embedding=True,
                                        decode_workers=workers), text_column="caption")
         try:
-            assert (op.setup() or op.backend.decoders is None) == (workers == 0)
+            op.setup()
+            started = len(op.backend.decoders.procs) if op.backend.decoders is not None else 0
+            assert started == (decode_workers(None, "cpu", torch.get_num_threads()) if workers is None else workers)
             outs.append([op.process(batch), op.process(batch.slice(3))])  # a second batch through the same ring
         finally:
             op.teardown()
-    for (without, verdict), (with_, verdict2) in zip(*outs):
-        assert with_.equals(without)  # scores and embeddings, bit for bit
-        assert verdict.keep.tolist() == verdict2.keep.tolist() and verdict.reason == verdict2.reason
-        assert verdict.detail == verdict2.detail
+    for out in outs[1:]:
+        for (without, verdict), (with_, verdict2) in zip(outs[0], out):
+            assert with_.equals(without)  # scores and embeddings, bit for bit
+            assert verdict.keep.tolist() == verdict2.keep.tolist() and verdict.reason == verdict2.reason
+            assert verdict.detail == verdict2.detail
     assert outs[0][0][1].reason[9] == "unreadable_image"
 
 
