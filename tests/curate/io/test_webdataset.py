@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from curate.io import webdataset
 from curate.io.readers import read_source
 from curate.io.sources import discover
-from tests.curate.io.wds_shards import image_bytes, sample, tar_members, write_tar
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, tar_members, write_tar
 
 
 def read_all(path):
@@ -154,12 +154,8 @@ def test_truncated_member_through_curate_run_is_traced_with_shard_and_member(cli
     whole = write_tar(tmp_path / "whole.tar", corpus()).read_bytes()
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "cut.tar").write_bytes(whole[:_cut_points(whole) - 100])
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
-                      f"output: {{path: '{tmp_path / 'out'}', keep_columns: [_key]}}\nsteps: []\n")
-    res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 0, res.output
-    trace = pq.read_table(tmp_path / "out" / "trace" / "00_read.parquet").to_pylist()
+    out = run_on_shards(cli, tmp_path, "[]", output=", keep_columns: [_key]")
+    trace = pq.read_table(out / "trace" / "00_read.parquet").to_pylist()
     assert len(trace) == 1 and trace[0]["reason"] == "unparseable"
     assert "cut.tar" in trace[0]["detail"] and "000003.json" in trace[0]["detail"]
     assert pq.read_table(tmp_path / "out" / "data").column("_key").to_pylist() == ["000000", "000001", "000002"]

@@ -12,7 +12,7 @@ from hypothesis import example, given, strategies as st
 
 from operators.image.clip_score import ClipScore, ClipScoreParams
 from operators.image.clip_score_select import ClipScoreSelect, ClipScoreSelectParams
-from tests.curate.io.wds_shards import image_bytes, sample, write_tar
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 from tests.operators.embed.conftest import tiny_clip  # noqa: F401  (the fixture)
 
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (250, 250, 0), (10, 10, 10), (128, 0, 128)]
@@ -171,14 +171,10 @@ def test_undecodable_images_go_to_the_trace_naming_their_shard_and_member(cli, t
         members += sample(f"{i:05d}", cap, size=(40, 40))
     members[3 * 3] = ("00003.jpg", b"\xff\xd8\xff not a whole JPEG")  # sample 00003's image member
     write_tar(tmp_path / "in" / "a.tar", members)
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
-                      f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n"
-                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, batch_size: 2}}\n")
-    res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 0, res.output
-    trace = pq.read_table(tmp_path / "out" / "trace" / "01_clip_score.parquet").to_pylist()
+    out = run_on_shards(cli, tmp_path, f"[clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, "
+                                       f"batch_size: 2}}]")
+    trace = pq.read_table(out / "trace" / "01_clip_score.parquet").to_pylist()
     # the trace keeps the public columns only: the detail names the sample, its tar and its member
     assert [(t["reason"], t["row"]["caption"]) for t in trace] == [("unreadable_image", captions[3])]
     assert trace[0]["detail"].startswith(f"the image of sample 00003 ({tmp_path / 'in' / 'a.tar'}, member 00003.jpg): ")
-    assert pq.read_table(tmp_path / "out" / "data").num_rows == len(captions) - 1
+    assert pq.read_table(out / "data").num_rows == len(captions) - 1

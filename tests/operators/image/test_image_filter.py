@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from hypothesis import example, given, settings, strategies as st
 
 from operators.image.image_filter import ImageFilter, ImageFilterParams
-from tests.curate.io.wds_shards import image_bytes, sample, write_tar
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 
 
 def datacomp_basic_keep(caption, width, height):
@@ -68,12 +68,8 @@ def test_an_undecodable_image_of_a_webdataset_shard_is_named_by_its_shard_and_me
     members = sample("000000", "a red square") + sample("000001", "a broken one") + sample("000002", "a blue one")
     members[3] = ("000001.jpg", members[3][1][:-40])  # its header reads, its pixels do not
     write_tar(tmp_path / "in" / "a.tar", members)
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
-                      f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n  - image_filter: {{decodable: true}}\n")
-    res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 0, res.output
-    trace = pq.read_table(tmp_path / "out" / "trace" / "01_image_filter.parquet").to_pylist()
+    out = run_on_shards(cli, tmp_path, "[image_filter: {decodable: true}]")
+    trace = pq.read_table(out / "trace" / "01_image_filter.parquet").to_pylist()
     assert [(t["reason"], t["detail"]) for t in trace] == [
         ("image_undecodable", f"the image of sample 000001 ({tmp_path / 'in' / 'a.tar'}, member 000001.jpg) does not decode")]
 
