@@ -155,7 +155,7 @@ def _jsonl_peek(source: Source) -> pa.Schema | None:
 def _webdataset_peek(source: Source) -> pa.Schema | None:
     rows = []
     for item in webdataset.samples(source.path, source.storage_options):
-        row = webdataset.sample_row(item)[0] if isinstance(item, webdataset.Sample) else None
+        row = webdataset.sample_row(item, source.path)[0] if isinstance(item, webdataset.Sample) else None
         if row is not None:
             rows.append(row)
         if len(rows) == WEBDATASET_PEEK:
@@ -225,7 +225,7 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMet
         if isinstance(item, webdataset.Malformed):
             bad.add(item.position, item.members, item.error)
             continue
-        row, problem = webdataset.sample_row(item)
+        row, problem = webdataset.sample_row(item, source.path)
         if row is not None and schema is not None:
             problem = webdataset.misfit(row, schema)
         if problem is not None:
