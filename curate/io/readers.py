@@ -21,6 +21,7 @@ import xxhash
 from curate.columns import put
 from curate.errors import InputError
 from curate.io import raw_json, store, webdataset
+from curate.io.gunzip import gunzip
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
@@ -83,9 +84,11 @@ def _not_empty(source: Source) -> None:
 def _input_stream(source: Source) -> pa.NativeFile:
     """The file's bytes front to back, decompressed as its name says (.gz, .zst, .bz2); an
     object in a store is streamed by range requests, never downloaded whole first."""
+    codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
     if source.is_uri:
-        codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
         return store.open_stream(source.path, source.storage_options, codec, source.size, source.version)
+    if codec == "gzip":
+        return gunzip(pa.OSFile(source.path))
     return pa.input_stream(source.path, compression="detect")
 
 
