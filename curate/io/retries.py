@@ -134,8 +134,9 @@ class RetryingFile:
 
     def readinto(self, buffer) -> int:
         """A read into `buffer`, retried as `read` is (ISA-L's gzip reader reads so)."""
-        data = self.read(len(memoryview(buffer)))
-        memoryview(buffer)[: len(data)] = data
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def __getattr__(self, name):
