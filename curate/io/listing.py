@@ -17,7 +17,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from curate.engine import layout
-from curate.io import store
+from curate.io import s3_listing, store
 
 # The files curate and its peers write beside data, never data: names starting with . or _
 # (_SUCCESS, _common_metadata, .crc files), temporary names.
@@ -114,7 +114,10 @@ def find_all(fs, path: str) -> dict[str, dict]:
     subprefixes at once: a store lists one prefix page after page (1,000 keys a request on S3),
     each page waiting on the one before, while pages of different subprefixes need not wait.
     The prefix is split one level at a time (a request each, listing that level's objects too)
-    until there are subprefixes enough to keep REQUESTS_IN_FLIGHT requests going, or SPLIT_LEVELS."""
+    until there are subprefixes enough to keep REQUESTS_IN_FLIGHT requests going, or SPLIT_LEVELS.
+    S3 the same way, its pages read for what the plan keeps alone (s3_listing.py)."""
+    if s3_listing.lean(fs):
+        return s3_listing.find(fs, path, store.REQUESTS_IN_FLIGHT, SPLIT_LEVELS)
     found: dict[str, dict] = {}
     prefixes = [path]
     for _ in range(SPLIT_LEVELS):

@@ -21,6 +21,7 @@ import xxhash
 from curate.columns import put
 from curate.errors import InputError
 from curate.io import raw_json, store, webdataset
+from curate.io.gunzip import gunzip
 from curate.io.meter import ReadMeter
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
 
@@ -93,6 +94,8 @@ def _input_stream(source: Source, meter: ReadMeter | None = None) -> pa.NativeFi
     raw = pa.OSFile(source.path)
     if meter is not None:
         meter.follow(raw)
+    if codec == "gzip":
+        return gunzip(raw)
     return pa.input_stream(raw, compression=codec)
 
 

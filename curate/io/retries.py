@@ -152,6 +152,13 @@ class RetryingFile:
             self._handle.seek(start)
             attempt += 1
 
+    def readinto(self, buffer) -> int:
+        """A read into `buffer`, retried as `read` is (ISA-L's gzip reader reads so)."""
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
     def __getattr__(self, name):
         return getattr(self._handle, name)
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from curate.errors import InputError
 from curate.io import exceptions, retries
+from curate.io.gunzip import gunzip
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
@@ -137,6 +138,8 @@ def open_stream(uri: str, options: dict | None = None, compression: str | None =
     handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
     if meter is not None:
         meter.follow(handle)
+    if compression == "gzip":
+        return gunzip(handle)
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 

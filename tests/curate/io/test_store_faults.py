@@ -71,7 +71,10 @@ def test_bodies_cut_off_are_read_again_and_each_counted(s3, s3_server, monkeypat
     texts = [os.urandom(300).hex() for _ in range(3000)]
     s3.put_object(Bucket="inp", Key="cut/a.jsonl.gz", Body=gzip.compress(
         "".join(f'{{"text": "{t}"}}\n' for t in texts).encode(), mtime=0))
-    monkeypatch.setattr(store, "STREAM_BLOCK", 32 << 10)  # many range requests, read here
+    from isal import igzip
+
+    monkeypatch.setattr(store, "STREAM_BLOCK", 32 << 10)  # many range requests, read here ...
+    monkeypatch.setattr(igzip, "READ_BUFFER_SIZE", 32 << 10)  # ... as ISA-L asks for no more at once
     with FaultProxy(s3_server, rate=0.3, kinds=("cut",)) as proxy, retries.tally() as counted:
         options = {"endpoint_url": proxy.url, "retries": {"backoff_s": 0.01}}
         [source] = discover("s3://inp/cut/a.jsonl.gz", storage_options=options)
@@ -103,6 +106,15 @@ def test_a_read_that_breaks_off_is_read_again_from_where_it_started_and_counted(
     with retries.tally() as counted:
         assert retries.RetryingFile(handle, policy).read(4) == b"3456"
     assert counted == {"ConnectionResetError": 2} and handle.reads == 3
+
+
+def test_a_read_into_a_buffer_is_retried_as_a_read():
+    handle = _Flaky(b"0123456789", failures=1, error=ConnectionResetError("reset by peer"))
+    handle.seek(2)
+    buffer = bytearray(5)
+    with retries.tally() as counted:
+        assert retries.RetryingFile(handle, retries.Policy(backoff_s=0)).readinto(buffer) == 5
+    assert buffer == b"23456" and counted == {"ConnectionResetError": 1}
 
 
 def test_a_read_failing_every_time_stops_after_the_attempts_and_other_errors_at_once():
