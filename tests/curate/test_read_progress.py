@@ -27,7 +27,8 @@ def _texts() -> list[str]:
 
 
 def _jsonl_gz(d):
-    return write_jsonl(d / "big.jsonl.gz", [{"text": t} for t in _texts()])
+    # ISA-L inflates from 512 KB reads of the compressed file: several MB, for several steps
+    return write_jsonl(d / "big.jsonl.gz", [{"text": t + os.urandom(300).hex()} for t in _texts()])
 
 
 def _parquet(d):
