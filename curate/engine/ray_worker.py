@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import ray
 
-from curate.engine import context, work_store
+from curate.engine import context, shared_dir, work_store
 from curate.engine.context import StageContext
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import RunLayout
@@ -107,6 +108,22 @@ def call(cwd: str, fn, *args):
     result = fn(*args)
     failpoint("map-piece")  # its files written, its result not delivered: a retry must redo it alike
     return result
+
+
+@ray.remote(max_retries=RETRIES)
+def call_sharing(setup: Setup, directory: str, view: dict, fn, *args):
+    """A piece of a fit's `map` with a work store: on a node that sees the run's `_work/`, as
+    `call`; on a blind one, in its mirror, with the fit's directory shared through the store
+    (shared_dir.py). Returns the piece's result, the files it put there and whether it ran blind."""
+    _to_cwd(setup.cwd)
+    use_cores(1)
+    if os.path.exists(setup.layout.lock):
+        result, written, blind = fn(*args), {}, False
+    else:
+        work_store.mirror(setup.store.work, setup.session)
+        (result, written), blind = shared_dir.run_piece(setup.store, Path(directory), view, fn, args), True
+    failpoint("map-piece")
+    return result, written, blind
 
 
 @ray.remote(max_restarts=RETRIES, max_task_retries=RETRIES)

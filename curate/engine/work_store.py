@@ -11,8 +11,8 @@ copy of what crosses nodes, under the same relative names (layout.py):
 A node that does not see `_work/` (a "blind" node, found by the Ray engine's probe) keeps a
 mirror of it at the same path, so that every path in a task and in a fitted state names the
 same file on every node; a task there fetches what it reads before it runs. The run process
-fetches each finished task's files into `_work/`. A fit's own pieces run on the run process's
-node, where the fit's files are.
+fetches each finished task's files into `_work/`. A fit's parallel pieces run on any node: its
+directory travels through the store too (shared_dir.py).
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ class WorkStore:
         except FileNotFoundError:
             return None
 
-    def fetch(self, path: Path) -> bool:
-        """`path` from the store, unless it is here already (False); it appears under its name
-        only whole."""
+    def fetch(self, path: Path, replace: bool = False) -> bool:
+        """`path` from the store, unless it is here already (False) and not to be `replace`d (a
+        fit's file that changed); it appears under its name only whole."""
         path = Path(path)
-        if path.exists():
+        if path.exists() and not replace:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.fetch-{uuid.uuid4().hex}")
