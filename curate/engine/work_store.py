@@ -1,5 +1,6 @@
 """A run's work files on an object store, for Ray nodes that share no filesystem with the
-`curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem).
+`curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem; for
+an output at a URI, by default its own `_work/files/` prefix: layout.py).
 
 It is a transport, not a second owner of the run: the run process keeps `_work/` on its own
 disk as always, where the runner decides what is done and --resume finds it. The store holds a
