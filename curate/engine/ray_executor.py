@@ -129,10 +129,8 @@ class RayEngine(Engine):
         """`fn` over the items as Ray tasks on any node; with a work store, the files of `files_in`
         (a fit's directory) shared through it (shared_dir.py), and work that names no directory
         (the publisher's) on this node, where the run's files are."""
-        if self.store is None:
-            return [_result(ref) for ref in [call.remote(self.cwd, fn, *args) for args in zip(*iterables)]]
-        if files_in is None:
-            remote = call.options(scheduling_strategy=on_node(self.here))
+        if self.store is None or files_in is None:
+            remote = call if self.store is None else call.options(scheduling_strategy=on_node(self.here))
             return [_result(ref) for ref in [remote.remote(self.cwd, fn, *args) for args in zip(*iterables)]]
         directory = Path(files_in)
         pushed = self.pushed.setdefault(files_in, {})
