@@ -17,7 +17,9 @@ those another is still writing: it puts every file changed since it started, und
 lock, and the piece still writing one puts it again once it is whole, later, under the same lock.
 The last version put of a file is thereby its whole one, the newest on that node, which is the
 one the run process takes. A file the fit's process is still writing (a store it appends to)
-is no piece's input, so it travels only once closed.
+is no piece's input, so it travels only once closed. A file the fit deletes stays in the
+nodes' mirrors until the run ends: pieces read the files their arguments name, or globs over
+directories whose files are only ever added.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from curate.engine.work_store import WorkStore
+from curate.errors import CurateError
 
 Versions = dict[str, str]  # a file's path relative to the directory -> "size:mtime_ns"
 
@@ -72,6 +75,11 @@ def receive(store: WorkStore, directory: Path, written: list[Versions], pushed: 
     for name, version in newest.items():
         path = directory / name
         store.fetch(path, replace=True)
+        if path.stat().st_size != int(version.split(":")[0]):
+            # a version put after the whole one: a piece killed while writing it, whose node put
+            # it half written after its retry put it whole elsewhere
+            raise CurateError(f"{store.key(path)} in the work store is not the version the fit's pieces "
+                              f"wrote last (a piece's node died while writing it?); continue with --resume")
         _stamp(path, version)
         pushed[name] = version
     return len(newest)

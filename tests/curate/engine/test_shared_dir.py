@@ -137,3 +137,19 @@ def test_a_scratch_file_gone_before_it_is_put_is_left_out(tmp_path):
         (mirror / "part").write_bytes(b"rows")
 
     assert shared_dir.run_piece(blind, mirror, view, piece, ())[1].keys() == {"part"}
+
+
+def test_a_file_in_the_store_that_is_not_the_last_version_written_stops_the_run(tmp_path):
+    """A node that died writing a file can have put it half written after its retry elsewhere put
+    it whole: the run process takes no file but the version the pieces said they wrote last."""
+    from curate.errors import CurateError
+
+    head, fit, blind, mirror = _nodes(tmp_path)
+    pushed: dict = {}
+    view = shared_dir.push(head, fit, pushed)
+    mirror.mkdir(parents=True)
+    written = shared_dir.run_piece(blind, mirror, view, (mirror / "links").write_bytes, (b"whole links",))[1]
+    (mirror / "links").write_bytes(b"half")
+    blind.put(mirror / "links")
+    with pytest.raises(CurateError, match="not the version the fit's pieces wrote last"):
+        shared_dir.receive(head, fit, [written], pushed)
