@@ -75,7 +75,7 @@ def receive(store: WorkStore, directory: Path, written: list[Versions], pushed: 
     for name, version in newest.items():
         path = directory / name
         store.fetch(path, replace=True)
-        if path.stat().st_size != int(version.split(":")[0]):
+        if path.stat().st_size != _order(version)[1]:
             # a version put after the whole one: a piece killed while writing it, whose node put
             # it half written after its retry put it whole elsewhere
             raise CurateError(f"{store.key(path)} in the work store is not the version the fit's pieces "
@@ -126,19 +126,16 @@ def _node_lock(directory: Path):
         os.close(fd)
 
 
-def _mtime(version: str) -> int:
-    return int(version.split(":")[1])
-
-
 def _order(version: str) -> tuple[int, int]:
-    """Newer last: by time, then by size (a file grows as it is written)."""
+    """A version as (mtime_ns, size): newer last, by time, then by size (a file grows as it is written)."""
     size, mtime = version.split(":")
     return int(mtime), int(size)
 
 
 def _stamp(path: Path, version: str) -> None:
     """`path`'s modification time set to the version's, so that it lists as that version."""
-    os.utime(path, ns=(_mtime(version), _mtime(version)))
+    mtime = _order(version)[0]
+    os.utime(path, ns=(mtime, mtime))
 
 
 def _being_written() -> frozenset[str]:
