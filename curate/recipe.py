@@ -85,6 +85,10 @@ class OutputSpec(_Strict):
                                                     "the documents' boundaries: {seq_len: N, last: pad|drop}.")
     upload: str | None = Field(None, description="Copy the finished run (data/, trace/, manifest.json last) to this "
                                                  "fsspec URI: s3://bucket/prefix, gs://..., file:///...")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options for the filesystem of output.path when it is a URI (or of "
+                                          "output.upload), as input.storage_options: {endpoint_url: ..., key: "
+                                          "${VAR}, retries: {attempts: N}}; credentials as ${VAR}.")
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
     trace_rows: bool = Field(True, description="Store each removed row in the trace beside its reason.")
 
@@ -187,10 +191,11 @@ class Recipe(BaseModel):
         doc.pop("allow_empty", None)
         doc.pop("memory_gb", None)  # how the fits hold their state, never what they decide
         doc.pop("report", None)  # what the report shows of the run, written after it
-        # How to reach the input (endpoint, credentials) is not what it is: the inputs' own
-        # fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
-        if isinstance(doc.get("input"), dict):
-            doc["input"].pop("storage_options", None)
+        # How to reach the input or the output (endpoint, credentials) is not what they are: the
+        # inputs' own fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
+        for side in ("input", "output"):
+            if isinstance(doc.get(side), dict):
+                doc[side].pop("storage_options", None)
         for step, item in zip(self.steps, doc.get("steps") or []):
             params = next(iter(item.values()), None) if isinstance(item, dict) else None
             if isinstance(params, dict):
@@ -242,11 +247,13 @@ SECRET_SHOWN = "***"
 
 
 def _without_secrets(display: dict) -> dict:
-    """The recipe as the manifest shows it: `input.storage_options` credentials written in the
-    recipe itself are masked; a `${VAR}` reference stays (it names the variable, not the value)."""
-    options = (display.get("input") or {}).get("storage_options") if isinstance(display.get("input"), dict) else None
-    if isinstance(options, dict):
-        display["input"]["storage_options"] = _mask(options)
+    """The recipe as the manifest shows it: `input.storage_options` and `output.storage_options`
+    credentials written in the recipe itself are masked; a `${VAR}` reference stays (it names the
+    variable, not the value)."""
+    for side in ("input", "output"):
+        options = display[side].get("storage_options") if isinstance(display.get(side), dict) else None
+        if isinstance(options, dict):
+            display[side]["storage_options"] = _mask(options)
     return display
 
 

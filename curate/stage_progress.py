@@ -1,8 +1,9 @@
 """Where a run stands beside its rows: the current stage's tasks done (by their done markers, as
-the runner's Reporter.stage lets them be read) weighted by input bytes, whence a percentage, the
-bytes read and their rate, and an ETA that streaming stages (JSONL, CSV: rows unknown until read)
-have too; the bytes the stage has written; and, in batch logs (nohup, Slurm: stderr is no
-terminal), a plain line every N seconds with all of it, rows and their rate.
+the runner's Reporter.stage lets them be read) weighted by input bytes, plus the bytes the running
+tasks have read so far (Reporter.read, batch by batch), whence a percentage, the bytes read and
+their rate, and an ETA that streaming stages (JSONL, CSV: rows unknown until read) have too, and
+that moves during a long task; the bytes the stage has written; and, in batch logs (nohup, Slurm:
+stderr is no terminal), a plain line every N seconds with all of it, rows and their rate.
 """
 
 from __future__ import annotations
@@ -39,13 +40,16 @@ def duration(seconds: float) -> str:
 
 
 class StageTracker:
-    """The current stage's tasks and which are done. `start` is the Reporter's `stage` callback;
-    `poll` reads the done markers (from another thread than the run's)."""
+    """The current stage's tasks, which are done and what the others have read. `start` is the
+    Reporter's `stage` callback, `read` its `read`; `poll` reads the done markers (from another
+    thread than the run's)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.clock = clock
         self.lock = threading.Lock()
         self.index: int | None = None
+        self.names: list[str] = []
+        self.live: dict[str, int] = {}  # a task of the stage -> bytes of its input read so far
         self.weights: list[int] = []
         self.done: list[bool] = []
         self.before: list[bool] = []  # done when the stage started (a resumed run's)
@@ -60,9 +64,17 @@ class StageTracker:
         fill = max(1, sum(weights) // max(1, sum(1 for w in weights if w)))  # unknown sizes: the mean
         with self.lock:
             self.index, self.read_done, self.read_written, self.started = index, done, written, self.clock()
+            self.names, self.live = [t.name for t in tasks], {}
             self.weights = [w or fill for w in weights]
             self.done = self.before = list(done())
             self.written = 0
+
+    def read(self, stage: int, task: str, nbytes: int) -> None:
+        """Task `task` of stage `stage` read `nbytes` more of its input (one of an earlier stage,
+        relayed late: nothing now)."""
+        with self.lock:
+            if stage == self.index:
+                self.live[task] = self.live.get(task, 0) + nbytes
 
     def poll(self) -> None:
         with self.lock:
@@ -80,15 +92,18 @@ class StageTracker:
             self.done, self.written = [True] * len(self.weights), written
 
     def state(self) -> dict | None:
-        """stage, tasks, done, percent (of bytes), eta (seconds, or None until a task is done),
-        bytes (the stage's input, from the plan's sizes), read (bytes of the tasks done), rate
-        (bytes read a second in this run, None until a task is done) and written (bytes)."""
+        """stage, tasks, done, percent (of bytes), eta (seconds, or None until bytes are read),
+        bytes (the stage's input, from the plan's sizes), read (bytes of the tasks done, and what
+        the others read so far), rate (bytes read a second in this run, None until some are) and
+        written (bytes)."""
         with self.lock:
             if self.index is None:
                 return None
             total = sum(self.weights) or 1
-            finished = sum(w for w, d in zip(self.weights, self.done) if d)
-            now = sum(w for w, d, b in zip(self.weights, self.done, self.before) if d and not b)
+            # a task done weighs what the plan says; one running, what it read (at most that)
+            read = [w if d else min(self.live.get(n, 0), w) for n, w, d in zip(self.names, self.weights, self.done)]
+            finished = sum(read)
+            now = sum(r for r, b in zip(read, self.before) if not b)
             rate = now / max(self.clock() - self.started, 1e-9) if now else None
             eta = (total - finished) / rate if rate else None
             return {"stage": self.index, "tasks": len(self.weights), "done": sum(self.done),
@@ -132,7 +147,7 @@ def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int,
     written 0.8 GB; 01_gopher_quality: 12,345 rows in (190 rows/s)`."""
     parts = [f"progress {duration(elapsed)}:"]
     if stage is not None:
-        eta = "eta unknown until a task is done" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
+        eta = "eta unknown until bytes are read" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
         parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
                      f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};")
     if label is not None:

@@ -14,6 +14,10 @@ from curate.recipe import Recipe, Step
 
 READ_STEP = "00_read"
 Progress = Callable[[str, int, int], None]  # step label, rows in, rows out
+# A progress event whose label is this, a stage's index, ":" and the name of a task of it: that
+# task read this many more bytes of its input (rows in), so a stage's bytes read move while its
+# tasks run, not only as they end. (Names repeat between stages: part-00000 is in each.)
+READ_BYTES = "read-bytes:"
 
 
 @dataclass(frozen=True)

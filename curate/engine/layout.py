@@ -5,6 +5,7 @@
   manifest.json                  written last: its presence says the run is complete
   report.html                    written after the run
   data.tmp/ trace.tmp/           what publishing builds before renaming it into place
+  report.html.tmp                on a store: the report, written locally before it is uploaded
   _work/lock                     held (flock) by the live run; holds its pid and host
   _work/workers.lock             held shared by each live worker process
   _work/run.json                 fingerprints of recipe and input (checked by --resume)
@@ -23,7 +24,8 @@ Paths are POSIX strings under the run's root. The runner and the tasks read and 
 The root may be a URI (s3://bucket/prefix, memory://, file://...): then data/, trace/,
 manifest.json and report.html are objects there (`files`: store_files.StoreFiles), and the rest,
 what the run works in, is in a local directory of its own keyed by the URI (`local`:
-$CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/. The
+$CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/,
+report.html.tmp. The
 store then holds two more objects while the run is not finished: `_work/run.json`, the mark
 that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py);
 and with Ray nodes that do not see the local directory, `_work/files/`, the copy of the work
@@ -39,7 +41,7 @@ import hashlib
 import json
 import os
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -50,7 +52,8 @@ WORK = "_work"
 # What curate itself puts in an output directory besides _work: all that --overwrite may delete.
 # The manifest goes first, so that a reader never finds it beside data half deleted.
 OUTPUT = ("manifest.json", "data", "trace", "report.html")
-STAGING = ("data.tmp", "trace.tmp")  # where publishing builds data/ and trace/ (in the local directory)
+# Where publishing builds data/ and trace/ (in the local directory), and a store's report.html
+STAGING = ("data.tmp", "trace.tmp", "report.html.tmp")
 # Published from _work at the end of a run; anything of it found at a (re)start is stale.
 PUBLISHED = ("manifest.json", "data", "trace")
 MANIFEST_FORMAT = "curate-run/1"  # the manifest's `format_version`: how curate recognises its own runs
@@ -181,12 +184,13 @@ def work_directory(uri: str) -> str:
     return str((base / "runs" / hashlib.sha256(uri.encode()).hexdigest()[:16]).resolve())
 
 
-def files_at(root: str):
-    """The file operations of the filesystem `root` is on (a store's for a URI)."""
+def files_at(root: str, options: dict | None = None):
+    """The file operations of the filesystem `root` is on (a store's for a URI, with `options`:
+    output.storage_options)."""
     if is_uri(root):
         from curate.engine.store_files import StoreFiles
 
-        return StoreFiles(root)
+        return StoreFiles(root, options)
     return Files()
 
 
@@ -198,12 +202,15 @@ class RunLayout:
 
     root: str
     local: str
+    # output.storage_options, for the store at a URI root; may hold credentials: never shown
+    options: dict = field(default_factory=dict, compare=False, repr=False)
     data = _under("data")
     trace = _under("trace")
     manifest = _under("manifest.json")
     report = _under("report.html")
     data_tmp = _local("data.tmp")
     trace_tmp = _local("trace.tmp")
+    report_tmp = _local("report.html.tmp")  # a store's report.html, written before it is uploaded
     work = _local(WORK)
     lock = _local(WORK, "lock")
     workers_lock = _local(WORK, "workers.lock")
@@ -215,11 +222,12 @@ class RunLayout:
     work_files = _under(WORK, "files")  # the Ray nodes' work store, where some do not see `local`
 
     @classmethod
-    def at(cls, path) -> "RunLayout":
+    def at(cls, path, options: dict | None = None) -> "RunLayout":
+        """The layout of the run directory `path`; `options`: output.storage_options of a URI's store."""
         path = os.fspath(path)
         if is_uri(path):
             root = path.rstrip("/")
-            return cls(root, work_directory(root))
+            return cls(root, work_directory(root), dict(options or {}))
         root = os.path.abspath(path)
         return cls(root, root)
 
@@ -230,8 +238,17 @@ class RunLayout:
 
     @property
     def files(self):
-        """The file operations of the output's filesystem."""
-        return files_at(self.root)
+        """The file operations of the output's filesystem, made once for this layout (a store's
+        filesystem is an instance of its own, whose client takes a while to make)."""
+        made = self.__dict__.get("_files")
+        if made is None:
+            made = files_at(self.root, self.options)
+            object.__setattr__(self, "_files", made)  # frozen: the fields; this is no field
+        return made
+
+    def __getstate__(self) -> dict:
+        """Pickled without its filesystem (a worker or node that needs it makes its own)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_files"}
 
     def stage(self, index: int) -> StageLayout:
         return StageLayout(_join(self.local, WORK, f"stage-{index}"))

@@ -25,7 +25,7 @@ from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
 from curate.engine.store_files import output_errors
-from curate.io import output_formats
+from curate.io import output_formats, retries
 from curate.recipe import Recipe
 from curate.trace import manifest_bytes, merge_shards, versions
 
@@ -94,11 +94,13 @@ def _upload(layout: RunLayout, traced: bool) -> None:
 
 
 def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
-            manifest: dict, files: Files, started: float, still_ours=lambda: None) -> dict:
+            manifest: dict, files: Files, started: float, still_ours=lambda: None, report=None) -> dict:
     """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
     into place (uploaded, on a store), the manifest (its figures in `manifest`, the run's start at
     `started`) written last, once `still_ours()` has not raised (the run still holds its lock);
-    the manifest as written."""
+    the manifest as written. On a store, `report(manifest, data, trace, target)` (if given) writes
+    report.html to the local `target` from the staged files, and it is uploaded before the
+    manifest; the output's retries are counted into the manifest's `store` then."""
     files.remove(layout.trace_tmp)
     files.makedirs(layout.trace_tmp)
     traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet")
@@ -125,6 +127,13 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
                 "outputs": [_output_entry(Path(f), data) for f in data_files],
                 "seconds": round(time.perf_counter() - started, 3)}
     manifest["run"]["ended_at"] = _now()
+    if layout.remote:
+        if report is not None and report(manifest, data, Path(layout.trace_tmp), Path(layout.report_tmp)):
+            with output_errors(layout.root):
+                layout.files.upload([(layout.report_tmp, layout.report)])
+        retried = retries.take_output()  # since the run started: its lease, uploads and report
+        manifest["store"] = {**manifest.get("store", {}), "output_retries": sum(retried.values()),
+                             "output_retry_reasons": dict(sorted(retried.items()))}
     still_ours()
     with output_errors(layout.root):
         layout.files.write_bytes(layout.manifest, manifest_bytes(manifest))

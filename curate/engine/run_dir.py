@@ -152,7 +152,7 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     lock.acquire()
     try:
         wait_for_workers(layout)
-        if resume and finished_manifest(layout.root, fingerprint["recipe"]) is not None:
+        if resume and finished_manifest(layout, fingerprint["recipe"]) is not None:
             return lock, True
         before = _json(layout.run_file) if resume else None
         if before is not None:
@@ -181,10 +181,11 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     return lock, False
 
 
-def finished_manifest(root, recipe_fingerprint: str) -> dict | None:
-    """The manifest of the finished run in `root` (it is written last, so it marks one), or None.
-    A finished run of another recipe is not ours to resume."""
-    layout = RunLayout.at(root)
+def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> dict | None:
+    """The manifest of the finished run in `root` (a path, a URI whose store takes `options`:
+    output.storage_options, or a RunLayout), or None: it is written last, so it marks one. A
+    finished run of another recipe is not ours to resume."""
+    layout = root if isinstance(root, RunLayout) else RunLayout.at(root, options)
     out = layout.files
     with output_errors(layout.root):
         if not out.is_file(layout.manifest):

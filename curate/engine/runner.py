@@ -31,7 +31,7 @@ from typing import Callable
 
 from curate import observers, preflight
 from curate.engine import engines, plan
-from curate.engine.context import READ_STEP, StageContext
+from curate.engine.context import READ_BYTES, READ_STEP, StageContext
 from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.fit import fit
@@ -59,6 +59,9 @@ class RunOptions:
     engine: str = "local"  # what runs the tasks: "local" processes or "ray" (engines.py)
     address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
     work_store: str | None = None  # with engine "ray": an fsspec URI for nodes that do not see _work/
+    # An output on a store gets report.html before its manifest (a local run's is the caller's to
+    # write after it: curate.report.write_report)
+    report: bool = False
 
 
 @dataclass
@@ -71,6 +74,17 @@ class Reporter:
     # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
     stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
         lambda index, tasks, done, written: None
+    # a task (a stage's index, the task's name) read this many more bytes of its input: a batch's
+    # worth, as it goes
+    read: Callable[[int, str, int], None] = lambda stage, task, nbytes: None
+
+    def progress(self, label: str, rows_in: int, rows_out: int) -> None:
+        """What the tasks report as they run (context.Progress): rows per step, or bytes read."""
+        if label.startswith(READ_BYTES):
+            stage, _, task = label.removeprefix(READ_BYTES).partition(":")
+            self.read(int(stage), task, rows_in)
+        else:
+            self.rows(label, rows_in, rows_out)
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
@@ -79,19 +93,20 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     before any worker starts where a look at the input's first batch shows them (preflight).
     `sources`: the input files, when the caller has already checked the recipe against them."""
     started = time.perf_counter()
-    layout = RunLayout.at(recipe.output.path)
+    layout = RunLayout.at(recipe.output.path, recipe.output.storage_options)
     if sources is None:
         sources = preflight.check(recipe).sources
     if recipe.output.upload:
         if layout.remote:
             raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
                               f"already: leave output.upload out")
-        output_formats.remote_fs(recipe.output.upload)
+        output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
     if opts.work_store:
         if opts.engine != "ray":
             raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
+    retries.take_output()  # the output store's retries are this run's from here
     created_out = not Files().exists(layout.local)
     try:
         lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
@@ -102,7 +117,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
     try:
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again
-                output_formats.upload(Path(layout.root), recipe.output.upload)
+                output_formats.upload(Path(layout.root), recipe.output.upload, recipe.output.storage_options)
             reporter.status(f"{layout.root} is already finished; nothing to do")
             return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True}
         try:
@@ -144,7 +159,7 @@ class _Run:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
         # An output on a store carries the work files of Ray nodes that do not see this machine's
         # disk under its own prefix (removed before publishing), unless --work-store names a place
-        engine = engines.make(self.opts.engine, self.opts.address, self.reporter.rows, self.layout,
+        engine = engines.make(self.opts.engine, self.opts.address, self.reporter.progress, self.layout,
                               self.reporter.status, env, self.opts.work_store, self.opts.resume,
                               [s.path for s in self.sources],
                               fallback_store=self.layout.work_files if self.layout.remote else None)
@@ -271,7 +286,7 @@ class _Run:
         if any(s.is_uri for s in self.sources):
             manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
-                           self.still_ours)
+                           self.still_ours, self._report if self.opts.report else None)
         if self.layout.remote:  # the manifest marks the prefix as curate's now
             self.layout.files.remove(self.layout.marker)
         if not self.opts.keep_work:
@@ -279,8 +294,21 @@ class _Run:
             if self.layout.remote:  # the run's local directory is its own
                 self.files.remove(self.layout.local)
         if recipe.output.upload:
-            output_formats.upload(Path(self.layout.root), recipe.output.upload)
+            output_formats.upload(Path(self.layout.root), recipe.output.upload, recipe.output.storage_options)
         return manifest
+
+    def _report(self, manifest: dict, data: Path, trace: Path, target: Path) -> bool:
+        """report.html of a run on a store, from its staged files, to `target`: whether it was
+        written (one that cannot be is a warning, never a failed run)."""
+        try:
+            from curate.report.report import write_staged
+
+            write_staged(manifest, self.layout.root, data, trace, target)
+        except Exception as e:  # noqa: BLE001: whatever went wrong, the run's data stands
+            self.reporter.status(f"warning: report.html not written ({type(e).__name__}: {e}); --no-report skips it")
+            return False
+        self.reporter.status(f"report: {self.layout.report}")
+        return True
 
     def _store(self) -> dict:
         """The store's requests tried again (throttling, resets, timeouts), by the run's tasks and by

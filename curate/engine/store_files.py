@@ -9,20 +9,23 @@ is what says the files beside it are complete (publish.py).
 from __future__ import annotations
 
 import posixpath
+import time
 from contextlib import contextmanager
 
 from curate.errors import CurateError
+from curate.io import retries
 from curate.io.store import is_uri
 
 
 class StoreFiles:
     """Files' operations on the fsspec filesystem of a URI; paths are full URIs."""
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, options: dict | None = None):
         from curate.io.store import filesystem
 
-        try:  # S3's requests retried (throttling, resets) by the policy reads use (retries.py)
-            self.fs, _ = filesystem(uri)
+        try:  # S3's requests retried (throttling, resets) by the policy of output.storage_options, counted apart
+            self.fs, _ = filesystem(uri, options, side="output")
+            self.policy = retries.Policy.of(options, "output.storage_options")
         except CurateError as e:
             raise CurateError(f"output.path: {e}") from None
         protocols = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
@@ -54,7 +57,19 @@ class StoreFiles:
         return self.fs.size(path)
 
     def read_bytes(self, path: str) -> bytes:
-        return self.fs.cat_file(path)
+        """The object whole; read again when its body breaks off (a request the store failed is
+        retried by the client's hook; a body cut off mid-read is past it)."""
+        attempt = 1
+        while True:
+            try:
+                return self.fs.cat_file(path)
+            except Exception as e:
+                reason = retries.failure(e)
+                if reason is None or attempt >= self.policy.attempts:
+                    raise
+            retries.count_output(reason)
+            time.sleep(self.policy.delay(attempt))
+            attempt += 1
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """One PUT: the object appears whole or not at all."""
@@ -117,7 +132,7 @@ def output_errors(root: str):
         raise
     except PermissionError as e:
         raise CurateError(f"output {root}: access refused ({e}); check the credentials (environment "
-                          f"variables, profile)") from None
+                          f"variables, profile) or output.storage_options") from None
     except FileNotFoundError as e:
         raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
     except (OSError, ValueError) as e:

@@ -9,36 +9,46 @@ simply run again on resume. Whether a task is done is the runner's decision (run
 from __future__ import annotations
 
 import inspect
+import os
 import pickle
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate import observers
-from curate.engine.context import READ_STEP, Progress, StageContext, operators_for, prepared_name
+from curate.engine.context import READ_BYTES, READ_STEP, Progress, StageContext, operators_for, prepared_name
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import Files
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
 from curate.io import output_formats, retries
+from curate.io.meter import ReadMeter
 from curate.io.readers import BadRows, read_source
 from curate.io.writer import ShardWriter
 from curate.trace import StepStats
 
 
-def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces") -> Iterator[pa.RecordBatch]:
-    """The task's input batches; stage 0 reads sources (bad rows go to the `read` trace)."""
+def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces",
+          bytes_read: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
+    """The task's input batches; stage 0 reads sources (bad rows go to the `read` trace). Each
+    batch's bytes of the input are passed to `bytes_read` before it, and in all the sizes the plan
+    weighs the task by (its files', its shards')."""
     spec = ctx.recipe.input
     if task.sources:
         remaining = task.limit
         read = stats.setdefault(READ_STEP, StepStats())
         for source in task.sources:
+            meter, size = ReadMeter(), _size(source)
+            counted = 0
             for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column):
+                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, meter=meter):
+                at = min(meter.bytes, size)
+                bytes_read(at - counted)
+                counted = at
                 if bad is not None and len(bad):
                     trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
                     read.rows_in += len(bad)
@@ -55,19 +65,35 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
                 yield batch
                 if remaining == 0:
                     return
+            bytes_read(size - counted)  # the file is read: what its meter could not see (a footer)
         return
-    yield from shard_batches(task.shards, task.ord_offset, spec.batch_rows)
+    yield from shard_batches(task.shards, task.ord_offset, spec.batch_rows, bytes_read=bytes_read)
+
+
+def _size(source) -> int:
+    try:
+        return source.byte_size()
+    except OSError:  # gone: its reader says so
+        return 0
 
 
 def shard_batches(shards, offset: int, batch_rows: int, columns: list[str] | None = None,
-                  rename=lambda names: names) -> Iterator[pa.RecordBatch]:
+                  rename=lambda names: names, bytes_read: Callable[[int], None] = lambda n: None
+                  ) -> Iterator[pa.RecordBatch]:
     """The rows of a stage's shards with `_ord`, their position in the stage's input from `offset`
-    (a later stage's tasks, and a Global's fit, read them so)."""
+    (a later stage's tasks, and a Global's fit, read them so); each batch's share of its shard's
+    bytes passed to `bytes_read` before it."""
     for shard in shards:
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=batch_rows, columns=columns):
+        pf = pq.ParquetFile(shard)
+        size, rows, done, counted = os.path.getsize(shard), pf.metadata.num_rows, 0, 0
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
             ords = pa.array(np.arange(offset, offset + batch.num_rows, dtype=np.int64))
             offset += batch.num_rows
+            done += batch.num_rows
+            bytes_read(size * done // rows - counted)
+            counted = size * done // rows
             yield batch.rename_columns(rename(batch.schema.names)).append_column("_ord", ords)
+        bytes_read(size - counted)
 
 
 def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
@@ -183,7 +209,12 @@ def _run_steps(ctx: StageContext, task: Task, ops: list, stats: dict, traces: Tr
                failure: str | None, commit, summaries: dict) -> None:
     """The task's rows read, passed through the stage's steps and committed."""
     steps = ctx.stage.all_steps
-    batches = _observed(_rows(ctx, task, stats, traces), summaries)
+
+    def bytes_read(n: int) -> None:
+        if progress and n:
+            progress(f"{READ_BYTES}{ctx.stage.index}:{task.name}", n, 0)
+
+    batches = _observed(_rows(ctx, task, stats, traces, bytes_read), summaries)
     if progress and task.sources:
         batches = _counted(batches, progress)
     if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):

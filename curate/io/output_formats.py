@@ -153,15 +153,24 @@ def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None
         (staging / "dataset_info.json").write_text(json.dumps({"description": "written by curate"}))
 
 
-def remote_fs(uri: str, what: str = "output.upload"):
+def remote_fs(uri: str, what: str = "output.upload", options: dict | None = None):
     """The fsspec filesystem and root path of `uri`; a clear error naming `what` (the setting)
     when it cannot be opened (checked before a run starts, so a typo does not surface after
-    hours of work)."""
+    hours of work). With `options` (output.storage_options) it is the output's filesystem
+    (store.filesystem: its requests retried by their policy, counted as the output's)."""
     try:
         import fsspec
     except ImportError:
         raise CurateError(f"{what} needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// "
                           "or gcsfs for gs://") from None
+    if options is not None:
+        from curate.io.store import filesystem
+
+        try:
+            fs, root = filesystem(uri, options, side="output")
+        except CurateError as e:
+            raise CurateError(f"{what}: {e}") from None
+        return fs, root.rstrip("/")
     try:
         fs, root = fsspec.core.url_to_fs(uri)
     except (ImportError, ValueError) as e:
@@ -169,10 +178,11 @@ def remote_fs(uri: str, what: str = "output.upload"):
     return fs, root.rstrip("/")
 
 
-def upload(out: Path, uri: str) -> None:
-    """Copy the published run in `out` to `uri`, manifest.json last; nothing to do when the manifest
-    there is already this run's. Files of curate's own names under `uri` are replaced."""
-    fs, root = remote_fs(uri)
+def upload(out: Path, uri: str, options: dict | None = None) -> None:
+    """Copy the published run in `out` to `uri` (its filesystem opened with `options`:
+    output.storage_options), manifest.json last; nothing to do when the manifest there is already
+    this run's. Files of curate's own names under `uri` are replaced."""
+    fs, root = remote_fs(uri, options=options or {})
     manifest = (out / "manifest.json").read_bytes()
     remote_manifest = f"{root}/manifest.json"
     if fs.exists(remote_manifest) and fs.cat_file(remote_manifest) == manifest:

@@ -21,6 +21,7 @@ import xxhash
 from curate.columns import put
 from curate.errors import InputError
 from curate.io import raw_json, store, webdataset
+from curate.io.meter import ReadMeter
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
 
 CHUNK_BYTES = 8 << 20
@@ -51,9 +52,11 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 
 
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
-                on_bad_row: str = "trace", raw_column: str | None = None) -> Iterator[Chunk]:
+                on_bad_row: str = "trace", raw_column: str | None = None,
+                meter: ReadMeter | None = None) -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order; with
-    `raw_column`, JSON records whole as their text in that one column (raw_json.py)."""
+    `raw_column`, JSON records whole as their text in that one column (raw_json.py). `meter`
+    follows how many of the file's bytes have been read, batch by batch."""
     readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream,
                "webdataset": _webdataset}
     reader = readers[source.format] if raw_column is None else raw_json.reader(raw_column)
@@ -61,7 +64,7 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
         _not_empty(source)
         raw_json.check_format(source, raw_column)
         row = 0
-        for batch, bad in reader(source, batch_rows, on_bad_row):
+        for batch, bad in reader(source, batch_rows, on_bad_row, meter or ReadMeter()):
             if bad is not None and len(bad) and on_bad_row == "fail":
                 raise InputError(f"{source.path}, line {bad.line[0]}: {bad.error[0]} "
                                  f"(set input.on_bad_row: trace to send such rows to the trace instead)")
@@ -80,18 +83,27 @@ def _not_empty(source: Source) -> None:
         raise InputError(f"{source.path}: the file is empty")
 
 
-def _input_stream(source: Source) -> pa.NativeFile:
+def _input_stream(source: Source, meter: ReadMeter | None = None) -> pa.NativeFile:
     """The file's bytes front to back, decompressed as its name says (.gz, .zst, .bz2); an
-    object in a store is streamed by range requests, never downloaded whole first."""
+    object in a store is streamed by range requests, never downloaded whole first. `meter`
+    follows the position in the file itself (before decompression)."""
+    codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
     if source.is_uri:
-        codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
-        return store.open_stream(source.path, source.storage_options, codec, source.size, source.version)
-    return pa.input_stream(source.path, compression="detect")
+        return store.open_stream(source.path, source.storage_options, codec, source.size, source.version, meter)
+    raw = pa.OSFile(source.path)
+    if meter is not None:
+        meter.follow(raw)
+    return pa.input_stream(raw, compression=codec)
 
 
-def _arrow_batches(source: Source) -> pa.ipc.RecordBatchStreamReader:
+def _arrow_batches(source: Source, meter: ReadMeter | None = None) -> pa.ipc.RecordBatchStreamReader:
     """An Arrow stream file's batches: a local file mapped, not read; an object streamed."""
-    return pa.ipc.open_stream(_input_stream(source) if source.is_uri else pa.memory_map(source.path))
+    if source.is_uri:
+        return pa.ipc.open_stream(_input_stream(source, meter))
+    mapped = pa.memory_map(source.path)
+    if meter is not None:
+        meter.follow(mapped)
+    return pa.ipc.open_stream(mapped)
 
 
 def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | None:
@@ -143,7 +155,7 @@ def _jsonl_peek(source: Source) -> pa.Schema | None:
 def _webdataset_peek(source: Source) -> pa.Schema | None:
     rows = []
     for item in webdataset.samples(source.path, source.storage_options):
-        row = webdataset.sample_row(item)[0] if isinstance(item, webdataset.Sample) else None
+        row = webdataset.sample_row(item, source.path)[0] if isinstance(item, webdataset.Sample) else None
         if row is not None:
             rows.append(row)
         if len(rows) == WEBDATASET_PEEK:
@@ -177,19 +189,23 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     return put(batch, "_id", ids)
 
 
-def _parquet(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
     pf = open_parquet(source.path, source.storage_options, source.size, source.version)
     groups = list(source.row_groups) if source.row_groups is not None else None
+    rows, done = sum(pf.metadata.row_group(i).num_rows for i in groups or range(pf.num_row_groups)), 0
+    size = source.byte_size()
     for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
+        done += batch.num_rows
+        meter.share(done, rows, size)  # of the file's bytes, as the plan weighs a task of some of its row groups
         yield batch, None
 
 
-def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
-    with _arrow_batches(source) as reader:
+def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
+    with _arrow_batches(source, meter) as reader:
         yield from ((batch, None) for batch in reader)
 
 
-def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
     """Samples of a tar shard as rows (curate/io/webdataset.py); malformed ones as bad rows whose
     line is the position of their first member in the tar and whose error names the member."""
     schema: pa.Schema | None = None
@@ -205,11 +221,11 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Ch
         rows, bad = [], BadRows()
         return chunk
 
-    for item in webdataset.samples(source.path, source.storage_options):
+    for item in webdataset.samples(source.path, source.storage_options, meter):
         if isinstance(item, webdataset.Malformed):
             bad.add(item.position, item.members, item.error)
             continue
-        row, problem = webdataset.sample_row(item)
+        row, problem = webdataset.sample_row(item, source.path)
         if row is not None and schema is not None:
             problem = webdataset.misfit(row, schema)
         if problem is not None:
@@ -222,7 +238,7 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Ch
         yield flush()
 
 
-def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+def _csv(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
     bad = BadRows()
 
     def on_invalid(row) -> str:
@@ -230,7 +246,7 @@ def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
                 f"expected {row.expected_columns} columns, got {row.actual_columns}")
         return "skip"
 
-    reader = _open_csv(source, on_invalid)
+    reader = _open_csv(source, on_invalid, meter)
     row = 0  # data rows before this batch
     for batch in reader:
         batch = _drop_invalid_utf8(batch, row, bad)
@@ -239,12 +255,12 @@ def _csv(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
         bad = BadRows()
 
 
-def _open_csv(source: Source, on_invalid) -> pcsv.CSVStreamingReader:
+def _open_csv(source: Source, on_invalid, meter: ReadMeter | None = None) -> pcsv.CSVStreamingReader:
     """The CSV reader; it reads the first block to infer the columns' types."""
     delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
     # UTF-8 is checked per batch (_drop_invalid_utf8): pyarrow's own check turns a column binary
     # (first block) or fails the whole file (later blocks), where one bad row should go to the trace.
-    return pcsv.open_csv(_input_stream(source) if source.is_uri else source.path,
+    return pcsv.open_csv(_input_stream(source, meter),
                          read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
                          parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
                          convert_options=pcsv.ConvertOptions(check_utf8=False))
@@ -274,11 +290,11 @@ def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> p
     return batch.filter(pa.array(keep))
 
 
-def _jsonl(source: Source, batch_rows: int, on_bad_row: str) -> Iterator[Chunk]:
+def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
     schema: pa.Schema | None = None
     line_no = 1  # line number of the first line of `data`
     rest = b""
-    with _input_stream(source) as stream:
+    with _input_stream(source, meter) as stream:
         while True:
             block = stream.read(CHUNK_BYTES)
             data = rest + block

@@ -10,7 +10,10 @@ Two places retry, each a failure the other cannot see:
 
 Counts go to the innermost `tally()` open in the process (a task's, in a worker), else to the
 process's own count that `take_untallied()` hands to the run (listing, footers, planning). They are
-process-wide, not per thread: fsspec does its I/O on a thread of its own.
+process-wide, not per thread: fsspec does its I/O on a thread of its own. The requests to an
+output store (uploads, the lease) are the run process's alone and are counted apart, by
+`count_output`, whatever tally is open (a task running in that process reads the input meanwhile),
+until `take_output()`.
 """
 
 from __future__ import annotations
@@ -40,20 +43,21 @@ class Policy:
     max_backoff_s: float = 20.0  # ... and at most this
 
     @classmethod
-    def of(cls, options: dict | None) -> "Policy":
-        """The policy `storage_options.retries` sets ({attempts, backoff_s, max_backoff_s}), else the default."""
+    def of(cls, options: dict | None, setting: str = "input.storage_options") -> "Policy":
+        """The policy `storage_options.retries` sets ({attempts, backoff_s, max_backoff_s}), else the
+        default; `setting` names the options in messages."""
         given = (options or {}).get(OPTION)
         if given is None:
             return cls()
         if not isinstance(given, dict) or set(given) - {"attempts", "backoff_s", "max_backoff_s"}:
-            raise InputError(f"input.storage_options.{OPTION}: expected a mapping of attempts, backoff_s and "
+            raise InputError(f"{setting}.{OPTION}: expected a mapping of attempts, backoff_s and "
                              f"max_backoff_s (got {given!r})")
         try:
             policy = cls(**{k: (int if k == "attempts" else float)(v) for k, v in given.items()})
         except (TypeError, ValueError) as e:
-            raise InputError(f"input.storage_options.{OPTION}: {e}") from None
+            raise InputError(f"{setting}.{OPTION}: {e}") from None
         if policy.attempts < 1 or policy.backoff_s < 0 or policy.max_backoff_s < 0:
-            raise InputError(f"input.storage_options.{OPTION}: attempts must be at least 1 and the waits "
+            raise InputError(f"{setting}.{OPTION}: attempts must be at least 1 and the waits "
                              f"not negative (got {given!r})")
         return policy
 
@@ -84,6 +88,22 @@ def tally() -> Iterator[dict[str, int]]:
     finally:
         with _lock:  # this one itself: another open tally, or the process's own, may be equal to it
             del _tallies[next(i for i, t in enumerate(_tallies) if t is mine)]
+
+
+_output: dict[str, int] = {}  # the output store's retries, by reason, since the last take_output()
+
+
+def count_output(reason: str) -> None:
+    with _lock:
+        _output[reason] = _output.get(reason, 0) + 1
+
+
+def take_output() -> dict[str, int]:
+    """The output store's retries since the last call, by reason; counted from zero again."""
+    with _lock:
+        taken = dict(_output)
+        _output.clear()
+    return taken
 
 
 def take_untallied() -> dict[str, int]:
@@ -142,28 +162,29 @@ class RetryingFile:
         self._handle.close()
 
 
-def s3_options(options: dict) -> dict:
-    """`options` for s3fs with botocore's own retries off (this policy answers its needs-retry
-    event instead: see `hook_s3`)."""
+def s3_options(options: dict, setting: str = "input.storage_options") -> dict:
+    """`options` (the recipe's `setting`) for s3fs with botocore's own retries off (this policy
+    answers its needs-retry event instead: see `hook_s3`)."""
     config = dict(options.get("config_kwargs") or {})
     if "retries" in config:
-        raise InputError(f"input.storage_options.config_kwargs.retries: curate retries the store's requests "
-                         f"itself (and counts them); set input.storage_options.{OPTION}: {{attempts: N}} instead")
+        raise InputError(f"{setting}.config_kwargs.retries: curate retries the store's requests "
+                         f"itself (and counts them); set {setting}.{OPTION}: {{attempts: N}} instead")
     config["retries"] = {"mode": "standard", "total_max_attempts": 1}
     return {**options, "config_kwargs": config}
 
 
-def hook_s3(fs, policy: Policy) -> None:
+def hook_s3(fs, policy: Policy, counted=count) -> None:
     """Answer the needs-retry event of `fs`'s S3 client by `policy` (botocore's own handler, with
-    one attempt allowed, says no first), and turn off s3fs's retries of its calls, which would
-    try again unseen (a body that breaks off is read again by RetryingFile instead)."""
+    one attempt allowed, says no first), each retry `counted`, and turn off s3fs's retries of its
+    calls, which would try again unseen (a body that breaks off is read again by RetryingFile
+    instead)."""
     fs.retries = 1
 
     def needs_retry(attempts: int, response=None, caught_exception=None, **_) -> float | None:
         reason = _s3_failure(response, caught_exception)
         if reason is None or attempts >= policy.attempts:
             return None
-        count(reason)
+        counted(reason)
         return policy.delay(attempts)
 
     events = fs.s3.meta.events

@@ -42,26 +42,31 @@ def is_uri(spec: str) -> bool:
     return bool(_SCHEME.match(spec))
 
 
-def filesystem(uri: str, options: dict | None = None):
-    """The fsspec filesystem of `uri` (with `options` from the recipe) and the path in it; an S3
-    client's requests retried by the policy of `options` (retries.py)."""
+def filesystem(uri: str, options: dict | None = None, side: str = "input"):
+    """The fsspec filesystem of `uri` (with `options` from the recipe's `side`.storage_options) and
+    the path in it; an S3 client's requests retried by the policy of `options` (retries.py). The
+    output's filesystem is an instance of its own, so that its retries are counted as the
+    output's even where the input is on the same store with the same options."""
     try:
         import fsspec
     except ImportError:
         raise InputError(f"{uri}: reading a URI needs fsspec: pip install 'curate[remote]'") from None
-    policy = retries.Policy.of(options)
+    setting = f"{side}.storage_options"
+    policy = retries.Policy.of(options, setting)
     options = {k: v for k, v in (options or {}).items() if k != retries.OPTION}
+    if side == "output":
+        options["skip_instance_cache"] = True
     s3 = uri.split("://", 1)[0].lower() in ("s3", "s3a")
     try:
-        fs, path = fsspec.core.url_to_fs(uri, **(retries.s3_options(options) if s3 else options))
+        fs, path = fsspec.core.url_to_fs(uri, **(retries.s3_options(options, setting) if s3 else options))
     except ImportError as e:
         package = PACKAGES.get(uri.split("://", 1)[0].lower(), "the filesystem's package")
         raise InputError(f"{uri}: reading it needs {package} (pip install {package}): {e}") from None
     except (ValueError, TypeError) as e:  # an unknown scheme, an option the filesystem does not take
-        raise InputError(f"{uri}: cannot open this URI (check input.storage_options): {e}") from None
+        raise InputError(f"{uri}: cannot open this URI (check {setting}): {e}") from None
     if s3:
         with store_errors(uri, "cannot connect"):  # the client is made here: a bad profile says so here
-            retries.hook_s3(fs, policy)
+            retries.hook_s3(fs, policy, retries.count_output if side == "output" else retries.count)
     return fs, path
 
 
@@ -125,10 +130,13 @@ def open_random(uri: str, options: dict | None = None, size: int | None = None, 
 
 
 def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
-                size: int | None = None, version: str = "") -> pa.NativeFile:
+                size: int | None = None, version: str = "", meter=None) -> pa.NativeFile:
     """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
-    `size` and `version`: the object's, as listed."""
+    `size` and `version`: the object's, as listed; `meter` (a ReadMeter) follows the position in
+    the object."""
     handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
+    if meter is not None:
+        meter.follow(handle)
     return pa.input_stream(pa.PythonFile(handle, mode="r"), compression=compression)
 
 

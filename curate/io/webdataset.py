@@ -5,6 +5,9 @@ samples by key: the member name up to the first dot of its base name (`dir/00001
 `dir/000012` and suffix `jpg`), consecutive members with the same key forming one sample, as
 webdataset's own loader groups them. A sample becomes one row:
 - `_key`: the key;
+- `_shard` and `_image_member`: the tar (its path or URI, as the input names it) and the image's
+  member in it (`000012.jpg`), so a later step that cannot decode the image can name both in the
+  trace, even from a stage's staged shards, which no longer know the tar;
 - `image`: the encoded bytes of the first of KEY.jpg, KEY.jpeg, KEY.png, KEY.webp (never decoded here);
 - `caption`: KEY.txt as UTF-8 text (null when the sample has none);
 - one column per field of KEY.json, in the order the fields first appear (`caption` among them
@@ -24,6 +27,7 @@ import io
 import json
 import tarfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -33,6 +37,7 @@ import pyarrow as pa
 from curate.io import store
 
 IMAGE_SUFFIXES = ("jpg", "jpeg", "png", "webp")
+SHARD_COLUMN, MEMBER_COLUMN = "_shard", "_image_member"
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # Errors a damaged or truncated (compressed) tar raises while it is read.
 TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, pa.ArrowInvalid)
@@ -62,22 +67,29 @@ def split_name(name: str) -> tuple[str, str]:
     return name[:dot], name[dot + 1:].lower()
 
 
-def _open(path: str, storage_options: dict | None) -> tarfile.TarFile:
+@contextmanager
+def _open(path: str, storage_options: dict | None, meter=None) -> Iterator[tarfile.TarFile]:
+    """The tar at `path` read as a stream; `meter` (a ReadMeter) follows the position in the file."""
     zstd = Path(path).suffix.lower() in ZSTD_SUFFIXES  # tarfile detects gzip, bz2 and xz itself, not zstd
     if store.is_uri(path):  # streamed from the store, never downloaded whole first
-        return tarfile.open(fileobj=store.open_stream(path, storage_options, "zstd" if zstd else None), mode="r|*")
-    if zstd:
-        return tarfile.open(fileobj=pa.input_stream(path, compression="zstd"), mode="r|")
-    return tarfile.open(path, mode="r|*")
+        stream = store.open_stream(path, storage_options, "zstd" if zstd else None, meter=meter)
+    else:
+        raw = pa.OSFile(path)
+        if meter is not None:
+            meter.follow(raw)
+        stream = pa.input_stream(raw, compression="zstd") if zstd else raw
+    with stream, tarfile.open(fileobj=stream, mode="r|" if zstd else "r|*") as tar:  # a tar closes no file it is given
+        yield tar
 
 
-def samples(path: str, storage_options: dict | None = None) -> Iterator[Sample | Malformed]:
-    """The samples of the tar at `path` (a file or a URI) in member order, and what is malformed in it."""
+def samples(path: str, storage_options: dict | None = None, meter=None) -> Iterator[Sample | Malformed]:
+    """The samples of the tar at `path` (a file or a URI) in member order, and what is malformed in
+    it; `meter` (a ReadMeter) follows how far into the file they are."""
     current: Sample | None = None
     position = 0
     last_name = None
     try:
-        with _open(path, storage_options) as tar:
+        with _open(path, storage_options, meter) as tar:
             for member in tar:
                 position += 1
                 if not member.isfile():
@@ -130,13 +142,13 @@ def _properly_ended(tar: tarfile.TarFile) -> bool:
     return after_stop >= tarfile.BLOCKSIZE and zeros
 
 
-def sample_row(sample: Sample) -> tuple[dict | None, str | None]:
-    """(row, None) for a well-formed sample, else (None, the problem naming the member)."""
-    image = next((sample.members[s] for s in IMAGE_SUFFIXES if s in sample.members), None)
-    if image is None:
+def sample_row(sample: Sample, shard: str) -> tuple[dict | None, str | None]:
+    """(row, None) for a well-formed sample of the tar `shard`, else (None, the problem naming the member)."""
+    suffix = next((s for s in IMAGE_SUFFIXES if s in sample.members), None)
+    if suffix is None:
         return None, (f"sample {sample.key} has no image member ({', '.join(f'KEY.{s}' for s in IMAGE_SUFFIXES)}); "
                       f"its members: {', '.join(sample.names)}")
-    row: dict = {"_key": sample.key, "image": image}
+    row: dict = {"_key": sample.key, "image": sample.members[suffix]}
     meta: dict = {}
     if "json" in sample.members:
         try:
@@ -148,6 +160,9 @@ def sample_row(sample: Sample) -> tuple[dict | None, str | None]:
     if "caption" not in meta:  # right after the image, unless the JSON places it (kept so for the round trip)
         row["caption"] = None
     row.update((k, v) for k, v in meta.items() if k not in ("_key", "image"))
+    # the first member of that suffix is the one kept (a repeat is malformed); its name as in the tar (KEY.JPG)
+    row[SHARD_COLUMN] = shard
+    row[MEMBER_COLUMN] = next(n for n in sample.names if split_name(n)[1] == suffix)
     if "txt" in sample.members:
         try:
             row["caption"] = sample.members["txt"].decode("utf-8")

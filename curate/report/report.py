@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow.parquet as pq
 
@@ -42,26 +42,33 @@ def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = N
         raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
                           f"or --resume it)")
     manifest = json.loads(manifest_path.read_text())
-    chosen = manifest.get("report") or {}
-    by, by_domain = by or chosen.get("by"), by_domain or chosen.get("by_domain")
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
-    tmp.write_text(render(manifest, run_dir, by, by_domain), encoding="utf-8")
+    tmp.write_text(render(manifest, Run.open(run_dir, manifest), by, by_domain), encoding="utf-8")
     failpoint("report")
     tmp.replace(target)
     return target
 
 
-def render(manifest: dict, run_dir: Path, by: str | None = None, by_domain: str | None = None) -> str:
+def write_staged(manifest: dict, root: str, data: Path, trace: Path, target: Path) -> None:
+    """The report of a run whose output is on a store, at `root`, from its files as staged locally
+    (`data`, `trace`) before they were uploaded, with the manifest about to be written: written to
+    `target`, the same page its local run's report is."""
+    target.write_text(render(manifest, Run.open(root, manifest, data, trace)), encoding="utf-8")
+
+
+def render(manifest: dict, run: Run, by: str | None = None, by_domain: str | None = None) -> str:
+    """The page of `run`; `by` / `by_domain` not given: the recipe's (`report:`, kept in the manifest)."""
     import plotly.graph_objects as go
 
-    run = Run.open(run_dir, manifest)
+    chosen = manifest.get("report") or {}
+    by, by_domain = by or chosen.get("by"), by_domain or chosen.get("by_domain")
     sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
                 sources.render(go, run, by, by_domain), _timings(go, manifest),
-                _reasons(manifest, run_dir), kept_removed.render(run), duplicates.render(go, run),
+                _reasons(manifest, run), kept_removed.render(run), duplicates.render(go, run),
                 _qdc(go, manifest), scores.render(go, run), _clusters(manifest), summaries.render(go, manifest)]
     body = "\n".join(s for s in sections if s)
-    title = html.escape(f"curate report: {manifest.get('name', run_dir.name)}")
+    title = html.escape(f"curate report: {manifest.get('name', PurePosixPath(str(run.root)).name)}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
             f"<style>{_CSS}</style>\n<script type=\"text/javascript\">{plotly_js()}</script></head>\n"
             f"<body><h1>{title}</h1>\n{body}\n</body></html>\n")
@@ -142,14 +149,14 @@ def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str
     return found
 
 
-def _reasons(m: dict, run_dir: Path) -> str:
+def _reasons(m: dict, run: Run) -> str:
     text_column = (m.get("recipe") or {}).get("input", {}).get("text_column", "text")
     parts = []
     for s in m.get("steps", []):
         if not s.get("reasons"):
             continue
-        path = run_dir / "trace" / f"{s['step']}.parquet"
-        samples = _samples(path, text_column) if path.is_file() else {}
+        path = run.traces.get(s["step"])
+        samples = _samples(path, text_column) if path is not None else {}
         rows = []
         for reason, count in sorted(s["reasons"].items(), key=lambda kv: -kv[1]):
             examples = samples.get(reason, [])

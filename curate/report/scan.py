@@ -32,7 +32,7 @@ def files(paths: list[Path]) -> str:
 class Run:
     """A finished run as the report reads it: its data files, each step's trace, their columns."""
 
-    root: Path
+    root: Path | str  # its directory, or the URI of a run on a store (named in messages)
     manifest: dict
     data: list[Path] = field(default_factory=list)
     traces: dict[str, Path] = field(default_factory=dict)  # step label -> trace file
@@ -40,14 +40,18 @@ class Run:
     trace_columns: dict[str, dict[str, pa.DataType]] = field(default_factory=dict)  # the traced rows' columns
 
     @classmethod
-    def open(cls, root: Path, manifest: dict) -> "Run":
-        run = cls(Path(root), manifest)
-        run.data = sorted((run.root / "data").glob("*.parquet"))
+    def open(cls, root: Path | str, manifest: dict, data: Path | None = None, trace: Path | None = None) -> "Run":
+        """The run at `root`, its files in its data/ and trace/, or in `data` and `trace` (a run on
+        a store, read from its files staged locally)."""
+        run = cls(root, manifest)
+        data = Path(root) / "data" if data is None else data
+        trace = Path(root) / "trace" if trace is None else trace
+        run.data = sorted(data.glob("*.parquet"))
         if run.data:
             schema = pq.read_schema(run.data[0])
             run.data_columns = dict(zip(schema.names, schema.types))
         for s in manifest.get("steps", []):
-            path = run.root / "trace" / f"{s['step']}.parquet"
+            path = trace / f"{s['step']}.parquet"
             if path.is_file():
                 run.traces[s["step"]] = path
                 schema = pq.read_schema(path)

@@ -36,7 +36,9 @@ class OpenClipBackend(ModelBackend):
         set_offline()
         open_clip = require("open_clip", "open_clip")
         name, load_weights, checkpoint = self.resolve(open_clip, params.model, params.pretrained)
-        workers = decode_workers(params.decode_workers, self.device) if params.modality == "image" else 0
+        # torch's threads are the cores the pool gave this model process (OMP_NUM_THREADS)
+        workers = decode_workers(params.decode_workers, self.device, torch.get_num_threads()) \
+            if params.modality == "image" else 0
         # started before the model loads: the workers' imports overlap its loading
         self.decoders = DecodePool(workers) if workers else None
         try:

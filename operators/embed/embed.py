@@ -65,7 +65,8 @@ class EmbedParams(Params):
     decode_workers: int | None = Field(
         None, ge=0, le=256, json_schema_extra=OPERATIONAL,
         description="Images: processes that decode and preprocess images ahead of the model (0: the model's own "
-                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 0.")
+                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 1 from 2 "
+                    "cores (the model keeps every core's thread), else 0.")
     on_empty: Literal["trace", "embed"] = Field(
         "trace", description="Rows whose text is null or blank: send to the trace (reason `empty`), or embed "
                              "them as the empty string.")

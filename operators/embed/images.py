@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.errors import InputError
+from curate.io.webdataset import MEMBER_COLUMN, SHARD_COLUMN
 
 
 class ImageError(Exception):
@@ -31,11 +32,30 @@ def check_image_column(name: str, type_: pa.DataType) -> None:
                          f"(string) or {{bytes, path}} structs; it is {type_}")
 
 
+def image_name(batch: pa.RecordBatch, row: int) -> str:
+    """The image at `row` as a trace detail names it: `the image of sample ...` (sample_name) for a
+    WebDataset sample, else `the image`."""
+    return sample_name(batch, row) or "the image"
+
+
 def unreadable_detail(batch: pa.RecordBatch, row: int, message: str) -> str:
-    """Why the image at `row` cannot be read; for a WebDataset sample (its `_key`), named by its key,
-    so the trace says which tar member (KEY.jpg, .png, ...) holds it, as the reader's errors do."""
-    key = batch.column("_key")[row].as_py() if "_key" in batch.schema.names else None
-    return message if key is None else f"the image of sample {key}: {message}"
+    """Why the image at `row` cannot be read, naming the WebDataset sample it belongs to."""
+    name = sample_name(batch, row)
+    return message if name is None else f"{name}: {message}"
+
+
+def sample_name(batch: pa.RecordBatch, row: int) -> str | None:
+    """`the image of sample 000012 (shards/00000.tar, member 000012.jpg)`: the key, tar and member of
+    the WebDataset sample at `row`, as the reader's errors name them; None for rows of other inputs.
+    Called for the failing rows only."""
+    names = batch.schema.names
+    key = batch.column("_key")[row].as_py() if "_key" in names else None
+    if key is None:
+        return None
+    if SHARD_COLUMN not in names or MEMBER_COLUMN not in names:  # a Parquet input that kept only `_key`
+        return f"the image of sample {key}"
+    return (f"the image of sample {key} ({batch.column(SHARD_COLUMN)[row].as_py()}, member "
+            f"{batch.column(MEMBER_COLUMN)[row].as_py()})")
 
 
 def open_image(value):

@@ -11,7 +11,7 @@ embedding to `_embedding`, so a later semantic_dedup or density_prune does not e
 `min_score` drops rows below it (trace `clip_score_low`); a fraction of the whole dataset is
 `clip_score_select` (a Global: the threshold needs every score). Rows with no image, an image
 that cannot be decoded, or no caption go to the trace (`no_image`, `unreadable_image`,
-`no_caption`).
+`no_caption`); an undecodable image of a WebDataset sample is named by its key, tar and member.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class ClipScoreParams(Params):
     decode_workers: int | None = Field(
         None, ge=0, le=256, json_schema_extra=OPERATIONAL,
         description="Processes that decode and preprocess the images ahead of the model (0: the model's own "
-                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 0.")
+                    "process does). Default: on a GPU, its share of the cores but one; on CPU, 1 from 2 "
+                    "cores (the model keeps every core's thread), else 0.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one.")
     precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="auto: float16 on a GPU, float32 on CPU.")

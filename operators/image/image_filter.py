@@ -6,7 +6,8 @@ Width and height come from the metadata columns when the batch has them (img2dat
 rules read), else from the image header (Pillow reads the header only, no pixel decode), unless
 `decodable` asks for a full decode, which then also gives the size. The first rule a row fails
 names its trace reason (`image_undecodable`, `image_too_small`, `image_too_large`,
-`image_aspect_ratio`, `image_bytes`, `image_format`, `caption_too_short`).
+`image_aspect_ratio`, `image_bytes`, `image_format`, `caption_too_short`); an undecodable image of a
+WebDataset sample is named by its key, tar and member.
 
 `preset: datacomp_basic` is DataComp's basic filter (mlfoundations/datacomp apply_filter.py) less
 its English rule: min(w, h) >= 200, max(w, h) / min(w, h) <= 3.0, a caption of more than 2 words
@@ -25,6 +26,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.ops import Filter, Params, Verdict, reads_column
+from operators.embed.images import image_name
 
 DATACOMP_BASIC = {"min_side": 200, "max_aspect_ratio": 3.0, "min_caption_words": 3, "min_caption_chars": 6}
 
@@ -123,7 +125,7 @@ class ImageFilter(Filter):
             headers = [_header(b) if b is not None else None for b in images]
         if r["decodable"]:
             bad = np.array([h is None or not _decodes(b) for h, b in zip(headers, images)])
-            fail(bad, "image_undecodable", lambda i: "the image does not decode")
+            fail(bad, "image_undecodable", lambda i: f"{image_name(batch, i)} does not decode")
         if has_meta:
             width = np.array(batch.column(self.params.width_column).to_pylist(), dtype=object)
             height = np.array(batch.column(self.params.height_column).to_pylist(), dtype=object)
@@ -132,7 +134,9 @@ class ImageFilter(Filter):
             height = np.array([h[1] if h else None for h in headers], dtype=object)
         if needs_size:
             unknown = np.array([w is None or h is None for w, h in zip(width, height)])
-            fail(unknown, "image_undecodable", lambda i: "no width and height (no metadata, unreadable header)")
+            fail(unknown, "image_undecodable",
+                 lambda i: f"no width and height for {image_name(batch, i)}: "
+                           + ("its metadata is null" if has_meta else "no metadata, and its header is unreadable"))
             w = np.where(unknown, 1, width).astype(np.float64)
             h = np.where(unknown, 1, height).astype(np.float64)
             small, large = np.minimum(w, h), np.maximum(w, h)

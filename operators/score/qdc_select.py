@@ -111,14 +111,15 @@ class QdcSelect(Global):
         size = min(n, p.size if p.size is not None else int(np.ceil(p.fraction * n)))
         order = np.lexsort((np.arange(n), -score))  # best first; ties in input order
         x = UnitRows(store)  # read in pieces as the selection walks it
+        budget = parallel.budget_gb(float("inf")) * 2**30
         filled = 0
         if n == 0 or size == 0:
             chosen = np.zeros(0, np.int64)
         elif p.method == "threshold":
-            chosen, filled = selection.threshold_greedy(x, order, size, p.threshold)
+            chosen, filled = selection.threshold_greedy(x, order, size, p.threshold, budget, workdir)
         else:
             chosen = selection.facility_location(x, score, size, p.quality_weight, p.coverage_sample, self.seed,
-                                                 p.threshold)
+                                                 p.threshold, budget, workdir)
         rank = np.full(n, -1, np.int64)
         rank[order] = np.arange(n)
         selected = np.zeros(n, bool)

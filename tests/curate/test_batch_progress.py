@@ -26,8 +26,8 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     lines = [line for line in res.stderr.splitlines() if line.startswith("progress ")]
     assert lines, res.stderr
     size = r"\d+(\.\d)? [KMGT]?B"
-    shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until a "
-                       rf"task is done), read {size} of {size}( \({size}/s\))?, written {size}; "
+    shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until "
+                       rf"bytes are read), read {size} of {size}( \({size}/s\))?, written {size}; "
                        r"\d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
     assert all(shape.match(line) for line in lines if "rows" in line), lines
     assert "/4 tasks (" in lines[-1], lines  # however short the run, the log closes with a progress line
@@ -54,7 +54,7 @@ def test_one_is_singular_everywhere_else_plural():
     stage = {"stage": 0, "tasks": 1, "done": 0, "percent": 0.0, "eta": None, "bytes": 3 << 30, "read": 0,
              "rate": None, "written": 0}
     line = plain_line(65, stage, "00_read", 1, 1.0)
-    assert line == ("progress 1m05s: stage 0, 0/1 task (0%), eta unknown until a task is done, read 0 B of 3.0 GB, "
+    assert line == ("progress 1m05s: stage 0, 0/1 task (0%), eta unknown until bytes are read, read 0 B of 3.0 GB, "
                     "written 0 B; 00_read: 1 row in (1 rows/s)")
     stage.update(done=1, percent=100.0, eta=0.0, read=3 << 30, rate=(3 << 30) / 65, written=1536 << 20)
     assert plain_line(65, stage, None, 0, 0.0) == ("progress 1m05s: stage 0, 1/1 task (100%), eta 0s, read 3.0 GB of "
@@ -64,7 +64,7 @@ def test_one_is_singular_everywhere_else_plural():
 def test_the_stage_eta_and_rate_come_from_the_bytes_of_the_tasks_done_in_this_run(tmp_path):
     class Task:
         def __init__(self, path):
-            self.sources, self.shards = (Source(str(path), "jsonl", path.name),), ()
+            self.sources, self.shards, self.name = (Source(str(path), "jsonl", path.name),), (), path.name
 
     paths = []
     for i, size in enumerate((100, 100, 200, 600)):
@@ -80,6 +80,16 @@ def test_the_stage_eta_and_rate_come_from_the_bytes_of_the_tasks_done_in_this_ru
     tracker.poll()
     assert tracker.state() == {"stage": 0, "tasks": 4, "done": 3, "percent": 40.0, "eta": 60.0,
                                "bytes": 1000, "read": 400, "rate": 10.0, "written": 250}
+    # the last task, running, has read 300 of its 600 bytes: 600 in 30 s, 300 left take 15 s
+    tracker.read(0, "3", 300)
+    tracker.read(1, "3", 10 ** 6)  # another stage's task of that name: not this one
+    assert tracker.state() == {"stage": 0, "tasks": 4, "done": 3, "percent": 70.0, "eta": 15.0,
+                               "bytes": 1000, "read": 700, "rate": 20.0, "written": 250}
+    tracker.read(0, "3", 10 ** 6)  # more than the plan's size (a file grown since): the size, at most
+    assert tracker.state()["read"] == 1000 and tracker.state()["eta"] == 0.0
+    done[3] = True
+    tracker.poll()
+    assert tracker.state()["read"] == 1000 and tracker.state()["percent"] == 100.0
 
 
 def test_terminal_status_lines_carry_no_source_file_link_and_the_bars_end_complete(tmp_path):

@@ -130,7 +130,7 @@ def test_a_store_to_store_run_killed_at_each_failpoint_resumes_to_the_same_bytes
     resumed = faultkit.start(path, "--resume")
     assert resumed.wait() == 0, resumed.stderr.read().decode()
     assert store_digest(out) == reference
-    assert store_names(out) == sorted(["manifest.json", *reference])
+    assert store_names(out) == sorted(["manifest.json", "report.html", *reference])  # the resumed run's report too
 
 
 def test_a_resume_on_another_machine_starts_over_and_gives_the_same_bytes(resume_corpus, s3, tmp_path, work_dirs):
@@ -211,11 +211,13 @@ def test_a_missing_bucket_is_exit_2_naming_the_output(cli, corpus, s3, work_dirs
     assert list(work_dirs.iterdir()) == []  # nothing left behind
 
 
-@pytest.mark.parametrize("output, message", [
-    ("nosuchscheme://bucket/x", "output.path: cannot open nosuchscheme://bucket/x"),
+@pytest.mark.parametrize("output, options, message", [
+    ("nosuchscheme://bucket/x", [], "output.path: nosuchscheme://bucket/x: cannot open this URI"),
+    ("memory://x", ["--set", "output.storage_options={retries: {attempts: 0}}"],
+     "output.storage_options.retries: attempts must be at least 1"),
 ])
-def test_an_output_uri_that_cannot_be_opened_is_refused_before_the_run(cli, corpus, output, message):
-    res = cli("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--output", output)
+def test_an_output_uri_that_cannot_be_opened_is_refused_before_the_run(cli, corpus, output, options, message):
+    res = cli("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--output", output, *options)
     assert res.exit_code == 2
     assert message in res.output
 

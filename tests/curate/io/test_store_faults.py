@@ -5,6 +5,7 @@ failure that would fail again."""
 
 import io
 
+import pyarrow as pa
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -157,25 +158,40 @@ def test_the_policy_is_set_in_storage_options_and_checked():
 
 
 def test_no_credential_reaches_any_file_of_the_run_nor_its_output(cli, tmp_path, s3, s3_server, monkeypatch):
+    import fsspec
     import pyarrow.parquet as pq
 
-    secrets = ("the-secret-from-env", "literal-key-in-recipe", "the-token-in-recipe")
+    secrets = ("the-secret-from-env", "literal-key-in-recipe", "the-token-in-recipe", "the-output-secret-from-env",
+               "literal-output-key")
     rows = b"".join(b'{"text": "document %d with words enough"}\n{"text": "bad\n' % i for i in range(50))
     s3.put_object(Bucket="inp", Key="c/a.jsonl", Body=rows)  # bad lines: the read step's trace has rows
+    s3.create_bucket(Bucket="secrets-out")
     monkeypatch.setenv("MY_SECRET", secrets[0])
+    monkeypatch.setenv("OUT_SECRET", secrets[3])
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     r = tmp_path / "r.yaml"
     r.write_text(f"input:\n  path: s3://inp/c/a.jsonl\n  storage_options:\n    endpoint_url: {s3_server}\n"
                  f"    secret: ${{MY_SECRET}}\n    key: {secrets[1]}\n    token: {secrets[2]}\n"
-                 f"output: {{path: {tmp_path / 'o'}}}\nsteps:\n  - exact_dedup: {{}}\n")
+                 f"output:\n  path: s3://secrets-out/o\n  storage_options:\n    endpoint_url: {s3_server}\n"
+                 f"    secret: ${{OUT_SECRET}}\n    key: {secrets[4]}\n"
+                 f"steps:\n  - exact_dedup: {{}}\n")
     monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.1")  # the batch log's lines too
     res = cli("run", r, "-w", "2", "--keep-work")
     assert res.exit_code == 0, res.output
-    out = tmp_path / "o"
-    assert (out / "report.html").is_file() and list((out / "trace").glob("*.parquet"))
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    published = fs.find("secrets-out/o")
+    assert "secrets-out/o/report.html" in published and any("/trace/" in p for p in published)
     said = [res.output, res.stderr]
-    for f in (p for p in out.rglob("*") if p.is_file()):
-        said.append(str(pq.read_table(f).to_pylist()) if f.suffix == ".parquet" else f.read_bytes().decode("latin-1"))
+    local = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # the kept work directory
+    assert local
+    for name, data in [(p, fs.cat_file(p)) for p in published] + [(str(p), p.read_bytes()) for p in local]:
+        said.append(str(pq.read_table(pa.BufferReader(data)).to_pylist()) if name.endswith(".parquet")
+                    else data.decode("latin-1"))
     assert not [(s, text[:200]) for s in secrets for text in said if s in text]
+    for obj in s3.list_objects_v2(Bucket="secrets-out").get("Contents", []):
+        s3.delete_object(Bucket="secrets-out", Key=obj["Key"])
+    s3.delete_bucket(Bucket="secrets-out")
 
 
 def test_a_profile_that_is_not_there_is_an_input_error_naming_the_uri():

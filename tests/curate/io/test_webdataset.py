@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from curate.io import webdataset
 from curate.io.readers import read_source
 from curate.io.sources import discover
-from tests.curate.io.wds_shards import image_bytes, sample, tar_members, write_tar
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, tar_members, write_tar
 
 
 def read_all(path):
@@ -66,8 +66,27 @@ def test_caption_only_in_txt_goes_right_after_the_image(tmp_path):
                ("k2.jpg", image_bytes((10, 10)))]
     write_tar(tmp_path / "in" / "a.tar", members)
     rows, bad = read_all(tmp_path / "in")
-    assert rows == [{"_key": "k1", "image": members[0][1], "caption": "just text", "url": "u", "_id": rows[0]["_id"]},
-                    {"_key": "k2", "image": members[3][1], "caption": None, "url": None, "_id": rows[1]["_id"]}]
+    shard = str(tmp_path / "in" / "a.tar")
+    assert rows == [{"_key": "k1", "image": members[0][1], "caption": "just text", "url": "u", "_shard": shard,
+                     "_image_member": "k1.jpg", "_id": rows[0]["_id"]},
+                    {"_key": "k2", "image": members[3][1], "caption": None, "url": None, "_shard": shard,
+                     "_image_member": "k2.jpg", "_id": rows[1]["_id"]}]
+
+
+def test_rows_name_their_shard_and_image_member_as_in_the_tar(tmp_path):
+    """What a later step's trace names when it cannot decode the image: the member as the tar
+    spells it (a folder, an upper-case suffix), the one the image column holds."""
+    members = [("dir/k1.txt", b"text"), ("dir/k1.JPG", image_bytes((9, 9))),
+               ("k2.jpg", image_bytes((9, 9))), ("k2.JPG", image_bytes((8, 8))),  # a repeat: the first is kept
+               ("k3.webp", image_bytes((9, 9), fmt="WEBP")), ("k3.png", image_bytes((9, 9), fmt="PNG"))]
+    write_tar(tmp_path / "in" / "a.tar", members)
+    write_tar(tmp_path / "in" / "b.tar", [("k4.jpg", image_bytes((9, 9)))])
+    rows, _ = read_all(tmp_path / "in")
+    a, b = str(tmp_path / "in" / "a.tar"), str(tmp_path / "in" / "b.tar")
+    assert [(r["_key"], r["_shard"], r["_image_member"]) for r in rows] == [
+        ("dir/k1", a, "dir/k1.JPG"), ("k2", a, "k2.jpg"), ("k3", a, "k3.png"), ("k4", b, "k4.jpg")]
+    images = dict(members)
+    assert [r["image"] for r in rows[:3]] == [images["dir/k1.JPG"], images["k2.jpg"], images["k3.png"]]
 
 
 def test_malformed_members_are_named(tmp_path):
@@ -135,12 +154,8 @@ def test_truncated_member_through_curate_run_is_traced_with_shard_and_member(cli
     whole = write_tar(tmp_path / "whole.tar", corpus()).read_bytes()
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "cut.tar").write_bytes(whole[:_cut_points(whole) - 100])
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
-                      f"output: {{path: '{tmp_path / 'out'}', keep_columns: [_key]}}\nsteps: []\n")
-    res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 0, res.output
-    trace = pq.read_table(tmp_path / "out" / "trace" / "00_read.parquet").to_pylist()
+    out = run_on_shards(cli, tmp_path, "[]", output=", keep_columns: [_key]")
+    trace = pq.read_table(out / "trace" / "00_read.parquet").to_pylist()
     assert len(trace) == 1 and trace[0]["reason"] == "unparseable"
     assert "cut.tar" in trace[0]["detail"] and "000003.json" in trace[0]["detail"]
     assert pq.read_table(tmp_path / "out" / "data").column("_key").to_pylist() == ["000000", "000001", "000002"]

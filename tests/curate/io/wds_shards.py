@@ -45,3 +45,14 @@ def write_tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> 
 def tar_members(path: Path) -> list[tuple[str, bytes]]:
     with tarfile.open(path) as tar:
         return [(m.name, tar.extractfile(m).read()) for m in tar if m.isfile()]
+
+
+def run_on_shards(cli, tmp_path: Path, steps: str, output: str = "") -> Path:
+    """`curate run -w 1` of the shards in tmp_path/in (caption as the text) through `steps` (a YAML
+    list); its output folder. `output`: more settings of the output (`, keep_columns: [_key]`)."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
+                      f"output: {{path: '{tmp_path / 'out'}'{output}}}\nsteps: {steps}\n")
+    res = cli("run", recipe, "-w", "1")
+    assert res.exit_code == 0, res.output
+    return tmp_path / "out"

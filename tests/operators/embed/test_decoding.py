@@ -104,9 +104,10 @@ def test_a_dead_worker_stops_the_step_with_a_clear_error():
 
 
 def test_default_workers():
-    assert decode_workers(3, "cuda") == 3 and decode_workers(0, "cpu") == 0
-    assert decode_workers(None, "cpu") == 0
-    assert decode_workers(None, "cuda") >= 1
+    assert decode_workers(3, "cuda", 1) == 3 and decode_workers(0, "cpu", 16) == 0 and decode_workers(2, "cpu", 1) == 2
+    # on CPU one process beside the model's threads, where it has a second core
+    assert [decode_workers(None, "cpu", threads) for threads in (1, 2, 16)] == [0, 1, 1]
+    assert decode_workers(None, "cuda", 1) >= 1
 
 
 def test_workers_left_running_end_with_their_process(tmp_path):

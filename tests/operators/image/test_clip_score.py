@@ -12,7 +12,7 @@ from hypothesis import example, given, strategies as st
 
 from operators.image.clip_score import ClipScore, ClipScoreParams
 from operators.image.clip_score_select import ClipScoreSelect, ClipScoreSelectParams
-from tests.curate.io.wds_shards import image_bytes, sample, write_tar
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 from tests.operators.embed.conftest import tiny_clip  # noqa: F401  (the fixture)
 
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (250, 250, 0), (10, 10, 10), (128, 0, 128)]
@@ -134,42 +134,47 @@ def test_clip_score_on_gpu_matches_cpu(tiny_clip):
 
 
 def test_decode_workers_give_the_scores_decoding_in_the_model_process_gives(tiny_clip):
+    import torch
+
+    from operators.embed.decoding import decode_workers
+
     images, captions = pairs()
     images = (images * 4)[:22]
     images[9] = b"not an image"
     batch = pa.RecordBatch.from_pydict({"image": pa.array(images, pa.binary()),
                                         "caption": (captions * 4)[:22]})
     outs = []
-    for workers in (0, 2):
+    for workers in (0, None, 2):  # None: the default (on CPU, a decode process beside the model's threads)
         op = ClipScore(ClipScoreParams(model=str(tiny_clip), batch_size=4, device="cpu", keep_embedding=True,
                                        decode_workers=workers), text_column="caption")
         try:
-            assert (op.setup() or op.backend.decoders is None) == (workers == 0)
+            op.setup()
+            started = len(op.backend.decoders.procs) if op.backend.decoders is not None else 0
+            assert started == (decode_workers(None, "cpu", torch.get_num_threads()) if workers is None else workers)
             outs.append([op.process(batch), op.process(batch.slice(3))])  # a second batch through the same ring
         finally:
             op.teardown()
-    for (without, verdict), (with_, verdict2) in zip(*outs):
-        assert with_.equals(without)  # scores and embeddings, bit for bit
-        assert verdict.keep.tolist() == verdict2.keep.tolist() and verdict.reason == verdict2.reason
-        assert verdict.detail == verdict2.detail
+    for out in outs[1:]:
+        for (without, verdict), (with_, verdict2) in zip(outs[0], out):
+            assert with_.equals(without)  # scores and embeddings, bit for bit
+            assert verdict.keep.tolist() == verdict2.keep.tolist() and verdict.reason == verdict2.reason
+            assert verdict.detail == verdict2.detail
     assert outs[0][0][1].reason[9] == "unreadable_image"
 
 
-def test_undecodable_images_go_to_the_trace_naming_their_sample(cli, tmp_path, tiny_clip):
+def test_undecodable_images_go_to_the_trace_naming_their_shard_and_member(cli, tmp_path, tiny_clip):
+    """The model stage reads the staged rows, not the tar: the reader's `_shard` and `_image_member`
+    carry the names to it."""
     images, captions = pairs()
     members = []
     for i, cap in enumerate(captions):
         members += sample(f"{i:05d}", cap, size=(40, 40))
     members[3 * 3] = ("00003.jpg", b"\xff\xd8\xff not a whole JPEG")  # sample 00003's image member
     write_tar(tmp_path / "in" / "a.tar", members)
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
-                      f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n"
-                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, batch_size: 2}}\n")
-    res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 0, res.output
-    trace = pq.read_table(tmp_path / "out" / "trace" / "01_clip_score.parquet").to_pylist()
-    # the trace keeps the public columns only: the detail names the sample (its member 00003.jpg)
+    out = run_on_shards(cli, tmp_path, f"[clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 1, "
+                                       f"batch_size: 2}}]")
+    trace = pq.read_table(out / "trace" / "01_clip_score.parquet").to_pylist()
+    # the trace keeps the public columns only: the detail names the sample, its tar and its member
     assert [(t["reason"], t["row"]["caption"]) for t in trace] == [("unreadable_image", captions[3])]
-    assert trace[0]["detail"].startswith("the image of sample 00003: ")
-    assert pq.read_table(tmp_path / "out" / "data").num_rows == len(captions) - 1
+    assert trace[0]["detail"].startswith(f"the image of sample 00003 ({tmp_path / 'in' / 'a.tar'}, member 00003.jpg): ")
+    assert pq.read_table(out / "data").num_rows == len(captions) - 1

@@ -4,10 +4,11 @@ datacomp_basic preset equal to DataComp's basic-filter rules (transcribed here) 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import example, given, settings, strategies as st
 
 from operators.image.image_filter import ImageFilter, ImageFilterParams
-from tests.curate.io.wds_shards import image_bytes
+from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 
 
 def datacomp_basic_keep(caption, width, height):
@@ -61,3 +62,25 @@ def test_preset_values_can_be_replaced():
     v = run({"preset": "datacomp_basic", "min_side": 100}, image=pa.array([b"x"], pa.binary()),
             caption=["a red dog"], original_width=[150], original_height=[150])
     assert v.keep.tolist() == [True]
+
+
+def test_an_undecodable_image_of_a_webdataset_shard_is_named_by_its_shard_and_member(cli, tmp_path):
+    members = sample("000000", "a red square") + sample("000001", "a broken one") + sample("000002", "a blue one")
+    members[3] = ("000001.jpg", members[3][1][:-40])  # its header reads, its pixels do not
+    write_tar(tmp_path / "in" / "a.tar", members)
+    out = run_on_shards(cli, tmp_path, "[image_filter: {decodable: true}]")
+    trace = pq.read_table(out / "trace" / "01_image_filter.parquet").to_pylist()
+    assert [(t["reason"], t["detail"]) for t in trace] == [
+        ("image_undecodable", f"the image of sample 000001 ({tmp_path / 'in' / 'a.tar'}, member 000001.jpg) does not decode")]
+
+
+def test_undecodable_images_of_other_inputs_are_named_as_they_can_be():
+    """Rows without the reader's shard columns: Parquet that kept only `_key`, or no WebDataset at all."""
+    images = pa.array([b"garbage", b"garbage"], pa.binary())
+    assert run({"decodable": True}, image=images).detail == ["the image does not decode"] * 2
+    v = run({"decodable": True}, image=images, _key=["k1", None])
+    assert v.detail == ["the image of sample k1 does not decode", "the image does not decode"]
+    v = run({"min_side": 10}, image=images, _key=["k1", "k2"], _shard=["a.tar"] * 2, _image_member=["k1.png", "k2.jpg"])
+    assert v.detail[1] == "no width and height for the image of sample k2 (a.tar, member k2.jpg): no metadata, and its header is unreadable"
+    v = run({"min_side": 10}, image=images, original_width=[5, None], original_height=[5, 20])
+    assert v.detail == ["5x5: min side < 10", "no width and height for the image: its metadata is null"]
