@@ -40,7 +40,8 @@ class RayEngine(Engine):
     """A Ray connection for one run: started here when no address is given (and stopped after),
     else a connection to the cluster at `address`. `store`: the URI of a work store (for nodes
     that do not see `_work/`); `fallback_store`: the one to use when no `store` is given and some
-    node is blind (for an output on a store, a prefix of its own there); `resume`: whether the run
+    node is blind (for an output on a store, a prefix of its own there, opened with the output's
+    storage_options); `resume`: whether the run
     resumes (a store then keeps its files); `inputs`: the run's input files, which every node must
     see (or reach, at a URI)."""
 
@@ -76,7 +77,8 @@ class RayEngine(Engine):
             status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                    f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
             self.here = ray.get_runtime_context().get_node_id()
-            candidate = WorkStore(store or fallback_store, self.work) if store or fallback_store else None
+            candidate = (WorkStore(store, self.work) if store else
+                         WorkStore(fallback_store, self.work, layout.options) if fallback_store else None)
             if store:
                 candidate.start(resume)
             blind = check_nodes(self.work, nodes, candidate, [os.path.abspath(p) for p in inputs if not is_uri(p)])

@@ -34,6 +34,7 @@ from curate.engine.result import TaskResult
 from curate.engine.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.io.output_formats import remote_fs
+from curate.io.store import filesystem
 
 STATE_FILES = "state-files.json"  # beside state.pkl: the files under fit/ the state names
 MIRROR_TAG = "mirror-of"  # in a blind node's mirror: the engine session it belongs to
@@ -41,12 +42,17 @@ MIRROR_LOCK = "mirror.lock"
 
 
 class WorkStore:
-    """`_work/` (at the absolute path `work`) copied file by file under `uri`."""
+    """`_work/` (at the absolute path `work`) copied file by file under `uri`; `output_options`:
+    where `uri` is under the run's output, its output.storage_options (the output's filesystem)."""
 
-    def __init__(self, uri: str, work: Path):
+    def __init__(self, uri: str, work: Path, output_options: dict | None = None):
         self.uri = uri
         self.work = Path(work)
-        self.fs, self.root = remote_fs(uri, "--work-store")
+        if output_options is None:
+            self.fs, self.root = remote_fs(uri, "--work-store")
+        else:
+            fs, root = filesystem(uri, output_options, side="output")
+            self.fs, self.root = fs, root.rstrip("/")
 
     def key(self, path: Path) -> str:
         return f"{self.root}/{Path(path).relative_to(self.work).as_posix()}"
