@@ -12,11 +12,12 @@ ENGINES = ("local", "ray")
 
 
 def make(engine: str, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
-         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()) -> Engine:
+         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = (),
+         fallback_store: str | None = None) -> Engine:
     """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
     the environment variables the recipe's operators read in their workers (Operator.env_vars);
-    `store`, `resume`, `inputs`: the Ray engine's work store, whether the run resumes, its
-    input files (ray_executor.RayEngine)."""
+    `store`, `resume`, `inputs`, `fallback_store`: the Ray engine's work store, whether the run
+    resumes, its input files, the work store where none is given (ray_executor.RayEngine)."""
     if engine == "ray":
         try:
             from curate.engine.ray_executor import RayEngine
@@ -25,5 +26,5 @@ def make(engine: str, address: str | None, progress: Progress, layout: RunLayout
                 raise
             raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
 
-        return RayEngine(address, progress, layout, status, env, store, resume, inputs)
+        return RayEngine(address, progress, layout, status, env, store, resume, inputs, fallback_store)
     return LocalEngine(progress, layout)

@@ -25,8 +25,10 @@ class Executor(ABC):
         """Run `tasks` of one stage, as many at once as its policy allows; results in task order."""
 
     @abstractmethod
-    def map(self, fn: Callable, *iterables) -> list:
-        """`fn` over the items (a Global fit's or the publisher's parallel work), results in order."""
+    def map(self, fn: Callable, *iterables, files_in: str | None = None) -> list:
+        """`fn` over the items (a Global fit's or the publisher's parallel work), results in order.
+        `files_in`: the directory whose files the pieces read and write (a fit's workdir), for an
+        executor whose workers do not all see the run's disk to carry."""
 
     @abstractmethod
     def close(self, kill: bool = False) -> None:

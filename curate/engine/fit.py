@@ -52,7 +52,7 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
     def timed_map(fn, *iterables) -> list:
         """executor.map, its wall seconds and pieces summed per function (the fit's parallel phases)."""
         t0 = time.perf_counter()
-        results = executor.map(fn, *iterables)
+        results = executor.map(fn, *iterables, files_in=layout.fit)
         name = getattr(fn, "func", fn).__name__  # a functools.partial's function
         entry = mapped.setdefault(name, {"seconds": 0.0, "pieces": 0})
         entry["seconds"] += time.perf_counter() - t0

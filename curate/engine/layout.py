@@ -27,7 +27,9 @@ what the run works in, is in a local directory of its own keyed by the URI (`loc
 $CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/,
 report.html.tmp. The
 store then holds two more objects while the run is not finished: `_work/run.json`, the mark
-that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py).
+that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py);
+and with Ray nodes that do not see the local directory, `_work/files/`, the copy of the work
+files they share (work_store.py), removed before the run publishes.
 Work stays local because the tasks, the fits (duckdb spills, memory-mapped indexes) and the
 output formats all need a disk, and a local file's rename keeps resume exact; the store is
 written once, when the run publishes.
@@ -217,6 +219,7 @@ class RunLayout:
     # On a store, while the run is not finished: the mark that the prefix is curate's, and the lease.
     marker = _under(WORK, "run.json")
     lease = _under(WORK, "lock")
+    work_files = _under(WORK, "files")  # the Ray nodes' work store, where some do not see `local`
 
     @classmethod
     def at(cls, path, options: dict | None = None) -> "RunLayout":

@@ -48,8 +48,9 @@ class LocalExecutor(PoolSlots, Executor):
         for f in handles:
             f.cancel()
 
-    def map(self, fn, *iterables) -> list:
-        """fn over the items, in the worker processes when there are several."""
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        """fn over the items, in the worker processes when there are several (which see
+        `files_in` as this process does)."""
         if self.pool is None:
             return [fn(*args) for args in zip(*iterables)]
         return list(self.pool.map(functools.partial(_piece, fn), *iterables))

@@ -82,7 +82,8 @@ class ModelPool(PoolSlots, Executor):
     def replace(self, slot: _Worker) -> None:
         slot.restart()
 
-    def map(self, fn, *iterables) -> list:
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        """fn over the items on the model workers (processes of this machine: they see `files_in`)."""
         futures = [self.workers[i % len(self.workers)].pool.submit(fn, *args)
                    for i, args in enumerate(zip(*iterables))]
         return [f.result() for f in futures]

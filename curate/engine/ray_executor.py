@@ -7,8 +7,9 @@ per actor, `teardown()` when the stage ends); `map` work (a fit's or the publish
 tasks. A task lost with its worker or node is run again by Ray (`max_retries`, actor restarts):
 a task writes under temporary names and its done marker last, so running it twice gives the
 same files. Workers read and write the run's `_work/` directly where they see it at the same
-path; with `--work-store URI`, nodes that do not see it share its files through an object store
-instead (work_store.py), which this engine's `share` and `receive` carry for the runner.
+path; nodes that do not see it share its files through an object store instead (work_store.py:
+`--work-store URI`, or for an output on a store a prefix of its own there), which this engine's
+`share` and `receive` carry for the runner, and `map` for a fit's directory (shared_dir.py).
 
 Ray is imported here only (and in ray_nodes.py, ray_worker.py), so `curate --help` and the local
 engine never load it.
@@ -22,40 +23,49 @@ from pathlib import Path
 
 import ray
 
-from curate.engine import work_store
+from curate.engine import shared_dir, work_store
 from curate.engine.context import Progress, StageContext
 from curate.engine.dispatch import Slots, WorkerLost, dispatch
 from curate.engine.executor import Engine, Executor
 from curate.engine.layout import RunLayout
 from curate.engine.plan import Task
 from curate.engine.ray_nodes import check_nodes, drop_mirrors, on_node, worker_env
-from curate.engine.ray_worker import RETRIES, ModelWorker, ProgressSink, Setup, call, run_task
+from curate.engine.ray_worker import RETRIES, ModelWorker, ProgressSink, Setup, call, call_sharing, run_task
 from curate.engine.result import TaskResult
 from curate.engine.work_store import WorkStore
+from curate.io.store import is_uri
 
 
 class RayEngine(Engine):
     """A Ray connection for one run: started here when no address is given (and stopped after),
     else a connection to the cluster at `address`. `store`: the URI of a work store (for nodes
-    that do not see `_work/`); `resume`: whether the run resumes (a store then keeps its files);
-    `inputs`: the run's input files, which every node must see."""
+    that do not see `_work/`); `fallback_store`: the one to use when no `store` is given and some
+    node is blind (for an output on a store, a prefix of its own there, opened with the output's
+    storage_options); `resume`: whether the run
+    resumes (a store then keeps its files); `inputs`: the run's input files, which every node must
+    see (or reach, at a URI)."""
 
     def __init__(self, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
-                 env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = ()):
+                 env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = (),
+                 fallback_store: str | None = None):
         self.progress = progress
         self.status = status
         self.layout = layout
         self.work = Path(layout.work)
         self.cwd = os.getcwd()  # relative paths in the recipe mean the same on the workers
-        self.store = WorkStore(store, self.work) if store else None
+        self.store: WorkStore | None = None  # set once the nodes are known
         self.session = uuid.uuid4().hex  # names this run's mirrors on blind nodes
         self.fetched = 0  # files of tasks run on blind nodes, fetched into _work/
+        self.blind_pieces = 0  # fit pieces run on blind nodes
+        self.pushed: dict[str, dict] = {}  # per fit directory: the versions of its files in the store
+        # Nodes that read or write a store (a work store, the inputs or the output) get its settings
+        stores = bool(store or fallback_store) or any(is_uri(p) for p in inputs)
         if ray.is_initialized():  # a caller's own connection (a notebook, a test): use it as it is
             self.owned = False
         else:
             # "local": a new instance for the run, even where a cluster runs on this machine
             context = ray.init(address=address or "local",
-                               runtime_env={"env_vars": worker_env(env, store=self.store is not None)},
+                               runtime_env={"env_vars": worker_env(env, store=stores)},
                                include_dashboard=None, log_to_driver=False, logging_level="WARNING",
                                configure_logging=address is None)
             self.owned = True
@@ -67,11 +77,18 @@ class RayEngine(Engine):
             status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                    f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
             self.here = ray.get_runtime_context().get_node_id()
-            if self.store is not None:
-                self.store.start(resume)
-            blind = check_nodes(self.work, nodes, self.store, [os.path.abspath(p) for p in inputs])
+            candidate = (WorkStore(store, self.work) if store else
+                         WorkStore(fallback_store, self.work, layout.options) if fallback_store else None)
+            if store:
+                candidate.start(resume)
+            blind = check_nodes(self.work, nodes, candidate, [os.path.abspath(p) for p in inputs if not is_uri(p)])
             if blind:
-                status(f"Ray: {len(blind)} of {len(nodes)} nodes share the work files through {store}")
+                self.store = candidate
+                if not store:  # the output's own prefix: readied only when a node needs it
+                    candidate.start(resume)
+                status(f"Ray: {len(blind)} of {len(nodes)} nodes share the work files through {candidate.uri}")
+            elif store:
+                self.store = candidate
             self.sink = ProgressSink.remote()
         except BaseException:
             self.close()
@@ -110,17 +127,33 @@ class RayEngine(Engine):
         if self.store is not None:
             self.fetched += work_store.fetch_task_files(self.store, ctx.layout, result)
 
-    def map(self, fn, *iterables) -> list:
-        """`fn` over the items as Ray tasks: on any node, or with a work store on this one, where
-        the fit's files are."""
-        remote = call if self.store is None else call.options(scheduling_strategy=on_node(self.here))
-        return [_result(ref) for ref in [remote.remote(self.cwd, fn, *args) for args in zip(*iterables)]]
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        """`fn` over the items as Ray tasks on any node; with a work store, the files of `files_in`
+        (a fit's directory) shared through it (shared_dir.py), and work that names no directory
+        (the publisher's) on this node, where the run's files are."""
+        if self.store is None or files_in is None:
+            remote = call if self.store is None else call.options(scheduling_strategy=on_node(self.here))
+            return [_result(ref) for ref in [remote.remote(self.cwd, fn, *args) for args in zip(*iterables)]]
+        directory = Path(files_in)
+        pushed = self.pushed.setdefault(files_in, {})
+        view = ray.put(shared_dir.push(self.store, directory, pushed))
+        setup = self.setup(1)
+        refs = [call_sharing.remote(setup, files_in, view, fn, *args) for args in zip(*iterables)]
+        results, written = [], []
+        for result, files, blind in map(_result, refs):
+            results.append(result)
+            written.append(files)
+            self.blind_pieces += blind
+        shared_dir.receive(self.store, directory, written, pushed)
+        return results
 
     def close(self, discard_work: bool = False) -> None:
         """End the connection; with a work store, blind nodes' mirrors go, and with `discard_work`
         (a finished run without --keep-work) the store's copy of the work files."""
         if self.fetched:
             self.status(f"Ray: fetched {self.fetched} files of tasks on other nodes from the work store")
+        if self.blind_pieces:
+            self.status(f"Ray: {self.blind_pieces} fit pieces ran on nodes that do not see the work directory")
         try:
             if self.store is not None and ray.is_initialized():
                 drop_mirrors(self.work, self.session)
@@ -147,8 +180,8 @@ class _RaySlots(Slots):
     def relay(self) -> None:
         self.engine.relay()
 
-    def map(self, fn, *iterables) -> list:
-        return self.engine.map(fn, *iterables)
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        return self.engine.map(fn, *iterables, files_in=files_in)
 
 
 class RayExecutor(_RaySlots, Executor):

@@ -15,7 +15,7 @@ from curate.engine.work_store import WorkStore
 from curate.errors import CurateError
 
 PASSED_ENV = ("CURATE_",)  # driver environment the workers get (failpoints in tests, settings)
-STORE_ENV = ("FSSPEC_", "AWS_")  # and with a work store, its settings and credentials
+STORE_ENV = ("FSSPEC_", "AWS_")  # and where the run uses a store, its settings and credentials
 
 
 def on_node(node: str):
@@ -29,7 +29,8 @@ def worker_env(names: list[str] = (), store: bool = False) -> dict[str, str]:
     (where curate is not installed on the nodes, the driver's source tree, if the nodes see it),
     CURATE_* settings, the variables the recipe's operators read (`names`, e.g. an API key's:
     Ray's runtime environment carries them, so on a cluster shared with others set them on the
-    nodes instead), and with a work store, its settings (FSSPEC_*, AWS_*)."""
+    nodes instead), and where the run uses a store (a work store, its input or output at a URI),
+    its settings (FSSPEC_*, AWS_*)."""
     source = str(Path(worker.__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
     passed = PASSED_ENV + (STORE_ENV if store else ())

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import ray
 
-from curate.engine import context, work_store
+from curate.engine import context, shared_dir, work_store
 from curate.engine.context import StageContext
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import RunLayout
@@ -72,12 +73,17 @@ def _enter(setup: Setup) -> bool:
     process reads), and `threads` cores for Arrow and the numeric libraries. Returns whether this
     node is blind: it does not see the run's `_work/` (whose lock file the live run holds)."""
     _to_cwd(setup.cwd)
-    blind = not os.path.exists(setup.layout.lock)
+    blind = _blind(setup)
     if not blind and setup.layout.work not in _locked:
         hold_worker_lock(setup.layout.workers_lock)
         _locked.add(setup.layout.work)
     use_cores(setup.threads)
     return blind
+
+
+def _blind(setup: Setup) -> bool:
+    """Whether this node does not see the run's `_work/` (whose lock file the live run holds)."""
+    return not os.path.exists(setup.layout.lock)
 
 
 def _to_cwd(cwd: str) -> None:
@@ -107,6 +113,23 @@ def call(cwd: str, fn, *args):
     result = fn(*args)
     failpoint("map-piece")  # its files written, its result not delivered: a retry must redo it alike
     return result
+
+
+@ray.remote(max_retries=RETRIES)
+def call_sharing(setup: Setup, directory: str, view: tuple, fn, *args):
+    """A piece of a fit's `map` with a work store: on a node that sees the run's `_work/`, as
+    `call`; on a blind one, in its mirror, with the fit's directory shared through the store
+    (shared_dir.py). Returns the piece's result, the files it put there and whether it ran blind."""
+    _to_cwd(setup.cwd)
+    use_cores(1)
+    blind = _blind(setup)
+    if blind:
+        work_store.mirror(setup.store.work, setup.session)
+        result, written = shared_dir.run_piece(setup.store, Path(directory), view, fn, args)
+    else:
+        result, written = fn(*args), {}
+    failpoint("map-piece")
+    return result, written, blind
 
 
 @ray.remote(max_restarts=RETRIES, max_task_retries=RETRIES)

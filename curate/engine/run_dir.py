@@ -211,6 +211,7 @@ def discard_failed_start(layout: RunLayout, created_out: bool) -> None:
     goes when the lock is released)."""
     _files.remove(layout.work)
     if layout.remote:
+        layout.files.remove(layout.work_files)
         layout.files.remove(layout.marker)
     if created_out or layout.remote:  # a store run's local directory is its own
         try:

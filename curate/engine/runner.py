@@ -157,9 +157,12 @@ class _Run:
 
     def execute(self) -> dict:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
+        # An output on a store carries the work files of Ray nodes that do not see this machine's
+        # disk under its own prefix (removed before publishing), unless --work-store names a place
         engine = engines.make(self.opts.engine, self.opts.address, self.reporter.progress, self.layout,
                               self.reporter.status, env, self.opts.work_store, self.opts.resume,
-                              [s.path for s in self.sources])
+                              [s.path for s in self.sources],
+                              fallback_store=self.layout.work_files if self.layout.remote else None)
         try:
             workers = self.opts.workers or engine.cores
             the_plan = plan.make(self.recipe.steps, self.sources, self.opts.limit, workers, engine.cores)
@@ -268,6 +271,8 @@ class _Run:
             steps.append(entry)
         check_conservation(steps)
         check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
+        if self.layout.remote:  # the nodes' copy of _work/ there: its every file is in _work/ now
+            self.layout.files.remove(self.layout.work_files)
         trace_parts = {label: sorted(f"{self.layout.stage(st.index).trace(label)}/{name}"
                                      for st in the_plan.stages
                                      for name in self.files.names(self.layout.stage(st.index).trace(label), ".parquet"))

@@ -1,5 +1,6 @@
 """A run's work files on an object store, for Ray nodes that share no filesystem with the
-`curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem).
+`curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem; for
+an output at a URI, by default its own `_work/files/` prefix: layout.py).
 
 It is a transport, not a second owner of the run: the run process keeps `_work/` on its own
 disk as always, where the runner decides what is done and --resume finds it. The store holds a
@@ -11,8 +12,8 @@ copy of what crosses nodes, under the same relative names (layout.py):
 A node that does not see `_work/` (a "blind" node, found by the Ray engine's probe) keeps a
 mirror of it at the same path, so that every path in a task and in a fitted state names the
 same file on every node; a task there fetches what it reads before it runs. The run process
-fetches each finished task's files into `_work/`. A fit's own pieces run on the run process's
-node, where the fit's files are.
+fetches each finished task's files into `_work/`. A fit's parallel pieces run on any node: its
+directory travels through the store too (shared_dir.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from curate.engine.result import TaskResult
 from curate.engine.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.io.output_formats import remote_fs
+from curate.io.store import filesystem
 
 STATE_FILES = "state-files.json"  # beside state.pkl: the files under fit/ the state names
 MIRROR_TAG = "mirror-of"  # in a blind node's mirror: the engine session it belongs to
@@ -40,12 +42,17 @@ MIRROR_LOCK = "mirror.lock"
 
 
 class WorkStore:
-    """`_work/` (at the absolute path `work`) copied file by file under `uri`."""
+    """`_work/` (at the absolute path `work`) copied file by file under `uri`; `output_options`:
+    where `uri` is under the run's output, its output.storage_options (the output's filesystem)."""
 
-    def __init__(self, uri: str, work: Path):
+    def __init__(self, uri: str, work: Path, output_options: dict | None = None):
         self.uri = uri
         self.work = Path(work)
-        self.fs, self.root = remote_fs(uri, "--work-store")
+        if output_options is None:
+            self.fs, self.root = remote_fs(uri, "--work-store")
+        else:
+            fs, root = filesystem(uri, output_options, side="output")
+            self.fs, self.root = fs, root.rstrip("/")
 
     def key(self, path: Path) -> str:
         return f"{self.root}/{Path(path).relative_to(self.work).as_posix()}"
@@ -90,11 +97,11 @@ class WorkStore:
         except FileNotFoundError:
             return None
 
-    def fetch(self, path: Path) -> bool:
-        """`path` from the store, unless it is here already (False); it appears under its name
-        only whole."""
+    def fetch(self, path: Path, replace: bool = False) -> bool:
+        """`path` from the store, unless it is here already (False) and not to be `replace`d (a
+        fit's file that changed); it appears under its name only whole."""
         path = Path(path)
-        if path.exists():
+        if path.exists() and not replace:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.fetch-{uuid.uuid4().hex}")

@@ -337,3 +337,38 @@ def test_work_store_options_are_checked(cli, tmp_path):
               "--work-store", "nosuchfs://bucket/x")
     assert res.exit_code == 2 and "--work-store: cannot open nosuchfs://bucket/x" in res.output
     assert not (tmp_path / "out").exists()
+
+
+# --- inputs and output on a store: nothing of the run mounted on the worker node ---
+
+@pytest.mark.parametrize("name, pieces, keep", [("near-dedup", True, []), ("quickstart", False, ["--keep-work"])])
+def test_a_run_from_s3_to_s3_needs_nothing_mounted_on_the_worker_node(name, pieces, keep, cluster, ray_env, cli,
+                                                                     tmp_path, monkeypatch, request, moto_endpoint):
+    """Input and output on S3, no --work-store, and the run's local work directory where the
+    worker node cannot see it: that node's tasks and, with `pieces`, a fit's parallel pieces
+    (containment_dedup's signing, band joins and verification) share their files through the
+    output's own prefix; the bytes are the local engine's, and the finished prefix holds the
+    published run alone (with --keep-work too: the work is kept in the local directory)."""
+    from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
+
+    private = _private(cluster)
+    args = recipe_args(name, tmp_path, cli, monkeypatch, request)
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
+    assert local.exit_code == 0, local.output
+    bucket = f"s3s3-{name}-{os.getpid()}"
+    motokit.use(monkeypatch, moto_endpoint, bucket)
+    stored = input_on_store(args, recipe, f"s3://{bucket}/input")
+    cache = private / f"cache-{name}-{os.getpid()}"  # the run's local directory: the head's alone
+    request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(cache))
+    out = f"s3://{bucket}/out"
+    res = cli("run", recipe, *stored, "--output", out, "--engine", "ray", "--address", cluster.address,
+              "--no-report", *keep)
+    assert res.exit_code == 0, res.output
+    assert f"1 of 2 nodes share the work files through {out}/_work/files" in res.output
+    assert int(re.search(r"fetched (\d+) files of tasks", res.output).group(1)) > 0
+    if pieces:
+        assert int(re.search(r"(\d+) fit pieces ran on nodes that do not see", res.output).group(1)) > 0
+    assert store_digest(out) == local_digest(tmp_path / "local")
+    assert {n.split("/")[0] for n in store_names(out)} == {"data", "trace", "manifest.json"}

@@ -202,3 +202,17 @@ def test_ids_repeated_with_different_content_are_counted_or_refused(tmp_path, po
         return
     manifest = run(r, RunOptions(workers=2))
     assert {k: manifest["duplicate_ids"][k] for k in ("ids", "rows")} == {"ids": 3, "rows": 6}
+
+
+def test_a_failed_start_on_a_store_leaves_no_work_files_of_ray_nodes_there(tmp_path, monkeypatch):
+    """The Ray nodes' copy of the work files under the output's prefix goes with its mark."""
+    import uuid
+
+    from curate.engine.run_dir import discard_failed_start
+
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
+    layout = RunLayout.at(f"memory://failed-{uuid.uuid4().hex}/out")
+    layout.files.write_bytes(layout.marker, b"{}")
+    layout.files.write_bytes(f"{layout.work_files}/run.json", b"{}")
+    discard_failed_start(layout, created_out=False)
+    assert not layout.files.exists(layout.marker) and not layout.files.exists(layout.work_files)

@@ -135,3 +135,11 @@ def test_input_shards_no_task_put_in_the_store_are_put_there_before_the_stage(tm
     store.put_bytes(shards[1], b"put by its task")  # there already: not put again
     work_store.publish_shards(store, shards)
     assert [store.read_bytes(s) for s in shards] == [b"shard 0", b"put by its task", b"shard 2"]
+
+
+def test_a_work_store_under_the_output_opens_with_the_outputs_storage_options(tmp_path):
+    """The default work store of an output at a URI (its `_work/files/`) is reached as the output
+    is: with output.storage_options (credentials, endpoint), not only the environment's."""
+    work = tmp_path / "_work"
+    assert WorkStore(f"file://{tmp_path / 'out'}", work, {"auto_mkdir": True}).fs.auto_mkdir is True
+    assert WorkStore(f"file://{tmp_path / 'out'}", work).fs.auto_mkdir is False
