@@ -16,6 +16,12 @@ from curate.errors import CurateError
 from curate.io import retries
 from curate.io.store import is_uri
 
+# Files uploaded at once. s3fs sends a file under two parts (2 x 50 MB) in one PUT read whole into
+# memory, and by default puts 128 files at once: every data shard of a run in the run process's
+# memory together (at 1M documents its largest process was 3.3 GB to S3 vs 2.3 GB to local disk,
+# bench/RESULTS.md "Inputs on S3"). Eight keep a store busy.
+UPLOAD_FILES_AT_ONCE = 8
+
 
 class StoreFiles:
     """Files' operations on the fsspec filesystem of a URI; paths are full URIs."""
@@ -110,9 +116,12 @@ class StoreFiles:
         large ones)."""
         if not pairs:
             return
+        from fsspec.asyn import AsyncFileSystem
+
         for _, remote in pairs:
             self._parent(remote)
-        self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs])
+        at_once = {"batch_size": UPLOAD_FILES_AT_ONCE} if isinstance(self.fs, AsyncFileSystem) else {}
+        self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs], **at_once)
 
     def refresh(self) -> None:
         """Forget listings cached in this process: another process writes here too."""

@@ -267,3 +267,31 @@ def test_a_run_failing_before_it_produced_anything_leaves_nothing_on_the_store(c
     assert res.exit_code == 2 and "unreadable" in res.output
     assert store_names(memory_root) == []  # neither its mark nor its lock
     assert list(work_dirs.iterdir()) == []
+
+
+def test_uploads_hold_a_few_files_in_memory_at_once_not_every_shard(s3, tmp_path, monkeypatch):
+    """s3fs reads a file of under 100 MB whole for its PUT; all of a run's shards at once were
+    +1 GB in the run process at 1M documents."""
+    from curate.engine import store_files
+
+    files = StoreFiles("s3://out/run")
+    pairs = []
+    for i in range(3 * store_files.UPLOAD_FILES_AT_ONCE):
+        (tmp_path / f"{i}.bin").write_bytes(b"x" * 1000)
+        pairs.append((str(tmp_path / f"{i}.bin"), f"s3://out/run/data/{i}.bin"))
+    flying, most = 0, 0
+    real = type(files.fs)._put_file
+
+    async def counted(self, *args, **kwargs):
+        nonlocal flying, most
+        flying += 1
+        most = max(most, flying)
+        try:
+            return await real(self, *args, **kwargs)
+        finally:
+            flying -= 1
+
+    monkeypatch.setattr(type(files.fs), "_put_file", counted)
+    files.upload(pairs)
+    assert 1 < most <= store_files.UPLOAD_FILES_AT_ONCE
+    assert sorted(files.fs.ls("s3://out/run/data", refresh=True)) == sorted(r.removeprefix("s3://") for _, r in pairs)
