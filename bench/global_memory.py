@@ -234,7 +234,7 @@ def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, c
         done = [d for d in sizes if (op, d) in results]
         if len(done) > 1:
             lo, hi = results[op, done[0]]["m"], results[op, done[-1]]["m"]
-            growth.append([op, f"{done[0]:,} -> {done[-1]:,} ({done[-1] / done[0]:g}x)", f"{hi.seconds / lo.seconds:.2f}x",
+            growth.append([op, f"{done[0]:,} -> {done[-1]:,} ({done[-1] / done[0]:.3g}x)", f"{hi.seconds / lo.seconds:.2f}x",
                            f"{hi.cpu_seconds / lo.cpu_seconds:.2f}x", f"{hi.peak_process_gb / lo.peak_process_gb:.2f}x"])
     if growth:
         body += ["", "Growth from the smallest to the largest size run (linear time = the documents' ratio, "
