@@ -77,6 +77,8 @@ class Reporter:
     # a task (a stage's index, the task's name) read this many more bytes of its input: a batch's
     # worth, as it goes
     read: Callable[[int, str, int], None] = lambda stage, task, nbytes: None
+    # a stage's Global step (its index, the step's label) starts its fit, before the stage's tasks
+    fitting: Callable[[int, str], None] = lambda stage, label: None
 
     def progress(self, label: str, rows_in: int, rows_out: int) -> None:
         """What the tasks report as they run (context.Progress): rows per step, or bytes read."""
@@ -191,7 +193,9 @@ class _Run:
             ctx = StageContext(self.recipe, stage, self.layout.stage(stage.index), final=after is None,
                                next_global=after.global_step if after else None, observers=self.observers)
             if stage.global_step is not None:
-                self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files)
+                self.reporter.fitting(stage.index, stage.global_step.label)
+                self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files,
+                                                         self.opts.keep_work)
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
@@ -264,6 +268,10 @@ class _Run:
                 entry["counts"] = s.counts
             if fitted.get("summary") is not None:
                 entry["summary"] = fitted["summary"]
+            if fitted:
+                entry["fit_seconds"] = round(fitted["seconds"], 3)
+            if fitted.get("work_bytes"):  # what the fit held on disk (removed once fitted), by structure
+                entry["work_bytes"] = fitted["work_bytes"]
             if step is not None and getattr(step.op_class, "changes_rows", False):
                 # 1 -> n: `expanded` input rows produced the rows_out children, `added` more than they were
                 entry["expanded"] = s.expanded
