@@ -109,7 +109,10 @@ class MinhashDedup(NearDedup):
         decisions = workdir / "decisions.parquet"
         jaccards = workdir / "jaccards"
         jaccards.mkdir(exist_ok=True)
-        for i, chunk in enumerate(pq.ParquetFile(dups).iter_batches(batch_size=p.edge_chunk)):
+        # Signatures gathered a bounded chunk at a time: at edge_chunk rows, the two sides'
+        # signatures took 1.8 GB (3M bench documents, 112 values of 8 bytes a row).
+        rows = max(1, SIGNATURE_CHUNK_BYTES // (plan.num_perm * 8))
+        for i, chunk in enumerate(pq.ParquetFile(dups).iter_batches(batch_size=rows)):
             dup, keeper = chunk.column("_ord").to_numpy(), chunk.column("keeper").to_numpy()
             a, _ = out.sigs.gather(dup)
             b, _ = out.sigs.gather(keeper)
@@ -133,6 +136,8 @@ class MinhashDedup(NearDedup):
         return state.verdict(batch)
 
 
+# The signatures of one side of a chunk of duplicate pairs, gathered at once for their Jaccard estimate.
+SIGNATURE_CHUNK_BYTES = 64 << 20
 # What the in-memory union-find holds per row: its parent array and find's temporaries (int64s).
 UNION_FIND_BYTES_PER_ROW = 48
 DUPS_SCHEMA = pa.schema([("_ord", pa.int64()), ("keeper", pa.int64())])

@@ -3,6 +3,7 @@
 import json
 import random
 
+from operators.dedup import minhash_dedup
 from operators.dedup.minhash_dedup import MinhashDedup
 from tests.operators.dedup.helpers import run
 
@@ -41,6 +42,18 @@ def test_deterministic(tmp_path):
     v2, _ = run(MinhashDedup(MinhashDedup.Params(workers=2)), texts, tmp_path / "b", batch_rows=50)
     assert v1.keep.tolist() == v2.keep.tolist() and v1.detail.to_pylist() == v2.detail.to_pylist()
     assert (~v1.keep).sum() == 8 and v1.keep[:20].all()
+
+
+def test_signatures_gathered_in_small_chunks_give_the_same_decisions(tmp_path, monkeypatch):
+    """The Jaccard estimates of the trace are made a bounded chunk of duplicates at a time."""
+    texts = [" ".join(doc(s, 200)) for s in range(20)]
+    texts += [t.upper() for t in texts[:8]] + [t.lower() + " x" for t in texts[:5]]
+    whole, _ = run(MinhashDedup(), texts, tmp_path / "a")
+    monkeypatch.setattr(minhash_dedup, "SIGNATURE_CHUNK_BYTES", 3 * 112 * 8)  # 3 rows a chunk
+    chunked, _ = run(MinhashDedup(), texts, tmp_path / "b")
+    assert len(list((tmp_path / "b").rglob("jaccards/part-*.parquet"))) == 5  # 13 duplicates, 3 at a time
+    assert chunked.keep.tolist() == whole.keep.tolist() and chunked.detail.to_pylist() == whole.detail.to_pylist()
+    assert (~whole.keep).sum() == 13
 
 
 def test_corpus_without_shingles(tmp_path):
