@@ -121,7 +121,8 @@ class Files:
         self.fs.move(src, dst)
 
 
-def _json_object(files: Files, path: str) -> dict:
+def json_object(files: Files, path: str) -> dict:
+    """The JSON object in the file at `path`; {} where there is none (missing, unreadable, not one)."""
     try:
         value = json.loads(files.read_bytes(path))
     except (OSError, ValueError):
@@ -135,14 +136,14 @@ def is_run_directory(root: str, files: Files | None = None) -> bool:
     a `_work/` holding curate's run.json or lock (a run not finished). A file of the user's that happens
     to be called manifest.json is no such mark."""
     files = files or Files()
-    manifest = _json_object(files, _join(root, "manifest.json"))
+    manifest = json_object(files, _join(root, "manifest.json"))
     versions = manifest.get("versions")
     if manifest.get("format_version") == MANIFEST_FORMAT or (
             "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions):
         return True
     # A run not finished: its fingerprints, or its lock alone (killed before it wrote them)
-    return ({"recipe", "inputs"} <= _json_object(files, _join(root, WORK, "run.json")).keys()
-            or {"pid", "host"} <= _json_object(files, _join(root, WORK, "lock")).keys())
+    return ({"recipe", "inputs"} <= json_object(files, _join(root, WORK, "run.json")).keys()
+            or {"pid", "host"} <= json_object(files, _join(root, WORK, "lock")).keys())
 
 
 def _under(*parts: str) -> property:
