@@ -105,9 +105,9 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
     if opts.work_store:
         if opts.engine != "ray" and not layout.remote:
-            raise CurateError(f"--work-store with the local engine is for an output at a URI, so that --resume "
-                              f"continues it on another machine; a local output's _work/ ({layout.work}) is what "
-                              f"--resume continues from: leave --work-store out")
+            raise CurateError(f"with the local engine, --work-store is for an output at a URI (so that --resume "
+                              f"continues it on another machine); a local output's _work/ ({layout.work}) is what "
+                              f"--resume continues from")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     retries.take_output()  # the output store's retries are this run's from here
