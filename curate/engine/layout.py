@@ -27,12 +27,14 @@ what the run works in, is in a local directory of its own keyed by the URI (`loc
 $CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/,
 report.html.tmp. The
 store then holds two more objects while the run is not finished: `_work/run.json`, the mark
-that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py);
-and with Ray nodes that do not see the local directory, `_work/files/`, the copy of the work
-files they share (work_store.py), removed before the run publishes.
+that the prefix is curate's (for --overwrite) and the fingerprints a --resume on another machine
+checks, and `_work/lock`, the run's lease (lease.py); and with Ray nodes that do not see the
+local directory, or by choice (`--work-store`), `_work/files/`, a copy of the work files
+(work_store.py: for those nodes, and for a --resume on a machine without the local directory),
+removed once the manifest is written.
 Work stays local because the tasks, the fits (duckdb spills, memory-mapped indexes) and the
-output formats all need a disk, and a local file's rename keeps resume exact; the store is
-written once, when the run publishes.
+output formats all need a disk, and a local file's rename keeps resume exact; without a work
+store, the store is written once, when the run publishes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import os
 import socket
 import time
 
-from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, json_object, is_run_directory
+from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
 from curate.engine.store_files import output_errors
 from curate.errors import CurateError
 
@@ -184,7 +184,6 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
         lock.release()
         raise
     return lock, False, before is not None
-
 
 
 def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> dict | None:

@@ -11,7 +11,9 @@ How a run works:
    parallel pieces on the engine's workers; the stage's tasks not yet done (their done markers,
    decided here only) go to the engine's executor (executor.py: local processes, a model pool,
    Ray), which only runs them (task.py: read, steps, trace, shards) and hands back TaskResults.
-   A task whose worker died too often is traced here, row by row, so no row is lost.
+   A task whose worker died too often is traced here, row by row, so no row is lost. On --resume,
+   the tasks and fits the work store holds as done (an earlier attempt's, on any machine) are
+   fetched into _work/ first (work_store.py), so only the rest runs.
 4. Each step's counts are summed, conservation is checked (rows in = rows out + rows traced),
    the run's observers (observers.py) give their manifest entries, and the run is published
    (publish.py): data/, trace/, then manifest.json, the commit marker. _work/ goes last.
