@@ -194,8 +194,10 @@ def fetch_done(store: WorkStore, layout: StageLayout, names: list[str]) -> int:
     fetched = 0
     for name in names:
         marker = Path(layout.done(name))
-        if marker.name in held:
-            fetch_task_files(store, layout, TaskResult.from_json(store.read_bytes(marker)))
+        # None where it was cut short (on a store whose writes are copies, a file:// one): not done
+        done = store.read_json(marker) if marker.name in held else None
+        if done is not None:
+            fetch_task_files(store, layout, TaskResult.from_json(json.dumps(done).encode()))
             fetched += 1
     return fetched
 

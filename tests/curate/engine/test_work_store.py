@@ -114,21 +114,23 @@ def test_a_resume_fetches_the_tasks_the_store_holds_as_done_with_their_files_mar
     store, work = _store(tmp_path)
     layout = StageLayout(str(work / "stage-0"))
     for name in ("t0", "t1"):
-        for path, data in ((layout.data + f"/{name}-00000.parquet", b"rows"), (layout.trace("01_f") + f"/{name}.parquet", b"gone")):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(data)
-        Path(layout.done_dir).mkdir(parents=True, exist_ok=True)
-        Path(layout.done(name)).write_bytes(TaskResult(name, [f"{name}-00000.parquet"], [f"01_f/{name}.parquet"]).to_json())
+        shard, trace = Path(layout.data) / f"{name}-00000.parquet", Path(layout.trace("01_f")) / f"{name}.parquet"
+        for path in (shard, trace, Path(layout.done(name))):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        shard.write_bytes(b"rows")
+        trace.write_bytes(b"gone")
+        Path(layout.done(name)).write_bytes(TaskResult(name, [shard.name], [f"01_f/{trace.name}"]).to_json())
     work_store.put_task_files(store, layout, TaskResult.from_json(Path(layout.done("t0")).read_bytes()))
-    store.put(Path(layout.data + "/t1-00000.parquet"))  # t1's shard went up, its marker not: not done there
+    store.put(Path(layout.data) / "t1-00000.parquet")  # t1's shard went up, its marker not: not done there
+    store.put_bytes(Path(layout.done("t2")), b'{"task": "t2", "sha')  # a marker cut short: not done either
     (tmp_path / "out").rename(tmp_path / "gone")  # another machine: nothing of _work/ here
     put = []
     real = store.fetch
     store.fetch = lambda path, replace=False: put.append(Path(path).name) or real(path, replace)
     assert work_store.fetch_done(store, layout, ["t0", "t1", "t2"]) == 1
     assert put == ["t0-00000.parquet", "t0.parquet", "t0.json"]  # the marker last: its presence means whole
-    assert Path(layout.data + "/t0-00000.parquet").read_bytes() == b"rows"
-    assert not Path(layout.done("t1")).exists()
+    assert (Path(layout.data) / "t0-00000.parquet").read_bytes() == b"rows"
+    assert not Path(layout.done("t1")).exists() and not Path(layout.done("t2")).exists()
 
 
 def test_a_mirror_belongs_to_one_session_and_never_takes_over_a_directory_of_its_own(tmp_path):
