@@ -197,7 +197,7 @@ def fetch_done(store: WorkStore, layout: StageLayout, names: list[str]) -> int:
         # None where it was cut short (on a store whose writes are copies, a file:// one): not done
         done = store.read_json(marker) if marker.name in held else None
         if done is not None:
-            fetch_task_files(store, layout, TaskResult.from_json(json.dumps(done).encode()))
+            fetch_task_files(store, layout, TaskResult.from_dict(done))
             fetched += 1
     return fetched
 

@@ -172,3 +172,13 @@ def test_a_work_store_under_the_output_opens_with_the_outputs_storage_options(tm
     work = tmp_path / "_work"
     assert WorkStore(f"file://{tmp_path / 'out'}", work, {"auto_mkdir": True}).fs.auto_mkdir is True
     assert WorkStore(f"file://{tmp_path / 'out'}", work).fs.auto_mkdir is False
+
+
+def test_a_work_store_named_under_the_output_is_reached_as_the_output_is(tmp_path):
+    """--work-store under the output's prefix takes output.storage_options; one elsewhere (even
+    beside it, under a longer name) the environment's alone."""
+    from curate.engine.layout import RunLayout
+
+    layout = RunLayout.at(f"file://{tmp_path}/out", {"auto_mkdir": True})
+    assert work_store.for_run(f"file://{tmp_path}/out/_work/files", layout).fs.auto_mkdir is True
+    assert work_store.for_run(f"file://{tmp_path}/out-work", layout).fs.auto_mkdir is False
