@@ -14,9 +14,11 @@ the figures are the run's, reading and writing included:
 
 - peak RSS GB of the largest single process (the fit runs in the driver, its pieces in workers) and of
   the whole process tree, sampled every 0.1 s (bench/harness.py);
-- wall and CPU seconds of the tree; the fit's own seconds (its fit.json);
-- where the memory goes: the fit's on-disk structures by name (its work directory, kept with
-  --keep-work: band rows, samples, signatures, candidate pairs, edges, spilled embeddings), and at
+- wall and CPU seconds of the tree; the fit's own seconds (the manifest's `fit_seconds`); the peak disk
+  (how far the filesystem's used bytes rose during the run); a size whose run would need more disk than
+  is free (the op's smaller run's peak, scaled) is skipped and said so;
+- where the memory goes: the fit's on-disk structures by name (the manifest's `work_bytes`: band rows,
+  samples, signatures, candidate pairs, edges, spilled embeddings), and at
   `--where-size` (default: the smallest) one more run of each step under tracemalloc in the driver,
   whose largest Python/numpy allocation sites at its traced peak are listed (bench/traced_run.py;
   memory that Arrow, duckdb and faiss allocate natively is not traced: it is RSS minus the traced peak).
@@ -145,20 +147,23 @@ def cost_rows(op: str, results: dict, sizes: list[int], texts: dict, usd_per_vcp
             f"{machine_h:,.1f}", f"${machine_h * usd_per_vcpu_hour:,.2f}"]
 
 
-def fit_dir(out: Path) -> Path | None:
-    return next(iter(sorted((out / "_work").glob("stage-*/fit"))), None)
-
-
-def structures(fit: Path | None) -> str:
-    """The fit's on-disk structures, largest first: `name size` (what would be in memory if held)."""
-    if fit is None:
-        return ""
-    sizes = {}
-    for path in fit.iterdir():
-        files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
-        sizes[path.name] = sum(f.stat().st_size for f in files)
+def structures(manifest: dict) -> str:
+    """The fits' on-disk structures, largest first (`name size`, what would be in memory if held):
+    the manifest's `work_bytes` of each Global step, taken before the fit's intermediates were removed."""
+    sizes: dict[str, int] = {}
+    for step in manifest.get("steps", []):
+        for name, size in step.get("work_bytes", {}).items():
+            sizes[name] = sizes.get(name, 0) + size
     top = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
     return ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in top if size)
+
+
+def projected_disk_gb(op: str, docs: int, results: dict) -> float | None:
+    """The disk a run of `op` at `docs` would take, scaled from its largest smaller run's peak."""
+    smaller = [d for (o, d) in results if o == op and d < docs]
+    if not smaller:
+        return None
+    return results[op, max(smaller)]["m"].peak_disk_gb * docs / max(smaller)
 
 
 def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -> dict:
@@ -167,12 +172,12 @@ def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -
     path = recipe(op, docs, texts, embeddings, out, args.memory_gb)
     where = h.RUNS / "global-memory" / f"where-{label}.json"
     cli = [str(h.BENCH / "traced_run.py"), str(where)] if traced else ["-m", "curate.cli"]
-    m = h.run_measured([h.CURATE[0], *cli, "run", str(path), "--overwrite", "--keep-work", "--workers",
-                        str(args.workers)], log=h.RUNS / "global-memory" / f"{label}.log")
+    m = h.run_measured([h.CURATE[0], *cli, "run", str(path), "--overwrite", "--workers", str(args.workers)],
+                       log=h.RUNS / "global-memory" / f"{label}.log")
     h.require_ok(m, f"curate run ({label})")
-    fit = fit_dir(out)
-    report = json.loads((fit.parent / "fit.json").read_text()) if fit and (fit.parent / "fit.json").exists() else {}
-    result = {"m": m, "fit_s": report.get("seconds"), "disk": structures(fit)}
+    manifest = json.loads((out / "manifest.json").read_text())
+    fit_s = [s["fit_seconds"] for s in manifest["steps"] if "fit_seconds" in s]
+    result = {"m": m, "fit_s": sum(fit_s) if fit_s else None, "disk": structures(manifest)}
     if traced:
         result["where"] = json.loads(where.read_text())
     shutil.rmtree(out, ignore_errors=True)  # the work files of a large run take GBs
@@ -198,11 +203,17 @@ def main():
     if unknown:
         raise SystemExit(f"unknown operators {unknown}; known: {', '.join(RECIPES)}")
     where_size = min(sizes) if args.where_size is None else args.where_size
-    rows, where_rows, results, corpora = [], [], {}, {}
+    rows, where_rows, results, corpora, skipped = [], [], {}, {}, {}
     for docs in sizes:
         texts = corpora[docs] = text_corpus(docs, args.workers)
         embeddings = embedding_corpus(docs, args.dim, texts) if any(RECIPES[o][0] == "embeddings" for o in ops) else None
         for op in ops:
+            need, free = projected_disk_gb(op, docs, results), shutil.disk_usage(h.RUNS).free / 1e9
+            if need is not None and need > free:
+                skipped[op, docs] = f"{op} at {docs:,} (its smaller run's disk scaled: {need:,.0f} GB; {free:,.0f} GB free)"
+                print(f"skipped: {skipped[op, docs]}", flush=True)
+                section(args, sizes, ops, rows, where_rows, results, corpora, skipped)
+                continue
             r = run(op, docs, texts, embeddings, args, traced=False)
             results[op, docs] = r
             m = r["m"]
@@ -210,24 +221,24 @@ def main():
                   f"{m.peak_process_gb:.2f} GB, tree {m.peak_rss_gb:.2f} GB", flush=True)
             rows.append([op, f"{docs:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
                          f"{r['fit_s']:.1f}" if r["fit_s"] is not None else "", f"{m.peak_process_gb:.2f}",
-                         f"{m.peak_rss_gb:.2f}", r["disk"]])
+                         f"{m.peak_rss_gb:.2f}", f"{m.peak_disk_gb:.1f}", r["disk"]])
             if docs == where_size:
                 t = run(op, docs, texts, embeddings, args, traced=True)["where"]
                 sites = "; ".join(f"{s['site']} {s['mb']:,.0f} MB" for s in t["top"][:3])
                 where_rows.append([op, f"{docs:,}", f"{t['peak_mb']:,.0f}", sites])
             # Written after every run, so that a run of hours stopped on the way keeps what it finished.
-            section(args, sizes, ops, rows, where_rows, results, corpora)
+            section(args, sizes, ops, rows, where_rows, results, corpora, skipped)
 
 
-def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, corpora) -> None:
+def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, corpora, skipped: dict) -> None:
     """The section over the runs finished so far (`results`: {(step, docs): ...})."""
     body = [
         f"One `curate run` per Global step (its only step; near_dedup: recipes/near-dedup.yaml), --workers {args.workers}, over the demo corpus "
         f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc); "
         f"recipe memory_gb {args.memory_gb if args.memory_gb is not None else 'default'}; load average at the "
         f"end {h.load()}. Peak RSS sampled every 0.1 s; 'process' is the largest single process.", "",
-        h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB",
-                 "on disk in the fit's workdir (largest)"], rows),
+        h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB", "peak disk GB",
+                 "the fit's work files before removal (largest)"], rows),
     ]
     growth = []
     for op in ops:
@@ -251,7 +262,10 @@ def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, c
                  f"${args.usd_per_vcpu_hour:g} per vCPU-hour):", "",
                  h.table(["recipe", "docs", "tokens per doc", "CPU-hours per 1B tokens", "vCPU-hours per 1B tokens",
                           "cost per 1B tokens"], [cost])]
-    missing = [f"{op} at {d:,}" for d in sizes for op in ops if (op, d) not in results]
+    if skipped:
+        body += ["", f"**Not run for want of disk** (peak disk: how far the filesystem's used bytes rose during "
+                 f"the run): {'; '.join(skipped.values())}."]
+    missing = [f"{op} at {d:,}" for d in sizes for op in ops if (op, d) not in results and (op, d) not in skipped]
     if missing:
         body += ["", f"**Partial**: not run (the run was stopped before them): {', '.join(missing)}."]
     worst = max((r["m"].peak_process_gb, op, docs) for (op, docs), r in results.items())

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,6 +117,9 @@ class Measured:
     output: str
     # The most one process held at once (sampled): a Global's fit runs in one, its pieces in others.
     peak_process_gb: float = 0.0
+    # How far the used bytes of the filesystem of the log rose above where they were at the start
+    # (sampled every 0.1 s): the run's peak disk, plus whatever else wrote there meanwhile.
+    peak_disk_gb: float = 0.0
 
 
 def _become_subreaper() -> bool:
@@ -217,12 +221,14 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     peak, cpu_ticks, peaks = 0, {}, {}
     before = set(_our_children(set()))
     cpu0 = _children_cpu()
+    disk0 = disk_peak = shutil.disk_usage(log.parent).used
     with open(log, "w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         while proc.poll() is None:
             peak = max(peak, _tree_sample([proc.pid, *_our_children(before | {proc.pid})], cpu_ticks, peaks))
+            disk_peak = max(disk_peak, shutil.disk_usage(log.parent).used)
             if kill_after is not None and time.perf_counter() - start > kill_after:
                 os.killpg(proc.pid, 9)
                 proc.wait()
@@ -232,7 +238,7 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     _reap_orphans(before)
     cpu = max(_children_cpu() - cpu0, sum(cpu_ticks.values()) / _TICK)
     return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"),
-                    max(peaks.values(), default=0) / 1e9)
+                    max(peaks.values(), default=0) / 1e9, (disk_peak - disk0) / 1e9)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")

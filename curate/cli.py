@@ -349,9 +349,10 @@ def serve_mock(
 
 
 def main() -> None:
-    from curate import interrupts
+    from curate import interrupts, omp_wait
 
     interrupts.install()  # before anything is imported or parsed: a signal at any point ends cleanly
+    omp_wait.spin_briefly()  # before faiss or torch loads libgomp
     try:
         app()
     except KeyboardInterrupt as e:  # outside a command (while parsing its options, say)

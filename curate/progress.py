@@ -138,7 +138,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
 
     def stage_bar() -> None:
         state = stages.state()
-        if state is None:
+        if state is None or "fitting" in state:  # the status line says so; the bars keep their end
             return
         if shown and shown[0]["stage"] != state["stage"]:  # the stage before ended: its bar says so
             show(ended(shown[0]))
@@ -158,8 +158,16 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
         stages.poll()
         before = stages.state()
         stages.start(*args, **kwargs)
-        if before is not None and not terminal:
+        if before is not None and "fitting" not in before and not terminal:
             log_line(ended(before))
+
+    def fitting(stage: int, label: str) -> None:
+        stages.poll()
+        before = stages.state()
+        if before is not None and "fitting" not in before and not terminal:
+            log_line(ended(before))  # as when a stage starts: the stage before gets its end line
+        stages.fitting(stage, label)
+        status(f"stage {stage}: fitting {label}")
 
     def tick() -> None:
         stages.poll()
@@ -167,7 +175,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
 
     with progress:
         with Ticker(1.0 if terminal else interval, tick):
-            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started), sources)
+            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting), sources)
         # the bars and the batch log end where the run did, however short it was
         stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
         stage_bar() if terminal else log_line(stages.state())

@@ -57,6 +57,7 @@ class StageTracker:
         self.read_written: Callable[[], int] = int
         self.written = 0
         self.started = clock()
+        self.fit: tuple[int, str, float] | None = None  # a Global fit running before its stage: (stage, label, since)
 
     def start(self, index: int, tasks: list, done: Callable[[], list[bool]],
               written: Callable[[], int] = int) -> None:
@@ -67,7 +68,12 @@ class StageTracker:
             self.names, self.live = [t.name for t in tasks], {}
             self.weights = [w or fill for w in weights]
             self.done = self.before = list(done())
-            self.written = 0
+            self.written, self.fit = 0, None
+
+    def fitting(self, stage: int, label: str) -> None:
+        """Stage `stage`'s Global step `label` fits (over the stage before's shards) until the stage starts."""
+        with self.lock:
+            self.fit = (stage, label, self.clock())
 
     def read(self, stage: int, task: str, nbytes: int) -> None:
         """Task `task` of stage `stage` read `nbytes` more of its input (one of an earlier stage,
@@ -97,6 +103,9 @@ class StageTracker:
         the others read so far), rate (bytes read a second in this run, None until some are) and
         written (bytes)."""
         with self.lock:
+            if self.fit is not None:  # the stage before is over: its figures would only go stale
+                stage, label, since = self.fit
+                return {"stage": stage, "fitting": label, "seconds": self.clock() - since}
             if self.index is None:
                 return None
             total = sum(self.weights) or 1
@@ -144,9 +153,12 @@ class Ticker:
 
 def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int, rate: float) -> str:
     """`progress 1m05s: stage 0, 3/8 tasks (41%), eta 1m30s, read 1.2 GB of 3.0 GB (45.0 MB/s),
-    written 0.8 GB; 01_gopher_quality: 12,345 rows in (190 rows/s)`."""
+    written 0.8 GB; 01_gopher_quality: 12,345 rows in (190 rows/s)`; while a Global step fits,
+    `progress 3m10s: stage 2, fitting 03_containment_dedup for 1m05s; ...`."""
     parts = [f"progress {duration(elapsed)}:"]
-    if stage is not None:
+    if stage is not None and "fitting" in stage:
+        parts.append(f"stage {stage['stage']}, fitting {stage['fitting']} for {duration(stage['seconds'])};")
+    elif stage is not None:
         eta = "eta unknown until bytes are read" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
         parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
                      f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};")

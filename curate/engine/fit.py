@@ -16,15 +16,21 @@ from curate.engine.failpoints import failpoint
 from curate.engine.layout import Files
 from curate.engine.steps import check_columns, rebatch
 from curate.engine.task import shard_batches
+from curate.engine.work_store import state_files
 from curate.memory import budget_gb
 from curate.ops import Global, Parallel
 
 
-def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, files: Files) -> dict:
+def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, files: Files,
+        keep_work: bool = False) -> dict:
     """Fit the stage's Global operator over `shards` unless its state is there already; what
-    fit.json says of it (seconds, the state's summary, the parallel pieces' seconds)."""
+    fit.json says of it (seconds, the state's summary, the parallel pieces' seconds, the bytes
+    its work directory held). Once the state is written, the work files it does not read are
+    removed (unless `keep_work`): a run's disk holds one fit's intermediates at a time."""
     layout = ctx.layout
     if files.is_file(layout.state):
+        if not keep_work and Path(layout.fit).is_dir():  # an attempt stopped before it removed them
+            drop_unread(Path(layout.fit), state_files(pickle.loads(files.read_bytes(layout.state))))
         return json.loads(files.read_bytes(layout.fit_report))
     step = ctx.stage.global_step
     op: Global = step.build(ctx.recipe)
@@ -67,8 +73,33 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
     summary = state.summary() if callable(getattr(state, "summary", None)) else None
     report = {"seconds": time.perf_counter() - started, "summary": summary, "workers": workers, "map": mapped,
-              "memory_gb": parallel.memory_gb}
+              "memory_gb": parallel.memory_gb, "work_bytes": work_bytes(Path(layout.fit))}
     files.write_bytes(layout.fit_report, json.dumps(report).encode())
     files.write_bytes(layout.state, pickle.dumps(state))  # last: its presence means "fitted"
     failpoint("state-written")
+    if not keep_work:
+        drop_unread(Path(layout.fit), state_files(state))
     return report
+
+
+def work_bytes(fit_dir: Path) -> dict[str, int]:
+    """Bytes under each entry of the fit's work directory (band rows, samples, spills...), largest first."""
+    sizes = {entry.name: sum(f.stat().st_size for f in ([entry] if entry.is_file() else entry.rglob("*"))
+                             if f.is_file())
+             for entry in fit_dir.iterdir()}
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
+def drop_unread(fit_dir: Path, read: list[Path]) -> None:
+    """Remove what the fit wrote under `fit_dir` except the files its state reads (and the
+    directories holding them). A kill part-way leaves the state and those files whole: the rest
+    is what no apply needs."""
+    read = [p.resolve() for p in read]
+    for path in sorted(fit_dir.rglob("*"), key=lambda p: -len(p.parts)):  # a directory's contents first
+        resolved = path.resolve()
+        if any(resolved == r or r in resolved.parents or resolved in r.parents for r in read):
+            continue
+        if path.is_dir():
+            path.rmdir()
+        else:
+            path.unlink()

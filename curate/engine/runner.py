@@ -81,6 +81,8 @@ class Reporter:
     # a task (a stage's index, the task's name) read this many more bytes of its input: a batch's
     # worth, as it goes
     read: Callable[[int, str, int], None] = lambda stage, task, nbytes: None
+    # a stage's Global step (its index, the step's label) starts its fit, before the stage's tasks
+    fitting: Callable[[int, str], None] = lambda stage, label: None
 
     def progress(self, label: str, rows_in: int, rows_out: int) -> None:
         """What the tasks report as they run (context.Progress): rows per step, or bytes read."""
@@ -201,7 +203,9 @@ class _Run:
             if stage.global_step is not None:
                 if self.opts.resume and engine.store is not None:  # fitted in an earlier attempt, anywhere
                     work_store.fetch_fitted(engine.store, ctx.layout)
-                self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files)
+                self.reporter.fitting(stage.index, stage.global_step.label)
+                self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files,
+                                                         self.opts.keep_work)
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
@@ -280,6 +284,10 @@ class _Run:
                 entry["counts"] = s.counts
             if fitted.get("summary") is not None:
                 entry["summary"] = fitted["summary"]
+            if fitted:
+                entry["fit_seconds"] = round(fitted["seconds"], 3)
+            if fitted.get("work_bytes"):  # what the fit held on disk (removed once fitted), by structure
+                entry["work_bytes"] = fitted["work_bytes"]
             if step is not None and getattr(step.op_class, "changes_rows", False):
                 # 1 -> n: `expanded` input rows produced the rows_out children, `added` more than they were
                 entry["expanded"] = s.expanded

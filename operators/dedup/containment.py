@@ -47,9 +47,12 @@ class ContainmentParams(NearDedupParams):
     screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
     screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
     verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
-    sample_map_gb: float = Field(2.0, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) mapped during "
-                                                         "verification while it is at most this size: faster random reads, "
-                                                         "resident up to the file's size. Larger files are mapped per chunk.")
+    # 0.25 GB: at 1M bench documents (a 1.9 GB sample file) mapping per gather verified as fast
+    # as the kept map (4.3 s vs 4.5 s, warm page cache), while the kept map made each worker's
+    # resident memory grow with the corpus (2.1 GB there).
+    sample_map_gb: float = Field(0.25, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) mapped during "
+                                                          "verification while it is at most this size: resident up to the "
+                                                          "file's size. Larger files are mapped per block of rows.")
 
 
 class ContainmentDedup(NearDedup):

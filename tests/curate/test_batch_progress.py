@@ -29,7 +29,8 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until "
                        rf"bytes are read), read {size} of {size}( \({size}/s\))?, written {size}; "
                        r"\d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
-    assert all(shape.match(line) for line in lines if "rows" in line), lines
+    fitting = re.compile(r"^progress \d+s: stage 1, fitting 02_exact_dedup for \d+s; \d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
+    assert all((fitting if ", fitting " in line else shape).match(line) for line in lines if "rows" in line), lines
     assert "/4 tasks (" in lines[-1], lines  # however short the run, the log closes with a progress line
     inputs = sum(f.stat().st_size for f in (tmp_path / "in").iterdir())
     assert any(f" of {size_text(inputs)}" in line for line in lines if "stage 0" in line), lines  # the plan's sizes
@@ -107,3 +108,36 @@ def test_terminal_status_lines_carry_no_source_file_link_and_the_bars_end_comple
     last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "\n").splitlines()[-1]
     # the stage's bar ends complete, with its bytes, however short the run
     assert re.search(r"stage 0 .* 100% 1/1 task, read (\S+ \S+) of \1 \(.*/s\), written [1-9]", last), last
+
+
+def test_while_a_global_step_fits_the_line_says_so_not_the_stage_before(tmp_path):
+    """Minutes of a fit at scale: the log names the step fitting and for how long, where it
+    showed the finished stage's falling rate."""
+    class Task:
+        def __init__(self, path):
+            self.sources, self.shards, self.name = (Source(str(path), "jsonl", path.name),), (), path.name
+
+    (tmp_path / "a").write_bytes(b"x" * 100)
+    now = [0.0]
+    tracker = StageTracker(clock=lambda: now[0])
+    tracker.start(0, [Task(tmp_path / "a")], lambda: [True], lambda: 50)
+    now[0] = 10.0
+    tracker.fitting(1, "02_exact_dedup")
+    now[0] = 75.0
+    state = tracker.state()
+    assert state == {"stage": 1, "fitting": "02_exact_dedup", "seconds": 65.0}
+    assert plain_line(80, state, "01_normalize_text", 10, 1.0) == (
+        "progress 1m20s: stage 1, fitting 02_exact_dedup for 1m05s; 01_normalize_text: 10 rows in (1 rows/s)")
+    tracker.start(1, [Task(tmp_path / "a")], lambda: [False], lambda: 0)  # the stage's tasks start: its figures again
+    assert tracker.state()["tasks"] == 1 and "fitting" not in tracker.state()
+
+
+def test_a_batch_log_names_the_fit_between_stages(cli, tmp_path, monkeypatch):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"row {j % 50}"} for j in range(200)])
+    r = tmp_path / "r.yaml"
+    r.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\n"
+                 f"steps:\n  - exact_dedup: {{}}\n")
+    monkeypatch.setenv("CURATE_PROGRESS_SECONDS", "0.1")
+    res = cli("run", r, "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output
+    assert "stage 1: fitting 01_exact_dedup" in res.stderr, res.stderr

@@ -372,14 +372,16 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
 
 
 # How an LLM step got its answers (from its request cache, or asked once for several rows of
-# a batch), not what they are: these counts depend on the batches by design.
-REQUEST_ACCOUNTING = ("cache_hits", "cache_misses", "duplicates", "tokens_in", "tokens_out", "errors_")
+# a batch), not what they are: these counts depend on the batches by design; so do the bytes a
+# fit's work files took, and its seconds.
+RUN_ACCOUNTING = ("cache_hits", "cache_misses", "duplicates", "tokens_in", "tokens_out", "errors_", "work_bytes",
+                  "fit_seconds")
 
 
 def _funnel(value):
     """The manifest's figures less the time things took and the LLM request accounting."""
     if isinstance(value, dict):
-        return {k: _funnel(v) for k, v in value.items() if k != "seconds" and not k.startswith(REQUEST_ACCOUNTING)}
+        return {k: _funnel(v) for k, v in value.items() if k != "seconds" and not k.startswith(RUN_ACCOUNTING)}
     if isinstance(value, list):
         return [_funnel(v) for v in value]
     return value
