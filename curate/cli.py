@@ -125,9 +125,11 @@ def run(
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
                                                                   "(host:port, or auto); default: a Ray instance "
                                                                   "started for the run."),
-    work_store: Optional[str] = typer.Option(None, "--work-store", help="With --engine ray: an fsspec URI "
-                                             "(s3://BUCKET/PREFIX, gs://...) through which nodes that do not see "
-                                             "the output directory share the run's work files."),
+    work_store: Optional[str] = typer.Option(None, "--work-store", help="An fsspec URI (s3://BUCKET/PREFIX, "
+                                             "gs://...) the tasks copy the run's work files to as they finish: "
+                                             "with --engine ray, for nodes that do not see the output directory; "
+                                             "with an output at a URI, so that --resume continues the run on "
+                                             "another machine."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
     progress_seconds: float = typer.Option(30.0, "--progress-seconds", min=0.1, envvar="CURATE_PROGRESS_SECONDS",
                                            help="When stderr is no terminal (nohup, Slurm): a progress line every "
@@ -140,8 +142,6 @@ def run(
         raise typer.BadParameter(f"'{engine}': choose local or ray", param_hint="--engine")
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
-    if work_store and engine != "ray":
-        raise typer.BadParameter("--work-store is for --engine ray", param_hint="--work-store")
     r = _load(recipe, set_, input, output)
     if resume and _finished(r):
         if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():

@@ -16,8 +16,9 @@ def make(engine: str, address: str | None, progress: Progress, layout: RunLayout
          fallback_store: str | None = None) -> Engine:
     """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
     the environment variables the recipe's operators read in their workers (Operator.env_vars);
-    `store`, `resume`, `inputs`, `fallback_store`: the Ray engine's work store, whether the run
-    resumes, its input files, the work store where none is given (ray_executor.RayEngine)."""
+    `store`, `resume`: the work store (--work-store) and whether the run resumes; `inputs`,
+    `fallback_store`: the Ray engine's input files and work store where none is given
+    (ray_executor.RayEngine)."""
     if engine == "ray":
         try:
             from curate.engine.ray_executor import RayEngine
@@ -27,4 +28,4 @@ def make(engine: str, address: str | None, progress: Progress, layout: RunLayout
             raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
 
         return RayEngine(address, progress, layout, status, env, store, resume, inputs, fallback_store)
-    return LocalEngine(progress, layout)
+    return LocalEngine(progress, layout, store, resume)

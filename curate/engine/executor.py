@@ -6,7 +6,8 @@ order, plus a parallel `map` for a Global fit's pieces and the publisher; it kno
 what a run means, so every engine gives the same bytes, trace, manifest and resume. Where the
 engine's workers do not see the run's `_work/`, it is also the transport of the work files
 (`share` before a stage, `receive` after each task): the runner calls both, the engine decides
-nothing about them.
+nothing about them. An engine with a work store (`store`) copies each finished task's files
+there; the runner fetches them back on --resume.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable
 
+from curate.engine import work_store
 from curate.engine.context import StageContext
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
@@ -37,6 +39,7 @@ class Executor(ABC):
 
 class Engine(ABC):
     cores: int  # the cores its executors run tasks on (this machine's, or a cluster's)
+    store = None  # the work store (work_store.WorkStore) its tasks copy their files to, if any
 
     @abstractmethod
     def cpu_executor(self, workers: int) -> Executor:
@@ -47,7 +50,12 @@ class Engine(ABC):
         """An executor for one model stage (one worker per GPU, else `cpu_workers`), closed after it."""
 
     def share(self, ctx: StageContext, tasks: list[Task]) -> None:
-        """Make what the stage's tasks read reachable by its workers. Default: they see `_work/`."""
+        """Make what the stage's tasks read reachable by its workers, and with a store, the
+        stage's fitted state and input shards that no task put there go there (work_store.py)."""
+        if self.store is not None:
+            work_store.publish_shards(self.store, [shard for task in tasks for shard in task.shards])
+            if ctx.stage.global_step is not None:
+                work_store.publish_state(self.store, ctx.layout)
 
     def receive(self, ctx: StageContext, result: TaskResult) -> None:
         """Bring a finished task's files into the run's `_work/`. Default: they are there."""

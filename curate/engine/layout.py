@@ -27,12 +27,14 @@ what the run works in, is in a local directory of its own keyed by the URI (`loc
 $CURATE_CACHE_DIR/runs/<hash>/, ~/.cache/curate by default): _work/, data.tmp/, trace.tmp/,
 report.html.tmp. The
 store then holds two more objects while the run is not finished: `_work/run.json`, the mark
-that the prefix is curate's (for --overwrite), and `_work/lock`, the run's lease (lease.py);
-and with Ray nodes that do not see the local directory, `_work/files/`, the copy of the work
-files they share (work_store.py), removed before the run publishes.
+that the prefix is curate's (for --overwrite) and the fingerprints a --resume on another machine
+checks, and `_work/lock`, the run's lease (lease.py); and with Ray nodes that do not see the
+local directory, or by choice (`--work-store`), `_work/files/`, a copy of the work files
+(work_store.py: for those nodes, and for a --resume on a machine without the local directory),
+removed once the manifest is written.
 Work stays local because the tasks, the fits (duckdb spills, memory-mapped indexes) and the
-output formats all need a disk, and a local file's rename keeps resume exact; the store is
-written once, when the run publishes.
+output formats all need a disk, and a local file's rename keeps resume exact; without a work
+store, the store is written once, when the run publishes.
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ class Files:
         self.fs.move(src, dst)
 
 
-def _json_object(files: Files, path: str) -> dict:
+def json_object(files: Files, path: str) -> dict:
+    """The JSON object in the file at `path`; {} where there is none (missing, unreadable, not one)."""
     try:
         value = json.loads(files.read_bytes(path))
     except (OSError, ValueError):
@@ -135,14 +138,14 @@ def is_run_directory(root: str, files: Files | None = None) -> bool:
     a `_work/` holding curate's run.json or lock (a run not finished). A file of the user's that happens
     to be called manifest.json is no such mark."""
     files = files or Files()
-    manifest = _json_object(files, _join(root, "manifest.json"))
+    manifest = json_object(files, _join(root, "manifest.json"))
     versions = manifest.get("versions")
     if manifest.get("format_version") == MANIFEST_FORMAT or (
             "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions):
         return True
     # A run not finished: its fingerprints, or its lock alone (killed before it wrote them)
-    return ({"recipe", "inputs"} <= _json_object(files, _join(root, WORK, "run.json")).keys()
-            or {"pid", "host"} <= _json_object(files, _join(root, WORK, "lock")).keys())
+    return ({"recipe", "inputs"} <= json_object(files, _join(root, WORK, "run.json")).keys()
+            or {"pid", "host"} <= json_object(files, _join(root, WORK, "lock")).keys())
 
 
 def _under(*parts: str) -> property:

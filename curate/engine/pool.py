@@ -17,14 +17,14 @@ import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
-from curate.engine import context
+from curate.engine import context, work_store
 from curate.engine.context import Progress, StageContext
 from curate.engine.dispatch import WorkerLost, dispatch
 from curate.engine.executor import Executor
 from curate.engine.layout import RunLayout
 from curate.engine.plan import Task, available_cores
 from curate.engine.result import TaskResult
-from curate.engine.worker import PoolSlots, run_task_in_worker, spawn_pool, stop_pool
+from curate.engine.worker import PoolSlots, spawn_pool, stop_pool
 
 ATTEMPTS = 2
 
@@ -56,8 +56,9 @@ class _Worker:
 class ModelPool(PoolSlots, Executor):
     worker = "model worker"
 
-    def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1):
+    def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1, store=None):
         self.progress = progress
+        self.store = store  # a work store each task's files go to once it is done (work_store.py)
         self.queue = multiprocessing.get_context("spawn").Queue()
         gpus = visible_gpus()
         devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
@@ -71,7 +72,7 @@ class ModelPool(PoolSlots, Executor):
         return dispatch(tasks, self.workers, self, attempts=ATTEMPTS)
 
     def start(self, slot: _Worker, task: Task) -> Future:
-        return slot.pool.submit(run_task_in_worker, self.ctx, task)
+        return slot.pool.submit(work_store.run_task, self.store, self.ctx, task)
 
     def collect(self, handle: Future) -> TaskResult:
         try:

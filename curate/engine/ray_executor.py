@@ -32,7 +32,6 @@ from curate.engine.plan import Task
 from curate.engine.ray_nodes import check_nodes, drop_mirrors, on_node, worker_env
 from curate.engine.ray_worker import RETRIES, ModelWorker, ProgressSink, Setup, call, call_sharing, run_task
 from curate.engine.result import TaskResult
-from curate.engine.work_store import WorkStore
 from curate.io.store import is_uri
 
 
@@ -53,7 +52,7 @@ class RayEngine(Engine):
         self.layout = layout
         self.work = Path(layout.work)
         self.cwd = os.getcwd()  # relative paths in the recipe mean the same on the workers
-        self.store: WorkStore | None = None  # set once the nodes are known
+        self.store = None  # the work store (work_store.WorkStore), set once the nodes are known
         self.session = uuid.uuid4().hex  # names this run's mirrors on blind nodes
         self.fetched = 0  # files of tasks run on blind nodes, fetched into _work/
         self.blind_pieces = 0  # fit pieces run on blind nodes
@@ -77,8 +76,7 @@ class RayEngine(Engine):
             status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                    f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
             self.here = ray.get_runtime_context().get_node_id()
-            candidate = (WorkStore(store, self.work) if store else
-                         WorkStore(fallback_store, self.work, layout.options) if fallback_store else None)
+            candidate = work_store.for_run(store or fallback_store, layout) if store or fallback_store else None
             if store:
                 candidate.start(resume)
             blind = check_nodes(self.work, nodes, candidate, [os.path.abspath(p) for p in inputs if not is_uri(p)])
@@ -112,15 +110,6 @@ class RayEngine(Engine):
 
     def setup(self, threads: int) -> Setup:
         return Setup(self.sink, self.layout, threads, self.cwd, self.store, self.session)
-
-    def share(self, ctx: StageContext, tasks: list[Task]) -> None:
-        """With a store, what the stage's tasks read goes there first: its fitted state, and
-        input shards that no task put there (written before this run used the store)."""
-        if self.store is None:
-            return
-        work_store.publish_shards(self.store, [shard for task in tasks for shard in task.shards])
-        if ctx.stage.global_step is not None:
-            work_store.publish_state(self.store, ctx.layout)
 
     def receive(self, ctx: StageContext, result: TaskResult) -> None:
         """With a store, a task's files come to the run's `_work/` (from wherever it ran)."""

@@ -17,7 +17,7 @@ from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.run_dir import hold_worker_lock
 from curate.engine.work_store import WorkStore
-from curate.engine.worker import run_task_in_worker, use_cores
+from curate.engine.worker import use_cores
 
 RETRIES = 3  # runs of a task whose worker died, after the first
 
@@ -94,10 +94,7 @@ def _to_cwd(cwd: str) -> None:
 
 def _run_here(setup: Setup, ctx: StageContext, task: Task) -> TaskResult:
     blind = _enter(setup)
-    queue = _SinkQueue(setup.sink)
-    if setup.store is None:  # every node sees _work/
-        return run_task_in_worker(ctx, task, queue)
-    return work_store.run_task(setup.store, ctx, task, blind, setup.session, queue)
+    return work_store.run_task(setup.store, ctx, task, blind, setup.session, _SinkQueue(setup.sink))
 
 
 @ray.remote(max_retries=RETRIES)

@@ -30,5 +30,8 @@ class TaskResult:
 
     @classmethod
     def from_json(cls, data: bytes) -> "TaskResult":
-        d = json.loads(data)
+        return cls.from_dict(json.loads(data))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskResult":
         return cls(**{**d, "stats": {k: StepStats(**v) for k, v in d["stats"].items()}})

@@ -13,7 +13,7 @@ import os
 import socket
 import time
 
-from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory
+from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
 from curate.engine.store_files import output_errors
 from curate.errors import CurateError
 
@@ -133,9 +133,12 @@ def hold_worker_lock(path: str) -> int:
     return fd
 
 
-def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrite: bool) -> tuple[RunLock, bool]:
-    """Lock the run directory and make it ready. Returns the lock and whether a finished run is
-    already there (only with --resume)."""
+def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
+                 overwrite: bool) -> tuple[RunLock, bool, bool]:
+    """Lock the run directory and make it ready. Returns the lock, whether a finished run is
+    already there (only with --resume) and whether the run continues an earlier attempt (--resume
+    found its fingerprints: in the local work directory, or on the output's store, where a run
+    from another machine left them)."""
     out = layout.files
     with output_errors(layout.root):
         if layout.remote:  # others write there: nothing listed earlier in this process is current
@@ -153,8 +156,10 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     try:
         wait_for_workers(layout)
         if resume and finished_manifest(layout, fingerprint["recipe"]) is not None:
-            return lock, True
+            return lock, True, True
         before = _json(layout.run_file) if resume else None
+        if resume and before is None and layout.remote:  # this machine has no work directory for it:
+            before = json_object(out, layout.marker) or None  # the fingerprints on the store then
         if before is not None:
             for key, what in (("recipe", "the recipe"), ("inputs", "the input files"), ("limit", "--limit")):
                 if before.get(key) != fingerprint[key]:
@@ -178,7 +183,7 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrit
     except BaseException:
         lock.release()
         raise
-    return lock, False
+    return lock, False, before is not None
 
 
 def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> dict | None:

@@ -11,7 +11,9 @@ How a run works:
    parallel pieces on the engine's workers; the stage's tasks not yet done (their done markers,
    decided here only) go to the engine's executor (executor.py: local processes, a model pool,
    Ray), which only runs them (task.py: read, steps, trace, shards) and hands back TaskResults.
-   A task whose worker died too often is traced here, row by row, so no row is lost.
+   A task whose worker died too often is traced here, row by row, so no row is lost. On --resume,
+   the tasks and fits the work store holds as done (an earlier attempt's, on any machine) are
+   fetched into _work/ first (work_store.py), so only the rest runs.
 4. Each step's counts are summed, conservation is checked (rows in = rows out + rows traced),
    the run's observers (observers.py) give their manifest entries, and the run is published
    (publish.py): data/, trace/, then manifest.json, the commit marker. _work/ goes last.
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from curate import observers, preflight
-from curate.engine import engines, plan
+from curate.engine import engines, plan, work_store
 from curate.engine.context import READ_BYTES, READ_STEP, StageContext
 from curate.engine.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
@@ -58,7 +60,9 @@ class RunOptions:
     model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
     engine: str = "local"  # what runs the tasks: "local" processes or "ray" (engines.py)
     address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
-    work_store: str | None = None  # with engine "ray": an fsspec URI for nodes that do not see _work/
+    # An fsspec URI the tasks copy their work files to: with engine "ray", for nodes that do not see
+    # _work/; with an output at a URI, so that --resume continues the run on another machine
+    work_store: str | None = None
     # An output on a store gets report.html before its manifest (a local run's is the caller's to
     # write after it: curate.report.write_report)
     report: bool = False
@@ -104,14 +108,16 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
                               f"already: leave output.upload out")
         output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
     if opts.work_store:
-        if opts.engine != "ray":
-            raise CurateError("--work-store is for --engine ray (the local engine's workers share this machine's disk)")
+        if opts.engine != "ray" and not layout.remote:
+            raise CurateError(f"with the local engine, --work-store is for an output at a URI (so that --resume "
+                              f"continues it on another machine); a local output's _work/ ({layout.work}) is what "
+                              f"--resume continues from")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
     retries.take_output()  # the output store's retries are this run's from here
     created_out = not Files().exists(layout.local)
     try:
-        lock, finished = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
+        lock, finished, resumed = open_run_dir(layout, fingerprint, resume=opts.resume, overwrite=opts.overwrite)
     except BaseException:
         if created_out:  # refused (a store that cannot be written, say): the directory made for it goes
             Files().remove(layout.local)
@@ -131,7 +137,9 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         except NoSpace:
             raise disk_full(layout, sources) from None
         except Exception as e:
-            if not produced_anything(layout):
+            # A resume that fails keeps all an earlier attempt left (on a store, its copy of the
+            # work files too, which this machine may not have fetched yet)
+            if not resumed and not produced_anything(layout):
                 discard_failed_start(layout, created_out)
             elif isinstance(e, CurateError):
                 e.hint = ("the run stopped part-way; its work is kept in _work/. If the fix changes the recipe "
@@ -193,6 +201,8 @@ class _Run:
             ctx = StageContext(self.recipe, stage, self.layout.stage(stage.index), final=after is None,
                                next_global=after.global_step if after else None, observers=self.observers)
             if stage.global_step is not None:
+                if self.opts.resume and engine.store is not None:  # fitted in an earlier attempt, anywhere
+                    work_store.fetch_fitted(engine.store, ctx.layout)
                 self.reporter.fitting(stage.index, stage.global_step.label)
                 self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files,
                                                          self.opts.keep_work)
@@ -215,9 +225,15 @@ class _Run:
         """The stage's tasks not done yet on the CPU executor, or on a model pool of its own (torn
         down after, so models and GPU memory are freed before the next stage or fit); the done
         ones' results from their markers (resume)."""
+        stage = ctx.stage
+        if self.opts.resume and engine.store is not None:  # done in an earlier attempt, on any machine
+            fetched = work_store.fetch_done(engine.store, ctx.layout,
+                                            [t.name for t in tasks if not self.files.is_file(ctx.layout.done(t.name))])
+            if fetched:
+                self.reporter.status(f"stage {stage.index}: {count(fetched, 'task')} done in an earlier attempt, "
+                                     f"fetched from {engine.store.uri}")
         done = {t.name: self._done(ctx, t) for t in tasks}
         todo = [t for t in tasks if done[t.name] is None]
-        stage = ctx.stage
         if todo:
             engine.share(ctx, todo)
         self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
@@ -279,8 +295,6 @@ class _Run:
             steps.append(entry)
         check_conservation(steps)
         check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
-        if self.layout.remote:  # the nodes' copy of _work/ there: its every file is in _work/ now
-            self.layout.files.remove(self.layout.work_files)
         trace_parts = {label: sorted(f"{self.layout.stage(st.index).trace(label)}/{name}"
                                      for st in the_plan.stages
                                      for name in self.files.names(self.layout.stage(st.index).trace(label), ".parquet"))
@@ -295,7 +309,10 @@ class _Run:
             manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
                            self.still_ours, self._report if self.opts.report else None)
-        if self.layout.remote:  # the manifest marks the prefix as curate's now
+        if self.layout.remote:
+            # The copy of _work/ there, kept until the manifest is written for a --resume elsewhere
+            # (every file of it is in _work/ now), and the mark: the manifest marks the prefix as curate's
+            self.layout.files.remove(self.layout.work_files)
             self.layout.files.remove(self.layout.marker)
         if not self.opts.keep_work:
             self.files.remove(self.layout.work)

@@ -1,14 +1,21 @@
-"""A run's work files on an object store, for Ray nodes that share no filesystem with the
+"""A run's work files on an object store: for Ray nodes that share no filesystem with the
 `curate run` process (`--engine ray --work-store URI`: s3://, gs://, any fsspec filesystem; for
-an output at a URI, by default its own `_work/files/` prefix: layout.py).
+an output at a URI, by default its own `_work/files/` prefix: layout.py), and for a run whose
+output is at a URI, so that `--resume` continues it on another machine (`--work-store URI` with
+either engine).
 
-It is a transport, not a second owner of the run: the run process keeps `_work/` on its own
-disk as always, where the runner decides what is done and --resume finds it. The store holds a
-copy of what crosses nodes, under the same relative names (layout.py):
+It is a copy, not a second owner of the run: the run process keeps `_work/` on its own
+disk as always, where the runner decides what is done. The store holds a copy of what is done,
+under the same relative names (layout.py), each piece's files before the file that says it is
+whole, so that what the store holds is always a consistent part of the run:
   - each task's files (data shards, trace shards, its observers' summaries) and then its done
     marker, put there by the task wherever it ran;
-  - a fitted stage's `state.pkl` and the files its state lists (`state.files()`: a dedup's
-    decisions, a selection's arrays), put there by the run process before the stage's tasks.
+  - a fitted stage's `fit.json` and the files its state lists (`state.files()`: a dedup's
+    decisions, a selection's arrays), then its `state.pkl`, put there by the run process before
+    the stage's tasks.
+On --resume the runner fetches into `_work/` what the store holds and `_work/` lacks (every
+machine but the interrupted run's lacks it all): the finished tasks' files, marker last, and
+the fitted states (`fetch_done`, `fetch_fitted`), and runs only the rest.
 A node that does not see `_work/` (a "blind" node, found by the Ray engine's probe) keeps a
 mirror of it at the same path, so that every path in a task and in a fitted state names the
 same file on every node; a task there fetches what it reads before it runs. The run process
@@ -28,7 +35,7 @@ import uuid
 from pathlib import Path
 
 from curate.engine.context import StageContext
-from curate.engine.layout import StageLayout
+from curate.engine.layout import RunLayout, StageLayout
 from curate.engine.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.worker import run_task_in_worker
@@ -134,6 +141,13 @@ class WorkStore:
             self.fs.rm(self.root, recursive=True)
 
 
+def for_run(uri: str, layout: RunLayout) -> WorkStore:
+    """The work store at `uri` of the run in `layout`; under the output's own prefix, reached as
+    the output is (with output.storage_options: credentials, endpoint)."""
+    under = layout.remote and f"{uri.rstrip('/')}/".startswith(f"{layout.root}/")
+    return WorkStore(uri, Path(layout.work), layout.options if under else None)
+
+
 def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:
     """What a finished task wrote under the stage's directory, its done marker last."""
     files = [Path(layout.data) / name for name in result.shards]
@@ -143,9 +157,12 @@ def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:
     return files + [Path(layout.done(result.task))]
 
 
-def run_task(store: WorkStore, ctx: StageContext, task: Task, blind: bool, session: str, queue=None) -> TaskResult:
-    """Run `task` on this node, its files shared through `store`. On a blind node, the files it
-    reads are fetched first."""
+def run_task(store: WorkStore | None, ctx: StageContext, task: Task, blind: bool = False, session: str = "",
+             queue=None) -> TaskResult:
+    """Run `task` in this worker process; with a `store`, its files copied there once it is done.
+    On a blind node, the files it reads are fetched first."""
+    if store is None:
+        return run_task_in_worker(ctx, task, queue)
     if blind:
         mirror(store.work, session)
         for shard in task.shards:
@@ -153,15 +170,36 @@ def run_task(store: WorkStore, ctx: StageContext, task: Task, blind: bool, sessi
         if ctx.stage.global_step is not None:
             fetch_state(store, ctx.layout)
     result = run_task_in_worker(ctx, task, queue)
-    for path in task_files(ctx.layout, result):
-        store.put(path)
+    put_task_files(store, ctx.layout, result)
     return result
+
+
+def put_task_files(store: WorkStore, layout: StageLayout, result: TaskResult) -> None:
+    """A finished task's files into the store, its done marker last."""
+    for path in task_files(layout, result):
+        store.put(path)
 
 
 def fetch_task_files(store: WorkStore, layout: StageLayout, result: TaskResult) -> int:
     """A finished task's files into the run process's `_work/` (where it ran elsewhere); how many
     were not there."""
     return sum(store.fetch(path) for path in task_files(layout, result))
+
+
+def fetch_done(store: WorkStore, layout: StageLayout, names: list[str]) -> int:
+    """Of the tasks `names` (not done in `_work/`), those whose done marker the store holds, with
+    their files, marker last (--resume: done in an earlier attempt, maybe on another machine);
+    how many."""
+    held = store.names(Path(layout.done_dir))
+    fetched = 0
+    for name in names:
+        marker = Path(layout.done(name))
+        # None where it was cut short (on a store whose writes are copies, a file:// one): not done
+        done = store.read_json(marker) if marker.name in held else None
+        if done is not None:
+            fetch_task_files(store, layout, TaskResult.from_dict(done))
+            fetched += 1
+    return fetched
 
 
 def publish_shards(store: WorkStore, shards: list[str]) -> None:
@@ -186,6 +224,7 @@ def publish_state(store: WorkStore, layout: StageLayout) -> None:
         store.put(path)
     store.put_bytes(Path(layout.root) / STATE_FILES,
                     json.dumps([str(p.relative_to(store.work)) for p in files]).encode())
+    store.put(Path(layout.fit_report))  # what the manifest says of the fit, when a resume skips it
     store.put(state)
 
 
@@ -202,7 +241,17 @@ def fetch_state(store: WorkStore, layout: StageLayout) -> None:
         return
     for name in store.read_json(Path(layout.root) / STATE_FILES) or []:
         store.fetch(store.work / name)
+    store.fetch(Path(layout.fit_report))
     store.fetch(state)
+
+
+def fetch_fitted(store: WorkStore, layout: StageLayout) -> bool:
+    """The stage's fitted state from the store, if it holds one and `_work/` does not (--resume:
+    fitted in an earlier attempt); whether it was fetched."""
+    if Path(layout.state).exists() or Path(layout.state).name not in store.names(Path(layout.root)):
+        return False
+    fetch_state(store, layout)
+    return True
 
 
 _mirrored: set[tuple[str, str]] = set()

@@ -331,8 +331,6 @@ def test_a_work_store_holding_other_files_is_refused_and_kept(cluster, ray_env, 
 
 def test_work_store_options_are_checked(cli, tmp_path):
     recipe = RECIPES / "quickstart.yaml"
-    res = cli("run", recipe, "--work-store", "s3://bucket/x")
-    assert res.exit_code == 2 and "--work-store is for --engine ray" in res.output
     res = cli("run", recipe, *_demo_args(tmp_path, docs=50), "--output", tmp_path / "out", "--engine", "ray",
               "--work-store", "nosuchfs://bucket/x")
     assert res.exit_code == 2 and "--work-store: cannot open nosuchfs://bucket/x" in res.output

@@ -94,14 +94,43 @@ def test_a_published_state_arrives_on_a_blind_node_with_its_files(tmp_path):
     stage = work / "stage-1"
     (stage / "fit").mkdir(parents=True)
     (stage / "fit" / "decisions.parquet").write_bytes(b"removed rows")
+    (stage / "fit.json").write_text('{"seconds": 2.5}')  # what the manifest says of a fit a resume skips
     (stage / "state.pkl").write_bytes(pickle.dumps(Decisions(str(stage / "fit" / "decisions.parquet"), 1)))
     work_store.publish_state(store, StageLayout(str(stage)))
     blind = WorkStore(store.uri, work)  # another node: the same path, nothing there yet
-    for p in ((stage / "fit" / "decisions.parquet"), (stage / "state.pkl")):
+    for p in ((stage / "fit" / "decisions.parquet"), (stage / "fit.json"), (stage / "state.pkl")):
         p.rename(p.with_name(p.name + ".driver"))
-    work_store.fetch_state(blind, StageLayout(str(stage)))
+    assert work_store.fetch_fitted(blind, StageLayout(str(stage)))
     assert (stage / "fit" / "decisions.parquet").read_bytes() == b"removed rows"
+    assert (stage / "fit.json").read_text() == '{"seconds": 2.5}'
     assert pickle.loads((stage / "state.pkl").read_bytes()).removed == 1
+    assert not work_store.fetch_fitted(blind, StageLayout(str(stage)))  # here already
+    assert not work_store.fetch_fitted(blind, StageLayout(str(work / "stage-2")))  # fitted nowhere yet
+
+
+def test_a_resume_fetches_the_tasks_the_store_holds_as_done_with_their_files_marker_last(tmp_path):
+    from curate.engine.result import TaskResult
+
+    store, work = _store(tmp_path)
+    layout = StageLayout(str(work / "stage-0"))
+    for name in ("t0", "t1"):
+        shard, trace = Path(layout.data) / f"{name}-00000.parquet", Path(layout.trace("01_f")) / f"{name}.parquet"
+        for path in (shard, trace, Path(layout.done(name))):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        shard.write_bytes(b"rows")
+        trace.write_bytes(b"gone")
+        Path(layout.done(name)).write_bytes(TaskResult(name, [shard.name], [f"01_f/{trace.name}"]).to_json())
+    work_store.put_task_files(store, layout, TaskResult.from_json(Path(layout.done("t0")).read_bytes()))
+    store.put(Path(layout.data) / "t1-00000.parquet")  # t1's shard went up, its marker not: not done there
+    store.put_bytes(Path(layout.done("t2")), b'{"task": "t2", "sha')  # a marker cut short: not done either
+    (tmp_path / "out").rename(tmp_path / "gone")  # another machine: nothing of _work/ here
+    put = []
+    real = store.fetch
+    store.fetch = lambda path, replace=False: put.append(Path(path).name) or real(path, replace)
+    assert work_store.fetch_done(store, layout, ["t0", "t1", "t2"]) == 1
+    assert put == ["t0-00000.parquet", "t0.parquet", "t0.json"]  # the marker last: its presence means whole
+    assert (Path(layout.data) / "t0-00000.parquet").read_bytes() == b"rows"
+    assert not Path(layout.done("t1")).exists() and not Path(layout.done("t2")).exists()
 
 
 def test_a_mirror_belongs_to_one_session_and_never_takes_over_a_directory_of_its_own(tmp_path):
@@ -143,3 +172,13 @@ def test_a_work_store_under_the_output_opens_with_the_outputs_storage_options(tm
     work = tmp_path / "_work"
     assert WorkStore(f"file://{tmp_path / 'out'}", work, {"auto_mkdir": True}).fs.auto_mkdir is True
     assert WorkStore(f"file://{tmp_path / 'out'}", work).fs.auto_mkdir is False
+
+
+def test_a_work_store_named_under_the_output_is_reached_as_the_output_is(tmp_path):
+    """--work-store under the output's prefix takes output.storage_options; one elsewhere (even
+    beside it, under a longer name) the environment's alone."""
+    from curate.engine.layout import RunLayout
+
+    layout = RunLayout.at(f"file://{tmp_path}/out", {"auto_mkdir": True})
+    assert work_store.for_run(f"file://{tmp_path}/out/_work/files", layout).fs.auto_mkdir is True
+    assert work_store.for_run(f"file://{tmp_path}/out-work", layout).fs.auto_mkdir is False
