@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -128,7 +129,28 @@ def failure(error: BaseException) -> str | None:
     status = getattr(error, "status", None)  # an HTTP store's answer (aiohttp.ClientResponseError)
     if isinstance(status, int):
         return f"{status}" if status in RETRY_STATUS else None
+    if type(error) is OSError and "AWS Error " in str(error):  # pyarrow's own S3 client (native_s3.py)
+        return _aws_failure(str(error))
     return type(error).__name__ if isinstance(error, _transient()) else None
+
+
+# pyarrow's S3 client says what failed only in its message: "AWS Error SLOW_DOWN during GetObject
+# operation: ...", "AWS Error UNKNOWN (HTTP status 503) during HeadObject operation: ..." (a HEAD
+# answer has no body to name its error), "AWS Error NETWORK_CONNECTION during ...: curlCode: 18, ..."
+_AWS_ERROR = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))?")
+# the AWS SDK's names of the errors retried (with the reason counted, as an S3 answer's is by hook_s3)
+AWS_RETRIED = {"SLOW_DOWN": "503 SlowDown", "THROTTLING": "Throttling", "SERVICE_UNAVAILABLE": "503",
+               "INTERNAL_FAILURE": "500", "REQUEST_TIMEOUT": "RequestTimeout", "NETWORK_CONNECTION": "NETWORK_CONNECTION"}
+
+
+def _aws_failure(message: str) -> str | None:
+    found = _AWS_ERROR.search(message)
+    if found is None:
+        return None
+    name, status = found.group(1), found.group(2)
+    if name in AWS_RETRIED:
+        return AWS_RETRIED[name]
+    return status if status and int(status) in RETRY_STATUS else None
 
 
 class RetryingFile:
