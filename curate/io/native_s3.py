@@ -164,8 +164,9 @@ class NativeObject:
         return memoryview(data)
 
     def read(self, size: int = -1):
-        """Up to `size` bytes from the position (all that is left if negative): an Arrow buffer's
-        view, not a copy."""
+        """`size` bytes from the position, fewer only at the end (all that is left if negative),
+        as Arrow's readers expect of a file: an Arrow buffer or a view of one, copied only where
+        a stream's read spans two blocks."""
         left = self._size - self._pos
         size = left if size is None or size < 0 else min(size, left)
         if size <= 0:
@@ -174,13 +175,17 @@ class NativeObject:
             data = self._range(self._pos, size)
             self._pos += len(data)
             return data
-        start, held = self._held
-        if not start <= self._pos < start + len(held):
-            self._held = (self._pos, self._block_at(self._pos))
+        parts = []
+        while size > 0:
             start, held = self._held
-        data = held[self._pos - start: self._pos - start + size]
-        self._pos += len(data)
-        return data
+            if not start <= self._pos < start + len(held):
+                self._held = (self._pos, self._block_at(self._pos))
+                start, held = self._held
+            part = held[self._pos - start: self._pos - start + size]
+            parts.append(part)
+            self._pos += len(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def readinto(self, buffer) -> int:
         view = memoryview(buffer).cast("B")
