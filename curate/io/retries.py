@@ -2,11 +2,13 @@
 resets and timeouts are tried again after an exponential backoff with full jitter (a random wait up
 to base * 2^n, capped), a bounded number of times, and every retry is counted by its reason.
 
-Two places retry, each a failure the other cannot see:
-- a request to S3: botocore's own retries are switched off and this policy answers its
-  `needs-retry` event instead (listing pages, footers, ranges: each request on its own);
+Three places retry, each a failure the others cannot see:
+- a request to S3 through s3fs: botocore's own retries are switched off and this policy answers
+  its `needs-retry` event instead (listing pages, footers, ranges: each request on its own);
 - a read whose response broke off mid-body (or a store without such a hook: https://, gs://, ...):
-  `RetryingFile` reads the same range again.
+  `RetryingFile` reads the same range again;
+- a request of pyarrow's own S3 client (native_s3.py: the HEAD that opens an object, each range),
+  its own retries off, tried again whole; its failure's reason read from its message.
 
 Counts go to the innermost `tally()` open in the process (a task's, in a worker), else to the
 process's own count that `take_untallied()` hands to the run (listing, footers, planning). They are

@@ -1,7 +1,8 @@
 """Inputs at a URI: s3://, gs://, az:// and abfs://, hf://datasets/..., http(s)://, file://,
 memory:// and any other fsspec filesystem.
 
-A URI stays a string everywhere (a Source's path); only the reader opens it, here:
+A URI stays a string everywhere (a Source's path); only the reader opens it, here (an s3:// object
+by pyarrow's own S3 client where the options allow, native_s3.py; else through fsspec):
 - Parquet through a file handle that reads what pyarrow asks for and nothing more (no read-ahead
   cache): the footer, then the column chunks of the row groups the task reads (those of one row
   group coalesced into one range request), never the whole object;
