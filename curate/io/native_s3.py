@@ -36,6 +36,7 @@ from curate.io import retries
 # storage_options this module maps onto pyarrow's client (any other key: s3fs reads the object)
 OPTIONS = {"endpoint_url", "key", "secret", "token", "anon", "client_kwargs", "skip_instance_cache"}
 CLIENT_KWARGS = {"endpoint_url", "region_name"}
+TIMEOUT_S = 60  # seconds to connect, and without a byte of an answer, before a try fails
 
 
 def client(uri: str, options: dict | None):
@@ -71,7 +72,10 @@ def _client(endpoint: str, region: str, key: str | None, secret: str | None, tok
 
     kwargs = {"region": region, "anonymous": anon,
               # one attempt: curate's policy retries and counts (retries.py)
-              "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1)}
+              "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1),
+              # botocore's waits (s3fs's): the SDK's own 3 s without a byte failed every try of a
+              # footer against a store slowed by a loaded machine
+              "connect_timeout": TIMEOUT_S, "request_timeout": TIMEOUT_S}
     if endpoint:
         parsed = urlparse(endpoint)
         kwargs.update(endpoint_override=parsed.netloc + parsed.path.rstrip("/"), scheme=parsed.scheme or "https")
