@@ -125,3 +125,17 @@ def test_a_stream_asks_for_the_next_block_while_the_reader_works_on_this_one(buc
             assert got == ["bytes=0-49999", "bytes=50000-99999"]
             assert bytes(stream.read(49_990)) == BODY[10:50_000]
             assert len([m for m, _, _ in proxy.log if m == "GET"]) == 2  # the rest of this block: no request
+
+
+def test_a_footer_the_store_fails_to_give_is_not_called_a_damaged_file(bucket, monkeypatch):
+    from curate.errors import InputError
+    from curate.io.sources import open_parquet
+
+    options, _ = bucket
+
+    def slow_down(self, at, n):  # what is left after the policy's last try
+        raise OSError("AWS Error SLOW_DOWN during GetObject operation: Please reduce your request rate.")
+
+    monkeypatch.setattr(native_s3.NativeObject, "_range", slow_down)
+    with pytest.raises(InputError, match=r"s3://native/o\.bin: cannot read it from the store: AWS Error SLOW_DOWN"):
+        open_parquet("s3://native/o.bin", options)
