@@ -1,9 +1,10 @@
 """Objects in S3 read by pyarrow's own C++ client (pyarrow.fs.S3FileSystem) rather than s3fs.
 
-Why: s3fs reads through aiohttp and botocore in Python, on an event-loop thread of its own, and
-every worker imports and sets up both before its first byte; pyarrow's client reads into Arrow
-buffers with the GIL released. Reading the bench's Parquet from a loopback S3 server this way
-took a third less CPU in the reading process (bench/remote_read_bench.py).
+Why: s3fs reads through aiohttp and botocore in Python, and every worker imports and sets up
+both (and an SSL context) before its first byte: about a quarter of a CPU-second a worker, where
+pyarrow's client costs a few hundredths (measured against a loopback moto server; the CPU per byte
+read was the same either way). It also lets a stream's next block download on a thread while the
+reader inflates and parses the one before.
 
 Only where the recipe's storage_options say nothing this module cannot say the same way to
 pyarrow (`client` answers None otherwise, and the reader takes s3fs as before): an endpoint
