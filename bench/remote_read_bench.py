@@ -9,9 +9,10 @@ Data: the first demo-corpus files that make `--gb` of JSONL.gz, and the same row
 (zstd, 64k-row groups), put under s3://bench/jsonl/ and s3://bench/parquet/ on a moto server (a
 subprocess, ray_store_bench.Moto). Like for like, every side reads every object, decodes it to
 Arrow and writes its rows as local Parquet (zstd), with `--workers` processes or threads:
-  curate     `curate run --no-report` with no steps (its own reading: Parquet by range requests
-             through fsspec/s3fs, JSONL.gz streamed in blocks and inflated by ISA-L (isal, in the
-             remote extra; the bare loop below uses Arrow's zlib); plus what a run is: `_id`, the
+  curate     `curate run --no-report` with no steps (its own reading: the objects through
+             pyarrow's S3 client (curate/io/native_s3.py; listing through s3fs), Parquet by range
+             requests, JSONL.gz streamed in 8 MB blocks, the next fetched ahead, and inflated by
+             ISA-L (isal, in the remote extra; the bare loop below uses Arrow's zlib); plus what a run is: `_id`, the
              duplicate-id check of `id_column`, stage shards, the manifest). The report is an
              analysis of the output, written after the run unless --no-report: it is timed on its
              own row (`curate report`), not in the read;

@@ -74,6 +74,8 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 batch = _add_id(batch, source, row, id_column)
                 row += batch.num_rows
             yield batch, bad
+        if source.is_uri:
+            store.unchanged(source.path, source.storage_options, source.version)
         if row == 0 and source.format != "parquet":
             raise InputError(f"{source.path}: no rows could be read from this file")
 

@@ -2,11 +2,13 @@
 resets and timeouts are tried again after an exponential backoff with full jitter (a random wait up
 to base * 2^n, capped), a bounded number of times, and every retry is counted by its reason.
 
-Two places retry, each a failure the other cannot see:
-- a request to S3: botocore's own retries are switched off and this policy answers its
-  `needs-retry` event instead (listing pages, footers, ranges: each request on its own);
+Three places retry, each a failure the others cannot see:
+- a request to S3 through s3fs: botocore's own retries are switched off and this policy answers
+  its `needs-retry` event instead (listing pages, footers, ranges: each request on its own);
 - a read whose response broke off mid-body (or a store without such a hook: https://, gs://, ...):
-  `RetryingFile` reads the same range again.
+  `RetryingFile` reads the same range again;
+- a request of pyarrow's own S3 client (native_s3.py: the HEAD that opens an object, each range),
+  its own retries off, tried again whole; its failure's reason read from its message.
 
 Counts go to the innermost `tally()` open in the process (a task's, in a worker), else to the
 process's own count that `take_untallied()` hands to the run (listing, footers, planning). They are
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -128,7 +131,28 @@ def failure(error: BaseException) -> str | None:
     status = getattr(error, "status", None)  # an HTTP store's answer (aiohttp.ClientResponseError)
     if isinstance(status, int):
         return f"{status}" if status in RETRY_STATUS else None
+    if type(error) is OSError and "AWS Error " in str(error):  # pyarrow's own S3 client (native_s3.py)
+        return _aws_failure(str(error))
     return type(error).__name__ if isinstance(error, _transient()) else None
+
+
+# pyarrow's S3 client says what failed only in its message: "AWS Error SLOW_DOWN during GetObject
+# operation: ...", "AWS Error UNKNOWN (HTTP status 503) during HeadObject operation: ..." (a HEAD
+# answer has no body to name its error), "AWS Error NETWORK_CONNECTION during ...: curlCode: 18, ..."
+_AWS_ERROR = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))?")
+# the AWS SDK's names of the errors retried (with the reason counted, as an S3 answer's is by hook_s3)
+AWS_RETRIED = {"SLOW_DOWN": "503 SlowDown", "THROTTLING": "Throttling", "SERVICE_UNAVAILABLE": "503",
+               "INTERNAL_FAILURE": "500", "REQUEST_TIMEOUT": "RequestTimeout", "NETWORK_CONNECTION": "NETWORK_CONNECTION"}
+
+
+def _aws_failure(message: str) -> str | None:
+    found = _AWS_ERROR.search(message)
+    if found is None:
+        return None
+    name, status = found.group(1), found.group(2)
+    if name in AWS_RETRIED:
+        return AWS_RETRIED[name]
+    return status if status and int(status) in RETRY_STATUS else None
 
 
 class RetryingFile:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from curate.engine import layout
 from curate.errors import InputError
-from curate.io import store
+from curate.io import retries, store
 from curate.io.listing import in_unnamed_run_directory, is_data_name, list_uri
 
 SUFFIX_FORMATS = {
@@ -105,6 +105,8 @@ def open_parquet(path: str, storage_options: dict | None = None, size: int | Non
             return pq.ParquetFile(store.open_random(path, storage_options, size, version), pre_buffer=True)
         return pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
+        if retries.failure(e) is not None:  # the store failed every try: nothing says the file is damaged
+            raise InputError(f"{path}: cannot read it from the store: {e}") from None
         raise InputError(f"{path}: not a readable Parquet file (damaged, truncated or not Parquet?): {e}") from None
 
 

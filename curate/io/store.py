@@ -1,7 +1,8 @@
 """Inputs at a URI: s3://, gs://, az:// and abfs://, hf://datasets/..., http(s)://, file://,
 memory:// and any other fsspec filesystem.
 
-A URI stays a string everywhere (a Source's path); only the reader opens it, here:
+A URI stays a string everywhere (a Source's path); only the reader opens it, here (an s3:// object
+by pyarrow's own S3 client where the options allow, native_s3.py; else through fsspec):
 - Parquet through a file handle that reads what pyarrow asks for and nothing more (no read-ahead
   cache): the footer, then the column chunks of the row groups the task reads (those of one row
   group coalesced into one range request), never the whole object;
@@ -24,7 +25,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from curate.errors import InputError
-from curate.io import exceptions, retries
+from curate.io import exceptions, native_s3, retries
 from curate.io.gunzip import gunzip
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -106,7 +107,14 @@ def version(info: dict) -> str:
 OPENS_LISTED = ("s3", "s3a")
 
 
-def _open(uri: str, options: dict | None, size: int | None, version: str, **kwargs) -> retries.RetryingFile:
+def _open(uri: str, options: dict | None, size: int | None, version: str, block: int = 0, **kwargs):
+    """`uri` opened for reading: by pyarrow's S3 client where the options allow (native_s3.py),
+    else through fsspec, each read retried (RetryingFile)."""
+    native = native_s3.client(uri, options)
+    if native is not None:
+        with store_errors(uri, "cannot open"):
+            return native_s3.NativeObject(*native, uri, _version_fields(version).get("ETag"),
+                                          retries.Policy.of(options), block)
     fs, path = filesystem(uri, options)
     listed = size is not None and uri.split("://", 1)[0].lower() in OPENS_LISTED
     with store_errors(uri, "cannot open"):
@@ -117,6 +125,13 @@ def _open(uri: str, options: dict | None, size: int | None, version: str, **kwar
         if "ETag" in fields:
             handle.read_kw = {**handle.read_kw, "IfMatch": fields["ETag"]}
     return retries.RetryingFile(handle, retries.Policy.of(options))
+
+
+def unchanged(uri: str, options: dict | None, version: str) -> None:
+    """After an object's last row was read: an InputError if it is no longer the version it was
+    listed as, where its reads could not say so themselves (pyarrow's client: native_s3.py)."""
+    with store_errors(uri, "cannot check"):
+        native_s3.unchanged(uri, options, _version_fields(version).get("ETag"))
 
 
 def _version_fields(version: str) -> dict:
@@ -135,7 +150,7 @@ def open_stream(uri: str, options: dict | None = None, compression: str | None =
     """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
     `size` and `version`: the object's, as listed; `meter` (a ReadMeter) follows the position in
     the object."""
-    handle = _open(uri, options, size, version, block_size=STREAM_BLOCK, cache_type="readahead")
+    handle = _open(uri, options, size, version, STREAM_BLOCK, block_size=STREAM_BLOCK, cache_type="readahead")
     if meter is not None:
         meter.follow(handle)
     if compression == "gzip":

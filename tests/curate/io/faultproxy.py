@@ -36,6 +36,7 @@ class FaultProxy:
         self.in_a_row: dict[str, int] = {}  # per request: faults since its last answer
         self.faults = {f: 0 for f in FAULTS}
         self.requests = 0
+        self.log: list[tuple[str, str, str | None]] = []  # every request: (method, path, Range header)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -57,6 +58,7 @@ class FaultProxy:
         key = f"{method} {path} {range_}"
         with self.lock:
             self.requests += 1
+            self.log.append((method, path, range_))
             attempt = self.attempts[key] = self.attempts.get(key, 0) + 1
             draw = xxhash.xxh64_intdigest(f"{self.seed} {key} {attempt}".encode()) / 2 ** 64
             fault = None

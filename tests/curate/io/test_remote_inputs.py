@@ -17,10 +17,12 @@ import pytest
 from curate import demo, recipe
 from curate.engine.runner import RunOptions, run
 from curate.errors import CurateError, InputError
+from curate.io import native_s3
 from curate.io.readers import read_source
 from curate.io.sources import discover, input_objects, split_parquet
 from tests.curate.engine.faultkit import digest
 from tests.curate.io import motokit
+from tests.curate.io.faultproxy import FaultProxy
 from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)
 
 QUICKSTART = (Path(__file__).parents[3] / "recipes" / "quickstart.yaml").read_text()
@@ -84,29 +86,43 @@ def test_hive_parquet_on_s3_gives_the_local_bytes(tmp_path, s3):
     assert set(pq.read_table(outs["s3"] / "data").column("lang").to_pylist()) == {"de", "en"}
 
 
-def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp_path, s3, monkeypatch):
-    import s3fs.core
+# The two ways an object of S3 is read: pyarrow's client where the options map onto it
+# (native_s3.py), s3fs where they hold something it cannot be told (config_kwargs here).
+READERS = {"native": {}, "s3fs": {"config_kwargs": {"connect_timeout": 60}}}
 
+
+def ranges(proxy: FaultProxy, key: str) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) of the GET requests for `key` that went through `proxy`."""
+    found = []
+    for method, path, range_ in proxy.log:
+        if method == "GET" and path.split("?")[0].endswith(key) and range_:
+            first, last = range_.removeprefix("bytes=").split("-")
+            found.append((int(first), int(last) + 1))
+    return found
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp_path, s3, s3_server, reader):
     rows = [{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(2000)]
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=200, compression="none")
     s3.put_object(Bucket="inp", Key="big/f.parquet", Body=buf.getvalue())
     size = len(buf.getvalue())
-    tasks = split_parquet(discover("s3://inp/big/f.parquet"), target_bytes=size // 5)
-    assert len(tasks) > 3 and all(t.size == size for t in tasks)
-
-    fetched = []
-    real = s3fs.core.S3File._fetch_range
-    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range",
-                        lambda self, start, end: fetched.append((start, end)) or real(self, start, end))
-    task = tasks[2]
-    got = [b for b, _ in read_source(task) if b is not None]
+    with FaultProxy(s3_server, rate=0) as proxy:
+        options = {"endpoint_url": proxy.url, **READERS[reader]}
+        assert (native_s3.client("s3://inp/big/f.parquet", options) is not None) == (reader == "native")
+        tasks = split_parquet(discover("s3://inp/big/f.parquet", storage_options=options), target_bytes=size // 5)
+        assert len(tasks) > 3 and all(t.size == size for t in tasks)
+        proxy.log.clear()
+        task = tasks[2]
+        got = [b for b, _ in read_source(task) if b is not None]
     assert sum(b.num_rows for b in got) == 200 * len(task.row_groups)
     assert pa.concat_arrays([b.column("n") for b in got]).to_pylist()[0] == task.first_row
+    fetched = ranges(proxy, "big/f.parquet")
     read = sum(end - start for start, end in fetched)
     meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata
     wanted = sum(meta.row_group(i).total_byte_size for i in task.row_groups)
-    assert read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
+    assert wanted < read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
     assert all(end - start < size for start, end in fetched)
     assert len(fetched) <= len(task.row_groups) + 2  # a request per row group (its two columns coalesced), the footer
 
@@ -258,11 +274,10 @@ def test_run_with_an_unreadable_store_exits_2_naming_the_uri_before_any_output(c
         assert not (tmp_path / "o").exists()
 
 
-def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, monkeypatch):
+@pytest.mark.parametrize("reader", READERS)
+def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, s3_server, monkeypatch, reader):
     import gzip
     import os
-
-    import s3fs.core
 
     from curate.io import store
     from curate.io.readers import file_schema
@@ -273,16 +288,15 @@ def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, monkeyp
     body = gzip.compress(lines, mtime=0)
     s3.put_object(Bucket="inp", Key="z/big.jsonl.gz", Body=body)
     monkeypatch.setattr(store, "STREAM_BLOCK", 64 << 10)
-    fetched = []
-    real = s3fs.core.S3File._fetch_range
-    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range",
-                        lambda self, start, end: fetched.append(end - start) or real(self, start, end))
-    [source] = discover("s3://inp/z/big.jsonl.gz")
-    assert file_schema(source).names == ["text"]
-    assert sum(fetched) < len(body) // 4  # the peek reads its first blocks, not the object
-    fetched.clear()
-    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 16000
-    # all of it, piece by piece: what ISA-L asks for at once, and a block read ahead
+    with FaultProxy(s3_server, rate=0) as proxy:
+        [source] = discover("s3://inp/z/big.jsonl.gz", storage_options={"endpoint_url": proxy.url, **READERS[reader]})
+        assert file_schema(source).names == ["text"]
+        # the peek reads its first blocks (and the one asked for ahead), not the object
+        assert sum(end - start for start, end in ranges(proxy, "z/big.jsonl.gz")) < len(body) // 4
+        proxy.log.clear()
+        assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 16000
+    fetched = [end - start for start, end in ranges(proxy, "z/big.jsonl.gz")]
+    # all of it, once, piece by piece: a block at a time (s3fs: what ISA-L asks for at once, and a block ahead)
     assert sum(fetched) == len(body) and max(fetched) <= igzip.READ_BUFFER_SIZE + (64 << 10) < len(body) // 8
 
 
@@ -377,28 +391,43 @@ def test_webdataset_shards_stream_from_s3_as_from_disk(tmp_path, s3, name, mode)
     assert digest(outs[1]) == digest(outs[0]) and pq.read_table(outs[1] / "data").num_rows == 20
 
 
-@pytest.mark.parametrize("name", ["f.parquet", "f.jsonl.gz"])
-def test_a_task_opens_its_object_as_listed_asking_the_store_nothing_more(tmp_path, s3, monkeypatch, name):
-    """A worker's filesystem has nothing listed: without the listed size and ETag each open would
-    ask the store for them first (a HEAD request). A change since the listing is still an error."""
+def rows_object(name: str, word: str) -> bytes:
+    """50 rows of text ("WORD 0", ...) as a Parquet or JSONL.gz file, by `name`."""
     import gzip
 
-    import s3fs.core
-
+    if name.endswith(".jsonl.gz"):
+        return gzip.compress(b"".join(b'{"text": "%s %d"}\n' % (word.encode(), i) for i in range(50)))
     buf = io.BytesIO()
-    if name.endswith(".parquet"):
-        pq.write_table(pa.table({"text": [f"row {i}" for i in range(50)]}), buf)
-    else:
-        buf.write(gzip.compress(b"".join(b'{"text": "row %d"}\n' % i for i in range(50))))
-    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue())
-    [source] = discover(f"s3://inp/sized/{name}")
-    s3fs.S3FileSystem.clear_instance_cache()  # as in a fresh worker
-    calls = []
-    real = s3fs.core.S3FileSystem._call_s3
-    monkeypatch.setattr(s3fs.core.S3FileSystem, "_call_s3",
-                        lambda self, method, *a, **kw: calls.append(method) or real(self, method, *a, **kw))
-    assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 50
-    assert set(calls) == {"get_object"}
-    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=buf.getvalue() + b"\n")
-    with pytest.raises(InputError, match=f"s3://inp/sized/{name}"):
-        list(read_source(source))
+    pq.write_table(pa.table({"text": [f"{word} {i}" for i in range(50)]}), buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("name", ["f.parquet", "f.jsonl.gz"])
+def test_a_task_opens_its_object_as_listed_and_refuses_a_changed_one(tmp_path, s3, s3_server, name, reader):
+    """s3fs opens an object on what the listing gave (its size, and its ETag sent with every range
+    request: If-Match); pyarrow's client asks the store (a HEAD) and compares the ETag, and asks
+    once more after the last row. Either way an object changed since it was listed is an error."""
+    s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=rows_object(name, "row"))
+    with FaultProxy(s3_server, rate=0) as proxy:
+        [source] = discover(f"s3://inp/sized/{name}", storage_options={"endpoint_url": proxy.url, **READERS[reader]})
+        proxy.log.clear()
+        assert sum(b.num_rows for b, _ in read_source(source) if b is not None) == 50
+        methods = [m for m, path, _ in proxy.log if path.endswith(name)]
+        assert methods.count("HEAD") == (2 if reader == "native" else 0) and set(methods) <= {"GET", "HEAD"}
+        s3.put_object(Bucket="inp", Key=f"sized/{name}", Body=rows_object(name, "new row"))
+        with pytest.raises(InputError, match=f"s3://inp/sized/{name}"):
+            next(read_source(source))  # before any row of the other version
+
+
+@pytest.mark.parametrize("name", ["f.parquet", "f.jsonl.gz"])
+def test_an_object_changed_while_it_is_read_is_refused_after_its_last_row(tmp_path, s3, name):
+    """pyarrow's client sends no If-Match: the ETag asked for again after the last row tells."""
+    s3.put_object(Bucket="inp", Key=f"during/{name}", Body=rows_object(name, "row"))
+    [source] = discover(f"s3://inp/during/{name}")
+    assert native_s3.client(source.path, source.storage_options) is not None
+    chunks = read_source(source, batch_rows=10)
+    next(chunks)
+    s3.put_object(Bucket="inp", Key=f"during/{name}", Body=rows_object(name, "new row"))
+    with pytest.raises(InputError, match=f"s3://inp/during/{name}: the object changed since the input was listed"):
+        list(chunks)
