@@ -33,6 +33,8 @@ from tests.conftest import write_jsonl  # noqa: E402
 from tests.curate.engine.faultkit import REPO  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
 from tests.curate.io import motokit  # noqa: E402
+from tests.curate.io.motokit import s3_server  # noqa: E402,F401 (a fixture)
+from tests.curate.io.test_output_options import locked_store  # noqa: E402,F401 (a fixture)
 from tests.recipes.offline import demo_args as _demo_args, recipe_args  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -377,14 +379,13 @@ def test_a_run_from_s3_to_s3_needs_nothing_mounted_on_the_worker_node(name, piec
 @pytest.mark.parametrize("input_on", ["local disk", "s3"])
 def test_a_store_reached_with_its_storage_options_alone_gives_the_local_bytes_on_two_nodes(input_on, cluster, ray_env,
                                                                                           cli, tmp_path, monkeypatch,
-                                                                                          request, moto_endpoint):
-    """No credential nor endpoint of the store in any environment (the driver's, and so the Ray
-    workers'): the output (and the input, on S3) is reached with its storage_options alone, by the
-    head and by the worker node that does not see the run's local directory (its files go
-    through the output's prefix); the bytes are the local engine's. Without the options the
-    same run is refused before any task runs, naming the output: the environment gives nothing."""
-    import boto3
-
+                                                                                          request, s3_server,
+                                                                                          locked_store):
+    """moto checking every signature, and no credential nor endpoint of it in any environment (the
+    driver's, and so the Ray workers'): the output (and the input, on S3) is reached with its
+    storage_options alone, by the head and by the worker node that does not see the run's local
+    directory (its files go through the output's prefix); the bytes are the local engine's. With
+    a wrong secret for the output the same run is refused before any task runs, naming it."""
     from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
 
     private = _private(cluster)
@@ -392,27 +393,18 @@ def test_a_store_reached_with_its_storage_options_alone_gives_the_local_bytes_on
     recipe = RECIPES / "near-dedup.yaml"
     local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
     assert local.exit_code == 0, local.output
-    options = {"key": "only-in-options", "secret": "only-in-options", "endpoint_url": moto_endpoint,
-               "client_kwargs": {"region_name": "us-east-1"}}
-    bucket = f"opts-{input_on.replace(' ', '-')}-{os.getpid()}"
-    boto3.client("s3", endpoint_url=moto_endpoint, aws_access_key_id="x", aws_secret_access_key="x",
-                 region_name="us-east-1").create_bucket(Bucket=bucket)
-    for name in [k for k in os.environ if k.startswith(("AWS_", "FSSPEC_"))]:
-        monkeypatch.delenv(name)
-    # nor a profile, a credentials file or an instance role to fall back on
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    key, secret = locked_store
+    options = {"endpoint_url": s3_server, "key": key, "secret": secret}
     if input_on == "s3":
-        args = [*input_on_store(args, recipe, f"s3://{bucket}/input", options),
+        args = [*input_on_store(args, recipe, "s3://locked/input", options),
                 "--set", f"input.storage_options={options}"]
     cache = private / f"cache-opts-{os.getpid()}"  # the run's local directory: the head's alone
     request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
     monkeypatch.setenv("CURATE_CACHE_DIR", str(cache))
-    out = f"s3://{bucket}/out"
+    out = "s3://locked/out"
     ray_args = [*args, "--output", out, "--engine", "ray", "--address", cluster.address, "--no-report"]
-    refused = cli("run", recipe, *ray_args, "--set", f"output.storage_options={{endpoint_url: '{moto_endpoint}'}}")
-    assert refused.exit_code == 2 and f"output {out}: cannot write there: NoCredentialsError" in refused.output
+    refused = cli("run", recipe, *ray_args, "--set", f"output.storage_options={ {**options, 'secret': 'wrong'} }")
+    assert refused.exit_code == 2 and f"output {out}" in refused.output, refused.output
     res = cli("run", recipe, *ray_args, "--set", f"output.storage_options={options}")
     assert res.exit_code == 0, res.output
     assert f"1 of 2 nodes share the work files through {out}/_work/files" in res.output
