@@ -43,22 +43,23 @@ class RcloneS3:
 
     def __init__(self, rclone: str):
         self.rclone = rclone
-        port, control = free_port(), f"127.0.0.1:{free_port()}"
-        self.endpoint, self.control = f"http://127.0.0.1:{port}", f"http://{control}/"
+        port, control = free_port(), free_port()
+        self.endpoint, self.control = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{control}/"
         self.proc = subprocess.Popen([rclone, "serve", "s3", "--addr", f"127.0.0.1:{port}", "--auth-key", f"{KEY},{KEY}",
-                                      "--rc", "--rc-no-auth", "--rc-addr", control, ":memory:"],
+                                      "--rc", "--rc-no-auth", "--rc-addr", f"127.0.0.1:{control}", ":memory:"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.options = {"endpoint_url": self.endpoint, "key": KEY, "secret": KEY,
                         "client_kwargs": {"region_name": "us-east-1"}}
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise SystemExit("rclone serve s3 did not start")
-                time.sleep(0.1)
+        deadline = time.monotonic() + 60
+        for listening in (port, control):  # the remote control opens apart from the S3 port
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", listening), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or self.proc.poll() is not None:
+                        raise SystemExit("rclone serve s3 did not start")
+                    time.sleep(0.1)
 
     def fill(self, folder: Path) -> None:
         """Every file under `folder` as an object: its first level names the buckets. One copy
