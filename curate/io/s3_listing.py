@@ -5,11 +5,11 @@ Through s3fs, each page of 1,000 keys goes through botocore's generic parser: ev
 every object turned into a dict entry, every LastModified parsed by dateutil; that was most of
 the client's 9.5 CPU-seconds for 100,000 keys. Here the requests are the same s3fs client's
 (signing, endpoint, credentials, the retry policy's hook and its counts), but a page asked for
-by this module is parsed by ElementTree for those three fields, once: botocore (from 1.36) also
-parses every S3 answer whole before its parse, to find an error inside a 200 or a body cut short;
-for a lean page that look is made here, on the page's one parse. The marker is a context variable
-of the listing's own asyncio task: every other request of the client is parsed as before, and
-looked at by botocore's own function.
+by this module is parsed by ElementTree for those three fields, once: recent botocore also
+parses every S3 answer whole before its parse, to find an error inside a 200 or a body cut
+short; for a lean page that look is made here, on the page's one parse. The marker is a context
+variable of the listing's own asyncio task: every other request of the client is parsed as
+before, and looked at by botocore's own function.
 
 Subprefixes are listed many at once, as listing.find_all does with fs.ls / fs.find.
 """
@@ -90,7 +90,7 @@ async def _list(fs, bucket: str, prefix: str, delimiter: str, gate: asyncio.Sema
 def _hook(client) -> None:
     import botocore.handlers
 
-    check = getattr(botocore.handlers, "_handle_200_error", None)  # absent before botocore 1.36
+    check = getattr(botocore.handlers, "_handle_200_error", None)  # absent from older botocore
     events = client.meta.events
     if check is not None:
         events.unregister("before-parse.s3.*", check)
