@@ -55,6 +55,7 @@ class Moto:
                 break
             except OSError:
                 if time.monotonic() > deadline:
+                    self.stop()  # not left serving after the bench
                     raise SystemExit("the moto server did not start")
                 time.sleep(0.2)
         import boto3

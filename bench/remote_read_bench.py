@@ -3,7 +3,7 @@ bare read of the same objects and vs datatrove's readers; listing a prefix of ma
 peak memory of a near-dedup run reading from the store vs from local disk.
 
     python bench/remote_read_bench.py [--gb 1.0] [--objects 100000] [--dedup-files 69] [--workers 2]
-                                      [--section-out PATH]
+                                      [--listing-only] [--repeats 3] [--section-out PATH]
 
 Data: the first demo-corpus files that make `--gb` of JSONL.gz, and the same rows as Parquet
 (zstd, 64k-row groups), put under s3://bench/jsonl/ and s3://bench/parquet/ on a moto server (a
@@ -24,9 +24,12 @@ Arrow and writes its rows as local Parquet (zstd), with `--workers` processes or
              ParquetWriter (zstd), `--workers` tasks (bench/anchor_datatrove_read.py, in
              bench/.venvs/datatrove; left out where that venv is missing).
 CPU seconds are the process tree's (harness.run_measured), beside the moto server's own.
-Listing: `--objects` empty objects under one prefix; curate's listing (sources.discover: its
-subprefixes at once, pages parsed lean, curate/io/s3_listing.py) vs s3fs's find alone, in this
-process; the moto server's CPU seconds while curate lists, beside it.
+Listing: `--objects` empty objects under one prefix (1,000 a subprefix); curate's listing
+(sources.discover: its subprefixes at once, pages parsed lean, curate/io/s3_listing.py) vs s3fs's
+find alone, in this process, the median of `--repeats`; the server's CPU seconds while curate
+lists, beside curate's. On moto, and on rclone's S3 server (Go; bench/rclone_s3.py says how to
+install it: left out, with a note, where it is not), whose listing must give the same names,
+sizes and ETags. `--listing-only`: the listing alone.
 Memory: recipes/near-dedup.yaml on the first `--dedup-files` corpus files (69: 1M documents),
 read from local disk and from the store; and written to the store, where this build takes an
 output URI (else said so). Peak RSS of the whole process tree and of its largest process.
@@ -44,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import harness as h
+import rclone_s3
 from ray_store_bench import Moto
 
 DATATROVE = h.VENVS / "datatrove" / "bin" / "python"
@@ -99,9 +103,9 @@ def linked(files: list[Path], name: str = "jsonl-input") -> Path:
     return folder
 
 
-def server_cpu(moto: Moto) -> float:
-    """CPU seconds of the moto server's processes so far (it may serve from a child process)."""
-    total, todo = 0.0, [moto.proc.pid]
+def server_cpu(server) -> float:
+    """CPU seconds of an S3 server's processes so far (moto may serve from a child process)."""
+    total, todo = 0.0, [server.proc.pid]
     while todo:
         pid = todo.pop()
         try:
@@ -201,22 +205,97 @@ def dedup_memory(args, moto: Moto, client) -> list[dict]:
     return results
 
 
-def listing(moto: Moto, client, n: int) -> dict:
-    put_all(client, [(f"many/{i // 1000:03d}/obj-{i:06d}.jsonl", b"") for i in range(n)])
-    os.environ.update(moto.env)
+def many(n: int) -> list[str]:
+    """The keys of the listed objects."""
+    return [f"many/{i // 1000:03d}/obj-{i:06d}.jsonl" for i in range(n)]
+
+
+def listing(server, options: dict, repeats: int) -> dict:
+    """curate's listing of s3://bench/many on `server` (the median of `repeats`) and s3fs's find."""
     import s3fs
 
     from curate.io.sources import discover
 
     start = time.perf_counter()
-    found = s3fs.S3FileSystem(skip_instance_cache=True).find("bench/many")
+    # a page moto answers slowly on a busy machine is waited for, not a failed bench
+    found = s3fs.S3FileSystem(skip_instance_cache=True, config_kwargs={"read_timeout": 600}, **options).find("bench/many")
     bare = time.perf_counter() - start
-    start, cpu, served = time.perf_counter(), time.process_time(), server_cpu(moto)
-    sources = discover("s3://bench/many")
-    ours, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
-    served = server_cpu(moto) - served
-    assert len(found) == len(sources) == n, (len(found), len(sources))
-    return {"n": n, "bare": bare, "curate": ours, "curate_cpu": ours_cpu, "server_cpu": served}
+    runs = []
+    for _ in range(repeats):
+        start, cpu, served = time.perf_counter(), time.process_time(), server_cpu(server)
+        sources = discover("s3://bench/many", storage_options=options)
+        runs.append({"curate": time.perf_counter() - start, "curate_cpu": time.process_time() - cpu,
+                     "server_cpu": server_cpu(server) - served})
+    if len(found) != len(sources):
+        raise SystemExit(f"listing: s3fs found {len(found)} objects, curate {len(sources)}")
+    mid = sorted(runs, key=lambda r: r["curate"])[len(runs) // 2]
+    return {**mid, "n": len(sources), "bare": bare, "walls": [r["curate"] for r in runs],
+            "objects": [(s.name, s.size, s.version) for s in sources]}
+
+
+def moto_listing(moto: Moto, client, n: int, repeats: int) -> dict:
+    put_all(client, [(key, b"") for key in many(n)])
+    return listing(moto, {"endpoint_url": moto.endpoint, "key": "bench", "secret": "bench",
+                          "client_kwargs": {"region_name": "us-east-1"}}, repeats)
+
+
+def rclone_listing(n: int, repeats: int) -> dict | None:
+    """The listing on rclone's S3 server, or None where no rclone with `serve s3` is installed."""
+    found = rclone_s3.binary()
+    if found is None:
+        return None
+    folder = h.RUNS / "remote-read" / "listed"
+    shutil.rmtree(folder, ignore_errors=True)
+    for key in many(n):
+        target = folder / "bench" / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+    server = rclone_s3.RcloneS3(found[0])
+    try:
+        server.fill(folder)
+        return {**listing(server, server.options, repeats), "version": found[1]}
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def same_objects(moto: dict, rclone: dict) -> None:
+    """Both servers' listings give the same names, sizes and ETags. rclone sends an ETag without
+    the quotes S3 (and moto) put around it: compared without them."""
+    def unquoted(objects):
+        return [(name, size, version.replace('"', "")) for name, size, version in objects]
+
+    if unquoted(moto["objects"]) != unquoted(rclone["objects"]):
+        raise SystemExit("listing: rclone's S3 server and moto gave different names, sizes or ETags")
+
+
+def listing_lines(moto: dict, rclone: dict | None) -> tuple[list[str], list[list[str]]]:
+    rows = [("moto (Python, one process)", moto)] + ([(f"rclone serve s3 {rclone['version']} (Go)", rclone)]
+                                                     if rclone else [])
+    lines = ["", f"Listing {moto['n']:,} objects under one prefix ({-(-moto['n'] // 1000)} subprefixes of 1,000 at "
+                 f"most): curate's listing "
+                 f"(discover, into Sources; median of {len(moto['walls'])}) and, in the same process, s3fs's find "
+                 f"alone; the server's CPU beside curate's.", "",
+             "| S3 server | curate wall s | curate CPU s | server CPU s | curate walls | s3fs find wall s |",
+             "|---|---:|---:|---:|---|---:|"]
+    for server, r in rows:
+        lines.append(f"| {server} | {r['curate']:.1f} | {r['curate_cpu']:.1f} | {r['server_cpu']:.1f} | "
+                     f"{', '.join(f'{w:.1f}' for w in r['walls'])} | {r['bare']:.1f} |")
+    lines.append("")
+    if moto["server_cpu"] > moto["curate_cpu"]:
+        lines[-1] += ("moto spends more CPU answering the pages than curate spends asking for and parsing them: "
+                      "there the wall is moto's. ")
+    if rclone:
+        lines[-1] += ("rclone's server gave the same names, sizes and ETags (it sends an ETag without the quotes S3 "
+                      "puts around it, so there a fingerprint's ETag lacks them).")
+    else:
+        lines[-1] += (f"rclone's S3 server left out: no rclone >= 1.65 ({rclone_s3.VENV_BINARY} or on PATH; "
+                      f"bench/rclone_s3.py says how to install it).")
+    best = rclone or moto
+    headline = [f"Listing {best['n']:,} S3 objects ({rows[-1][0].split(' (')[0]})", f"{best['curate']:.1f} s",
+                f"{best['curate_cpu']:.1f} CPU-s (server {best['server_cpu']:.1f})",
+                f"target < 10 s; on moto {moto['curate']:.1f} s; s3fs find alone {best['bare']:.1f} s"]
+    return lines, [headline]
 
 
 def main():
@@ -226,21 +305,31 @@ def main():
     ap.add_argument("--dedup-files", type=int, default=69,
                     help="corpus files of the near-dedup memory runs (69: 1M documents; 0: none)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3, help="listings of each server; each figure is their median")
+    ap.add_argument("--listing-only", action="store_true", help="the listing alone: no reads, no near-dedup runs")
     h.add_section_args(ap)
     args = ap.parse_args()
-    files, parquet = inputs(args.gb)
+    files, parquet = inputs(args.gb) if not args.listing_only else ([], [])
     moto = Moto()
     try:
         client = stock(moto, files, parquet)
-        sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(parquet)}
         cpu0 = server_cpu(moto)
-        results = (read_side(args, moto, "parquet", "parquet", str(linked(parquet, "parquet-input") / "*.parquet"))
-                   + read_side(args, moto, "jsonl", "jsonl", str(linked(files) / "*.jsonl.gz")))
+        results = [] if args.listing_only else (
+            read_side(args, moto, "parquet", "parquet", str(linked(parquet, "parquet-input") / "*.parquet"))
+            + read_side(args, moto, "jsonl", "jsonl", str(linked(files) / "*.jsonl.gz")))
         moto_cpu = server_cpu(moto) - cpu0
-        listed = listing(moto, client, args.objects)
-        memory = dedup_memory(args, moto, client) if args.dedup_files else []
+        listed = moto_listing(moto, client, args.objects, args.repeats)
+        memory = dedup_memory(args, moto, client) if args.dedup_files and not args.listing_only else []
     finally:
         moto.stop()
+    fast = rclone_listing(args.objects, args.repeats)
+    if fast:
+        same_objects(listed, fast)
+    listing_text, listing_headlines = listing_lines(listed, fast)
+    if args.listing_only:
+        h.emit(args, "\n".join(listing_text).strip(), listing_headlines)
+        return
+    sizes = {"jsonl": h.size_gb(files), "parquet": h.size_gb(parquet)}
     lines = [f"{len(files)} demo-corpus files: {sizes['jsonl']:.2f} GB of JSONL.gz and {sizes['parquet']:.2f} GB "
              f"as Parquet, on a moto S3 server on loopback; {args.workers} workers (processes; threads for the bare "
              f"read). Every reader writes the rows it read as local Parquet (zstd). The moto server itself used "
@@ -267,12 +356,8 @@ def main():
                               f"{dt['wall'] / ours['wall']:.1f}x", f"{dt['cpu'] / ours['cpu']:.1f}x", "reader -> Parquet"])
     if not DATATROVE.exists():
         lines += ["", f"datatrove left out: no {DATATROVE} (bench/setup_anchors.sh makes it)."]
-    lines += ["", f"Listing {listed['n']:,} objects under one prefix: curate (discover, into Sources) "
-                  f"{listed['curate']:.1f} s wall, {listed['curate_cpu']:.1f} CPU-s in curate's process, "
-                  f"{listed['server_cpu']:.1f} CPU-s in the moto server answering it (one Python process: "
-                  f"the listing's wall cannot be below that); s3fs find alone {listed['bare']:.1f} s."]
-    headlines.append([f"Listing {listed['n']:,} S3 objects", f"{listed['curate']:.1f} s",
-                      f"{listed['curate_cpu']:.1f} CPU-s", f"s3fs find alone: {listed['bare']:.1f} s"])
+    lines += listing_text
+    headlines += listing_headlines
     if memory:
         local = memory[0]
         lines += ["", f"recipes/near-dedup.yaml (normalize_text, exact_dedup, containment_dedup) on the first "
@@ -294,7 +379,8 @@ def main():
                           f"{store['tree_gb']:.2f} vs {local['tree_gb']:.2f} GB = "
                           f"{store['tree_gb'] / local['tree_gb']:.2f}x (target <= 1.10x)"])
     h.emit(args, "\n".join(lines), headlines)
-    print(json.dumps({"results": results, "listing": listed, "memory": memory}), file=sys.stderr)
+    print(json.dumps({"results": results, "listing": [{k: v for k, v in r.items() if k != "objects"}
+                                                      for r in (listed, fast) if r], "memory": memory}), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ TITLES = {
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "ray-store": "Ray engine on nodes that share no disk: the work files through --work-store (file://, S3) vs a shared path",
-    "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read and datatrove; listing; near-dedup memory",
+    "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read and datatrove; listing (moto and rclone serve s3); near-dedup memory",
     "store-faults": "Inputs and an output on S3 through a proxy failing 10% of requests (503 SlowDown, resets, cut bodies) vs none",
     "remote-write": "Output on S3 (moto, loopback): curate run publishing there vs into a local directory, "
                     "and a bare upload of the same files",

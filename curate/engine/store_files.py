@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from curate.errors import CurateError
 from curate.io import retries
-from curate.io.store import is_uri
+from curate.io.store import is_uri, store_exceptions
 
 # Files uploaded at once. s3fs sends a file under two parts (2 x 50 MB) in one PUT read whole into
 # memory, and by default puts 128 files at once: every data shard of a run in the run process's
@@ -144,5 +144,5 @@ def output_errors(root: str):
                           f"variables, profile) or output.storage_options") from None
     except FileNotFoundError as e:
         raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
-    except (OSError, ValueError) as e:
+    except (ValueError, *store_exceptions()) as e:  # store_exceptions: botocore's missing credentials too
         raise CurateError(f"output {root}: cannot write there: {type(e).__name__}: {e}") from None

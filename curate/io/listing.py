@@ -33,8 +33,9 @@ def is_data_name(name: str) -> bool:
 class Listing:
     fs: object  # the fsspec filesystem
     base: PurePosixPath  # what names (and hive partitions) are relative to
-    # The data objects, sorted: URI, name relative to `base` (or the URL's file name), listing info.
-    files: list[tuple[str, PurePosixPath, dict]] = field(default_factory=list)
+    # The data objects, sorted: URI, name relative to `base` (or the URL's file name; a posix
+    # path), listing info.
+    files: list[tuple[str, str, dict]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # run directories left out, as URIs
     run_directory: bool | None = None  # the URI names a run directory: finished (True) or not
 
@@ -55,6 +56,25 @@ def in_unnamed_run_directory(f: PurePath, base: PurePath, pattern: tuple[str, ..
                 skipped.append(directory)
             return True
     return False
+
+
+def path_parts(name: str) -> tuple[str, ...]:
+    """PurePosixPath(name).parts, without making the path object where `name` is already in the
+    form pathlib would give it (every key of a usual listing): a tenth of the time, for 100,000."""
+    if "//" in name or "/./" in name or name.endswith(("/", "/.")) or name.startswith("./") or name in ("", "."):
+        return PurePosixPath(name).parts
+    if name.startswith("/"):
+        return ("/", *name[1:].split("/"))
+    return tuple(name.split("/"))
+
+
+def relative_name(parts: tuple[str, ...], base: tuple[str, ...]) -> str:
+    """The path of `parts` relative to `base` (parts too), or its name where it is not below
+    `base`, as a posix path: what PurePosixPath's relative_to and name give."""
+    rooted = bool(parts) and parts[0].startswith("/")  # "/" or "//": a relative base holds no rooted path
+    if parts[:len(base)] == base and (base or not rooted):
+        return "/".join(parts[len(base):]) or "."
+    return PurePosixPath(PurePosixPath(*parts).name).as_posix()
 
 
 def _glob_base(path: str) -> str:
@@ -84,24 +104,25 @@ def list_uri(spec: str, options: dict) -> Listing:
         def is_run(directory: PurePath) -> bool:
             return str(directory) in runs
 
+        base_parts = listing.base.parts
         if complete and is_run(listing.base):
             listing.run_directory = layout.Files(_arrow_fs(fs)).is_file(f"{base}/manifest.json")
             return listing
         skipped: list[PurePath] = []
         pattern = PurePosixPath(path).parts
+        parts = {name: path_parts(name) for name in found}
         # The order of a local run's: a directory's files as paths, a glob's matches as strings.
-        for name in sorted(found, key=PurePosixPath if complete else None):
+        for name in sorted(found, key=parts.__getitem__ if complete else None):
             entry = found[name]
             if single:  # a URL: no directories to walk, and not a path to take apart
-                listing.files.append((name, PurePosixPath(PurePosixPath(urlparse(name).path).name), entry))
+                listing.files.append((name, PurePosixPath(PurePosixPath(urlparse(name).path).name).as_posix(), entry))
                 continue
-            f = PurePosixPath(name)
-            if entry.get("type", "file") != "file" or not is_data_name(f.name):
+            f = parts[name]
+            if entry.get("type", "file") != "file" or not is_data_name(f[-1]):
                 continue
-            if in_unnamed_run_directory(f, listing.base, pattern, skipped, is_run):
+            if runs and in_unnamed_run_directory(PurePosixPath(name), listing.base, pattern, skipped, is_run):
                 continue
-            rel = f.relative_to(listing.base) if f.is_relative_to(listing.base) else PurePosixPath(f.name)
-            listing.files.append((fs.unstrip_protocol(name), rel, entry))
+            listing.files.append((fs.unstrip_protocol(name), relative_name(f, base_parts), entry))
         listing.skipped = [fs.unstrip_protocol(str(d)) for d in skipped]
     return listing
 

@@ -5,8 +5,11 @@ Through s3fs, each page of 1,000 keys goes through botocore's generic parser: ev
 every object turned into a dict entry, every LastModified parsed by dateutil; that was most of
 the client's 9.5 CPU-seconds for 100,000 keys. Here the requests are the same s3fs client's
 (signing, endpoint, credentials, the retry policy's hook and its counts), but a page asked for
-by this module is parsed by ElementTree for those three fields. The marker is a context variable
-of the listing's own asyncio task: every other request of the client is parsed as before.
+by this module is parsed by ElementTree for those three fields, once: recent botocore also
+parses every S3 answer whole before its parse, to find an error inside a 200 or a body cut
+short; for a lean page that look is made here, on the page's one parse. The marker is a context
+variable of the listing's own asyncio task: every other request of the client is parsed as
+before, and looked at by botocore's own function.
 
 Subprefixes are listed many at once, as listing.find_all does with fs.ls / fs.find.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 from urllib.parse import unquote_plus
 from xml.etree import ElementTree
 
@@ -84,23 +88,40 @@ async def _list(fs, bucket: str, prefix: str, delimiter: str, gate: asyncio.Sema
 
 
 def _hook(client) -> None:
+    import botocore.handlers
+
+    check = getattr(botocore.handlers, "_handle_200_error", None)  # absent from older botocore
     events = client.meta.events
-    events.unregister("before-parse.s3.ListObjectsV2", unique_id="curate-lean-listing")
-    events.register("before-parse.s3.ListObjectsV2", _parse_lean, unique_id="curate-lean-listing")
+    if check is not None:
+        events.unregister("before-parse.s3.*", check)
+    events.unregister("before-parse.s3.*", unique_id="curate-lean-listing")
+    events.register_first("before-parse.s3.*", functools.partial(_before_parse, check),
+                          unique_id="curate-lean-listing")
 
 
-def _parse_lean(response_dict: dict, customized_response_dict: dict, **_) -> None:
-    """A lean page's answer parsed here (an error answer is left to botocore, which names it)."""
-    if not _LEAN.get() or response_dict["status_code"] != 200:
+def _before_parse(check, response_dict: dict, customized_response_dict: dict, operation_model, **kw) -> None:
+    """A lean page's answer parsed here; any other answer looked at by botocore's `check`."""
+    if not (_LEAN.get() and operation_model.name == "ListObjectsV2" and response_dict["status_code"] == 200):
+        if check is not None:
+            check(response_dict=response_dict, customized_response_dict=customized_response_dict,
+                  operation_model=operation_model, **kw)
         return
-    customized_response_dict[_PAGE] = parse_page(response_dict["body"])
+    try:
+        root = ElementTree.fromstring(response_dict["body"])
+    except ElementTree.ParseError:
+        root = None
+    if root is None or root.tag == "Error":
+        # an error inside a 200 or a page cut short: a 500 to botocore, retried and named as
+        # botocore's own look at the answer would have made it
+        response_dict["status_code"] = 500
+        return
+    customized_response_dict[_PAGE] = parse_page(root)
     response_dict["body"] = _EMPTY
 
 
-def parse_page(body: bytes) -> tuple[list[tuple[str, int, str]], list[str], str | None]:
-    """A ListObjectsV2 answer's objects (key, size, ETag as S3 gives it, quotes included), its
-    subprefixes, and the token of the next page (None on the last)."""
-    root = ElementTree.fromstring(body)
+def parse_page(root: ElementTree.Element) -> tuple[list[tuple[str, int, str]], list[str], str | None]:
+    """A parsed ListObjectsV2 answer's objects (key, size, ETag as S3 gives it, quotes included),
+    its subprefixes, and the token of the next page (None on the last)."""
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     # botocore asks for keys URL-encoded (XML cannot carry every character a key may hold) and
     # decodes them after its parse, as unquote_plus does

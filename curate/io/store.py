@@ -72,7 +72,7 @@ def filesystem(uri: str, options: dict | None = None, side: str = "input"):
     return fs, path
 
 
-def _store_exceptions() -> tuple[type[BaseException], ...]:
+def store_exceptions() -> tuple[type[BaseException], ...]:
     """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
     request, where they do not turn it into an OSError themselves."""
     return exceptions.installed([OSError, TimeoutError, ConnectionError], (
@@ -92,7 +92,7 @@ def store_errors(uri: str, doing: str = "cannot list") -> Iterator[None]:
     except PermissionError as e:
         raise InputError(f"{uri}: access refused ({e}); check the credentials (environment variables, "
                          f"profile) or input.storage_options") from None
-    except _store_exceptions() as e:
+    except store_exceptions() as e:
         raise InputError(f"{uri}: {doing}: {type(e).__name__}: {e}") from None
 
 

@@ -33,6 +33,8 @@ from tests.conftest import write_jsonl  # noqa: E402
 from tests.curate.engine.faultkit import REPO  # noqa: E402
 from tests.curate.engine.raykit import Cluster  # noqa: E402
 from tests.curate.io import motokit  # noqa: E402
+from tests.curate.io.motokit import s3_server  # noqa: E402,F401 (a fixture)
+from tests.curate.io.test_output_options import locked_store  # noqa: E402,F401 (a fixture)
 from tests.recipes.offline import demo_args as _demo_args, recipe_args  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -370,3 +372,40 @@ def test_a_run_from_s3_to_s3_needs_nothing_mounted_on_the_worker_node(name, piec
         assert int(re.search(r"(\d+) fit pieces ran on nodes that do not see", res.output).group(1)) > 0
     assert store_digest(out) == local_digest(tmp_path / "local")
     assert {n.split("/")[0] for n in store_names(out)} == {"data", "trace", "manifest.json"}
+
+
+@pytest.mark.parametrize("input_on", ["local disk", "s3"])
+def test_a_store_reached_with_its_storage_options_alone_gives_the_local_bytes_on_two_nodes(input_on, cluster, ray_env,
+                                                                                          cli, tmp_path, monkeypatch,
+                                                                                          request, s3_server,
+                                                                                          locked_store):
+    """moto checking every signature, and no credential nor endpoint of it in any environment (the
+    driver's, and so the Ray workers'): the output (and the input, on S3) is reached with its
+    storage_options alone, by the head and by the worker node that does not see the run's local
+    directory (its files go through the output's prefix); the bytes are the local engine's. With
+    a wrong secret for the output the same run is refused before any task runs, naming it."""
+    from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
+
+    private = _private(cluster)
+    args = _demo_args(tmp_path)
+    recipe = RECIPES / "near-dedup.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
+    assert local.exit_code == 0, local.output
+    key, secret = locked_store
+    options = {"endpoint_url": s3_server, "key": key, "secret": secret}
+    if input_on == "s3":
+        args = [*input_on_store(args, recipe, "s3://locked/input", options),
+                "--set", f"input.storage_options={options}"]
+    cache = private / f"cache-opts-{os.getpid()}"  # the run's local directory: the head's alone
+    request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(cache))
+    out = "s3://locked/out"
+    ray_args = [*args, "--output", out, "--engine", "ray", "--address", cluster.address, "--no-report"]
+    refused = cli("run", recipe, *ray_args, "--set", f"output.storage_options={ {**options, 'secret': 'wrong'} }")
+    assert refused.exit_code == 2 and f"output {out}" in refused.output, refused.output
+    res = cli("run", recipe, *ray_args, "--set", f"output.storage_options={options}")
+    assert res.exit_code == 0, res.output
+    assert f"1 of 2 nodes share the work files through {out}/_work/files" in res.output
+    assert int(re.search(r"fetched (\d+) files of tasks", res.output).group(1)) > 0
+    assert store_digest(out, options) == local_digest(tmp_path / "local")
+    assert {n.split("/")[0] for n in store_names(out, options)} == {"data", "trace", "manifest.json"}

@@ -17,9 +17,10 @@ def local_digest(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def store_digest(uri: str) -> dict[str, str]:
-    """The same for a run published at `uri` (read through a fresh listing)."""
-    fs, root = fsspec.core.url_to_fs(uri)
+def store_digest(uri: str, options: dict | None = None) -> dict[str, str]:
+    """The same for a run published at `uri` (read through a fresh listing; `options`: its
+    filesystem's, where the environment does not give them)."""
+    fs, root = fsspec.core.url_to_fs(uri, **(options or {}))
     fs.invalidate_cache()
     root = root.rstrip("/")
     found = {}
@@ -29,15 +30,15 @@ def store_digest(uri: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def store_names(uri: str) -> list[str]:
+def store_names(uri: str, options: dict | None = None) -> list[str]:
     """Every object under `uri`, relative to it."""
-    fs, root = fsspec.core.url_to_fs(uri)
+    fs, root = fsspec.core.url_to_fs(uri, **(options or {}))
     fs.invalidate_cache()
     root = root.rstrip("/")
     return sorted(p.removeprefix(root).lstrip("/") for p in fs.find(root))
 
 
-def input_on_store(args: list, recipe: Path, uri: str) -> list[str]:
+def input_on_store(args: list, recipe: Path, uri: str, options: dict | None = None) -> list[str]:
     """`args` with the run's input (its --input, else the recipe's input.path) uploaded under `uri`,
     every file keeping its name relative to the glob's or directory's base, so `_id`s agree."""
     args = [str(a) for a in args]
@@ -53,7 +54,7 @@ def input_on_store(args: list, recipe: Path, uri: str) -> list[str]:
         base, pattern = spec, ""
     else:
         base, pattern = spec.parent, spec.name
-    fs, root = fsspec.core.url_to_fs(uri)
+    fs, root = fsspec.core.url_to_fs(uri, **(options or {}))
     for f in sorted(p for p in base.rglob("*") if p.is_file()):
         fs.pipe_file(f"{root}/{f.relative_to(base).as_posix()}", f.read_bytes())
     args[at] = f"{uri}/{pattern}"

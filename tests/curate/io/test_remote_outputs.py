@@ -211,6 +211,19 @@ def test_a_missing_bucket_is_exit_2_naming_the_output(cli, corpus, s3, work_dirs
     assert list(work_dirs.iterdir()) == []  # nothing left behind
 
 
+def test_an_output_store_without_credentials_is_exit_2_naming_the_output(cli, corpus, s3, s3_server, work_dirs,
+                                                                        tmp_path, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))  # nor a profile to fall
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))                  # back on, nor a role
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    res = cli("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--output", "s3://out/x")
+    assert res.exit_code == 2, res.output
+    assert "output s3://out/x: cannot write there: NoCredentialsError" in res.output
+    assert not list(work_dirs.glob("*"))  # nothing left behind
+
+
 @pytest.mark.parametrize("output, options, message", [
     ("nosuchscheme://bucket/x", [], "output.path: nosuchscheme://bucket/x: cannot open this URI"),
     ("memory://x", ["--set", "output.storage_options={retries: {attempts: 0}}"],

@@ -58,7 +58,7 @@ KEYS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cn"
 @example(objects=[('a & <b> "c" +%.jsonl', 0, '"d41d8cd98f00b204e9800998ecf8427e"')], prefixes=["k=1/"], token="t",
          encoded=True)
 def test_a_page_gives_its_keys_sizes_etags_subprefixes_and_next_token(objects, prefixes, token, encoded):
-    assert s3_listing.parse_page(_page(objects, prefixes, token, encoded)) == (objects, prefixes, token)
+    assert s3_listing.parse_page(ElementTree.fromstring(_page(objects, prefixes, token, encoded))) == (objects, prefixes, token)
 
 
 def test_it_finds_what_s3fs_finds_with_the_same_sizes_and_versions(s3, monkeypatch):
@@ -90,3 +90,61 @@ def test_the_same_clients_other_listings_are_parsed_as_before(s3):
     fs.invalidate_cache()
     [entry] = fs.ls("lst/e", detail=True)  # s3fs's own request, after the lean hook is on its client
     assert entry["name"] == "lst/e/a.jsonl" and entry["LastModified"].year > 2000
+
+
+def test_each_lean_page_is_parsed_once(s3, monkeypatch):
+    import s3fs
+
+    for i in range(5):
+        s3.put_object(Bucket="lst", Key=f"f/{i}.jsonl", Body=b"x")
+    fed = []
+
+    class Counting(ElementTree.XMLParser):  # botocore's parses and ElementTree.fromstring's
+        def feed(self, data):
+            fed.append(data)
+            return super().feed(data)
+
+    monkeypatch.setattr(ElementTree, "XMLParser", Counting)
+    monkeypatch.setattr(s3_listing, "PAGE_KEYS", 2)
+    assert len(listing.find_all(s3fs.S3FileSystem(skip_instance_cache=True), "lst/f")) == 5
+    assert len([data for data in fed if b"<Contents>" in data]) == 3  # 3 pages of at most 2 keys
+
+
+class _Operation:  # what botocore hands a before-parse handler: the operation's model
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _before_parse(body: bytes, lean: bool = True, operation: str = "ListObjectsV2", check=None):
+    """`_before_parse` on a 200 answer with `body`: the answer and the page set aside, as it left them."""
+    answer, page = {"status_code": 200, "body": body, "headers": {}}, {}
+    token = s3_listing._LEAN.set(lean)
+    try:
+        s3_listing._before_parse(check, answer, page, _Operation(operation))
+    finally:
+        s3_listing._LEAN.reset(token)
+    return answer, page
+
+
+ERROR = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>x</Message></Error>'
+PAGE = _page([("a.jsonl", 1, '"e"')], [], None, False)
+
+
+@pytest.mark.parametrize("body", [ERROR, PAGE[:len(PAGE) // 2]], ids=["an error inside a 200", "a page cut short"])
+def test_a_lean_answer_that_is_no_page_is_a_500_to_botocore_as_its_own_look_would_make_it(body):
+    answer, page = _before_parse(body)
+    assert answer["status_code"] == 500 and answer["body"] == body and page == {}
+
+
+def test_a_lean_page_is_set_aside_and_botocore_parses_an_empty_result():
+    answer, page = _before_parse(PAGE)
+    assert answer["status_code"] == 200 and answer["body"] == s3_listing._EMPTY
+    assert page == {s3_listing._PAGE: ([("a.jsonl", 1, '"e"')], [], None)}
+
+
+@pytest.mark.parametrize("lean, operation", [(False, "ListObjectsV2"), (True, "GetObject")])
+def test_any_other_answer_is_left_to_botocores_own_look(lean, operation):
+    seen = []
+    answer, page = _before_parse(ERROR, lean, operation, check=lambda **kw: seen.append(kw))
+    assert answer == {"status_code": 200, "body": ERROR, "headers": {}} and page == {}
+    assert [kw["operation_model"].name for kw in seen] == [operation]
