@@ -42,6 +42,10 @@ class Groups:
     firsts: np.ndarray  # _ord of each group's first row, ascending
     row_groups: np.ndarray  # index of the first group in each row group of `path`
 
+    def files(self) -> list[str]:
+        """The files this state reads (a Global state's contract: see ops.Global.fit)."""
+        return [self.path]
+
 
 class AdpJoin(Global):
     """Per-step records of one trajectory onto the row of its first step (`_adp_records`); the other rows: merged."""
