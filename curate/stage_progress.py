@@ -154,10 +154,12 @@ class Ticker:
 def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int, rate: float) -> str:
     """`progress 1m05s: stage 0, 3/8 tasks (41%), eta 1m30s, read 1.2 GB of 3.0 GB (45.0 MB/s),
     written 0.8 GB; 01_gopher_quality: 12,345 rows in (190 rows/s)`; while a Global step fits,
-    `progress 3m10s: stage 2, fitting 03_containment_dedup for 1m05s; ...`."""
+    `progress 3m10s: stage 2, fitting 03_containment_dedup for 1m05s` (no step reads rows then: a
+    rate over the fit's minutes would only fall)."""
     parts = [f"progress {duration(elapsed)}:"]
     if stage is not None and "fitting" in stage:
-        parts.append(f"stage {stage['stage']}, fitting {stage['fitting']} for {duration(stage['seconds'])};")
+        parts.append(f"stage {stage['stage']}, fitting {stage['fitting']} for {duration(stage['seconds'])}")
+        return " ".join(parts)
     elif stage is not None:
         eta = "eta unknown until bytes are read" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
         parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "

@@ -29,8 +29,8 @@ def test_a_batch_log_gets_plain_progress_lines_with_every_field(cli, tmp_path, m
     shape = re.compile(r"^progress \d+s: stage \d, \d+/\d+ tasks? \(\d+%\), eta (\d+s|\dm\d\ds|unknown until "
                        rf"bytes are read), read {size} of {size}( \({size}/s\))?, written {size}; "
                        r"\d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
-    fitting = re.compile(r"^progress \d+s: stage 1, fitting 02_exact_dedup for \d+s; \d\d_\w+: [\d,]+ rows? in \([\d,]+ rows/s\)$")
-    assert all((fitting if ", fitting " in line else shape).match(line) for line in lines if "rows" in line), lines
+    fitting = re.compile(r"^progress \d+s: stage 1, fitting 02_exact_dedup for \d+s$")
+    assert all((fitting if ", fitting " in line else shape).match(line) for line in lines if "rows" in line or ", fitting " in line), lines
     assert "/4 tasks (" in lines[-1], lines  # however short the run, the log closes with a progress line
     inputs = sum(f.stat().st_size for f in (tmp_path / "in").iterdir())
     assert any(f" of {size_text(inputs)}" in line for line in lines if "stage 0" in line), lines  # the plan's sizes
@@ -127,7 +127,7 @@ def test_while_a_global_step_fits_the_line_says_so_not_the_stage_before(tmp_path
     state = tracker.state()
     assert state == {"stage": 1, "fitting": "02_exact_dedup", "seconds": 65.0}
     assert plain_line(80, state, "01_normalize_text", 10, 1.0) == (
-        "progress 1m20s: stage 1, fitting 02_exact_dedup for 1m05s; 01_normalize_text: 10 rows in (1 rows/s)")
+        "progress 1m20s: stage 1, fitting 02_exact_dedup for 1m05s")
     tracker.start(1, [Task(tmp_path / "a")], lambda: [False], lambda: 0)  # the stage's tasks start: its figures again
     assert tracker.state()["tasks"] == 1 and "fitting" not in tracker.state()
 
