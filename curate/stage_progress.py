@@ -160,7 +160,7 @@ def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int,
     if stage is not None and "fitting" in stage:
         parts.append(f"stage {stage['stage']}, fitting {stage['fitting']} for {duration(stage['seconds'])}")
         return " ".join(parts)
-    elif stage is not None:
+    if stage is not None:
         eta = "eta unknown until bytes are read" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
         parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
                      f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};")

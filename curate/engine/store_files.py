@@ -9,7 +9,6 @@ is what says the files beside it are complete (publish.py).
 from __future__ import annotations
 
 import posixpath
-import time
 from contextlib import contextmanager
 
 from curate.errors import CurateError
@@ -65,17 +64,7 @@ class StoreFiles:
     def read_bytes(self, path: str) -> bytes:
         """The object whole; read again when its body breaks off (a request the store failed is
         retried by the client's hook; a body cut off mid-read is past it)."""
-        attempt = 1
-        while True:
-            try:
-                return self.fs.cat_file(path)
-            except Exception as e:
-                reason = retries.failure(e)
-                if reason is None or attempt >= self.policy.attempts:
-                    raise
-            retries.count_output(reason)
-            time.sleep(self.policy.delay(attempt))
-            attempt += 1
+        return retries.call(self.policy, lambda: self.fs.cat_file(path), retries.count_output)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """One PUT: the object appears whole or not at all."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from functools import lru_cache
 from urllib.parse import urlparse
 
@@ -90,24 +89,9 @@ def _etag(value) -> str:
     return value.strip('"')
 
 
-def _retried(policy: retries.Policy, request):
-    """`request()`, tried again by `policy` while it fails as a store fails for a while."""
-    attempt = 1
-    while True:
-        try:
-            return request()
-        except Exception as e:
-            reason = retries.failure(e)
-            if reason is None or attempt >= policy.attempts:
-                raise
-        retries.count(reason)
-        time.sleep(policy.delay(attempt))
-        attempt += 1
-
-
 def _head(fs, path: str, uri: str, etag: str | None, policy: retries.Policy):
     """The object opened (a HEAD request), checked against the ETag it was listed with."""
-    handle = _retried(policy, lambda: fs.open_input_file(path))
+    handle = retries.call(policy, lambda: fs.open_input_file(path))
     now = handle.metadata().get("ETag") or handle.metadata().get(b"ETag")
     if etag and now is not None and _etag(now) != _etag(etag):
         handle.close()
@@ -138,7 +122,7 @@ class NativeObject:
         self._next: tuple[int, threading.Thread, list] | None = None
 
     def _range(self, at: int, n: int):
-        return _retried(self._policy, lambda: self._file.read_at(n, at))
+        return retries.call(self._policy, lambda: self._file.read_at(n, at))
 
     def _prefetch(self, at: int) -> None:
         box: list = []

@@ -27,7 +27,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from curate.errors import InputError
 from curate.io import exceptions
@@ -155,6 +155,25 @@ def _aws_failure(message: str) -> str | None:
     return status if status and int(status) in RETRY_STATUS else None
 
 
+T = TypeVar("T")
+
+
+def call(policy: Policy, request: Callable[[], T], counted: Callable[[str], None] = count) -> T:
+    """`request()`, tried again by `policy` while it fails as a store fails for a while, each
+    retry `counted` by its reason."""
+    attempt = 1
+    while True:
+        try:
+            return request()
+        except Exception as e:
+            reason = failure(e)
+            if reason is None or attempt >= policy.attempts:
+                raise
+        counted(reason)
+        time.sleep(policy.delay(attempt))
+        attempt += 1
+
+
 class RetryingFile:
     """A file of a store whose `read` is tried again, from where it started, when the response
     breaks off; everything else is the file's own."""
@@ -163,18 +182,13 @@ class RetryingFile:
         self._handle, self._policy = handle, policy
 
     def read(self, size: int = -1) -> bytes:
-        start, attempt = self._handle.tell(), 1
-        while True:
-            try:
-                return self._handle.read(size)
-            except Exception as e:
-                reason = failure(e)
-                if reason is None or attempt >= self._policy.attempts:
-                    raise
-            count(reason)
-            time.sleep(self._policy.delay(attempt))
+        start = self._handle.tell()
+
+        def read_from_start() -> bytes:  # a try again starts where the broken read began
             self._handle.seek(start)
-            attempt += 1
+            return self._handle.read(size)
+
+        return call(self._policy, read_from_start)
 
     def readinto(self, buffer) -> int:
         """A read into `buffer`, retried as `read` is (ISA-L's gzip reader reads so)."""
