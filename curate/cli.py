@@ -158,7 +158,7 @@ def run(
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=not no_report)
-    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds)
+    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds, checked.rows)
 
     out.print(funnel_table(manifest))
     data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,6 +40,8 @@ class Preflight:
     sources: list[Source]
     schema: pa.Schema | None  # of the input's first batch (with `_id`); None when the input has no rows
     first: Source | None  # where that batch came from
+    # the rows of the input files whose footers the checks read (Parquet), for the progress bars
+    rows: dict[Source, int] = field(default_factory=dict)
 
 
 def inputs(recipe: Recipe) -> list[Source]:
@@ -155,15 +157,20 @@ def type_kind(t: pa.DataType) -> str | None:
     return next((kind for kind, tests in kinds if any(test(t) for test in tests)), str(t))
 
 
-def check_input_files(recipe: Recipe, sources: list[Source], first: Source, schema: pa.Schema) -> None:
+def check_input_files(recipe: Recipe, sources: list[Source], first: Source, schema: pa.Schema) -> dict[Source, int]:
     """Every input file besides `first` gives the columns the steps read from the input (a file
     whose schema is its own: Parquet, Arrow, CSV), with the kind of type `first` gives them;
     else a task would stop mid-run on an operator's message that cannot name the file. Parquet
     footers (and Arrow stream headers) are read even when no column is compared: a damaged one
-    is found here, not in the middle of the run."""
+    is found here, not in the middle of the run. Returns the rows the footers read told."""
     read = input_columns_read(recipe, schema)
     others = [s for s in sources if s.path != first.path and (read or s.format in ("parquet", "arrow_stream"))]
-    for source, other in zip(others, map_objects(functools.partial(file_schema, raw_column=recipe.input.raw_column), others, any(s.is_uri for s in others))):
+    told: dict[Source, int] = {}
+    headers = map_objects(functools.partial(file_schema, raw_column=recipe.input.raw_column), others,
+                          any(s.is_uri for s in others))
+    for source, (other, rows) in zip(others, headers):
+        if rows is not None:
+            told[source] = rows
         for column, step in read.items() if other is not None else ():
             if column not in other.names:
                 if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only
@@ -175,6 +182,7 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
                 raise InputError(f"{source.path}: column '{column}' is {got}, but {want} in the first input "
                                  f"file ({first.path}), and {step} reads it; every input file must give it "
                                  f"the same type")
+    return told
 
 
 def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
@@ -183,9 +191,10 @@ def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     check_output(recipe)
     sources = inputs(recipe) if sources is None else sources
     first, schema = first_schema(sources, recipe)
+    rows = {}
     if schema is not None:
         check_steps(recipe, schema, first.path)
-        check_input_files(recipe, sources, first, schema)
+        rows = check_input_files(recipe, sources, first, schema)
         for step in recipe.steps:  # endpoints, keys: after the cheap checks, before any row
             step.build(recipe).preflight()
-    return Preflight(sources, schema, first)
+    return Preflight(sources, schema, first, rows)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from curate.engine.runner import Reporter, RunOptions, run
 from curate.engine.context import READ_STEP
+from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
 from curate.ops import Global, Map
@@ -50,13 +51,16 @@ class _Eta(TimeRemainingColumn):
         return Text("" if task.total is None else f"eta {super().render(task)}")
 
 
-def input_rows(sources: list[Source], limit: int | None) -> int | None:
+def input_rows(sources: list[Source], limit: int | None, known: dict[Source, int] | None = None) -> int | None:
     """Rows the run will read, where file metadata tells without reading (Parquet footers, local
     Arrow streams); None otherwise (JSONL and CSV must be parsed to be counted, an Arrow stream in
-    a store read whole). Footers in a store are read many at once."""
+    a store read whole). `known`: rows the preflight's checks read already (Preflight.rows);
+    the other footers in a store are read many at once."""
     if not all(s.format == "parquet" or (s.format == "arrow_stream" and not s.is_uri) for s in sources):
         return None
-    total = sum(map_objects(_rows, sources, any(s.is_uri for s in sources)))
+    known = known or {}
+    todo = [s for s in sources if s not in known]
+    total = sum(known.get(s, 0) for s in sources) + sum(map_objects(_rows, todo, any(s.is_uri for s in todo)))
     return total if limit is None else min(total, limit)
 
 
@@ -65,9 +69,7 @@ def _rows(src: Source) -> int:
         # batch headers only: the data is mapped, not read
         with named_errors(src.path, src.format), pa.memory_map(src.path) as mm:
             return sum(b.num_rows for b in pa.ipc.open_stream(mm))
-    meta = open_parquet(src.path, src.storage_options, src.size, src.version).metadata
-    groups = range(meta.num_row_groups) if src.row_groups is None else src.row_groups
-    return sum(meta.row_group(i).num_rows for i in groups)
+    return parquet_rows(open_parquet(src.path, src.storage_options, src.size, src.version).metadata, src)
 
 
 def _expected_rows(recipe: Recipe, read_total: int | None):
@@ -96,16 +98,17 @@ def _expected_rows(recipe: Recipe, read_total: int | None):
 
 
 def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, sources: list[Source] | None = None,
-                      interval: float = DEFAULT_INTERVAL) -> dict:
+                      interval: float = DEFAULT_INTERVAL, source_rows: dict[Source, int] | None = None) -> dict:
     """Run with a bar per step and one per stage (tasks done, ETA) on a terminal; elsewhere (a
     batch log) a plain line every `interval` seconds. `sources` (the input files) give the bars
-    their totals where known; a resumed run has none, as its finished tasks report no rows."""
+    their totals where known (`source_rows`: those the preflight read, Preflight.rows); a resumed
+    run has none, as its finished tasks report no rows."""
     terminal = console.is_terminal
     progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(bar_width=20), _Percent(),
                         _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
                         disable=not terminal)
     known = sources is not None and not opts.resume
-    expected = _expected_rows(recipe, input_rows(sources, opts.limit) if known else None)
+    expected = _expected_rows(recipe, input_rows(sources, opts.limit, source_rows) if known else None)
     bars: dict[str, int] = {}
     kept: dict[str, int] = {}
     seen: dict[str, tuple[float, int]] = {}  # label -> (first rows at, rows in): the batch log's rate

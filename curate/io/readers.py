@@ -111,12 +111,15 @@ def _arrow_batches(source: Source, meter: ReadMeter | None = None) -> pa.ipc.Rec
     return pa.ipc.open_stream(mapped)
 
 
-def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | None:
+def file_schema(source: Source, raw_column: str | None = None) -> tuple[pa.Schema | None, int | None]:
     """The columns `read_source` gives for `source` (hive partition columns added, `_id` not), read
     cheaply: a Parquet footer, an Arrow stream's header, a CSV file's first block (as the reader
     infers its types), the whole lines in a JSONL file's first PEEK_BYTES. None where that shows
     nothing: a Parquet file without rows, or JSONL lines that do not parse (the reader traces
-    them). In a JSONL peek a column that is null in every row peeked has the type null."""
+    them). In a JSONL peek a column that is null in every row peeked has the type null.
+    Beside it, the rows the source will give where that read tells them (a Parquet footer), else
+    None: the progress bars' total, without a second read of every footer."""
+    rows = None
     with named_errors(source.path, source.format):
         _not_empty(source)
         raw_json.check_format(source, raw_column)
@@ -125,6 +128,7 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
         elif source.format == "parquet":
             pf = open_parquet(source.path, source.storage_options, source.size, source.version)
             schema = pf.schema_arrow if pf.metadata.num_rows else None
+            rows = parquet_rows(pf.metadata, source)
         elif source.format == "arrow_stream":
             with _arrow_batches(source) as reader:
                 schema = reader.schema
@@ -138,7 +142,13 @@ def file_schema(source: Source, raw_column: str | None = None) -> pa.Schema | No
     for key, _ in () if schema is None else source.partition:
         if key not in schema.names:
             schema = schema.append(pa.field(key, pa.string()))
-    return schema
+    return schema, rows
+
+
+def parquet_rows(meta, source: Source) -> int:
+    """The rows of `source`'s row groups, from its file's footer (`meta`)."""
+    groups = range(meta.num_row_groups) if source.row_groups is None else source.row_groups
+    return sum(meta.row_group(i).num_rows for i in groups)
 
 
 def _jsonl_peek(source: Source) -> pa.Schema | None:
@@ -197,7 +207,7 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
 def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
     pf = open_parquet(source.path, source.storage_options, source.size, source.version)
     groups = list(source.row_groups) if source.row_groups is not None else None
-    rows, done = sum(pf.metadata.row_group(i).num_rows for i in groups or range(pf.num_row_groups)), 0
+    rows, done = parquet_rows(pf.metadata, source), 0
     size = source.byte_size()
     for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups):
         done += batch.num_rows

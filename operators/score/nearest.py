@@ -122,7 +122,8 @@ def ivf_in_groups(x: UnitRows, k1: int, nprobe: int, seed: int, budget: int,
         sizes += np.bincount(labels.read(at, ADD_BATCH)[:, 0], minlength=lists)
     found_sims = _Rows(workdir / "best.f32", np.float32, k1)
     found_ids = _Rows(workdir / "best.i64", np.int64, k1)
-    # A group's vectors are held about three times while its lists are filled (gathered, sorted, faiss's copy).
+    # A group's vectors are held twice while its lists are filled (gathered, faiss's copy); the third
+    # share of the budget is the search's and the process's own (a batch of x as read, the queries).
     for g, (first, stop) in enumerate(_groups(sizes, max(1, budget // (3 * (4 * d + 8))))):
         index = faiss.IndexIVFFlat(quantizer, d, lists, faiss.METRIC_INNER_PRODUCT)
         index.nprobe = probes
@@ -155,22 +156,32 @@ def _groups(sizes: np.ndarray, rows: int) -> list[tuple[int, int]]:
 
 
 def _fill(index, x: UnitRows, labels: "_Rows", first: int, stop: int) -> None:
-    """The rows of lists first..stop-1 into `index` (one pass over x), each list's rows in row order."""
+    """The rows of lists first..stop-1 into `index` (one pass over x), each list's rows in row order.
+    The group's vectors are gathered once, straight to their place in list order (its rows found
+    first from the labels alone): held twice at most, with faiss's copy."""
     import faiss
 
-    rows, where, vectors = [], [], []
+    rows, where = [], []
     for at in range(0, len(x), ADD_BATCH):
         lab = labels.read(at, ADD_BATCH)[:, 0]
         mine = np.flatnonzero((lab >= first) & (lab < stop))
-        if len(mine):
-            rows.append(mine + at)
-            where.append(lab[mine])
-            vectors.append(x[at:at + ADD_BATCH][mine])
-    if not rows:
+        rows.append(mine + at)
+        where.append(lab[mine])
+    counts = [len(r) for r in rows]
+    rows, where = np.concatenate(rows), np.concatenate(where)
+    if not len(rows):
         return
-    order = np.argsort(np.concatenate(where), kind="stable")  # a list's rows stay in row order
-    rows, where = np.concatenate(rows)[order], np.concatenate(where)[order]
-    vectors = np.ascontiguousarray(np.concatenate(vectors)[order])
+    order = np.argsort(where, kind="stable")  # a list's rows stay in row order
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    vectors = np.empty((len(rows), x.shape[1]), np.float32)
+    done = 0
+    for at, count in zip(range(0, len(x), ADD_BATCH), counts):
+        if count:
+            mine = rows[done:done + count]
+            vectors[place[done:done + count]] = x[at:at + ADD_BATCH][mine - at]
+            done += count
+    rows, where = rows[order], where[order]
     bounds = [0, *(np.flatnonzero(np.diff(where)) + 1).tolist(), len(rows)]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         index.invlists.add_entries(int(where[lo]), hi - lo, faiss.swig_ptr(rows[lo:hi]),

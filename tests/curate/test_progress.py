@@ -65,3 +65,22 @@ def test_input_rows_are_known_for_parquet_only():
     from curate.progress import input_rows
 
     assert input_rows([Source("a.jsonl", "jsonl", "a.jsonl")], None) is None
+
+
+def test_the_preflight_s_footer_reads_give_the_bars_their_total(tmp_path, monkeypatch):
+    """The footers the preflight read for the schemas are not read again for the total (in a
+    store each is a request or more): only the first file's, which the preflight read as data."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import curate.progress
+
+    for i in range(4):
+        pq.write_table(pa.table({"text": [f"{i}-{j}" for j in range(i + 1)]}), tmp_path / f"{i}.parquet")
+    r = recipe.load(text=f"input: {{path: '{tmp_path}/*.parquet'}}\noutput: {{path: '{tmp_path}/o'}}\nsteps: []\n")
+    checked = preflight.check(r)
+    read_again = []
+    real = curate.progress.open_parquet
+    monkeypatch.setattr(curate.progress, "open_parquet", lambda path, *a: read_again.append(path) or real(path, *a))
+    assert curate.progress.input_rows(checked.sources, None, checked.rows) == 1 + 2 + 3 + 4
+    assert read_again == [checked.first.path]

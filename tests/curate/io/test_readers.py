@@ -187,11 +187,13 @@ def test_file_schema_reads_each_format_cheaply(tmp_path):
     pq.write_table(pa.table({"text": ["a"], "n": pa.array([1], pa.int8())}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
     by_name = {s.name: s for s in discover(str(tmp_path))}
-    schema = lambda name: file_schema(by_name[name])
+    schema = lambda name: file_schema(by_name[name])[0]
     assert schema("a.jsonl.gz") == pa.schema([("text", pa.string()), ("n", pa.int64()), ("empty", pa.null())])
     assert schema("a.csv") == pa.schema([("text", pa.string()), ("n", pa.int64())])
     assert schema("a.parquet").field("n").type == pa.int8()
     assert schema("none.parquet") is None  # no rows: nothing a step would read
+    # the footer read for the schema tells the rows too (the progress bars' total); a peek does not
+    assert [file_schema(by_name[name])[1] for name in ("a.parquet", "none.parquet", "a.jsonl.gz")] == [1, 0, None]
 
 
 def test_real_hugging_face_datasets_on_disk_and_through_the_cache(tmp_path, monkeypatch):

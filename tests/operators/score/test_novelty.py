@@ -107,3 +107,13 @@ def test_past_its_budget_novelty_never_builds_the_whole_index(tmp_path, monkeypa
 
     monkeypatch.setattr(nearest, "in_memory", refused)
     assert np.array_equal(fitted(tmp_path / "s", x, params, Parallel(memory_gb=SPILL)), expected)
+
+
+def test_groups_of_several_lists_gathered_across_batches_give_the_same_scores(tmp_path, monkeypatch):
+    """IVF in groups of a few lists each, every group's rows gathered from several batches of x."""
+    x = points(5, 400, 8, 10)
+    params = Novelty.Params(k=3, exact_rows=1, nprobe=4)
+    expected = fitted(tmp_path / "m", x, params, SERIAL)
+    monkeypatch.setattr(nearest, "ADD_BATCH", 37)
+    group_bytes = 120 * 3 * (4 * 8 + 8)  # about 120 rows a group (nearest.ivf_in_groups)
+    assert np.array_equal(fitted(tmp_path / "s", x, params, Parallel(memory_gb=2 * group_bytes / 2**30)), expected)
