@@ -56,7 +56,7 @@ def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, 
     spec = recipe.input
     for source in sources:
         with closing(read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column)) as chunks:
+                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, peek=True)) as chunks:
             for batch, _ in chunks:
                 if batch is not None and batch.num_rows:
                     return source, batch.schema

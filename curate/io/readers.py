@@ -6,6 +6,7 @@ line, to name the bad lines exactly (file, line, field) without slowing the comm
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -54,12 +55,13 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
                 on_bad_row: str = "trace", raw_column: str | None = None,
-                meter: ReadMeter | None = None) -> Iterator[Chunk]:
+                meter: ReadMeter | None = None, peek: bool = False) -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order; with
     `raw_column`, JSON records whole as their text in that one column (raw_json.py). `meter`
-    follows how many of the file's bytes have been read, batch by batch."""
-    readers = {"jsonl": _jsonl, "parquet": _parquet, "csv": _csv, "arrow_stream": _arrow_stream,
-               "webdataset": _webdataset}
+    follows how many of the file's bytes have been read, batch by batch. `peek`: the caller
+    wants the first batches only (open_parquet's peek; the other formats stream anyway)."""
+    readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
+               "arrow_stream": _arrow_stream, "webdataset": _webdataset}
     reader = readers[source.format] if raw_column is None else raw_json.reader(raw_column)
     with named_errors(source.path, source.format):
         _not_empty(source)
@@ -204,8 +206,8 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     return put(batch, "_id", ids)
 
 
-def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
-    pf = open_parquet(source.path, source.storage_options, source.size, source.version)
+def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, peek: bool = False) -> Iterator[Chunk]:
+    pf = open_parquet(source.path, source.storage_options, source.size, source.version, peek)
     groups = list(source.row_groups) if source.row_groups is not None else None
     rows, done = parquet_rows(pf.metadata, source), 0
     size = source.byte_size()

@@ -104,14 +104,20 @@ def named_errors(path: str, what: str) -> Iterator[None]:
         raise InputError(f"{path}: cannot read as {what}: {e}") from None
 
 
-def open_parquet(path: str, storage_options: dict | None = None, size: int | None = None, version: str = ""):
+def open_parquet(path: str, storage_options: dict | None = None, size: int | None = None, version: str = "",
+                 peek: bool = False):
     """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming
     it. A URI is read by range requests: the footer now, later only the row groups asked for
     (`size`, `version`: the object's, as listed): the column chunks of a row group coalesced into
-    one request (pre_buffer), not one request each; a quarter less CPU for a read from S3."""
+    one request (pre_buffer), not one request each; a quarter less CPU for a read from S3.
+    `peek`: only the first rows are wanted (the preflight's first batch), so the column chunks
+    are read a page at a time (PEEK_BUFFER), not a whole row group (often 100 MB or more) at once."""
     import pyarrow.parquet as pq
 
     try:
+        if peek:
+            opened = store.open_random(path, storage_options, size, version) if store.is_uri(path) else path
+            return pq.ParquetFile(opened, pre_buffer=False, buffer_size=PEEK_BUFFER)
         if store.is_uri(path):
             return pq.ParquetFile(store.open_random(path, storage_options, size, version), pre_buffer=True)
         return pq.ParquetFile(path)
@@ -263,6 +269,9 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
             sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent.parts)))
     return sources
+
+
+PEEK_BUFFER = 1 << 20  # bytes of a column chunk read at a time where a Parquet file is peeked
 
 
 def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[Source]:

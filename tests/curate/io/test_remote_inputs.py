@@ -127,6 +127,25 @@ def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp
     assert len(fetched) <= len(task.row_groups) + 2  # a request per row group (its two columns coalesced), the footer
 
 
+@pytest.mark.parametrize("reader", READERS)
+def test_the_preflight_peeks_at_a_parquet_object_not_its_whole_first_row_group(tmp_path, s3, s3_server, reader):
+    """The first batch for the schema: the first pages of each column, not the row group (one here)."""
+    from curate import preflight
+
+    rows = [{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(4000)]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=4000, compression="none")
+    s3.put_object(Bucket="inp", Key="one/f.parquet", Body=buf.getvalue())
+    with FaultProxy(s3_server, rate=0) as proxy:
+        options = json.dumps({"endpoint_url": proxy.url, **READERS[reader]})
+        r = recipe.load(text=f"input: {{path: 's3://inp/one/f.parquet', batch_rows: 100, storage_options: {options}}}\n"
+                             f"output: {{path: '{tmp_path / 'o'}'}}\nsteps: []\n")
+        first, schema = preflight.first_schema(preflight.inputs(r), r)
+    assert schema.names == ["text", "n", "_id"]
+    read = sum(end - start for start, end in ranges(proxy, "one/f.parquet"))
+    assert read < len(buf.getvalue()) // 2
+
+
 def test_resume_refuses_an_object_changed_since_the_interrupted_run(tmp_path, s3):
     for i in range(2):
         s3.put_object(Bucket="inp", Key=f"c/part-{i}.jsonl", Body=b'{"id": 1, "text": "same size"}\n' * 20)
