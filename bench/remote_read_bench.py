@@ -141,6 +141,9 @@ def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]
     runs = h.RUNS / "remote-read"
     rows = []
     workers = ["--workers", str(args.workers)]
+    # each side starts from no output, as the bare read does (curate's --overwrite would otherwise
+    # time the removal of the last bench's output)
+    shutil.rmtree(runs / f"local-{fmt}", ignore_errors=True)
     recipe = h.write_recipe(runs / f"{fmt}-local.yaml", local, runs / f"local-{fmt}", [])
     m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
                        log=runs / f"local-{fmt}.log")
@@ -148,6 +151,7 @@ def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]
     rows.append({"side": "curate run, the same files on local disk", "fmt": fmt, "wall": m.seconds,
                  "cpu": m.cpu_seconds, "rows": h.parquet_rows(runs / f"local-{fmt}" / "data")})
     out = runs / f"curate-{fmt}"
+    shutil.rmtree(out, ignore_errors=True)
     recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", out, [])
     m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
                        env=moto.env, log=runs / f"curate-{fmt}.log")
