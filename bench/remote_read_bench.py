@@ -3,7 +3,7 @@ bare read of the same objects and vs datatrove's readers; listing a prefix of ma
 peak memory of a near-dedup run reading from the store vs from local disk.
 
     python bench/remote_read_bench.py [--gb 1.0] [--objects 100000] [--dedup-files 69] [--workers 2]
-                                      [--listing-only] [--repeats 3] [--section-out PATH]
+                                      [--listing-only] [--repeats 3] [--read-repeats 3] [--section-out PATH]
 
 Data: the first demo-corpus files that make `--gb` of JSONL.gz, and the same rows as Parquet
 (zstd, 64k-row groups), put under s3://bench/jsonl/ and s3://bench/parquet/ on a moto server (a
@@ -138,44 +138,53 @@ def stock(moto: Moto, files: list[Path], parquet: list[Path]):
 
 
 def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]:
+    """Curate from local disk, curate from S3 and the bare read, in `--read-repeats` interleaved
+    rounds (each figure the median of its side's; the machine is shared and noisy), then
+    curate's report of the S3 run and datatrove's reader once each."""
     runs = h.RUNS / "remote-read"
-    rows = []
     workers = ["--workers", str(args.workers)]
-    # each side starts from no output, as the bare read does (curate's --overwrite would otherwise
-    # time the removal of the last bench's output)
-    shutil.rmtree(runs / f"local-{fmt}", ignore_errors=True)
-    recipe = h.write_recipe(runs / f"{fmt}-local.yaml", local, runs / f"local-{fmt}", [])
-    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
-                       log=runs / f"local-{fmt}.log")
-    h.require_ok(m, f"curate run ({fmt}, local)")
-    rows.append({"side": "curate run, the same files on local disk", "fmt": fmt, "wall": m.seconds,
-                 "cpu": m.cpu_seconds, "rows": h.parquet_rows(runs / f"local-{fmt}" / "data")})
-    out = runs / f"curate-{fmt}"
-    shutil.rmtree(out, ignore_errors=True)
-    recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", out, [])
-    m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", *workers],
-                       env=moto.env, log=runs / f"curate-{fmt}.log")
-    h.require_ok(m, f"curate run ({fmt})")
-    rows.append({"side": "curate run", "fmt": fmt, "wall": m.seconds, "cpu": m.cpu_seconds,
-                 "rows": h.parquet_rows(out / "data")})
+    out, bare_out = runs / f"curate-{fmt}", runs / f"bare-{fmt}"
+    local_recipe = h.write_recipe(runs / f"{fmt}-local.yaml", local, runs / f"local-{fmt}", [])
+    s3_recipe = h.write_recipe(runs / f"{fmt}.yaml", f"s3://bench/{prefix}/", out, [])
+    bare_side = "bare pyarrow.fs" if fmt == "parquet" else "bare s3fs + pyarrow.json"
+    sides = {"curate run, the same files on local disk": [], "curate run": [], bare_side: []}
+    for _ in range(args.read_repeats):
+        # each side starts from no output, as the bare read does (curate's --overwrite would
+        # otherwise time the removal of the last round's output)
+        for folder in (runs / f"local-{fmt}", out, bare_out):
+            shutil.rmtree(folder, ignore_errors=True)
+        m = h.run_measured([*h.CURATE, "run", str(local_recipe), "--overwrite", "--no-report", *workers],
+                           log=runs / f"local-{fmt}.log")
+        h.require_ok(m, f"curate run ({fmt}, local)")
+        sides["curate run, the same files on local disk"].append((m, h.parquet_rows(runs / f"local-{fmt}" / "data")))
+        m = h.run_measured([*h.CURATE, "run", str(s3_recipe), "--overwrite", "--no-report", *workers],
+                           env=moto.env, log=runs / f"curate-{fmt}.log")
+        h.require_ok(m, f"curate run ({fmt})")
+        sides["curate run"].append((m, h.parquet_rows(out / "data")))
+        bare_out.mkdir(parents=True)
+        m = h.run_measured([sys.executable, "-c", BARE, fmt, f"bench/{prefix}", str(bare_out), str(args.workers)],
+                           env=moto.env, log=runs / f"bare-{fmt}.log")
+        sides[bare_side].append((m, h.bare_result(m, f"bare read ({fmt})")["rows"]))
+    rows = [{"side": side, "fmt": fmt, "wall": _median([m.seconds for m, _ in got]),
+             "cpu": _median([m.cpu_seconds for m, _ in got]), "walls": [m.seconds for m, _ in got],
+             "rows": got[-1][1]} for side, got in sides.items()]
     m = h.run_measured([*h.CURATE, "report", str(out)], log=runs / f"report-{fmt}.log")
     h.require_ok(m, f"curate report ({fmt})")
-    rows.append({"side": "curate report of that run (not in the read)", "fmt": fmt, "wall": m.seconds,
-                 "cpu": m.cpu_seconds, "rows": None})
-    bare_out = runs / f"bare-{fmt}"
-    shutil.rmtree(bare_out, ignore_errors=True)
-    bare_out.mkdir(parents=True)
-    m = h.run_measured([sys.executable, "-c", BARE, fmt, f"bench/{prefix}", str(bare_out), str(args.workers)],
-                       env=moto.env, log=runs / f"bare-{fmt}.log")
-    rows.append({"side": "bare pyarrow.fs" if fmt == "parquet" else "bare s3fs + pyarrow.json", "fmt": fmt,
-                 "wall": m.seconds, "cpu": m.cpu_seconds, "rows": h.bare_result(m, f"bare read ({fmt})")["rows"]})
+    rows.insert(2, {"side": "curate report of that run (not in the read)", "fmt": fmt, "wall": m.seconds,
+                    "cpu": m.cpu_seconds, "walls": [m.seconds], "rows": None})
     if DATATROVE.exists():
         m = h.run_measured([str(DATATROVE), str(h.BENCH / "anchor_datatrove_read.py"), fmt, f"s3://bench/{prefix}",
                             str(runs / f"datatrove-{fmt}"), str(args.workers)],
                            env={**moto.env, "AWS_ENDPOINT_URL": moto.endpoint}, log=runs / f"datatrove-{fmt}.log")
         rows.append({"side": "datatrove reader -> ParquetWriter", "fmt": fmt, "wall": m.seconds, "cpu": m.cpu_seconds,
-                     "rows": h.bare_result(m, f"datatrove read ({fmt})")["rows"]})
+                     "walls": [m.seconds], "rows": h.bare_result(m, f"datatrove read ({fmt})")["rows"]})
     return rows
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def dedup_memory(args, moto: Moto, client) -> list[dict]:
@@ -310,6 +319,8 @@ def main():
                     help="corpus files of the near-dedup memory runs (69: 1M documents; 0: none)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="listings of each server; each figure is their median")
+    ap.add_argument("--read-repeats", type=int, default=3,
+                    help="interleaved rounds of the curate (local, S3) and bare reads; each figure is their median")
     ap.add_argument("--listing-only", action="store_true", help="the listing alone: no reads, no near-dedup runs")
     h.add_section_args(ap)
     args = ap.parse_args()
@@ -338,8 +349,10 @@ def main():
              f"as Parquet, on a moto S3 server on loopback; {args.workers} workers (processes; threads for the bare "
              f"read). Every reader writes the rows it read as local Parquet (zstd). The moto server itself used "
              f"{moto_cpu:.0f} CPU-seconds over these reads.", "",
-             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) | vs bare (CPU) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             f"The curate and bare reads ran in {args.read_repeats} interleaved rounds: each figure is the median "
+             f"of its side's (every wall beside it); the report and datatrove ran once.", "",
+             "| input | reader | rows | wall s | CPU s | MB/s (wall) | vs bare (wall) | vs bare (CPU) | walls |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     headlines = []
     for fmt in ("parquet", "jsonl"):
         mine = [r for r in results if r["fmt"] == fmt]
@@ -350,7 +363,7 @@ def main():
             rows = "" if r["rows"] is None else f"{r['rows']:,}"
             lines.append(f"| {fmt} | {r['side']} | {rows} | {r['wall']:.1f} | {r['cpu']:.1f} | "
                          f"{sizes[fmt] * 1e3 / r['wall']:.0f} | {bare['wall'] / r['wall']:.0%} | "
-                         f"{bare['cpu'] / r['cpu']:.0%} |")
+                         f"{bare['cpu'] / r['cpu']:.0%} | {', '.join(f'{w:.1f}' for w in r['walls'])} |")
         headlines.append([f"S3 read of {sizes[fmt]:.1f} GB {fmt}: curate run vs bare", f"{ours['wall']:.1f} s vs "
                           f"{bare['wall']:.1f} s", f"{ours['cpu']:.0f} vs {bare['cpu']:.0f} CPU-s",
                           f"{bare['wall'] / ours['wall']:.0%} of the bare read's speed (target >= 90%)"])
