@@ -101,13 +101,19 @@ def ranges(proxy: FaultProxy, key: str) -> list[tuple[int, int]]:
     return found
 
 
+def put_parquet(s3, key: str, rows: int, row_group_size: int) -> bytes:
+    """An uncompressed Parquet object of `rows` rows of ~2 KB text at s3://inp/`key`; its bytes."""
+    buf = io.BytesIO()
+    table = pa.Table.from_pylist([{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(rows)])
+    pq.write_table(table, buf, row_group_size=row_group_size, compression="none")
+    s3.put_object(Bucket="inp", Key=key, Body=buf.getvalue())
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize("reader", READERS)
 def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp_path, s3, s3_server, reader):
-    rows = [{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(2000)]
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=200, compression="none")
-    s3.put_object(Bucket="inp", Key="big/f.parquet", Body=buf.getvalue())
-    size = len(buf.getvalue())
+    body = put_parquet(s3, "big/f.parquet", 2000, 200)
+    size = len(body)
     with FaultProxy(s3_server, rate=0) as proxy:
         options = {"endpoint_url": proxy.url, **READERS[reader]}
         assert (native_s3.client("s3://inp/big/f.parquet", options) is not None) == (reader == "native")
@@ -120,7 +126,7 @@ def test_a_parquet_task_reads_its_row_groups_by_range_never_the_whole_object(tmp
     assert pa.concat_arrays([b.column("n") for b in got]).to_pylist()[0] == task.first_row
     fetched = ranges(proxy, "big/f.parquet")
     read = sum(end - start for start, end in fetched)
-    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata
+    meta = pq.ParquetFile(io.BytesIO(body)).metadata
     wanted = sum(meta.row_group(i).total_byte_size for i in task.row_groups)
     assert wanted < read < wanted + (256 << 10) < size // 2  # its row groups and the footer, nothing more
     assert all(end - start < size for start, end in fetched)
@@ -132,10 +138,7 @@ def test_the_preflight_peeks_at_a_parquet_object_not_its_whole_first_row_group(t
     """The first batch for the schema: the first pages of each column, not the row group (one here)."""
     from curate import preflight
 
-    rows = [{"text": f"row {i} " + "x" * 2000, "n": i} for i in range(4000)]
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=4000, compression="none")
-    s3.put_object(Bucket="inp", Key="one/f.parquet", Body=buf.getvalue())
+    body = put_parquet(s3, "one/f.parquet", 4000, 4000)
     with FaultProxy(s3_server, rate=0) as proxy:
         options = json.dumps({"endpoint_url": proxy.url, **READERS[reader]})
         r = recipe.load(text=f"input: {{path: 's3://inp/one/f.parquet', batch_rows: 100, storage_options: {options}}}\n"
@@ -143,7 +146,7 @@ def test_the_preflight_peeks_at_a_parquet_object_not_its_whole_first_row_group(t
         first, schema = preflight.first_schema(preflight.inputs(r), r)
     assert schema.names == ["text", "n", "_id"]
     read = sum(end - start for start, end in ranges(proxy, "one/f.parquet"))
-    assert read < len(buf.getvalue()) // 2
+    assert read < len(body) // 2
 
 
 def test_resume_refuses_an_object_changed_since_the_interrupted_run(tmp_path, s3):
