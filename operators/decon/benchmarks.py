@@ -40,7 +40,7 @@ class Items:
 def check(bench: Benchmark, where: str) -> None:
     """The benchmark's files exist and have its columns (their first rows, read cheaply)."""
     for source in discover(bench.path, split=bench.split):
-        schema = file_schema(source)
+        schema, _ = file_schema(source)
         if schema is None:
             continue
         for column in [*bench.columns, *([bench.id_column] if bench.id_column else [])]:
