@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -165,8 +166,8 @@ def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]
         m = h.run_measured([sys.executable, "-c", BARE, fmt, f"bench/{prefix}", str(bare_out), str(args.workers)],
                            env=moto.env, log=runs / f"bare-{fmt}.log")
         sides[bare_side].append((m, h.bare_result(m, f"bare read ({fmt})")["rows"]))
-    rows = [{"side": side, "fmt": fmt, "wall": _median([m.seconds for m, _ in got]),
-             "cpu": _median([m.cpu_seconds for m, _ in got]), "walls": [m.seconds for m, _ in got],
+    rows = [{"side": side, "fmt": fmt, "wall": statistics.median(m.seconds for m, _ in got),
+             "cpu": statistics.median(m.cpu_seconds for m, _ in got), "walls": [m.seconds for m, _ in got],
              "rows": got[-1][1]} for side, got in sides.items()]
     m = h.run_measured([*h.CURATE, "report", str(out)], log=runs / f"report-{fmt}.log")
     h.require_ok(m, f"curate report ({fmt})")
@@ -179,12 +180,6 @@ def read_side(args, moto: Moto, fmt: str, prefix: str, local: str) -> list[dict]
         rows.append({"side": "datatrove reader -> ParquetWriter", "fmt": fmt, "wall": m.seconds, "cpu": m.cpu_seconds,
                      "walls": [m.seconds], "rows": h.bare_result(m, f"datatrove read ({fmt})")["rows"]})
     return rows
-
-
-def _median(values: list[float]) -> float:
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def dedup_memory(args, moto: Moto, client) -> list[dict]:

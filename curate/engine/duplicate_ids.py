@@ -52,8 +52,8 @@ class DuplicateIds(RunObserver):
 
     def finish(self, merged: dict, map) -> dict | None:
         pairs = np.concatenate(merged["input"].parts) if merged["input"].parts else np.zeros((0, 2), np.uint64)
-        ids = np.sort(pairs[:, 0])
-        repeated = np.unique(ids[1:][ids[1:] == ids[:-1]])
+        sorted_ids = np.sort(pairs[:, 0])
+        repeated = np.unique(sorted_ids[1:][sorted_ids[1:] == sorted_ids[:-1]])
         if not len(repeated):  # the usual case, settled by one sort of the ids (a run's serial tail)
             return None
         pairs = pairs[np.isin(pairs[:, 0], repeated)]  # the rows of repeated ids only

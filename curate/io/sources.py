@@ -104,6 +104,9 @@ def named_errors(path: str, what: str) -> Iterator[None]:
         raise InputError(f"{path}: cannot read as {what}: {e}") from None
 
 
+PEEK_BUFFER = 1 << 20  # bytes of a column chunk read at a time where a Parquet file is peeked
+
+
 def open_parquet(path: str, storage_options: dict | None = None, size: int | None = None, version: str = "",
                  peek: bool = False):
     """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming
@@ -115,12 +118,11 @@ def open_parquet(path: str, storage_options: dict | None = None, size: int | Non
     import pyarrow.parquet as pq
 
     try:
+        remote = store.is_uri(path)
+        opened = store.open_random(path, storage_options, size, version) if remote else path
         if peek:
-            opened = store.open_random(path, storage_options, size, version) if store.is_uri(path) else path
             return pq.ParquetFile(opened, pre_buffer=False, buffer_size=PEEK_BUFFER)
-        if store.is_uri(path):
-            return pq.ParquetFile(store.open_random(path, storage_options, size, version), pre_buffer=True)
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(opened, pre_buffer=True) if remote else pq.ParquetFile(opened)
     except (pa.ArrowInvalid, OSError) as e:
         if retries.failure(e) is not None:  # the store failed every try: nothing says the file is damaged
             raise InputError(f"{path}: cannot read it from the store: {e}") from None
@@ -269,9 +271,6 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
             sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent.parts)))
     return sources
-
-
-PEEK_BUFFER = 1 << 20  # bytes of a column chunk read at a time where a Parquet file is peeked
 
 
 def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[Source]:
