@@ -159,9 +159,11 @@ def input_tasks(sources: list[Source], limit: int | None) -> list[Task]:
     return [Task(0, i, (s,)) for i, s in enumerate(split_parquet(sources))]
 
 
-def shard_tasks(stage: int, shards: list[Path]) -> list[Task]:
+def shard_tasks(stage: int, shards: list[Path], rows: list[int] | None = None) -> list[Task]:
+    """A task per shard of the stage before; `rows`: each shard's rows where known (the tasks'
+    results say them), else read from the shards' footers."""
     tasks, offset = [], 0
     for i, shard in enumerate(shards):
         tasks.append(Task(stage, i, shards=(str(shard),), ord_offset=offset))
-        offset += pq.ParquetFile(shard).metadata.num_rows
+        offset += rows[i] if rows is not None else pq.ParquetFile(shard).metadata.num_rows
     return tasks

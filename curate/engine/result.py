@@ -20,6 +20,9 @@ class TaskResult:
     failed: str | None = None
     # Requests and reads of a store tried again while the task ran, by reason (io/retries.py).
     retries: dict[str, int] = field(default_factory=dict)
+    # Rows of each of `shards`: the next stage's tasks are planned from these, so that a stage's
+    # shards can be removed once the stage after it is done (a resume never reads them again).
+    shard_rows: list[int] = field(default_factory=list)
 
     @classmethod
     def lost(cls, task: str, error: str) -> "TaskResult":

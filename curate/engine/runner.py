@@ -197,6 +197,7 @@ class _Run:
         """Every stage in turn; the last one's shards."""
         stages = the_plan.stages
         shards: list[str] = []
+        rows: list[int] | None = None  # each of `shards`' rows, where every task said them
         for stage, after in zip(stages, stages[1:] + (None,)):
             ctx = StageContext(self.recipe, stage, self.layout.stage(stage.index), final=after is None,
                                next_global=after.global_step if after else None, observers=self.observers)
@@ -207,10 +208,14 @@ class _Run:
                 self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files,
                                                          self.opts.keep_work)
             if stage.index > 0:
-                the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards))
+                the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards, rows))
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
             results = self._stage(ctx, list(the_plan.tasks[stage.index]), engine, executor)
             failpoint("stage-done")
+            if stage.index > 0 and not self.opts.keep_work:
+                # Its input, the stage before's shards, is read by nothing now (its tasks are
+                # planned from their results' rows): _work/ holds one stage's shards at a time.
+                self.files.remove(self.layout.stage(stage.index - 1).data)
             for r in results:
                 for label, s in r.stats.items():
                     self.totals.setdefault(label, StepStats()).add(s)
@@ -219,6 +224,8 @@ class _Run:
                 if r.observed:
                     observers.merge(self.summaries, pickle.loads(self.files.read_bytes(ctx.layout.observed(r.task))))
             shards = [f"{ctx.layout.data}/{name}" for r in results for name in r.shards]
+            said = all(len(r.shard_rows) == len(r.shards) for r in results)  # markers of older versions do not
+            rows = [n for r in results for n in r.shard_rows] if said else None
         return shards
 
     def _stage(self, ctx: StageContext, tasks: list[plan.Task], engine: Engine, executor: Executor) -> list[TaskResult]:

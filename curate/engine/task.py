@@ -198,7 +198,7 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     for step in steps:  # steps that saw no rows still report zeros
         stats.setdefault(step.label, StepStats())
     result = TaskResult(task.name, [p.name for p in data.paths], traces.files(), stats,
-                        observed=any(summaries.values()), retries=retried)
+                        observed=any(summaries.values()), retries=retried, shard_rows=data.shard_rows)
     if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
         files.write_bytes(ctx.layout.observed(task.name), pickle.dumps(summaries))
     files.write_bytes(ctx.layout.done(task.name), result.to_json())

@@ -33,6 +33,7 @@ class ShardWriter:
         self._pending_bytes = 0
         self.paths: list[Path] = []
         self.rows = 0
+        self.shard_rows: list[int] = []  # rows in each of `paths` (a later stage plans from them)
         self._writer: pq.ParquetWriter | None = None
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
@@ -82,6 +83,7 @@ class ShardWriter:
         table = pa.Table.from_batches(self._pending)
         rows = table.num_rows if rows is None else rows
         self._writer.write_table(table.slice(0, rows), row_group_size=max(rows, 1))
+        self.shard_rows[-1] += rows
         self._pending = table.slice(rows).to_batches()
         self._pending_rows = table.num_rows - rows
         self._pending_bytes = sum(b.nbytes for b in self._pending)
@@ -95,6 +97,7 @@ class ShardWriter:
         self._writer = pq.ParquetWriter(self._tmp, self._schema, compression=self.compression,
                                         write_statistics=True, store_schema=True)
         self.paths.append(final)
+        self.shard_rows.append(0)
 
     def _finish_shard(self) -> None:
         self._writer.close()
@@ -119,6 +122,7 @@ class ShardWriter:
             self._tmp.unlink(missing_ok=True)
             self._writer = None
             self.paths.pop()
+            self.shard_rows.pop()
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

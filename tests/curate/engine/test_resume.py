@@ -36,9 +36,9 @@ def write_input(directory):
                     [{"text": f"document number {(f * 1500 + i) % 4000} " * 20, "n": f * 1500 + i} for i in range(1500)])
 
 
-def recipe(root, name):
+def recipe(root, name, text=RECIPE):
     path = root / f"{name}.yaml"
-    path.write_text(RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
+    path.write_text(text.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
     return path
 
 
@@ -109,6 +109,34 @@ def test_a_second_run_into_a_live_run_directory_is_refused_with_its_pid(corpus, 
     faultkit.kill(first, whole_group=True)
     assert faultkit.start(path, "--resume").wait() == 0
     assert faultkit.digest(path.with_suffix("")) == reference
+
+
+# Three stages: a second Global (lowercase: a second key, which removes nothing more here)
+THREE_STAGES = RECIPE + "  - exact_dedup: {{lowercase: true}}\n"
+
+
+def test_a_stage_s_shards_go_once_the_next_stage_is_done_and_a_resume_plans_without_them(corpus):
+    """_work/ holds one stage's shards at a time: stage 0's are gone once stage 1 is done, and a
+    resume after that plans stage 2's tasks from the results' rows (it cannot read stage 0's)."""
+    root, _ = corpus
+    reference = recipe(root, "three-ref", THREE_STAGES)
+    assert faultkit.start(reference).wait() == 0
+    path = recipe(root, "three-killed", THREE_STAGES)
+    faultkit.kill(stop_at(path, "state-written@2"), whole_group=True)  # stage 2 fitted, its tasks not run
+    work = path.with_suffix("") / "_work"
+    assert not list(work.glob("stage-0/data/*.parquet"))
+    assert list(work.glob("stage-1/data/*.parquet"))  # stage 2's tasks read these
+    resumed = faultkit.start(path, "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    assert faultkit.digest(path.with_suffix("")) == faultkit.digest(reference.with_suffix(""))
+
+
+def test_keep_work_keeps_every_stage_s_shards(corpus):
+    root, _ = corpus
+    path = recipe(root, "three-kept", THREE_STAGES)
+    assert faultkit.start(path, "--keep-work").wait() == 0
+    work = path.with_suffix("") / "_work"
+    assert all(list(work.glob(f"stage-{k}/data/*.parquet")) for k in range(3))
 
 
 EMBED_RECIPE = """
