@@ -1,7 +1,8 @@
 """Memory of every Global step: peak RSS per process, wall and CPU time, and where the memory goes.
 
     python bench/global_memory.py [--sizes 1000000,3000000] [--ops exact_dedup,...] [--dim 384]
-                                  [--workers 2] [--memory-gb G] [--where-size N] [--section-out PATH]
+                                  [--workers 2] [--memory-gb G] [--where-size N] [--corpus-dir DIR]
+                                  [--section-out PATH]
 
 Each size is a demo corpus of its own (curate/demo.py, generated once under bench/.data/) and, for the
 steps that read embeddings (semantic_dedup, density_prune, novelty, qdc_select), a Parquet twin of
@@ -193,10 +194,14 @@ def main():
     ap.add_argument("--memory-gb", type=float, default=None, help="the recipes' memory_gb (default: curate's)")
     ap.add_argument("--usd-per-vcpu-hour", type=float, default=0.05,
                     help="the price the near-dedup cost per billion tokens is given at (an on-demand cloud vCPU-hour)")
+    ap.add_argument("--corpus-dir", type=Path, default=h.DATA,
+                    help="where the corpora are made once and read (a tmpfs such as /dev/shm leaves the disk to the "
+                         "runs' work files; the peak disk is the runs' either way)")
     ap.add_argument("--where-size", type=int, default=None,
                     help="size of the tracemalloc runs (default: the smallest; 0: none)")
     h.add_section_args(ap)
     args = ap.parse_args()
+    h.DATA = args.corpus_dir
     sizes = [int(s) for s in args.sizes.split(",")]
     ops = args.ops.split(",")
     unknown = [op for op in ops if op not in RECIPES]
@@ -234,7 +239,8 @@ def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, c
     """The section over the runs finished so far (`results`: {(step, docs): ...})."""
     body = [
         f"One `curate run` per Global step (its only step; near_dedup: recipes/near-dedup.yaml), --workers {args.workers}, over the demo corpus "
-        f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc); "
+        f"(text steps) or its Parquet twin of synthetic {args.dim}-d float16 embeddings (prune, novelty, qdc)"
+        f"{f', made and read in {args.corpus_dir}' if args.corpus_dir != h.BENCH / '.data' else ''}; "
         f"recipe memory_gb {args.memory_gb if args.memory_gb is not None else 'default'}; load average at the "
         f"end {h.load()}. Peak RSS sampled every 0.1 s; 'process' is the largest single process.", "",
         h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB", "peak disk GB",

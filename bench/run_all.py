@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
-            "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
@@ -70,6 +70,7 @@ TITLES = {
     "tokenize": "tokenize + megatron output: tokens per CPU-second vs a bare encode_batch loop + numpy write, and datatrove",
     "global-memory": "Every Global step in bounded memory: peak RSS per process, time, where the memory goes",
     "global-memory-10m": "The largest corpus: 1M and 10M documents for the Global steps whose work files this disk holds",
+    "global-memory-near-10m": "recipes/near-dedup.yaml at 1M and 10M documents, the corpora on --global-memory-corpus-dir",
     "global-memory-select": "The selection steps (novelty, qdc_select) at 1M embeddings: peak RSS per process, time",
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
@@ -124,6 +125,9 @@ SIZES = {
     "global_memory_10m_ops": ("minhash_dedup,semantic_dedup,density_prune,near_dedup",
                               "minhash_dedup,semantic_dedup,density_prune,near_dedup",
                               "global-memory-10m: the Global steps to run (a size whose projected disk is not free is skipped)"),
+    "global_memory_near_10m_sizes": ("1000000,10000000", "100000,1000000", "global-memory-near-10m: demo documents per run"),
+    "global_memory_corpus_dir": ("", "", "global-memory-near-10m: where its corpora are made and read (empty: bench/.data; "
+                                         "a tmpfs such as /dev/shm frees the disk for the run's work files)"),
     "global_memory_select_sizes": ("1000000", "100000", "global-memory-select: embedding rows per run, comma-separated"),
     "gpu_embed_docs": (200_000, 100_000, "embed-gpu: demo documents"),
     "gpu_images": (20_000, 10_000, "clip-gpu and clip-score-gpu: synthetic JPEG images"),
@@ -176,6 +180,9 @@ def commands(a) -> dict[str, list[str]]:
                           *w],
         "global-memory-10m": ["global_memory.py", "--sizes", str(a.global_memory_10m_sizes), "--ops",
                               a.global_memory_10m_ops, "--where-size", "0", *w],
+        "global-memory-near-10m": ["global_memory.py", "--sizes", str(a.global_memory_near_10m_sizes), "--ops", "near_dedup",
+                                   "--where-size", "0", *(["--corpus-dir", a.global_memory_corpus_dir]
+                                                          if a.global_memory_corpus_dir else []), *w],
         "global-memory-select": ["global_memory.py", "--sizes", str(a.global_memory_select_sizes), "--ops",
                                  "novelty,qdc_select", "--where-size", "0", *w],
         "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],

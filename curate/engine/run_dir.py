@@ -186,6 +186,17 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
     return lock, False, before is not None
 
 
+def remembered_work_store(layout: RunLayout) -> str | None:
+    """The --work-store an earlier attempt of the run was given, as its fingerprints recorded it
+    (this machine's work directory, else the output's store): a --resume elsewhere needs no
+    second mention of it."""
+    before = _json(layout.run_file)
+    if before is None and layout.remote:
+        with output_errors(layout.root):
+            before = json_object(layout.files, layout.marker)
+    return (before or {}).get("work_store")
+
+
 def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> dict | None:
     """The manifest of the finished run in `root` (a path, a URI whose store takes `options`:
     output.storage_options, or a RunLayout), or None: it is written last, so it marks one. A

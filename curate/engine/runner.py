@@ -27,7 +27,7 @@ import os
 import pickle
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -40,7 +40,7 @@ from curate.engine.fit import fit
 from curate.engine.layout import Files, RunLayout
 from curate.engine.publish import lineage, publish, stage_data
 from curate.engine.result import TaskResult
-from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything
+from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
 from curate.io import output_formats, retries
@@ -107,13 +107,18 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
             raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
                               f"already: leave output.upload out")
         output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
+    if (opts.resume and not opts.work_store and (opts.engine == "ray" or layout.remote)
+            and (remembered := remembered_work_store(layout))):
+        opts = replace(opts, work_store=remembered)
+        reporter.status(f"continuing with the work store the run was given: {remembered}")
     if opts.work_store:
         if opts.engine != "ray" and not layout.remote:
             raise CurateError(f"with the local engine, --work-store is for an output at a URI (so that --resume "
                               f"continues it on another machine); a local output's _work/ ({layout.work}) is what "
                               f"--resume continues from")
         output_formats.remote_fs(opts.work_store, "--work-store")
-    fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit}
+    fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit,
+                   **({"work_store": opts.work_store} if opts.work_store else {})}  # remembered for --resume
     retries.take_output()  # the output store's retries are this run's from here
     created_out = not Files().exists(layout.local)
     try:

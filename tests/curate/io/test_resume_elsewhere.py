@@ -63,16 +63,19 @@ def away(resume_corpus, s3, tmp_path):
     return store_recipe(tmp_path, "away", OUT), reference
 
 
-# In stage 0 (4 tasks, one per input file), in stage 1 after the fit (4 tasks), while publishing
+# In stage 0 (4 tasks, one per input file), in stage 1 after the fit (4 tasks), while publishing;
+# the resume given --work-store again, or not (the store's copy of the fingerprints names it)
+@pytest.mark.parametrize("again", [True, False], ids=["work-store-again", "remembered"])
 @pytest.mark.parametrize("point, fitted_again", [("task-done", 1), ("task-done@6", 0), ("published-data", 0)])
 def test_a_run_resumed_on_another_machine_runs_only_what_was_not_done(away, cli, tmp_path, monkeypatch, point,
-                                                                     fitted_again):
+                                                                     fitted_again, again):
     recipe, reference = away
     done = kill_at(point, recipe, tmp_path / "machine-a", monkeypatch)
     assert done, "no task had finished"
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "machine-b"))  # no work directory for OUT here
     ran, fits = counted(monkeypatch)
-    res = cli("run", recipe, "--resume", "--work-store", STORE, "-w", "1")
+    res = cli("run", recipe, "--resume", *(["--work-store", STORE] if again else []), "-w", "1")
+    assert again or f"continuing with the work store the run was given: {STORE}" in res.output
     assert res.exit_code == 0, res.output
     assert store_digest(OUT) == reference
     assert store_names(OUT) == sorted(["manifest.json", "report.html", *reference])  # no _work/ left
