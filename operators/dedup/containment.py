@@ -12,6 +12,7 @@ batch's _ords up in the decisions file.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -36,6 +37,10 @@ from operators.dedup.threads import default_workers
 from operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
+
+# Band rows a group's self-join takes per GB of its memory: 24M (8 bands x 3M documents) joined
+# within 1 GB; 80M (10M documents) ran duckdb out of it. Larger groups are joined in parts.
+JOIN_ROWS_PER_GB = 16_000_000
 
 
 class ContainmentParams(NearDedupParams):
@@ -191,18 +196,23 @@ class _PairsJob:
 
 
 def group_pairs(job: _PairsJob, i: int, group: str) -> None:
-    """One piece: the candidate pairs of band group `group`, to candidate_parts/part-i (its own
-    duckdb, spilling to a directory of its own)."""
-    rows = f"{job.buckets_dir / group}/*.parquet"
+    """One piece: the candidate pairs of band group `group`, to candidate_parts/part-i-* (its own
+    duckdb, spilling to a directory of its own). A group of more rows than the join's memory
+    holds is joined in parts, each the rows of one residue of the key: a pair shares a key within
+    one part, and pairs found in several parts are made distinct with the other groups'."""
+    files = sorted((job.buckets_dir / group).glob("*.parquet"))
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * job.memory_gb)))
     con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
     con.register("plan", job.plan.table())
-    con.execute(f"""
-        COPY (
-          SELECT DISTINCT q.ord AS a, c.ord AS b
-          FROM read_parquet('{rows}') q
-          JOIN read_parquet('{rows}') c ON q.key = c.key AND q.band = c.band
-          JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
-          WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
-        ) TO '{job.parts / f"part-{i:05d}.parquet"}' (FORMAT parquet)
-    """)
+    for part in range(parts):
+        con.execute(f"""
+            COPY (
+              WITH g AS (SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet') WHERE key % {parts} = {part})
+              SELECT DISTINCT q.ord AS a, c.ord AS b
+              FROM g q JOIN g c ON q.key = c.key AND q.band = c.band
+              JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
+              WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
+            ) TO '{job.parts / f"part-{i:05d}-{part:03d}.parquet"}' (FORMAT parquet)
+        """)
     con.close()

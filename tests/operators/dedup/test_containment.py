@@ -3,10 +3,12 @@
 import json
 import random
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import ValidationError
 
+from operators.dedup import containment
 from operators.dedup.containment import ContainmentDedup
 from tests.operators.dedup.helpers import brute_force_removed, run
 
@@ -112,18 +114,27 @@ def test_char_shingles(tmp_path):
     assert verdict.keep.tolist() == [False, True]
 
 
-@pytest.mark.parametrize("batch_rows,workers,chunk,map_gb", [(1, 1, 25_000, 2.0), (4, 2, 7, 0.0), (100, 2, 7, 2.0)])
-def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, batch_rows, workers, chunk, map_gb):
-    """Batches, threads, verification chunks and whether the sample file stays mapped change nothing."""
+@pytest.mark.parametrize("batch_rows,workers,chunk,map_gb,join_rows", [(1, 1, 25_000, 2.0, None), (4, 2, 7, 0.0, None),
+                                                                       (100, 2, 7, 2.0, None), (7, 1, 25_000, 2.0, 50)])
+def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, monkeypatch, batch_rows, workers, chunk,
+                                                                   map_gb, join_rows):
+    """Batches, threads, verification chunks, whether the sample file stays mapped and whether
+    the band groups are joined whole or in parts of their keys change nothing."""
     rnd = random.Random(7)
     base = [doc(rnd, rnd.randint(20, 150)) for _ in range(30)]
     texts = [" ".join(d) for d in base] + [" ".join(d[: len(d) // 2]) for d in base[:10]] + [" ".join(d) for d in base[10:15]]
+    reference, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=1)), texts, tmp_path / "ref", batch_rows=9)
+    if join_rows:  # 50 band rows a GB: every group of the 45 documents joined in many parts
+        monkeypatch.setattr(containment, "JOIN_ROWS_PER_GB", join_rows)
     params = ContainmentDedup.Params(workers=workers, verify_chunk=chunk, sample_map_gb=map_gb)
     verdict, _ = run(ContainmentDedup(params), texts, tmp_path, batch_rows=batch_rows)
-    reference, _ = run(ContainmentDedup(ContainmentDedup.Params(workers=1)), texts, tmp_path / "ref", batch_rows=9)
     assert verdict.keep.tolist() == reference.keep.tolist()
     assert verdict.detail.to_pylist() == reference.detail.to_pylist()
     assert (~verdict.keep).sum() == 15
+    # the same candidate pairs, whole or in parts
+    assert pq.read_table(tmp_path / "candidates.parquet").equals(pq.read_table(tmp_path / "ref" / "candidates.parquet"))
+    if join_rows:
+        assert len(list((tmp_path / "candidate_parts").glob("part-00000-*.parquet"))) > 1
 
 
 def test_params_and_columns():
