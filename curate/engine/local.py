@@ -64,7 +64,11 @@ class LocalExecutor(PoolSlots, Executor):
         `files_in` as this process does)."""
         if self.pool is None:
             return [fn(*args) for args in zip(*iterables)]
-        return list(self.pool.map(functools.partial(_piece, fn), *iterables))
+        # Not pool.map: on a failed piece it cancels the rest, and killing a pool that holds
+        # cancelled work raises InvalidStateError in its thread on Python 3.11 (a traceback on
+        # stderr). The rest stays queued; the run's error path kills the pool.
+        futures = [self.pool.submit(_piece, fn, *args) for args in zip(*iterables)]
+        return [f.result() for f in futures]
 
     def close(self, kill: bool = False) -> None:
         if self.pool is not None:
