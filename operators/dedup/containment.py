@@ -27,7 +27,7 @@ from pydantic import Field
 
 from curate.ops import SERIAL, Parallel, Verdict
 from operators.dedup import resolve, signature_pass
-from operators.dedup.db import connect
+from operators.dedup.db import FLOOR_MB, connect
 from operators.dedup.decisions import Decisions
 from operators.dedup.near import NearDedup, NearDedupParams
 from operators.dedup.lsh import ContainmentPlan
@@ -202,7 +202,7 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> None:
     one part, and pairs found in several parts are made distinct with the other groups'."""
     files = sorted((job.buckets_dir / group).glob("*.parquet"))
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * job.memory_gb)))
+    parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * max(job.memory_gb, FLOOR_MB / 1024))))  # duckdb's least
     con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
     con.register("plan", job.plan.table())
     for part in range(parts):
