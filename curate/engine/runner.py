@@ -219,7 +219,7 @@ class _Run:
             failpoint("stage-done")
             if stage.index > 0 and not self.opts.keep_work:
                 # Its input, the stage before's shards, is read by nothing now (its tasks are
-                # planned from their results' rows): _work/ holds one stage's shards at a time.
+                # planned from their results' rows): _work/ holds two stages' shards at most.
                 self.files.remove(self.layout.stage(stage.index - 1).data)
             for r in results:
                 for label, s in r.stats.items():

@@ -200,8 +200,7 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> None:
     duckdb, spilling to a directory of its own). A group of more rows than the join's memory
     holds is joined in parts, each the rows of one residue of the key: a pair shares a key within
     one part, and pairs found in several parts are made distinct with the other groups'."""
-    files = sorted((job.buckets_dir / group).glob("*.parquet"))
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in (job.buckets_dir / group).glob("*.parquet"))
     parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * max(job.memory_gb, FLOOR_MB / 1024))))  # duckdb's least
     con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
     con.register("plan", job.plan.table())
