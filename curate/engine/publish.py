@@ -46,26 +46,31 @@ def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
     return groups
 
 
-def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: Executor, files: Files) -> None:
+def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: Executor,
+               files: Files) -> dict[Path, Path]:
     """The final shards as `data.tmp/part-NNNNN.parquet`: large ones hard-linked, runs of small
-    ones merged (in the workers), then converted to the output format there."""
+    ones merged (in the workers), then converted to the output format there. Returns the staged
+    files that are the shards themselves (staged -> shard): none once converted."""
     staging = Path(layout.data_tmp)
     files.remove(layout.data_tmp)
     files.makedirs(layout.data_tmp)
     compression = None if recipe.output.parquet_compression == "none" else recipe.output.parquet_compression
-    merges = []
+    merges, linked = [], {}
     paths = [Path(s) for s in shards]
     groups = shard_groups(paths, recipe.output.shard_mb << 20) if recipe.output.merge_shards else [[s] for s in paths]
     for i, group in enumerate(groups):
         target = staging / f"part-{i:05d}.parquet"
         if len(group) == 1:
             os.link(group[0], target)
+            linked[target] = group[0]
         else:
             merges.append((group, target))
     executor.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
     if recipe.output.format != "parquet" or recipe.output.pack is not None:
         output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map,
                                pack=recipe.output.pack)
+        return {}
+    return linked
 
 
 def _now() -> str:
@@ -86,19 +91,24 @@ def _output_entry(path: Path, data: Path) -> dict:
     return entry
 
 
-def _upload(layout: RunLayout, traced: bool) -> None:
-    """The staged data/ and trace/ to the store under their final names, then the local copies go."""
+def _upload(layout: RunLayout, traced: bool, held: dict[Path, str]) -> None:
+    """The staged data/ and trace/ to the store under their final names; those the store already
+    holds (`held`: staged file -> its key in the work store) are copied there, not uploaded again."""
     places = [(layout.data_tmp, layout.data)] + ([(layout.trace_tmp, layout.trace)] if traced else [])
-    layout.files.upload([(str(f), f"{published}/{f.relative_to(staged).as_posix()}")
-                         for staged, published in places for f in sorted(Path(staged).rglob("*")) if f.is_file()])
+    pairs = [(f, f"{published}/{f.relative_to(staged).as_posix()}")
+             for staged, published in places for f in sorted(Path(staged).rglob("*")) if f.is_file()]
+    layout.files.copy([(held[f], target) for f, target in pairs if f in held])
+    layout.files.upload([(str(f), target) for f, target in pairs if f not in held])
 
 
 def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
-            manifest: dict, files: Files, started: float, still_ours=lambda: None, report=None) -> dict:
+            manifest: dict, files: Files, started: float, still_ours=lambda: None, report=None,
+            held: dict[Path, str] | None = None) -> dict:
     """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
     into place (uploaded, on a store), the manifest (its figures in `manifest`, the run's start at
     `started`) written last, once `still_ours()` has not raised (the run still holds its lock);
-    the manifest as written. On a store, `report(manifest, data, trace, target)` (if given) writes
+    the manifest as written. On a store, the staged files in `held` (work_store.held_copies) are
+    copied from the work store, and `report(manifest, data, trace, target)` (if given) writes
     report.html to the local `target` from the staged files, and it is uploaded before the
     manifest; the output's retries are counted into the manifest's `store` then."""
     files.remove(layout.trace_tmp)
@@ -111,7 +121,7 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
                                f"{entry['removed']} were removed")
     if layout.remote:
         with output_errors(layout.root):
-            _upload(layout, bool(traced))
+            _upload(layout, bool(traced), held or {})
         data = Path(layout.data_tmp)
     else:
         if traced:

@@ -184,7 +184,7 @@ class _Run:
             executor = engine.cpu_executor(workers)
             try:
                 shards = self._stages(the_plan, engine, executor, workers)
-                stage_data(self.recipe, self.layout, shards, executor, self.files)
+                linked = stage_data(self.recipe, self.layout, shards, executor, self.files)
                 entries = observers.finish(self.observers, self.summaries, executor.map)
                 failpoint("staged")
             except BaseException:
@@ -194,7 +194,8 @@ class _Run:
         except BaseException:
             engine.close()
             raise
-        manifest = self._finish(the_plan, entries)
+        held = work_store.held_copies(engine.store, linked) if self.layout.remote else {}
+        manifest = self._finish(the_plan, entries, held)
         engine.close(discard_work=not self.opts.keep_work)  # the work files are gone from _work/ too
         return manifest
 
@@ -279,7 +280,7 @@ class _Run:
             return None
         return TaskResult.from_json(self.files.read_bytes(marker))
 
-    def _finish(self, the_plan: plan.Plan, entries: dict) -> dict:
+    def _finish(self, the_plan: plan.Plan, entries: dict, held: dict) -> dict:
         recipe = self.recipe
         steps = []
         ordered = [READ_STEP] + [s.label for s in recipe.steps]
@@ -320,7 +321,7 @@ class _Run:
         if any(s.is_uri for s in self.sources):
             manifest["store"] = self._store()
         manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
-                           self.still_ours, self._report if self.opts.report else None)
+                           self.still_ours, self._report if self.opts.report else None, held)
         if self.layout.remote:
             # The copy of _work/ there, kept until the manifest is written for a --resume elsewhere
             # (every file of it is in _work/ now), and the mark: the manifest marks the prefix as curate's

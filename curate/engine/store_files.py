@@ -112,6 +112,15 @@ class StoreFiles:
         at_once = {"batch_size": UPLOAD_FILES_AT_ONCE} if isinstance(self.fs, AsyncFileSystem) else {}
         self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs], **at_once)
 
+    def copy(self, pairs: list[tuple[str, str]]) -> None:
+        """Objects of this filesystem to other URIs of it, copied by the store itself (S3's
+        CopyObject: no byte passes through this machine; each appears only whole)."""
+        if not pairs:
+            return
+        for _, target in pairs:
+            self._parent(target)
+        self.fs.copy([source for source, _ in pairs], [target for _, target in pairs])
+
     def refresh(self) -> None:
         """Forget listings cached in this process: another process writes here too."""
         self.fs.invalidate_cache()

@@ -55,6 +55,7 @@ class WorkStore:
     def __init__(self, uri: str, work: Path, output_options: dict | None = None):
         self.uri = uri
         self.work = Path(work)
+        self.beside_output = output_options is not None  # on the output's filesystem (under its prefix)
         if output_options is None:
             self.fs, self.root = remote_fs(uri, "--work-store")
         else:
@@ -146,6 +147,24 @@ def for_run(uri: str, layout: RunLayout) -> WorkStore:
     the output is (with output.storage_options: credentials, endpoint)."""
     under = layout.remote and f"{uri.rstrip('/')}/".startswith(f"{layout.root}/")
     return WorkStore(uri, Path(layout.work), layout.options if under else None)
+
+
+def held_copies(store: WorkStore | None, linked: dict[Path, Path]) -> dict[Path, str]:
+    """Of the staged output files that are links to work shards (`linked`: staged -> shard), those
+    whose shard the store holds whole, on the output's own filesystem: staged -> the shard's key
+    there, for the output to copy within the store instead of uploading the bytes a second time."""
+    if store is None or not store.beside_output or not linked:
+        return {}
+    store.fs.invalidate_cache()  # the tasks wrote there from other processes
+    sizes: dict[str, int] = {}
+    for directory in {store.key(shard.parent) for shard in linked.values()}:  # a listing each, not a request a file
+        try:
+            sizes.update({posixpath.basename(e["name"].rstrip("/")): e["size"]
+                          for e in store.fs.ls(directory, detail=True)})
+        except FileNotFoundError:
+            continue
+    return {staged: store.key(shard) for staged, shard in linked.items()
+            if sizes.get(shard.name) == Path(staged).stat().st_size}
 
 
 def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:

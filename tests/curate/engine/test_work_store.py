@@ -182,3 +182,27 @@ def test_a_work_store_named_under_the_output_is_reached_as_the_output_is(tmp_pat
     layout = RunLayout.at(f"file://{tmp_path}/out", {"auto_mkdir": True})
     assert work_store.for_run(f"file://{tmp_path}/out/_work/files", layout).fs.auto_mkdir is True
     assert work_store.for_run(f"file://{tmp_path}/out-work", layout).fs.auto_mkdir is False
+
+
+def test_only_shards_the_store_holds_whole_beside_the_output_are_copied_there(tmp_path):
+    """held_copies: a staged file linked to a shard the store holds at its size is copied within
+    the store; one whose copy there differs in size, or is missing, is uploaded; a store that is
+    not on the output's filesystem copies nothing."""
+    work = tmp_path / "_work"
+    shards = work / "stage-0" / "data"
+    shards.mkdir(parents=True)
+    staged = tmp_path / "data.tmp"
+    staged.mkdir()
+    linked = {}
+    for i, body in enumerate([b"whole", b"cut short there", b"never put"]):
+        (shards / f"t{i}.parquet").write_bytes(body)
+        (staged / f"part-{i:05d}.parquet").hardlink_to(shards / f"t{i}.parquet")
+        linked[staged / f"part-{i:05d}.parquet"] = shards / f"t{i}.parquet"
+    beside = WorkStore(f"file://{tmp_path / 'out' / '_work' / 'files'}", work, {"auto_mkdir": True})
+    beside.put(shards / "t0.parquet")
+    beside.put_bytes(shards / "t1.parquet", b"cut")
+    assert work_store.held_copies(beside, linked) == {staged / "part-00000.parquet": beside.key(shards / "t0.parquet")}
+    elsewhere = WorkStore(f"file://{tmp_path / 'store'}", work)
+    elsewhere.put(shards / "t0.parquet")
+    assert work_store.held_copies(elsewhere, linked) == {}
+    assert work_store.held_copies(None, linked) == {}

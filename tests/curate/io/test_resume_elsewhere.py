@@ -85,6 +85,28 @@ def test_a_run_resumed_on_another_machine_runs_only_what_was_not_done(away, cli,
     assert "fetched from s3://out/away/_work/files" in res.output
 
 
+def test_a_run_with_its_work_store_beside_the_output_copies_its_shards_there_not_uploading_them_twice(
+        away, cli, tmp_path, monkeypatch):
+    """Each task's shards went to the store when it finished; publishing copies them into data/
+    within the store (no byte through this machine again) and uploads only what it made itself."""
+    from curate.engine.store_files import StoreFiles
+
+    recipe, reference = away
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "machine"))
+    copied, uploaded = [], []
+    copy, upload = StoreFiles.copy, StoreFiles.upload
+    monkeypatch.setattr(StoreFiles, "copy", lambda self, pairs: (copied.extend(t for _, t in pairs), copy(self, pairs)))
+    monkeypatch.setattr(StoreFiles, "upload", lambda self, pairs: (uploaded.extend(t for _, t in pairs),
+                                                                   upload(self, pairs)))
+    res = cli("run", recipe, "--work-store", STORE, "-w", "1")
+    assert res.exit_code == 0, res.output
+    assert store_digest(OUT) == reference
+    data = sorted(name for name in reference if name.startswith("data/"))
+    assert data and sorted(t.split(f"{OUT.removeprefix('s3://')}/", 1)[1] for t in copied) == data
+    assert not [t for t in uploaded if "/data/" in t]
+    assert any("/trace/" in t for t in uploaded)  # merged here per step: new files, uploaded
+
+
 def test_a_resume_elsewhere_refuses_an_input_changed_since(away, cli, tmp_path, monkeypatch):
     """The fingerprints (size and ETag) are checked as locally: this machine reads them on the store."""
     recipe, _ = away
