@@ -167,10 +167,12 @@ def verify_chunk(job: _VerifyJob, pairs: tuple[np.ndarray, np.ndarray]) -> pa.Ta
 
 def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan, workdir: Path, memory_gb: float,
                      threads: int, parallel: Parallel) -> Path:
-    """Distinct (a, b) pairs sharing a band key, where the plan bands that partition pair, by b.
+    """Distinct (a, b) pairs sharing as many band keys as the plan asks of their partition pair
+    (`hits`), by b.
 
     Each band group is joined on its own (its hash table fits the memory budget), as a piece of
-    `parallel`; then the pairs found by several groups are made distinct.
+    `parallel`, counting the bands each pair shares there; then the counts of the pairs found by
+    several groups are added up.
     """
     parts = workdir / "candidate_parts"
     parts.mkdir(exist_ok=True)
@@ -180,7 +182,8 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan,
     if out.bucket_groups:
         # Sorted by candidate: a verification chunk then reads its parents from one narrow
         # stretch of the sample file, which halves its cost at a million rows (cache misses).
-        con.execute(f"COPY (SELECT DISTINCT a, b FROM read_parquet('{parts}/*.parquet') ORDER BY b, a) TO '{candidates}' (FORMAT parquet)")
+        con.execute(f"""COPY (SELECT a, b FROM read_parquet('{parts}/*.parquet') GROUP BY a, b
+                            HAVING sum(shared) >= any_value(hits) ORDER BY b, a) TO '{candidates}' (FORMAT parquet)""")
     else:
         pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), candidates)
     return candidates
@@ -196,10 +199,11 @@ class _PairsJob:
 
 
 def group_pairs(job: _PairsJob, i: int, group: str) -> None:
-    """One piece: the candidate pairs of band group `group`, to candidate_parts/part-i-* (its own
-    duckdb, spilling to a directory of its own). A group of more rows than the join's memory
-    holds is joined in parts, each the rows of one residue of the key: a pair shares a key within
-    one part, and pairs found in several parts are made distinct with the other groups'."""
+    """One piece: the pairs of band group `group` with the bands they share there and the bands
+    they must share in all, to candidate_parts/part-i-* (its own duckdb, spilling to a directory
+    of its own). A group of more rows than the join's memory holds is joined in parts, each the
+    rows of one residue of the key: a band's key is shared within one part, and the counts of a
+    pair found in several parts are added up with the other groups'."""
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in (job.buckets_dir / group).glob("*.parquet"))
     parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * max(job.memory_gb, FLOOR_MB / 1024))))  # duckdb's least
     con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
@@ -208,10 +212,11 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> None:
         con.execute(f"""
             COPY (
               WITH g AS (SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet') WHERE key % {parts} = {part})
-              SELECT DISTINCT q.ord AS a, c.ord AS b
+              SELECT q.ord AS a, c.ord AS b, count(*) AS shared, any_value(plan.hits) AS hits
               FROM g q JOIN g c ON q.key = c.key AND q.band = c.band
               JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
               WHERE q.band < plan.bands AND (c.part > q.part OR (c.part = q.part AND q.ord < c.ord))
+              GROUP BY q.ord, c.ord
             ) TO '{job.parts / f"part-{i:05d}-{part:03d}.parquet"}' (FORMAT parquet)
         """)
     con.close()

@@ -6,7 +6,12 @@ falls as the size ratio grows. Documents are partitioned by size (geometric clas
 partition p holds sizes [ratio^p, ratio^(p+1))); for a query in partition i and candidates in
 partition j >= i, the worst case is the smallest query against the largest candidate, and
 (bands, rows) are chosen so that a pair at exactly the threshold is missed with probability
-<= max_miss, using as many rows per band as that allows (fewer false candidates).
+<= max_miss, using as many rows per band as that allows (fewer false candidates). Where that is
+one row a band, a shared band is a single shared minimum: two documents that have one common
+shingle (a frequent phrase) share one about as often as a pair at the threshold does, and such
+pairs grow as the square of the corpus. There a pair must share two bands (`hits`), with the
+bands the miss target then needs, wherever they fit in num_perm: a second coincidence is rare
+for such pairs (about the square of one) and likely for a pair at the threshold.
 Candidates are only searched in partitions of equal or larger size: a document can only be
 removed by a larger one.
 
@@ -33,8 +38,12 @@ def size_partition(sizes: np.ndarray, ratio: float) -> np.ndarray:
     return np.floor(np.log(np.maximum(sizes, 1)) / math.log(ratio) + 1e-9).astype(np.int16)
 
 
-def miss_probability(jaccard: float, rows: int, bands: int) -> float:
-    return (1.0 - jaccard**rows) ** bands
+def miss_probability(jaccard: float, rows: int, bands: int, hits: int = 1) -> float:
+    """Chance that a pair of this Jaccard shares fewer than `hits` of the bands."""
+    p = jaccard**rows
+    if hits == 1:
+        return (1.0 - p) ** bands
+    return (1.0 - p) ** bands + bands * p * (1.0 - p) ** (bands - 1)  # hits == 2
 
 
 @dataclass(frozen=True)
@@ -49,26 +58,32 @@ class ContainmentPlan:
         size_ratio = self.ratio ** (cpart - qpart + 1)
         return self.threshold / (1.0 + size_ratio - self.threshold)
 
-    def banding(self, qpart: int, cpart: int) -> tuple[int, int]:
-        """(rows per band, bands) for queries in `qpart` against candidates in `cpart`."""
+    def banding(self, qpart: int, cpart: int) -> tuple[int, int, int]:
+        """(rows per band, bands, bands a pair must share) for queries in `qpart` against
+        candidates in `cpart`."""
         s = self.worst_jaccard(qpart, cpart)
         for rows in range(self.num_perm, 0, -1):
             p = s**rows
             if p < 1e-12:
                 continue
             if p >= 1.0:
-                return rows, 1
+                return rows, 1, 1
             bands = math.ceil(math.log(self.max_miss) / math.log1p(-p))
             if bands * rows <= self.num_perm:
-                return rows, max(bands, 1)
-        return 1, self.num_perm
+                if rows == 1:
+                    twice = next((b for b in range(bands, self.num_perm + 1)
+                                  if miss_probability(s, 1, b, hits=2) <= self.max_miss), None)
+                    if twice is not None:
+                        return 1, twice, 2
+                return rows, max(bands, 1), 1
+        return 1, self.num_perm, 1
 
     @cached_property
     def max_partition(self) -> int:
         return int(math.ceil(math.log(MAX_SET_SIZE) / math.log(self.ratio)))
 
     @cached_property
-    def gap_banding(self) -> list[tuple[int, int]]:
+    def gap_banding(self) -> list[tuple[int, int, int]]:
         # The worst-case Jaccard depends on the partition gap only.
         return [self.banding(0, gap) for gap in range(self.max_partition + 1)]
 
@@ -79,17 +94,18 @@ class ContainmentPlan:
             as_query = part + gap <= self.max_partition
             as_candidate = part - gap >= 0
             if as_query or as_candidate:
-                r, b = self.gap_banding[gap]
+                r, b, _ = self.gap_banding[gap]
                 out[r] = max(out.get(r, 0), b)
         return out
 
     def table(self) -> pa.Table:
-        """(gap, r, bands) rows for the SQL that joins buckets."""
+        """(gap, r, bands, hits) rows for the SQL that joins buckets."""
         gaps = list(range(self.max_partition + 1))
         return pa.table({
             "gap": pa.array(gaps, pa.int16()),
             "r": pa.array([self.gap_banding[g][0] for g in gaps], pa.int16()),
             "bands": pa.array([self.gap_banding[g][1] for g in gaps], pa.int16()),
+            "hits": pa.array([self.gap_banding[g][2] for g in gaps], pa.int16()),
         })
 
     def bucket_rows(self, ords: np.ndarray, sig: np.ndarray, sizes: np.ndarray) -> pa.Table:

@@ -149,3 +149,34 @@ def test_params_and_columns():
 def test_corpus_without_shingles(tmp_path):
     verdict, state = run(ContainmentDedup(), ["", None, "   ", "!!"], tmp_path)
     assert verdict.keep.all() and state.removed == 0
+
+
+def test_a_single_shared_minimum_is_no_candidate_where_the_plan_asks_two(tmp_path):
+    """Where the plan bands a partition pair one row a band, a pair must share two bands (one
+    shared minimum is what any common phrase gives); a pair sharing two is a candidate, and so is
+    one sharing a single band where the plan asks one (a pair of the same partition, r = 3)."""
+    import pyarrow as pa
+
+    from curate.ops import SERIAL
+    from operators.dedup.lsh import ContainmentPlan
+    from operators.dedup.db import connect
+    from operators.dedup.signature_pass import PassOutput
+
+    plan = ContainmentPlan(128, 0.8, 0.01, 1.41)
+    r, _, hits = plan.gap_banding[4]
+    assert (r, hits) == (1, 2) and plan.gap_banding[0][2] == 1
+    # ord 0 (partition 10) shares band 0 with ord 1 and bands 0 and 5 with ord 2 (partition 14);
+    # ords 3 and 4 (partition 14) share one r = 3 band
+    rows = [(1, 0, 7, 0, 10), (1, 0, 7, 1, 14), (1, 0, 7, 2, 14), (1, 5, 9, 0, 10), (1, 5, 9, 2, 14),
+            (1, 3, 11, 1, 14), (3, 2, 13, 3, 14), (3, 2, 13, 4, 14)]
+    for r_, *_ in rows:
+        (tmp_path / "buckets" / f"r{r_}-g0000").mkdir(parents=True, exist_ok=True)
+    for group in (1, 3):
+        mine = [row for row in rows if row[0] == group]
+        pq.write_table(pa.table({name: pa.array([row[i] for row in mine], kind) for i, (name, kind) in enumerate(
+            [("r", pa.int16()), ("band", pa.int16()), ("key", pa.uint64()), ("ord", pa.int64()), ("part", pa.int16())])}),
+            tmp_path / "buckets" / f"r{group}-g0000" / "part-000000.parquet")
+    out = PassOutput("", tmp_path / "buckets", ["r1-g0000", "r3-g0000"], None, None, 5)
+    con = connect(tmp_path, 1.0, 1)
+    pairs = pq.read_table(containment._candidate_pairs(con, out, plan, tmp_path, 1.0, 1, SERIAL))
+    assert sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist())) == [(0, 2), (3, 4)]

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -10,15 +12,24 @@ from operators.dedup.lsh import ContainmentPlan, JaccardPlan, miss_probability, 
 def test_banding_meets_the_miss_target_within_the_budget(k, tau, miss, ratio):
     plan = ContainmentPlan(k, tau, miss, ratio)
     for gap in range(8):
-        r, b = plan.gap_banding[gap]
-        assert r * b <= k
+        r, b, hits = plan.gap_banding[gap]
+        assert r * b <= k and (hits == 1 or r == 1)
         s = plan.worst_jaccard(0, gap)
-        if (r, b) != (1, k):  # (1, k) is the fallback when nothing meets the target
-            assert miss_probability(s, r, b) <= miss
+        if (r, b, hits) != (1, k, 1):  # (1, k, 1) is the fallback when nothing meets the target
+            assert miss_probability(s, r, b, hits) <= miss
             # One more row per band would need too many permutations for the target.
             if r + 1 <= k:
                 better = [bb for bb in range(1, k // (r + 1) + 1) if miss_probability(s, r + 1, bb) <= miss]
                 assert not better
+        if r == 1:  # two shared bands wherever the target can be met so, with the fewest bands that do
+            twice = [bb for bb in range(1, k + 1) if miss_probability(s, 1, bb, 2) <= miss]
+            assert (hits, b) == ((2, twice[0]) if twice else (1, b))
+
+
+def test_the_chance_of_fewer_than_two_shared_bands_is_binomial():
+    s, b = 0.1, 40
+    assert miss_probability(s, 1, b, 2) == pytest.approx(sum(
+        math.comb(b, i) * s**i * (1 - s) ** (b - i) for i in range(2)))
 
 
 def test_worse_ratios_get_fewer_rows_per_band():
@@ -33,7 +44,7 @@ def test_needs_cover_both_roles():
         needs = plan.needs(part)
         for gap in range(plan.max_partition + 1):
             if part + gap <= plan.max_partition or part - gap >= 0:
-                r, b = plan.gap_banding[gap]
+                r, b, _ = plan.gap_banding[gap]
                 assert needs[r] >= b
 
 
