@@ -161,7 +161,7 @@ def held_copies(store: WorkStore | None, linked: dict[Path, Path]) -> dict[Path,
         try:
             sizes.update({posixpath.basename(e["name"].rstrip("/")): e["size"]
                           for e in store.fs.ls(directory, detail=True)})
-        except FileNotFoundError:
+        except OSError:  # missing, or not listable now: those shards are uploaded, as without a store
             continue
     return {staged: store.key(shard) for staged, shard in linked.items()
             if sizes.get(shard.name) == Path(staged).stat().st_size}

@@ -52,6 +52,7 @@ class ContainmentPlan:
     threshold: float
     max_miss: float
     ratio: float
+    max_hits: int = 2  # bands a pair may be asked to share (1: one shared band always, as before 2026-11-25)
 
     def worst_jaccard(self, qpart: int, cpart: int) -> float:
         """Jaccard of a pair at containment == threshold, smallest query vs largest candidate."""
@@ -70,7 +71,7 @@ class ContainmentPlan:
                 return rows, 1, 1
             bands = math.ceil(math.log(self.max_miss) / math.log1p(-p))
             if bands * rows <= self.num_perm:
-                if rows == 1:
+                if rows == 1 and self.max_hits >= 2:
                     twice = next((b for b in range(bands, self.num_perm + 1)
                                   if miss_probability(s, 1, b, hits=2) <= self.max_miss), None)
                     if twice is not None:
