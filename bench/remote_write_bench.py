@@ -9,9 +9,16 @@ Data: the first demo-corpus files that make `--gb` of JSONL.gz, on local disk, r
   store   `curate run --output s3://bench/out` on a moto server (a subprocess,
           ray_store_bench.Moto): the same work in the run's local work directory, then data/
           uploaded under its final names, the manifest last;
+  store + work store under the output
+          the same with `--work-store s3://bench/out-ws/_work/files` (the output's own prefix): each
+          task's files go to the work store as it finishes (for a --resume on another machine),
+          and publishing copies the data shards into data/ within the store;
+  store + work store elsewhere
+          `--work-store s3://bench/work-elsewhere`: the shards go to the work store, then are
+          uploaded again to data/ (a store copy needs the output's own filesystem);
   upload  s3fs's put of the local run's data/ files alone, all at once (what publishing to a
           store adds, at best).
-The store run's objects are checked against the local run's files, byte for byte.
+Every store run's objects are checked against the local run's files, byte for byte.
 """
 
 from __future__ import annotations
@@ -37,6 +44,13 @@ start = time.perf_counter()
 fs.put([str(f) for f in files], [f"{prefix}/{f.relative_to(local).as_posix()}" for f in files])
 print(json.dumps({"files": len(files), "seconds": time.perf_counter() - start}))
 """
+
+
+STORE_SIDES = [  # (side, output prefix in the bucket, extra arguments)
+    ("output s3://bench/out", "out", []),
+    ("output s3://bench/out-ws, work store under it", "out-ws", ["--work-store", "s3://bench/out-ws/_work/files"]),
+    ("output s3://bench/out-we, work store elsewhere", "out-we", ["--work-store", "s3://bench/work-elsewhere"]),
+]
 
 
 def same_bytes(local: Path, moto: Moto, prefix: str) -> int:
@@ -71,11 +85,14 @@ def main():
         local_recipe = h.write_recipe(runs / "local.yaml", glob, runs / "local", [])
         local = h.run_measured([*h.CURATE, "run", str(local_recipe), *w], env=env, log=runs / "local.log")
         h.require_ok(local, "curate run (local output)")
-        store_recipe = h.write_recipe(runs / "store.yaml", glob, "s3://bench/out", [])
-        store = h.run_measured([*h.CURATE, "run", str(store_recipe), *w], env={**env, **moto.env},
-                               log=runs / "store.log")
-        h.require_ok(store, "curate run (output on S3)")
-        checked = same_bytes(runs / "local", moto, "out")
+        stores = {}
+        for side, prefix, extra in STORE_SIDES:
+            recipe = h.write_recipe(runs / f"{prefix}.yaml", glob, f"s3://bench/{prefix}", [])
+            stores[side] = h.run_measured([*h.CURATE, "run", str(recipe), *w, *extra], env={**env, **moto.env},
+                                          log=runs / f"{prefix}.log")
+            h.require_ok(stores[side], f"curate run ({side})")
+            checked = same_bytes(runs / "local", moto, prefix)
+        store = stores[STORE_SIDES[0][0]]
         upload = h.run_measured([sys.executable, "-c", UPLOAD, str(runs / "local" / "data"), "bench/bare/data"],
                                 env=moto.env, log=runs / "upload.log")
         bare = h.bare_result(upload, "bare upload")
@@ -90,15 +107,20 @@ def main():
              "| side | wall s | CPU s | output MB/s (wall) |", "|---|---:|---:|---:|",
              f"| curate run, local output | {local.seconds:.1f} | {local.cpu_seconds:.1f} | "
              f"{out_gb * 1e3 / local.seconds:.0f} |",
-             f"| curate run, output s3://bench/out | {store.seconds:.1f} | {store.cpu_seconds:.1f} | "
-             f"{out_gb * 1e3 / store.seconds:.0f} |",
+             *(f"| curate run, {side} | {m.seconds:.1f} | {m.cpu_seconds:.1f} | {out_gb * 1e3 / m.seconds:.0f} |"
+               for side, m in stores.items()),
              f"| bare s3fs put of the same data files ({bare['files']}) | {bare['seconds']:.1f} | "
              f"{upload.cpu_seconds:.1f} | {out_gb * 1e3 / bare['seconds']:.0f} |", "",
              f"Publishing to the store added {added:.1f} s to the run; the bare upload of the same bytes took "
              f"{bare['seconds']:.1f} s (the rest: the store's lock, marker and manifest requests, and noise)."]
+    under, elsewhere = stores[STORE_SIDES[1][0]], stores[STORE_SIDES[2][0]]
     headlines = [[f"Output of {out_gb:.1f} GB on S3 (moto): curate run vs the same run to local disk",
                   f"{store.seconds:.1f} s vs {local.seconds:.1f} s", f"{store.cpu_seconds:.0f} vs "
-                  f"{local.cpu_seconds:.0f} CPU-s", f"+{added:.1f} s; a bare upload: {bare['seconds']:.1f} s"]]
+                  f"{local.cpu_seconds:.0f} CPU-s", f"+{added:.1f} s; a bare upload: {bare['seconds']:.1f} s"],
+                 [f"Output of {out_gb:.1f} GB on S3 with a work store: under the output (shards copied in the "
+                  f"store) vs elsewhere (uploaded again)", f"{under.seconds:.1f} s vs {elsewhere.seconds:.1f} s",
+                  f"{under.cpu_seconds:.0f} vs {elsewhere.cpu_seconds:.0f} CPU-s",
+                  f"without a work store: {store.seconds:.1f} s"]]
     h.emit(args, "\n".join(lines), headlines)
     print(json.dumps({"local": local.seconds, "store": store.seconds, "upload": bare}), file=sys.stderr)
 
