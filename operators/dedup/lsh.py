@@ -7,11 +7,11 @@ partition p holds sizes [ratio^p, ratio^(p+1))); for a query in partition i and 
 partition j >= i, the worst case is the smallest query against the largest candidate, and
 (bands, rows) are chosen so that a pair at exactly the threshold is missed with probability
 <= max_miss, using as many rows per band as that allows (fewer false candidates). Where that is
-one row a band, a shared band is a single shared minimum: two documents that have one common
-shingle (a frequent phrase) share one about as often as a pair at the threshold does, and such
-pairs grow as the square of the corpus. There a pair must share two bands (`hits`), with the
-bands the miss target then needs, wherever they fit in num_perm: a second coincidence is rare
-for such pairs (about the square of one) and likely for a pair at the threshold.
+one row a band, a shared band is a single shared minimum: two documents with one common shingle
+(a frequent phrase) share one band now and then, and such pairs, which grow as the square of the
+corpus, made most candidates. There a pair must share two bands (`hits`), with the bands the
+miss target then needs, wherever they fit in num_perm: a second coincidence is rare for such
+pairs (about the square of the first's chance) and likely for a pair at the threshold.
 Candidates are only searched in partitions of equal or larger size: a document can only be
 removed by a larger one.
 
@@ -52,7 +52,7 @@ class ContainmentPlan:
     threshold: float
     max_miss: float
     ratio: float
-    max_hits: int = 2  # bands a pair may be asked to share (1: one shared band always, as before 2026-11-25)
+    max_hits: int = 2  # bands a pair may be asked to share (1: one shared band always, the rule before)
 
     def worst_jaccard(self, qpart: int, cpart: int) -> float:
         """Jaccard of a pair at containment == threshold, smallest query vs largest candidate."""
