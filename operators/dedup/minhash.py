@@ -23,22 +23,31 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+BLOCK_VALUES = 1 << 17  # shingle hashes per block of rows: 1 MB, and its permuted copy, stay in cache
+
+
 def signatures(sets: ShingleSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(rows, num_perm) uint64 MinHash signatures; rows without shingles are all EMPTY."""
     sizes = sets.sizes
-    rows = len(sizes)
-    out = np.full((rows, len(a)), EMPTY, dtype=np.uint64)
+    out = np.full((len(sizes), len(a)), EMPTY, dtype=np.uint64)
     nonempty = np.flatnonzero(sizes > 0)
-    if len(nonempty) == 0:
-        return out
-    starts = sets.offsets[nonempty]
-    h = sets.values
-    # One 1-D pass per permutation is faster than an (n, k) matrix: it stays in cache-sized
-    # temporaries and reduceat runs on contiguous memory.
-    for i in range(len(a)):
-        v = h * a[i]
-        v += b[i]
-        out[nonempty, i] = np.minimum.reduceat(v, starts)
+    starts, ends = sets.offsets[nonempty], sets.offsets[nonempty + 1]
+    permuted = np.empty(min(BLOCK_VALUES, len(sets.values)), dtype=np.uint64)
+    # Rows in blocks of about BLOCK_VALUES hashes, every permutation over a block before the
+    # next: a pass over a whole batch's hashes (tens of MB) per permutation was bound by memory
+    # bandwidth (5x slower on a 2-core EPYC without AVX-512). The same arithmetic, the same values.
+    lo = 0
+    while lo < len(nonempty):
+        hi = max(lo + 1, int(np.searchsorted(ends, starts[lo] + BLOCK_VALUES, side="right")))
+        h = sets.values[starts[lo]:ends[hi - 1]]
+        v = permuted[: len(h)] if len(h) <= len(permuted) else np.empty(len(h), np.uint64)
+        mins = np.empty((len(a), hi - lo), dtype=np.uint64)
+        for i in range(len(a)):
+            np.multiply(h, a[i], out=v)
+            v += b[i]
+            np.minimum.reduceat(v, starts[lo:hi] - starts[lo], out=mins[i])
+        out[nonempty[lo:hi]] = mins.T
+        lo = hi
     return out
 
 

@@ -1,5 +1,10 @@
-import numpy as np
+from unittest.mock import patch
 
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from operators.dedup import minhash
 from operators.dedup.minhash import EMPTY, band_keys, estimated_jaccard, permutations, signatures
 from operators.dedup.shingles import ShingleSets
 
@@ -24,6 +29,24 @@ def test_equal_sets_equal_signatures_and_empty_rows():
     sig = signatures(sets(x, [], x[::-1].copy()), *permutations(32, 0))
     assert np.array_equal(sig[0], sig[2])
     assert np.all(sig[1] == EMPTY)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=40), max_size=30), st.integers(1, 64))
+@example(rows=[], block=1)  # no rows at all
+@example(rows=[[], []], block=1)  # only empty rows
+@example(rows=[[5] * 0, [1, 2, 3], [], [7]], block=1)  # a row larger than a block is a block of its own
+def test_signatures_are_each_rows_minimum_of_each_permutation_whatever_the_blocks(rows, block):
+    """Rows are signed in blocks of about BLOCK_VALUES hashes (for the cache); every block size
+    gives each row's own minimum of every permutation, as signing each row alone does."""
+    a, b = permutations(8, 5)
+    with patch.object(minhash, "BLOCK_VALUES", block):
+        sig = signatures(sets(*rows), a, b)
+    for row, got in zip(rows, sig):
+        h = np.asarray(row, np.uint64)
+        want = (h[:, None] * a + b).min(axis=0) if len(h) else np.full(len(a), EMPTY, np.uint64)
+        assert np.array_equal(got, want)
+    assert sig.shape == (len(rows), len(a))
 
 
 def test_estimated_jaccard_tracks_true_jaccard():
