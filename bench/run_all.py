@@ -34,7 +34,7 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "containment-candidates", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
+            "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
             "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
@@ -52,6 +52,7 @@ TITLES = {
     "web-text": "recipes/web-text.yaml on the demo corpus: wall, CPU, peak RSS, funnel",
     "dedup-quality": "Dedup quality: containment vs brute force, MinHash anchors",
     "containment-candidates": "containment_dedup's candidate pairs: two shared bands vs one where a band is one MinHash row",
+    "minhash-signing": "MinHash signing: blocks of rows in the CPU's cache vs a pass over the whole batch per permutation",
     "dedup-speed": "Dedup speed: minhash_dedup vs datatrove MinHash (like for like), containment beside it",
     "lake": "Lake scan (R2D2 containment)",
     "adp": "ADP conversion and SFT export",
@@ -100,6 +101,7 @@ SIZES = {
     "dedup_quality_docs": (20_000, 20_000, "dedup quality: documents"),
     "dedup_docs": (250_000, 250_000, "dedup speed: documents (every tool)"),
     "containment_candidates_docs": (300_000, 30_000, "containment-candidates: demo documents"),
+    "minhash_signing_docs": (30_000, 10_000, "minhash-signing: demo documents signed (one thread)"),
     "dedup_scale_docs": (1_000_000, 0, "dedup speed: curate-only run on this many documents (0: none)"),
     "lake_tables": (1000, 300, "lake: tables"),
     "adp_n": (1_000_000, 100_000, "adp: trajectories"),
@@ -160,6 +162,7 @@ def commands(a) -> dict[str, list[str]]:
         "web-text": ["bench_web_text.py", "--docs", str(a.web_text_docs), *w],
         "dedup-quality": ["dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
         "containment-candidates": ["containment_candidates.py", "--docs", str(a.containment_candidates_docs), *w],
+        "minhash-signing": ["minhash_signing.py", "--docs", str(a.minhash_signing_docs)],
         "dedup-speed": ["dedup_speed.py", "--docs", str(a.dedup_docs), *w]
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
         "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
