@@ -35,7 +35,8 @@ def signatures(sets: ShingleSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     permuted = np.empty(min(BLOCK_VALUES, len(sets.values)), dtype=np.uint64)
     # Rows in blocks of about BLOCK_VALUES hashes, every permutation over a block before the
     # next: a pass over a whole batch's hashes (tens of MB) per permutation was bound by memory
-    # bandwidth (5x slower on a 2-core EPYC without AVX-512). The same arithmetic, the same values.
+    # bandwidth (3.6x slower on a 2-core EPYC without AVX-512: bench/minhash_signing.py). The same
+    # arithmetic, the same values.
     lo = 0
     while lo < len(nonempty):
         hi = max(lo + 1, int(np.searchsorted(ends, starts[lo] + BLOCK_VALUES, side="right")))
