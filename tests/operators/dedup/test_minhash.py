@@ -35,7 +35,7 @@ def test_equal_sets_equal_signatures_and_empty_rows():
 @given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=40), max_size=30), st.integers(1, 64))
 @example(rows=[], block=1)  # no rows at all
 @example(rows=[[], []], block=1)  # only empty rows
-@example(rows=[[5] * 0, [1, 2, 3], [], [7]], block=1)  # a row larger than a block is a block of its own
+@example(rows=[[], [1, 2, 3], [], [7]], block=1)  # a row larger than a block is a block of its own
 def test_signatures_are_each_rows_minimum_of_each_permutation_whatever_the_blocks(rows, block):
     """Rows are signed in blocks of about BLOCK_VALUES hashes (for the cache); every block size
     gives each row's own minimum of every permutation, as signing each row alone does."""
