@@ -35,7 +35,7 @@ def signatures(sets: ShingleSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     permuted = np.empty(min(BLOCK_VALUES, len(sets.values)), dtype=np.uint64)
     # Rows in blocks of about BLOCK_VALUES hashes, every permutation over a block before the
     # next: a pass over a whole batch's hashes (tens of MB) per permutation was bound by memory
-    # bandwidth (3.6x slower on a 2-core EPYC without AVX-512: bench/minhash_signing.py). The same
+    # bandwidth (4.7x slower on a 2-core EPYC without AVX-512: bench/minhash_signing.py). The same
     # arithmetic, the same values.
     lo = 0
     while lo < len(nonempty):
