@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -129,7 +130,10 @@ def main() -> None:
     runs.mkdir(parents=True, exist_ok=True)
     recipe = runs / "generate.yaml"
     recipe.write_text(
-        f"name: generate-bench\ninput: {{path: '{data}', id_column: id}}\noutput: {{path: '{runs / 'out'}'}}\n"
+        # allow_empty: random weights rarely stop early, so rephrase may send every answer to the trace as
+        # `truncated` (the tokens were generated all the same, and counted).
+        f"name: generate-bench\nallow_empty: true\ninput: {{path: '{data}', id_column: id}}\n"
+        f"output: {{path: '{runs / 'out'}'}}\n"
         f"steps:\n  - rephrase: {{styles: [medium], ratio: '0:1', llm: {{backend: transformers, model: '{model}', "
         f"batch_size: {args.batch_size}, max_tokens: {args.max_new_tokens}, temperature: 0, dtype: {dtype}}}}}\n")
     results: dict[str, list[tuple[float, float, float, int]]] = {}
@@ -145,6 +149,7 @@ def main() -> None:
             else:
                 label = "curate run (rephrase, transformers backend)"
                 cache = runs / f"cache-{repeat}"  # a fresh request cache: every prompt is generated
+                shutil.rmtree(cache, ignore_errors=True)  # (one a stopped earlier run left would answer them all)
                 m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report"],
                                  env={"CURATE_CACHE_DIR": str(cache)}, log=runs / "curate.log")
                 require_ok(m, "curate run")

@@ -138,6 +138,7 @@ SIZES = {
     "clip_score_images": (1000, 500, "clip-score: synthetic JPEG images with captions (CPU)"),
     "datacomp_pairs": (2000, 1000, "datacomp: generated image-caption pairs through every datacomp recipe"),
     "gpu_prompts": (2048, 1024, "generate-gpu: prompts"),
+    "gpu_decode_workers": ("2,4,8,15", "4,15", "clip-score-gpu: decode processes per side in its extra runs"),
     "decon_docs": (50_000, 20_000, "decon: demo-corpus documents"),
 }
 
@@ -200,7 +201,7 @@ def commands(a) -> dict[str, list[str]]:
                        "--device", "cpu"],
         "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
         "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
-                           "--device", "cuda"],
+                           "--device", "cuda", "--decode-workers", a.gpu_decode_workers],
         "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
                          "--max-new-tokens", "128", "--device", "cuda"],
     }
