@@ -2,7 +2,8 @@
 the stage's models once.
 
 One worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, so no GPU sits idle; with no GPU,
-`cpu_workers` processes (default 1) that share the cores as torch threads. A worker that dies
+`cpu_workers` processes (default 1). Either way the workers share the cores (torch's and the
+tokenizers' threads). A worker that dies
 (killed, out of memory, a crashing kernel) is replaced and its task run again from scratch
 (what it wrote was under temporary names); a task whose worker dies twice comes back as
 `TaskResult.lost` and the runner traces its rows. When the stage is done each worker runs its
@@ -41,6 +42,13 @@ def visible_gpus() -> list[str]:
         return []
 
 
+def cores_per_worker(gpus: list[str], cpu_workers: int) -> int:
+    """Each model worker's share of the cores: GPU workers need theirs too, for the tokenizer's
+    rayon pool, which works while the GPU waits (with one thread each, curate's embed step on an
+    H100 took 3.8x the time of a bare SentenceTransformer.encode: bench/RESULTS.md, embed-gpu)."""
+    return max(1, available_cores() // (len(gpus) or max(1, cpu_workers)))
+
+
 class _Worker:
     """One model worker process (a one-process pool, so it can be pinned and replaced alone)."""
 
@@ -62,7 +70,7 @@ class ModelPool(PoolSlots, Executor):
         self.queue = multiprocessing.get_context("spawn").Queue()
         gpus = visible_gpus()
         devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
-        threads = 1 if gpus else max(1, available_cores() // len(devices))
+        threads = cores_per_worker(gpus, cpu_workers)
         self.workers = [_Worker(self.queue, layout, threads, device) for device in devices]
         self.ctx: StageContext | None = None
 
