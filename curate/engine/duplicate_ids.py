@@ -10,7 +10,6 @@ the dedup steps to remove, not a conflict of ids.
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from curate.errors import CurateError
@@ -25,6 +24,8 @@ class _IdHashes:
         self.parts: list[np.ndarray] = []  # (n, 2) uint64: id hash, content hash
 
     def observe(self, batch: pa.RecordBatch) -> None:
+        import polars as pl  # here, not at the top: every run and worker imports this module
+
         frame = pl.from_arrow(batch)
         content = frame.drop("_id").hash_rows(_SEED) if frame.width > 1 else pl.Series(np.zeros(len(frame), np.uint64))
         ids = frame.get_column("_id").hash(_SEED)

@@ -7,6 +7,7 @@ line, to name the bad lines exactly (file, line, field) without slowing the comm
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -67,7 +68,8 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
         _not_empty(source)
         raw_json.check_format(source, raw_column)
         row = 0
-        for batch, bad in reader(source, batch_rows, on_bad_row, meter or ReadMeter()):
+        chunks = reader(source, batch_rows, on_bad_row, meter or ReadMeter())
+        for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):
             if bad is not None and len(bad) and on_bad_row == "fail":
                 raise InputError(f"{source.path}, line {bad.line[0]}: {bad.error[0]} "
                                  f"(set input.on_bad_row: trace to send such rows to the trace instead)")
@@ -76,10 +78,30 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 batch = _add_id(batch, source, row, id_column)
                 row += batch.num_rows
             yield batch, bad
-        if source.is_uri:
-            store.unchanged(source.path, source.storage_options, source.version)
         if row == 0 and source.format != "parquet":
             raise InputError(f"{source.path}: no rows could be read from this file")
+
+
+def _then_unchanged(chunks: Iterator[Chunk], source: Source, peek: bool) -> Iterator[Chunk]:
+    """`chunks` of an object in a store, and an InputError after them if the object is no longer
+    the version it was listed as (store.unchanged: a HEAD where its reads cannot say so). The ask
+    goes out once the last chunk has been read, on a thread, while that chunk is processed: after
+    it, the ask was a few percent of a whole read from S3. (A chunk is held back to know it is
+    the last; not for a `peek`, whose caller wants the first chunk only.)"""
+    if peek:
+        yield from chunks
+        store.unchanged(source.path, source.storage_options, source.version)
+        return
+    held = None
+    for chunk in chunks:
+        if held is not None:
+            yield held
+        held = chunk
+    with ThreadPoolExecutor(1) as thread:
+        asked = thread.submit(store.unchanged, source.path, source.storage_options, source.version)
+        if held is not None:
+            yield held
+        asked.result()
 
 
 def _not_empty(source: Source) -> None:
