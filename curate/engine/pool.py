@@ -42,11 +42,12 @@ def visible_gpus() -> list[str]:
         return []
 
 
-def cores_per_worker(gpus: list[str], cpu_workers: int) -> int:
-    """Each model worker's share of the cores: GPU workers need theirs too, for the tokenizer's
-    rayon pool, which works while the GPU waits (with one thread each, curate's embed step on an
-    H100 took 3.8x the time of a bare SentenceTransformer.encode: bench/RESULTS.md, embed-gpu)."""
-    return max(1, available_cores() // (len(gpus) or max(1, cpu_workers)))
+def cores_per_worker(devices: list[str | None]) -> int:
+    """Each model worker's share of the cores (one worker per device): GPU workers need theirs too,
+    for the tokenizer's rayon pool, which works while the GPU waits (with one thread each, curate's
+    embed step on an H100 took 3.8x the time of a bare SentenceTransformer.encode: bench/RESULTS.md,
+    embed-gpu)."""
+    return max(1, available_cores() // len(devices))
 
 
 class _Worker:
@@ -70,7 +71,7 @@ class ModelPool(PoolSlots, Executor):
         self.queue = multiprocessing.get_context("spawn").Queue()
         gpus = visible_gpus()
         devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
-        threads = cores_per_worker(gpus, cpu_workers)
+        threads = cores_per_worker(devices)
         self.workers = [_Worker(self.queue, layout, threads, device) for device in devices]
         self.ctx: StageContext | None = None
 

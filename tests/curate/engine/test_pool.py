@@ -125,15 +125,15 @@ def test_a_task_whose_worker_dies_twice_sends_its_rows_to_the_trace(tmp_path, mo
     assert manifest["rows_out"] == 0
 
 
-@pytest.mark.parametrize("gpus, cpu_workers, cores, threads", [
-    (["0"], 1, 16, 16),  # a GPU worker tokenizes on every core while the GPU waits
-    (["0", "1"], 1, 16, 8),
-    ([str(i) for i in range(32)], 1, 16, 1),
-    ([], 2, 16, 8),
-    ([], 0, 2, 2),
+@pytest.mark.parametrize("devices, cores, threads", [
+    (["0"], 16, 16),  # a GPU worker tokenizes on every core while the GPU waits
+    (["0", "1"], 16, 8),
+    ([str(i) for i in range(32)], 16, 1),
+    ([None, None], 16, 8),  # two CPU model workers
+    ([None], 2, 2),
 ])
-def test_model_workers_share_the_cores_with_or_without_gpus(monkeypatch, gpus, cpu_workers, cores, threads):
+def test_model_workers_share_the_cores_with_or_without_gpus(monkeypatch, devices, cores, threads):
     from curate.engine import pool
 
     monkeypatch.setattr(pool, "available_cores", lambda: cores)
-    assert pool.cores_per_worker(gpus, cpu_workers) == threads
+    assert pool.cores_per_worker(devices) == threads
