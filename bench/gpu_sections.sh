@@ -44,7 +44,7 @@ for s in $SECTIONS; do
   budget=$(left $TOTAL); [ "$budget" -lt 40 ] && { echo "no time left for $s"; break; }
   echo "=== $s (at most ${budget}s) $(date -u +%T)"
   timeout $budget python3 bench/run_all.py --only $s $SIZES 2>&1 | tee -a $OUT/log.txt
-  pkill -9 -f "curate.cli|bench/" 2>/dev/null  # what a timeout left behind
+  pkill -9 -f "curate.cli|bench/[a-z_]*[.]py" 2>/dev/null  # what a timeout left behind (not this script)
   cp bench/RESULTS.md $OUT/RESULTS.md
   { echo "--- $s.log"; grep -v -E "Loading weights|Writing model|it/s\]" bench/.runs/sections/$s.log; } >> $OUT/sections.txt
   tail -25 bench/.runs/sections/$s.log | grep -v -E "Loading weights|Writing model|it/s\]"
