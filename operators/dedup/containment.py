@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 # Band rows a group's self-join takes per GB of its memory: 24M (8 bands x 3M documents) joined
 # within 1 GB; 80M (10M documents) ran duckdb out of it. Larger groups are joined in parts.
 JOIN_ROWS_PER_GB = 16_000_000
+# max_bucket is checked on every KEY_COUNT_SAMPLE-th document (_ord), the count scaled up: counting
+# every (band, key) of a group took 60% of its join's time at 1M documents, the sample 9%.
+KEY_COUNT_SAMPLE = 16
 
 
 class ContainmentParams(NearDedupParams):
@@ -51,6 +54,16 @@ class ContainmentParams(NearDedupParams):
     verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for verification; exact for documents with fewer.")
     screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
     screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
+    # A one-row band key is one MinHash value: the smallest hashed shingle of each document that
+    # has it, so the documents of a key are those whose smallest shingle is one common phrase,
+    # and its pairs grow with the square of the corpus. Measured on the demo corpus (band keys of
+    # size-class gaps >= 3): 205k pair-band rows at 285k documents, 2.4M at 990k (x11.7 for x3.5);
+    # with keys of more than 100 documents left out, 161k and 1.24M, while the rows left out were
+    # 0.02% of the band rows at 990k (a contained pair shares tens of bands: it loses ~none).
+    # Counted on a sample of the documents (KEY_COUNT_SAMPLE), so the cut-off is approximate.
+    # Bands of several rows are always joined: there a key shared by many is a near-copy.
+    max_bucket: int = Field(100, ge=2, description="One-row band keys (one MinHash value) shared by more documents than this are "
+                                                  "common shingles: left out of the candidate join (counted in the manifest's summary).")
     verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
     # 0.25 GB: at 1M bench documents (a 1.9 GB sample file) mapping per gather verified as fast
     # as the kept map (4.3 s vs 4.5 s, warm page cache), while the kept map made each worker's
@@ -85,7 +98,8 @@ class ContainmentDedup(NearDedup):
         con = connect(workdir, memory_gb, workers)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        candidates = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or workers, parallel)
+        candidates, common = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or workers,
+                                              p.max_bucket, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         sizes = np.zeros(len(rank), np.int64)
@@ -98,7 +112,9 @@ class ContainmentDedup(NearDedup):
         removed = con.execute(f"SELECT count(*) FROM read_parquet('{decisions}')").fetchone()[0]
         con.close()
         log.info("containment_dedup: %d removed at %.1fs", removed, time.monotonic() - started)
-        return Decisions(str(decisions), reason="contained", removed=int(removed))
+        return Decisions(str(decisions), reason="contained", removed=int(removed),
+                         facts={"candidate_pairs": n_candidates, "common_keys_left_out": common[0],
+                                "common_key_rows_left_out": common[1]})
 
     def _verify(self, samples: RowStore, sizes: np.ndarray, rank: np.ndarray, candidates: Path, workdir: Path,
                 parallel: Parallel) -> Path:
@@ -166,9 +182,9 @@ def verify_chunk(job: _VerifyJob, pairs: tuple[np.ndarray, np.ndarray]) -> pa.Ta
 
 
 def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan, workdir: Path, memory_gb: float,
-                     threads: int, parallel: Parallel) -> Path:
+                     threads: int, max_bucket: int, parallel: Parallel) -> tuple[Path, tuple[int, int]]:
     """Distinct (a, b) pairs sharing as many band keys as the plan asks of their partition pair
-    (`hits`), by b.
+    (`hits`), by b; and the one-row band keys left out as common (how many, their rows).
 
     Each band group is joined on its own (its hash table fits the memory budget), as a piece of
     `parallel`, counting the bands each pair shares there; then the counts of the pairs found by
@@ -176,8 +192,8 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan,
     """
     parts = workdir / "candidate_parts"
     parts.mkdir(exist_ok=True)
-    job = _PairsJob(out.buckets_dir, parts, plan, memory_gb, threads)
-    parallel.map(partial(group_pairs, job), range(len(out.bucket_groups)), out.bucket_groups)
+    job = _PairsJob(out.buckets_dir, parts, plan, memory_gb, threads, max_bucket)
+    common = parallel.map(partial(group_pairs, job), range(len(out.bucket_groups)), out.bucket_groups)
     candidates = workdir / "candidates.parquet"
     if out.bucket_groups:
         # Sorted by candidate: a verification chunk then reads its parents from one narrow
@@ -186,7 +202,7 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan,
                             HAVING sum(shared) >= any_value(hits) ORDER BY b, a) TO '{candidates}' (FORMAT parquet)""")
     else:
         pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), candidates)
-    return candidates
+    return candidates, (sum(k for k, _ in common), sum(n for _, n in common))
 
 
 @dataclass(frozen=True)
@@ -196,22 +212,34 @@ class _PairsJob:
     plan: ContainmentPlan
     memory_gb: float
     threads: int
+    max_bucket: int
 
 
-def group_pairs(job: _PairsJob, i: int, group: str) -> None:
+def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
     """One piece: the pairs of band group `group` with the bands they share there and the bands
     they must share in all, to candidate_parts/part-i-* (its own duckdb, spilling to a directory
     of its own). A group of more rows than the join's memory holds is joined in parts, each the
     rows of one residue of the key: a band's key is shared within one part, and the counts of a
-    pair found in several parts are added up with the other groups'."""
+    pair found in several parts are added up with the other groups'. In a group of one-row
+    bands, keys of more than `max_bucket` documents (estimated on a sample) are left out; returns
+    how many, and their estimated rows."""
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in (job.buckets_dir / group).glob("*.parquet"))
     parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * max(job.memory_gb, FLOOR_MB / 1024))))  # duckdb's least
     con = connect(job.parts / f"spill-{i:05d}", job.memory_gb, job.threads)
     con.register("plan", job.plan.table())
+    one_row = group.startswith("r1-")
+    common = np.zeros(2, np.int64)
     for part in range(parts):
+        source = f"SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet') WHERE key % {parts} = {part}"
+        if one_row:  # a key's rows are all in one part (the part is a residue of the key): its count is whole
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE common AS
+                            SELECT band, key, count(*) * {KEY_COUNT_SAMPLE} AS n FROM ({source}) WHERE ord % {KEY_COUNT_SAMPLE} = 0
+                            GROUP BY band, key HAVING count(*) * {KEY_COUNT_SAMPLE} > {job.max_bucket}""")
+            common += con.execute("SELECT count(*), coalesce(sum(n), 0) FROM common").fetchone()
+            source = f"SELECT * FROM ({source}) ANTI JOIN common USING (band, key)"
         con.execute(f"""
             COPY (
-              WITH g AS (SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet') WHERE key % {parts} = {part})
+              WITH g AS ({source})
               SELECT q.ord AS a, c.ord AS b, count(*) AS shared, any_value(plan.hits) AS hits
               FROM g q JOIN g c ON q.key = c.key AND q.band = c.band
               JOIN plan ON plan.gap = c.part - q.part AND plan.r = q.r
@@ -220,3 +248,4 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> None:
             ) TO '{job.parts / f"part-{i:05d}-{part:03d}.parquet"}' (FORMAT parquet)
         """)
     con.close()
+    return int(common[0]), int(common[1])

@@ -7,7 +7,7 @@ with the number of removed rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,10 @@ class Decisions:
     path: str  # Parquet (_ord, detail), sorted by _ord
     reason: str
     removed: int
+    facts: dict[str, int] = field(default_factory=dict)  # what the fit found on the way (the manifest's summary)
+
+    def summary(self) -> dict[str, int] | None:
+        return self.facts or None
 
     def files(self) -> list[str]:
         """The files this state reads (a Global state's contract: see ops.Global.fit)."""

@@ -151,16 +151,34 @@ def test_corpus_without_shingles(tmp_path):
     assert verdict.keep.all() and state.removed == 0
 
 
+def candidate_pairs(tmp_path, rows: list[tuple[int, int, int, int, int]], max_bucket: int = 1000) -> list[tuple[int, int]]:
+    """containment's candidate pairs over hand-made band rows (r, band, key, ord, part)."""
+    import pyarrow as pa
+
+    from curate.ops import SERIAL
+    from operators.dedup.db import connect
+    from operators.dedup.lsh import ContainmentPlan
+    from operators.dedup.signature_pass import PassOutput
+
+    groups = sorted({row[0] for row in rows})
+    for group in groups:
+        (tmp_path / "buckets" / f"r{group}-g0000").mkdir(parents=True, exist_ok=True)
+        mine = [row for row in rows if row[0] == group]
+        pq.write_table(pa.table({name: pa.array([row[i] for row in mine], kind) for i, (name, kind) in enumerate(
+            [("r", pa.int16()), ("band", pa.int16()), ("key", pa.uint64()), ("ord", pa.int64()), ("part", pa.int16())])}),
+            tmp_path / "buckets" / f"r{group}-g0000" / "part-000000.parquet")
+    out = PassOutput("", tmp_path / "buckets", [f"r{g}-g0000" for g in groups], None, None, 5)
+    con = connect(tmp_path, 1.0, 1)
+    plan = ContainmentPlan(128, 0.8, 0.01, 1.41)
+    pairs = pq.read_table(containment._candidate_pairs(con, out, plan, tmp_path, 1.0, 1, max_bucket, SERIAL)[0])
+    return sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist()))
+
+
 def test_a_single_shared_minimum_is_no_candidate_where_the_plan_asks_two(tmp_path):
     """Where the plan bands a partition pair one row a band, a pair must share two bands (one
     shared minimum is what any common phrase gives); a pair sharing two is a candidate, and so is
     one sharing a single band where the plan asks one (a pair of the same partition, r = 3)."""
-    import pyarrow as pa
-
-    from curate.ops import SERIAL
     from operators.dedup.lsh import ContainmentPlan
-    from operators.dedup.db import connect
-    from operators.dedup.signature_pass import PassOutput
 
     plan = ContainmentPlan(128, 0.8, 0.01, 1.41)
     r, _, hits = plan.gap_banding[4]
@@ -169,14 +187,25 @@ def test_a_single_shared_minimum_is_no_candidate_where_the_plan_asks_two(tmp_pat
     # ords 3 and 4 (partition 14) share one r = 3 band
     rows = [(1, 0, 7, 0, 10), (1, 0, 7, 1, 14), (1, 0, 7, 2, 14), (1, 5, 9, 0, 10), (1, 5, 9, 2, 14),
             (1, 3, 11, 1, 14), (3, 2, 13, 3, 14), (3, 2, 13, 4, 14)]
-    for r_, *_ in rows:
-        (tmp_path / "buckets" / f"r{r_}-g0000").mkdir(parents=True, exist_ok=True)
-    for group in (1, 3):
-        mine = [row for row in rows if row[0] == group]
-        pq.write_table(pa.table({name: pa.array([row[i] for row in mine], kind) for i, (name, kind) in enumerate(
-            [("r", pa.int16()), ("band", pa.int16()), ("key", pa.uint64()), ("ord", pa.int64()), ("part", pa.int16())])}),
-            tmp_path / "buckets" / f"r{group}-g0000" / "part-000000.parquet")
-    out = PassOutput("", tmp_path / "buckets", ["r1-g0000", "r3-g0000"], None, None, 5)
-    con = connect(tmp_path, 1.0, 1)
-    pairs = pq.read_table(containment._candidate_pairs(con, out, plan, tmp_path, 1.0, 1, SERIAL))
-    assert sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist())) == [(0, 2), (3, 4)]
+    assert candidate_pairs(tmp_path, rows) == [(0, 2), (3, 4)]
+
+
+@pytest.mark.parametrize("max_bucket,found", [(4, [(0, 2)]), (3, [])])
+def test_one_row_band_keys_of_more_than_max_bucket_documents_are_left_out(tmp_path, monkeypatch, max_bucket, found):
+    """A one-row band key of 4 documents (a common shingle's hash) counts toward a pair's shared
+    bands only while max_bucket allows 4; a key of several rows (a near-copy's band) always counts,
+    however many documents share it. (Every document counted: no sample.)"""
+    monkeypatch.setattr(containment, "KEY_COUNT_SAMPLE", 1)
+    rows = [(1, 0, 7, 0, 10), (1, 0, 7, 1, 14), (1, 0, 7, 2, 14), (1, 0, 7, 3, 14), (1, 5, 9, 0, 10), (1, 5, 9, 2, 14),
+            *[(3, 2, 13, ord_, 14) for ord_ in (4, 5, 6, 7)]]
+    copies = [(a, b) for a in (4, 5, 6, 7) for b in (4, 5, 6, 7) if a < b]
+    assert candidate_pairs(tmp_path, rows, max_bucket) == sorted(found + copies)
+
+
+@pytest.mark.parametrize("ords,kept", [((0, 16, 32, 48), False), ((0, 1, 2, 3), True)])
+def test_max_bucket_is_estimated_on_every_sampled_document(tmp_path, ords, kept):
+    """The count is of the documents whose _ord is a multiple of KEY_COUNT_SAMPLE, scaled up: a key
+    of 4 sampled documents stands for 64 (over max_bucket 50), one of 1 sampled for 16."""
+    q, *c = ords
+    rows = [(1, 0, 7, q, 10), *[(1, 0, 7, o, 14) for o in c], (1, 5, 9, q, 10), (1, 5, 9, c[0], 14)]
+    assert candidate_pairs(tmp_path, rows, 50) == ([(q, c[0])] if kept else [])
