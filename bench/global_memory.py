@@ -178,7 +178,10 @@ def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -
     h.require_ok(m, f"curate run ({label})")
     manifest = json.loads((out / "manifest.json").read_text())
     fit_s = [s["fit_seconds"] for s in manifest["steps"] if "fit_seconds" in s]
-    result = {"m": m, "fit_s": sum(fit_s) if fit_s else None, "disk": structures(manifest)}
+    # What the fits report of their work (containment_dedup: candidate pairs, common band keys left out)
+    found = "; ".join(f"{k} {v:,}" for st in manifest["steps"] if isinstance(st.get("summary"), dict)
+                      for k, v in st["summary"].items() if isinstance(v, int))
+    result = {"m": m, "fit_s": sum(fit_s) if fit_s else None, "disk": structures(manifest), "found": found}
     if traced:
         result["where"] = json.loads(where.read_text())
     shutil.rmtree(out, ignore_errors=True)  # the work files of a large run take GBs
@@ -226,7 +229,7 @@ def main():
                   f"{m.peak_process_gb:.2f} GB, tree {m.peak_rss_gb:.2f} GB", flush=True)
             rows.append([op, f"{docs:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
                          f"{r['fit_s']:.1f}" if r["fit_s"] is not None else "", f"{m.peak_process_gb:.2f}",
-                         f"{m.peak_rss_gb:.2f}", f"{m.peak_disk_gb:.1f}", r["disk"]])
+                         f"{m.peak_rss_gb:.2f}", f"{m.peak_disk_gb:.1f}", r["disk"], r["found"]])
             if docs == where_size:
                 t = run(op, docs, texts, embeddings, args, traced=True)["where"]
                 sites = "; ".join(f"{s['site']} {s['mb']:,.0f} MB" for s in t["top"][:3])
@@ -244,7 +247,7 @@ def section(args, sizes: list[int], ops: list[str], rows, where_rows, results, c
         f"recipe memory_gb {args.memory_gb if args.memory_gb is not None else 'default'}; load average at the "
         f"end {h.load()}. Peak RSS sampled every 0.1 s; 'process' is the largest single process.", "",
         h.table(["step", "docs", "wall s", "CPU s", "fit s", "peak process GB", "peak tree GB", "peak disk GB",
-                 "the fit's work files before removal (largest)"], rows),
+                 "the fit's work files before removal (largest)", "the fit's summary (counts)"], rows),
     ]
     growth = []
     for op in ops:
