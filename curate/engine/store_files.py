@@ -8,12 +8,13 @@ is what says the files beside it are complete (publish.py).
 
 from __future__ import annotations
 
+import os
 import posixpath
 from contextlib import contextmanager
 
 from curate.errors import CurateError
 from curate.io import retries
-from curate.io.store import is_uri, store_exceptions
+from curate.io.store import is_uri, store_exceptions, upload_options
 
 # Files uploaded at once. s3fs sends a file under two parts (2 x 50 MB) in one PUT read whole into
 # memory, and by default puts 128 files at once: every data shard of a run in the run process's
@@ -110,7 +111,8 @@ class StoreFiles:
         for _, remote in pairs:
             self._parent(remote)
         at_once = {"batch_size": UPLOAD_FILES_AT_ONCE} if isinstance(self.fs, AsyncFileSystem) else {}
-        self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs], **at_once)
+        bounded = upload_options(self.fs, [os.path.getsize(local) for local, _ in pairs])
+        self.fs.put([local for local, _ in pairs], [remote for _, remote in pairs], **at_once, **bounded)
 
     def copy(self, pairs: list[tuple[str, str]]) -> None:
         """Objects of this filesystem to other URIs of it, copied by the store itself (S3's

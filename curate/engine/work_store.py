@@ -41,7 +41,7 @@ from curate.engine.result import TaskResult
 from curate.engine.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.io.output_formats import remote_fs
-from curate.io.store import filesystem
+from curate.io.store import filesystem, upload_options
 
 STATE_FILES = "state-files.json"  # beside state.pkl: the files under fit/ the state names
 MIRROR_TAG = "mirror-of"  # in a blind node's mirror: the engine session it belongs to
@@ -66,7 +66,7 @@ class WorkStore:
         return f"{self.root}/{Path(path).relative_to(self.work).as_posix()}"
 
     def put(self, path: Path) -> None:
-        self.fs.put_file(str(path), self._key_in_made_dir(path))
+        self.fs.put_file(str(path), self._key_in_made_dir(path), **upload_options(self.fs, [path.stat().st_size]))
 
     def put_bytes(self, path: Path, data: bytes) -> None:
         self.fs.pipe_file(self._key_in_made_dir(path), data)

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
 from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
+from curate.io import store
 from curate.io.packing import to_packed
 
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
@@ -198,6 +199,6 @@ def upload(out: Path, uri: str, options: dict | None = None) -> None:
             if posixpath.dirname(target) not in made:
                 fs.makedirs(posixpath.dirname(target), exist_ok=True)
                 made.add(posixpath.dirname(target))
-            fs.put_file(str(path), target)
+            fs.put_file(str(path), target, **store.upload_options(fs, [path.stat().st_size]))
     failpoint("uploaded-data")
     fs.pipe_file(remote_manifest, manifest)

@@ -146,11 +146,12 @@ def open_random(uri: str, options: dict | None = None, size: int | None = None, 
 
 
 def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
-                size: int | None = None, version: str = "", meter=None) -> pa.NativeFile:
-    """`uri` as a stream read front to back in STREAM_BLOCK requests, decompressed on the way;
-    `size` and `version`: the object's, as listed; `meter` (a ReadMeter) follows the position in
-    the object."""
-    handle = _open(uri, options, size, version, STREAM_BLOCK, block_size=STREAM_BLOCK, cache_type="readahead")
+                size: int | None = None, version: str = "", meter=None, block: int | None = None) -> pa.NativeFile:
+    """`uri` as a stream read front to back in requests of `block` bytes (STREAM_BLOCK by
+    default), decompressed on the way; `size` and `version`: the object's, as listed; `meter` (a
+    ReadMeter) follows the position in the object."""
+    block = block or STREAM_BLOCK
+    handle = _open(uri, options, size, version, block, block_size=block, cache_type="readahead")
     if meter is not None:
         meter.follow(handle)
     if compression == "gzip":
@@ -172,3 +173,21 @@ def map_objects(fn, items: list, remote: bool) -> Iterator:
     results = pool.map(fn, items)
     pool.shutdown(wait=False)  # `results` still yields every result; the threads end when done
     return results
+
+
+# The most of a file an upload holds in memory at once. s3fs sends a file under two parts of its
+# chunk size (50 MB by default) in one PUT read whole, and each part of a larger one read whole:
+# a worker putting its work files to the store held up to 100 MB more than one writing them to
+# local disk, beside its fit's own memory.
+UPLOAD_PART = 8 << 20
+MAX_PARTS = 10_000  # S3's most parts in one multipart upload
+
+
+def upload_options(fs, sizes: list[int]) -> dict:
+    """The options of `fs.put` / `fs.put_file` for files of `sizes` bytes that bound the memory of
+    their upload: on S3, parts of UPLOAD_PART (larger where a file would need more than MAX_PARTS);
+    nothing for other filesystems, which read a file to upload in blocks of their own."""
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    if "s3" not in protocols:
+        return {}
+    return {"chunksize": max(UPLOAD_PART, -(-max(sizes, default=0) // MAX_PARTS))}

@@ -322,6 +322,25 @@ def test_compressed_jsonl_streams_from_the_store_in_blocks(tmp_path, s3, s3_serv
     assert sum(fetched) == len(body) and max(fetched) <= igzip.READ_BUFFER_SIZE + (64 << 10) < len(body) // 8
 
 
+@pytest.mark.parametrize("reader", READERS)
+def test_the_preflight_peeks_at_each_jsonl_object_in_small_requests(tmp_path, s3, s3_server, reader):
+    """Every input file is peeked (32 at once) for its columns: a 64 KB peek in a stream's 8 MB
+    blocks, the next fetched ahead, downloaded 16 MB of each file into the run process."""
+    import gzip
+    import os
+
+    from curate.io.readers import PEEK_BLOCK, file_schema
+
+    lines = b"".join(b'{"text": "%s"}\n' % os.urandom(300).hex().encode() for _ in range(16000))
+    body = gzip.compress(lines, mtime=0)
+    s3.put_object(Bucket="inp", Key="p/big.jsonl.gz", Body=body)
+    with FaultProxy(s3_server, rate=0) as proxy:
+        [source] = discover("s3://inp/p/big.jsonl.gz", storage_options={"endpoint_url": proxy.url, **READERS[reader]})
+        assert file_schema(source)[0].names == ["text"]
+    fetched = [end - start for start, end in ranges(proxy, "p/big.jsonl.gz")]
+    assert max(fetched) <= max(PEEK_BLOCK, 1 << 20) and sum(fetched) <= 2 * max(PEEK_BLOCK, 1 << 20) < len(body) // 2
+
+
 def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
     """hf://datasets/ORG/NAME/... through huggingface_hub's HfFileSystem, against a loopback
     stand-in for the Hub (hubkit): JSONL.gz and hive Parquet, listed and read by range."""

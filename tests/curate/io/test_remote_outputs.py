@@ -308,3 +308,33 @@ def test_uploads_hold_a_few_files_in_memory_at_once_not_every_shard(s3, tmp_path
     files.upload(pairs)
     assert 1 < most <= store_files.UPLOAD_FILES_AT_ONCE
     assert sorted(files.fs.ls("s3://out/run/data", refresh=True)) == sorted(r.removeprefix("s3://") for _, r in pairs)
+
+
+def test_an_upload_holds_a_part_of_a_large_file_in_memory_not_the_whole_file(s3, tmp_path):
+    """s3fs reads a file under two of its 50 MB parts whole for one PUT: workers putting their
+    work files on the store held up to 100 MB more than ones writing to local disk. Files larger
+    than two UPLOAD_PARTs go in parts (a multipart object's ETag ends in -<parts>), publishing
+    (StoreFiles.upload) and a task's work files (WorkStore.put) alike, with the same bytes."""
+    from curate.engine.work_store import WorkStore
+    from curate.io.store import UPLOAD_PART
+
+    big = tmp_path / "work" / "big.bin"
+    big.parent.mkdir()
+    big.write_bytes(bytes(range(256)) * (UPLOAD_PART * 5 // 2 // 256))
+    StoreFiles("s3://out/run").upload([(str(big), "s3://out/run/data/big.bin")])
+    WorkStore("s3://out/work", tmp_path / "work").put(big)
+    for key in ("run/data/big.bin", "work/big.bin"):
+        got = s3.get_object(Bucket="out", Key=key)
+        assert got["ETag"].strip('"').endswith("-3")
+        assert got["Body"].read() == big.read_bytes()
+
+
+def test_upload_parts_grow_only_where_a_file_would_need_more_than_the_most_parts_s3_takes():
+    from curate.io.store import MAX_PARTS, UPLOAD_PART, upload_options
+
+    s3fs = pytest.importorskip("s3fs")
+    fs = s3fs.S3FileSystem(anon=True)
+    assert upload_options(fs, [1, 3 * UPLOAD_PART]) == {"chunksize": UPLOAD_PART}
+    huge = 200 << 30
+    assert UPLOAD_PART < upload_options(fs, [1, huge])["chunksize"] and -(-huge // upload_options(fs, [huge])["chunksize"]) <= MAX_PARTS
+    assert upload_options(fsspec.filesystem("memory"), [huge]) == {}
