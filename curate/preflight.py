@@ -182,6 +182,9 @@ def check_input_files(recipe: Recipe, sources: list[Source], first: Source, sche
                 raise InputError(f"{source.path}: column '{column}' is {got}, but {want} in the first input "
                                  f"file ({first.path}), and {step} reads it; every input file must give it "
                                  f"the same type")
+    # What the reads freed goes back to the system: Arrow's allocator would keep it for the whole
+    # run (36 of the 74 MB that peeking 69 objects of S3, 32 at once, added to the run process)
+    pa.default_memory_pool().release_unused()
     return told
 
 
