@@ -17,13 +17,13 @@ from __future__ import annotations
 import gzip
 
 import numpy as np
-import polars as pl
-
 _P = np.uint64(0x9E3779B97F4A7C15)
 
 
 def distinct_n(texts: list[str], n: int) -> float:
     """Words and n-grams are compared by 64-bit hash, as in gopher_metrics (collisions ~2**-64)."""
+    import polars as pl  # here, not at the top: every run imports this module (run_metrics is an observer)
+
     key = ngram_hashes(texts, n)
     return float(pl.Series(key, dtype=pl.UInt64).n_unique() / len(key)) if len(key) else 0.0
 
@@ -36,6 +36,8 @@ def ngram_hashes(texts, n: int) -> np.ndarray:
 
 def words_of(texts) -> tuple[np.ndarray, np.ndarray]:
     """(text index, hash) of every word of `texts` (gopher_metrics' split); nulls have none."""
+    import polars as pl
+
     from operators.filters.gopher_metrics import word_hashes
 
     return word_hashes(pl.Series(texts, dtype=pl.String).fill_null(""))

@@ -23,7 +23,6 @@ import io
 import time
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -117,6 +116,8 @@ class Side:
                 hashes = metrics.word_ngrams(words, n)
                 self.totals[n] += len(hashes)
                 self.sketches[n].add(hashes)
+        import polars as pl  # here, not at the top: every run process imports this module (an observer)
+
         keys = pl.Series(batch.column("_id")).hash(self.seed).to_numpy()
         if self.sample is not None and self.sample.num_rows >= self.size:
             inside = keys <= self.sample.column("_key")[-1].as_py()  # only these can enter the sample
