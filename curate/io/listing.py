@@ -89,7 +89,7 @@ def list_uri(spec: str, options: dict) -> Listing:
     fs, path = store.filesystem(spec, options)
     with store.store_errors(spec):
         fs.invalidate_cache()  # a listing fsspec kept from before would hide a changed object from --resume
-        single = any(p in ("http", "https") for p in _protocols(fs))
+        single = any(p in ("http", "https") for p in store.protocols(fs))
         info = None if glob.has_magic(path) and not single else fs.info(path)
         if info is None:
             found, base, complete = fs.glob(path, detail=True), _glob_base(path), False
@@ -172,10 +172,6 @@ def _run_directories(fs, found: dict, base: PurePosixPath, complete: bool) -> se
     ordered = sorted(candidates)
     marks = store.map_objects(lambda d: layout.is_run_directory(d, files), ordered, remote=True)
     return {d for d, is_run in zip(ordered, marks) if is_run}
-
-
-def _protocols(fs) -> tuple[str, ...]:
-    return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
 
 
 def _arrow_fs(fs):

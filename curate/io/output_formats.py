@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
 from curate.io import store
+from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
 from curate.io.packing import to_packed
 
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}

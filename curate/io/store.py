@@ -183,11 +183,15 @@ UPLOAD_PART = 8 << 20
 MAX_PARTS = 10_000  # S3's most parts in one multipart upload
 
 
+def protocols(fs) -> tuple[str, ...]:
+    """The protocol names of an fsspec filesystem (one name or several)."""
+    return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+
+
 def upload_options(fs, sizes: list[int]) -> dict:
     """The options of `fs.put` / `fs.put_file` for files of `sizes` bytes that bound the memory of
     their upload: on S3, parts of UPLOAD_PART (larger where a file would need more than MAX_PARTS);
     nothing for other filesystems, which read a file to upload in blocks of their own."""
-    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    if "s3" not in protocols:
+    if "s3" not in protocols(fs):
         return {}
     return {"chunksize": max(UPLOAD_PART, -(-max(sizes, default=0) // MAX_PARTS))}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 
 import numpy as np
+
 _P = np.uint64(0x9E3779B97F4A7C15)
 
 

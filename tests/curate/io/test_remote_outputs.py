@@ -336,5 +336,6 @@ def test_upload_parts_grow_only_where_a_file_would_need_more_than_the_most_parts
     fs = s3fs.S3FileSystem(anon=True)
     assert upload_options(fs, [1, 3 * UPLOAD_PART]) == {"chunksize": UPLOAD_PART}
     huge = 200 << 30
-    assert UPLOAD_PART < upload_options(fs, [1, huge])["chunksize"] and -(-huge // upload_options(fs, [huge])["chunksize"]) <= MAX_PARTS
+    part = upload_options(fs, [1, huge])["chunksize"]
+    assert UPLOAD_PART < part and -(-huge // part) <= MAX_PARTS
     assert upload_options(fsspec.filesystem("memory"), [huge]) == {}
