@@ -147,10 +147,10 @@ def run(
         if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():
             _report_after_run(Path(r.output.path))  # the run was interrupted while it was written
         return
-    checked = preflight.check(r)
     if dry_run:
-        _show_plan(r, checked, limit, as_json, workers or 0)
+        _show_plan(r, preflight.check(r), limit, as_json, workers or 0)
         return
+    from curate.engine.local import stop_workers_ahead
     from curate.engine.runner import RunOptions
     from curate.progress import funnel_table, run_with_progress
     from curate.trace import emptied_by
@@ -158,7 +158,12 @@ def run(
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=not no_report)
-    manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds, checked.rows)
+    _start_workers(opts, r)
+    try:
+        checked = preflight.check(r)
+        manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds, checked.rows)
+    finally:
+        stop_workers_ahead()  # the run stopped before it took them
 
     out.print(funnel_table(manifest))
     data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
@@ -172,6 +177,19 @@ def run(
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
     if not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
         _report_after_run(Path(r.output.path))
+
+
+def _start_workers(opts, r) -> None:
+    """Start the local workers the run's first stage will keep busy now, before the input is
+    listed and checked: each spends about a second importing modules, on cores the run process
+    leaves idle while it lists and checks the input, instead of after it. (With fewer input files
+    than workers, some wait idle until the run ends, as they would for a Global step's fit.)"""
+    from curate.engine import local, plan
+
+    processes = opts.workers or plan.available_cores()
+    busy = plan.first_stage_workers(r.steps, opts.limit, processes)
+    if opts.engine == "local" and busy:
+        local.start_workers_ahead(processes, busy)
 
 
 def _on_store(r) -> bool:

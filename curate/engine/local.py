@@ -6,7 +6,8 @@ once done, as the Ray engine's tasks do (work_store.py), so --resume continues o
 from __future__ import annotations
 
 import functools
-from concurrent.futures import Future
+import multiprocessing
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from curate.engine import work_store
 from curate.engine.context import Progress, StageContext
@@ -18,7 +19,46 @@ from curate.engine.plan import Task, available_cores
 from curate.engine.pool import ModelPool
 from curate.engine.result import TaskResult
 from curate.engine.task import run_task
-from curate.engine.worker import PoolSlots, spawn_pool, stop_pool
+from curate.engine.worker import PoolSlots, in_run, spawn_pool, stop_pool
+
+# CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
+_ahead: tuple[int, ProcessPoolExecutor, object] | None = None
+
+
+def start_workers_ahead(processes: int, start: int) -> None:
+    """Start `start` of the `processes` CPU workers of the next LocalExecutor made in this process
+    now: each spends about a second importing curate, Arrow and a store's client before its first
+    task, which then overlaps the run process's own start (listing and checking the input files,
+    opening the run directory, planning) instead of following it. Workers no executor takes are
+    stopped by `stop_workers_ahead`."""
+    global _ahead
+    stop_workers_ahead()
+    queue = multiprocessing.get_context("spawn").Queue()
+    pool = spawn_pool(processes, queue)
+    for _ in range(start):
+        pool.submit(int)  # no work: ProcessPoolExecutor starts a process for each submit while none is idle
+    _ahead = (processes, pool, queue)
+
+
+def stop_workers_ahead() -> None:
+    """Stop the workers started ahead that no executor took (the run stopped before it made one):
+    at once, as they have no task to finish."""
+    global _ahead
+    if _ahead is not None:
+        stop_pool(_ahead[1], kill=True)
+        _ahead = None
+
+
+def _cpu_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
+    """A pool of `processes` CPU workers and its progress queue: the one started ahead if it has
+    that many."""
+    global _ahead
+    if _ahead is not None and _ahead[0] == processes:
+        (_, pool, queue), _ahead = _ahead, None
+        return pool, queue
+    stop_workers_ahead()
+    queue = multiprocessing.get_context("spawn").Queue()
+    return spawn_pool(processes, queue), queue
 
 
 class LocalExecutor(PoolSlots, Executor):
@@ -30,11 +70,9 @@ class LocalExecutor(PoolSlots, Executor):
         self.store = store
         self.pool = None
         self.ctx: StageContext | None = None
+        self.workers_lock = layout.workers_lock
         if workers > 1:
-            import multiprocessing
-
-            self.queue = multiprocessing.get_context("spawn").Queue()
-            self.pool = spawn_pool(workers, self.queue, layout.workers_lock)
+            self.pool, self.queue = _cpu_pool(workers)
 
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
         parallel = ctx.stage.policy.parallel
@@ -50,7 +88,7 @@ class LocalExecutor(PoolSlots, Executor):
         return result
 
     def start(self, slot: int, task: Task) -> Future:
-        return self.pool.submit(work_store.run_task, self.store, self.ctx, task)
+        return self.pool.submit(in_run, self.workers_lock, work_store.run_task, self.store, self.ctx, task)
 
     def collect(self, handle: Future) -> TaskResult:
         return handle.result()
@@ -67,7 +105,7 @@ class LocalExecutor(PoolSlots, Executor):
         # Not pool.map: on a failed piece it cancels the rest, and killing a pool that holds
         # cancelled work raises InvalidStateError in its thread on Python 3.11 (a traceback on
         # stderr). The rest stays queued; the run's error path kills the pool.
-        futures = [self.pool.submit(_piece, fn, *args) for args in zip(*iterables)]
+        futures = [self.pool.submit(in_run, self.workers_lock, _piece, fn, *args) for args in zip(*iterables)]
         return [f.result() for f in futures]
 
     def close(self, kill: bool = False) -> None:

@@ -25,7 +25,7 @@ from curate.engine.executor import Executor
 from curate.engine.layout import RunLayout
 from curate.engine.plan import Task, available_cores
 from curate.engine.result import TaskResult
-from curate.engine.worker import PoolSlots, spawn_pool, stop_pool
+from curate.engine.worker import PoolSlots, in_run, spawn_pool, stop_pool
 
 ATTEMPTS = 2
 
@@ -53,8 +53,8 @@ def cores_per_worker(devices: list[str | None]) -> int:
 class _Worker:
     """One model worker process (a one-process pool, so it can be pinned and replaced alone)."""
 
-    def __init__(self, queue, layout: RunLayout, threads: int, device: str | None):
-        self.args = (1, queue, layout.workers_lock, threads, device)
+    def __init__(self, queue, threads: int, device: str | None):
+        self.args = (1, queue, threads, device)
         self.pool = spawn_pool(*self.args)
 
     def restart(self) -> None:
@@ -72,7 +72,8 @@ class ModelPool(PoolSlots, Executor):
         gpus = visible_gpus()
         devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
         threads = cores_per_worker(devices)
-        self.workers = [_Worker(self.queue, layout, threads, device) for device in devices]
+        self.workers = [_Worker(self.queue, threads, device) for device in devices]
+        self.workers_lock = layout.workers_lock
         self.ctx: StageContext | None = None
 
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
@@ -81,7 +82,7 @@ class ModelPool(PoolSlots, Executor):
         return dispatch(tasks, self.workers, self, attempts=ATTEMPTS)
 
     def start(self, slot: _Worker, task: Task) -> Future:
-        return slot.pool.submit(work_store.run_task, self.store, self.ctx, task)
+        return slot.pool.submit(in_run, self.workers_lock, work_store.run_task, self.store, self.ctx, task)
 
     def collect(self, handle: Future) -> TaskResult:
         try:
@@ -94,7 +95,7 @@ class ModelPool(PoolSlots, Executor):
 
     def map(self, fn, *iterables, files_in: str | None = None) -> list:
         """fn over the items on the model workers (processes of this machine: they see `files_in`)."""
-        futures = [self.workers[i % len(self.workers)].pool.submit(fn, *args)
+        futures = [self.workers[i % len(self.workers)].pool.submit(in_run, self.workers_lock, fn, *args)
                    for i, args in enumerate(zip(*iterables))]
         return [f.result() for f in futures]
 

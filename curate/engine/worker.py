@@ -26,10 +26,10 @@ from curate.errors import CurateError, NoSpace
 from curate.lifetime import die_with_parent
 
 _queue = None  # where this worker's progress goes (the pool's queue)
-_worker_lock = None  # fd of _work/workers.lock, held until the process exits
+_worker_lock = None  # fd of the run's _work/workers.lock, held from the first task until the process exits
 
 
-def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, device: str | None = None) -> None:
+def worker_init(queue, parent_pid: int, threads: int = 1, device: str | None = None) -> None:
     """Each worker dies with its parent, leaves interrupts to it, and uses `threads` cores (CPU
     workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`)."""
     die_with_parent(parent_pid)
@@ -38,8 +38,6 @@ def worker_init(queue, parent_pid: int, workers_lock: str, threads: int = 1, dev
     # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    global _worker_lock
-    _worker_lock = hold_worker_lock(workers_lock)
     if device is not None:  # before any CUDA library is loaded
         os.environ["CUDA_VISIBLE_DEVICES"] = device
     use_cores(threads)
@@ -65,6 +63,18 @@ def use_cores(threads: int) -> None:
     for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
     pa.set_cpu_count(threads)
+
+
+def in_run(workers_lock: str, fn, *args):
+    """`fn(*args)` (a task, a piece of a fit) in a worker process, which holds the run's worker
+    lock (`workers_lock`, shared) from its first piece of work until it exits: a --resume waits
+    until no worker of the run it continues is alive to write into _work. Taken here, not at the
+    worker's start: a pool may start ahead of its run (local.start_workers_ahead), before the run
+    directory is opened, which may empty _work and with it the lock file."""
+    global _worker_lock
+    if _worker_lock is None:
+        _worker_lock = hold_worker_lock(workers_lock)
+    return fn(*args)
 
 
 def run_task_in_worker(ctx: StageContext, task: Task, queue=None) -> TaskResult:
@@ -102,13 +112,12 @@ class WorkerError(RuntimeError):
         return self.args[0]
 
 
-
-def spawn_pool(processes: int, queue, workers_lock: str, threads: int = 1,
-               device: str | None = None) -> ProcessPoolExecutor:
+def spawn_pool(processes: int, queue, threads: int = 1, device: str | None = None) -> ProcessPoolExecutor:
     """`processes` spawned worker processes (never forked: a fork would copy the parent's threads
-    and locks), each started by `worker_init`."""
+    and locks), each started by `worker_init` when the pool is first given work; its work goes
+    through `in_run`."""
     return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=worker_init,
-                               initargs=(queue, os.getpid(), workers_lock, threads, device))
+                               initargs=(queue, os.getpid(), threads, device))
 
 
 def stop_pool(pool: ProcessPoolExecutor, kill: bool = False) -> None:

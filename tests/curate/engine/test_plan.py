@@ -35,3 +35,24 @@ def test_the_plan_carries_each_stages_policy(tmp_path):
     made = plan.make(steps, [], None, workers=4, cores=4)
     assert made.stages[0].policy.parallel == 2
     assert made.describe()["stages"][0]["policy"] == {"cpus": 2, "memory_gb": None, "parallel": 2}
+
+
+def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
+    """The CLI starts the first stage's workers before the input is listed: as many as the stage
+    runs at once, and none where it runs on model workers or in the run process."""
+    class Heavy(Map):
+        name = "heavy"
+        resources = Resources(cpus=2)
+
+    class Embed(Map):
+        name = "embed"
+        resources = Resources(gpus=1)
+
+    def step(op):
+        return [Step(index=1, name=op.name, op_class=op, params=op.Params())]
+
+    assert plan.first_stage_workers([], None, workers=4, cores=4) == 4
+    assert plan.first_stage_workers(step(Heavy), None, workers=4, cores=4) == 2
+    assert plan.first_stage_workers(step(Heavy), None, workers=4, cores=2) == 0  # one at a time: in the run process
+    assert plan.first_stage_workers([], 100, workers=4, cores=4) == 0  # --limit: one task
+    assert plan.first_stage_workers(step(Embed), None, workers=4, cores=4) == 0  # model workers

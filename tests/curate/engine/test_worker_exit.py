@@ -27,7 +27,7 @@ def _task(marker: str) -> int:
 
 def test_worker_skips_interpreter_shutdown_and_delivers_its_progress(tmp_path):
     queue = multiprocessing.get_context("spawn").Queue()
-    pool = spawn_pool(1, queue, str(tmp_path / "workers.lock"))
+    pool = spawn_pool(1, queue)
     marker = tmp_path / "marker"
     pid = pool.submit(_task, str(marker)).result()
     stop_pool(pool)
