@@ -374,7 +374,34 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt as e:  # outside a command (while parsing its options, say)
-        sys.exit(interrupts.report(e.args[0] if e.args else None))
+        _exit(interrupts.report(e.args[0] if e.args else None))
+    except SystemExit as e:
+        _exit(e.code)
+
+
+def _exit(code) -> None:
+    """End the process with `code` (a SystemExit's) once the command is done: the atexit hooks
+    run (stores' sessions closed, multiprocessing's helpers stopped) and the output is flushed,
+    but the interpreter's finalization after them is skipped. It changes nothing on disk and took
+    0.5-0.6 s of every `curate run` that read S3 (freeing every module and object, the AWS SDK's
+    shutdown) while the shell or batch job waited. A thread the command left running (not a
+    daemon) is waited for as Python does, by exiting normally."""
+    import atexit
+    import os
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, exit 1
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away (| head), a closed stream
+            pass
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,8 @@ def test_a_broken_command_group_says_why_without_a_traceback(cli, package, targe
 
 
 def test_only_the_command_run_is_imported():
-    code = ("import sys; sys.argv=['curate', 'run', '--help']\nfrom curate.cli import main\ntry: main()\n"
-            "except SystemExit: pass\nprint('LOADED', [m for m in ('lake.cli', 'operators.agent.cli') if m in sys.modules])")
+    code = ("import atexit, sys; sys.argv=['curate', 'run', '--help']\n"
+            "atexit.register(lambda: print('LOADED', [m for m in ('lake.cli', 'operators.agent.cli') if m in sys.modules]))\n"
+            "from curate.cli import main\nmain()\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
     assert "LOADED []" in out
