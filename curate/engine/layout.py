@@ -7,7 +7,7 @@
   data.tmp/ trace.tmp/           what publishing builds before renaming it into place
   report.html.tmp                on a store: the report, written locally before it is uploaded
   _work/lock                     held (flock) by the live run; holds its pid and host
-  _work/workers.lock             held shared by each live worker process
+  _work/workers.lock             held shared by each live worker process from its first task
   _work/run.json                 fingerprints of recipe and input (checked by --resume)
   _work/plan.json                the plan (plan.py)
   _work/stage-K/data/            the stage's output shards
