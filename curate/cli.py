@@ -183,7 +183,7 @@ def _start_workers(opts, r) -> None:
     """Start the local workers the run's first stage will keep busy now, before the input is
     listed and checked: each spends about a second importing modules, on cores the run process
     leaves idle while it lists and checks the input, instead of after it. (With fewer input files
-    than workers, some wait idle until the run ends, as they would for a Global step's fit.)"""
+    than workers, the others wait idle until a later stage or fit uses them, or the run ends.)"""
     from curate.engine import local, plan
 
     processes = opts.workers or plan.available_cores()
