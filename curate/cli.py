@@ -158,9 +158,11 @@ def run(
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=not no_report)
-    _start_workers(opts, r)
+    # Local input files are listed first (a glob): they tell how many workers are worth starting
+    sources = preflight.inputs(r) if _input_is_local(r) else None
+    _start_workers(opts, r, sources)
     try:
-        checked = preflight.check(r)
+        checked = preflight.check(r, sources)
         manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds, checked.rows)
     finally:
         stop_workers_ahead()  # the run stopped before it took them
@@ -179,17 +181,26 @@ def run(
         _report_after_run(Path(r.output.path))
 
 
-def _start_workers(opts, r) -> None:
+def _start_workers(opts, r, sources) -> None:
     """Start the local workers the run's first stage will keep busy now, before the input is
-    listed and checked: each spends about a second importing modules, on cores the run process
-    leaves idle while it lists and checks the input, instead of after it. (With fewer input files
-    than workers, the others wait idle until a later stage or fit uses them, or the run ends.)"""
+    checked (and, on a store, listed): each spends about a second importing modules, on cores the
+    run process leaves idle while it lists and checks the input, instead of after it. `sources`:
+    the input files where already listed; on a store, with fewer objects than workers, the others
+    wait idle until a later stage or fit uses them, or the run ends."""
     from curate.engine import local, plan
 
     processes = opts.workers or plan.available_cores()
-    busy = plan.first_stage_workers(r.steps, opts.limit, processes)
+    busy = plan.first_stage_workers(r.steps, opts.limit, processes, files=None if sources is None else len(sources))
     if opts.engine == "local" and busy:
         local.start_workers_ahead(processes, busy)
+
+
+def _input_is_local(r) -> bool:
+    """Whether every input path is on this machine (not a URI, not a Hugging Face dataset name)."""
+    from curate.io.store import is_uri
+
+    paths = [r.input.path] if isinstance(r.input.path, str) else r.input.path
+    return r.input.format != "hf" and not any(is_uri(p) or p.startswith("hf:") for p in paths)
 
 
 def _on_store(r) -> bool:

@@ -113,15 +113,18 @@ def make(steps: list[Step], sources: list[Source], limit: int | None, workers: i
     return Plan(tuple(staged), (tuple(input_tasks(sources, limit)),) + (None,) * (len(staged) - 1))
 
 
-def first_stage_workers(steps: list[Step], limit: int | None, workers: int = 0, cores: int | None = None) -> int:
-    """How many CPU worker processes the first stage keeps busy at once, as `make` plans it, given
-    an input of at least as many files: none where it runs on model workers or in the run process
-    (parallel 1, or one task: the first `limit` rows)."""
+def first_stage_workers(steps: list[Step], limit: int | None, workers: int = 0, cores: int | None = None,
+                        files: int | None = None) -> int:
+    """How many CPU worker processes the first stage keeps busy at once, as `make` plans it, for
+    an input of `files` files (unknown: at least as many as it runs at once): none where it runs
+    on model workers or in the run process (parallel 1, or one task: the first `limit` rows)."""
     cores = cores or available_cores()
     stage = stages(steps)[0]
     if stage.resource_class == "model" or limit is not None:
         return 0
     busy = policy(stage, workers or cores, cores).parallel
+    if files is not None:
+        busy = min(busy, files)  # a file is one task or more (row-group ranges of a large Parquet file)
     return busy if busy > 1 else 0
 
 

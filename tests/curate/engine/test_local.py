@@ -57,3 +57,16 @@ def test_a_run_its_checks_refuse_leaves_no_worker_started_ahead(cli, tmp_path):
     assert res.exit_code == 2 and "no input files match" in res.stderr
     assert local._ahead is None
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("files, started", [(1, []), (3, [(2, 2)])])
+def test_the_cli_starts_as_many_workers_ahead_as_a_local_input_has_files(cli, tmp_path, monkeypatch, files, started):
+    calls = []
+    monkeypatch.setattr(local, "start_workers_ahead", lambda processes, start: calls.append((processes, start)))
+    for i in range(files):
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{i}.jsonl").write_text('{"text": "a"}\n')
+    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/in'}}\nsteps: []\n")
+    res = cli("run", recipe, "-o", tmp_path / "out", "-w", "2", "--no-report")
+    assert res.exit_code == 0, res.output
+    assert calls == started

@@ -56,3 +56,6 @@ def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
     assert plan.first_stage_workers(step(Heavy), None, workers=4, cores=2) == 0  # one at a time: in the run process
     assert plan.first_stage_workers([], 100, workers=4, cores=4) == 0  # --limit: one task
     assert plan.first_stage_workers(step(Embed), None, workers=4, cores=4) == 0  # model workers
+    # a listed input of fewer files: as many as there are files (one task each at least)
+    assert plan.first_stage_workers([], None, workers=4, cores=4, files=3) == 3
+    assert plan.first_stage_workers([], None, workers=4, cores=4, files=1) == 0
