@@ -33,8 +33,7 @@ def start_workers_ahead(processes: int, start: int) -> None:
     stopped by `stop_workers_ahead`."""
     global _ahead
     stop_workers_ahead()
-    queue = multiprocessing.get_context("spawn").Queue()
-    pool = spawn_pool(processes, queue)
+    pool, queue = _new_pool(processes)
     for _ in range(start):
         pool.submit(int)  # no work: ProcessPoolExecutor starts a process for each submit while none is idle
     _ahead = (processes, pool, queue)
@@ -57,6 +56,10 @@ def _cpu_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
         (_, pool, queue), _ahead = _ahead, None
         return pool, queue
     stop_workers_ahead()
+    return _new_pool(processes)
+
+
+def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
     queue = multiprocessing.get_context("spawn").Queue()
     return spawn_pool(processes, queue), queue
 

@@ -38,8 +38,9 @@ def test_the_plan_carries_each_stages_policy(tmp_path):
 
 
 def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
-    """The CLI starts the first stage's workers before the input is listed: as many as the stage
-    runs at once, and none where it runs on model workers or in the run process."""
+    """The CLI starts the first stage's workers before the input is checked: as many as the stage
+    runs at once (no more than a listed input has files), none where it runs on model workers or
+    in the run process."""
     class Heavy(Map):
         name = "heavy"
         resources = Resources(cpus=2)
