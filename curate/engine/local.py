@@ -1,13 +1,15 @@
 """The local engine: a run's tasks on this machine, CPU stages on `--workers` spawned processes
-(`LocalExecutor`), model stages on a model pool (pool.py). It only runs tasks (executor.py);
-with a work store (`--work-store`, for an output at a URI), each task copies its files there
-once done, as the Ray engine's tasks do (work_store.py), so --resume continues on any machine."""
+(`LocalExecutor`; a stage with no operator on as many threads), model stages on a model pool
+(pool.py). It only runs tasks (executor.py); with a work store (`--work-store`, for an output at
+a URI), each task copies its files there once done, as the Ray engine's tasks do
+(work_store.py), so --resume continues on any machine."""
 
 from __future__ import annotations
 
 import functools
 import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
 from curate.engine import work_store
 from curate.engine.context import Progress, StageContext
@@ -19,7 +21,7 @@ from curate.engine.plan import Task, available_cores
 from curate.engine.pool import ModelPool
 from curate.engine.result import TaskResult
 from curate.engine.task import run_task
-from curate.engine.worker import PoolSlots, in_run, spawn_pool, stop_pool
+from curate.engine.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool
 
 # CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
 _ahead: tuple[int, ProcessPoolExecutor, object] | None = None
@@ -65,7 +67,8 @@ def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
 
 
 class LocalExecutor(PoolSlots, Executor):
-    """Runs tasks on `workers` spawned processes (inline for one worker) and relays their progress;
+    """Runs tasks on `workers` spawned processes (inline for one worker, on threads for a stage with
+    no operator: `Policy.threads`) and relays their progress;
     with a work `store`, each task's files go there once it is done."""
 
     def __init__(self, workers: int, progress: Progress, layout: RunLayout, store=None):
@@ -81,11 +84,14 @@ class LocalExecutor(PoolSlots, Executor):
         parallel = ctx.stage.policy.parallel
         if self.pool is None or parallel == 1:
             return [self._inline(ctx, t) for t in tasks]
+        if ctx.stage.policy.threads:
+            with _ThreadSlots(functools.partial(self._inline, ctx), self.progress, parallel) as threads:
+                return dispatch(tasks, list(range(parallel)), threads)
         self.ctx = ctx
         return dispatch(tasks, list(range(parallel)), self)
 
-    def _inline(self, ctx: StageContext, task: Task) -> TaskResult:
-        result = run_task(ctx, task, self.progress)
+    def _inline(self, ctx: StageContext, task: Task, progress: Progress | None = None) -> TaskResult:
+        result = run_task(ctx, task, progress or self.progress)
         if self.store is not None:
             work_store.put_task_files(self.store, ctx.layout, result)
         return result
@@ -114,6 +120,47 @@ class LocalExecutor(PoolSlots, Executor):
     def close(self, kill: bool = False) -> None:
         if self.pool is not None:
             stop_pool(self.pool, kill)
+
+
+class _Stopped(Exception):
+    """A task on a thread stopped at its next batch: its stage ended (an error, an interrupt)."""
+
+
+class _ThreadSlots(FutureSlots):
+    """A stage's tasks on `parallel` threads of the run process (the plan's `Policy.threads`).
+    A thread cannot be killed: when the stage ends early, each running task raises `_Stopped`
+    at its next batch (from its progress call), which aborts what it was writing, and the stage
+    waits for that before the run unwinds; no file is written after the run has let go of it."""
+
+    def __init__(self, run_one, progress: Progress, parallel: int):
+        self.run_one, self.outer = run_one, progress
+        self.pool = ThreadPoolExecutor(parallel, thread_name_prefix="curate-task")
+        self.stopping = threading.Event()
+        self.reporting = threading.Lock()  # the progress display is the run's, fed one call at a time
+
+    def progress(self, label: str, rows_in: int, rows_out: int) -> None:
+        if self.stopping.is_set():
+            raise _Stopped()
+        with self.reporting:
+            self.outer(label, rows_in, rows_out)
+
+    def start(self, slot: int, task: Task) -> Future:
+        return self.pool.submit(self.run_one, task, self.progress)
+
+    def collect(self, handle: Future) -> TaskResult:
+        return handle.result()
+
+    def cancel(self, handles: list[Future]) -> None:
+        self.stopping.set()
+        for handle in handles:
+            handle.cancel()
+        wait(handles)
+
+    def __enter__(self) -> "_ThreadSlots":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _piece(fn, *args):

@@ -32,6 +32,10 @@ class Policy:
     cpus: float = 1.0  # cores one task reserves (Ray's num_cpus; the local engine's cores per task)
     memory_gb: float | None = None  # memory one task needs, where an operator declares it
     parallel: int = 1  # tasks of the stage at once (CPU and io stages; a model stage: one per model worker)
+    # The tasks run on threads of the run process, not in worker processes (the local engine): a
+    # stage with no operator only reads and writes, which Arrow's C++ does with the GIL released,
+    # so a worker process would add its start (a second of imports) and nothing else.
+    threads: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ class Plan:
                 "stage": stage.index,
                 "resources": stage.resource_class,
                 "policy": {"cpus": stage.policy.cpus, "memory_gb": stage.policy.memory_gb,
-                           "parallel": stage.policy.parallel},
+                           "parallel": stage.policy.parallel, "threads": stage.policy.threads},
                 "global": stage.global_step.label if stage.global_step else None,
                 "steps": [{"step": s.label, "op": s.name, "kind": s.op_class.kind,
                            "params": s.params.model_dump(mode="json"),
@@ -117,12 +121,16 @@ def first_stage_workers(steps: list[Step], limit: int | None, workers: int = 0, 
                         files: int | None = None) -> int:
     """How many CPU worker processes the first stage keeps busy at once, as `make` plans it, for
     an input of `files` files (unknown: at least as many as it runs at once): none where it runs
-    on model workers or in the run process (parallel 1, or one task: the first `limit` rows)."""
+    on model workers or in the run process (parallel 1, one task: the first `limit` rows, or on
+    threads: a stage with no operator)."""
     cores = cores or available_cores()
     stage = stages(steps)[0]
     if stage.resource_class == "model" or limit is not None:
         return 0
-    busy = policy(stage, workers or cores, cores).parallel
+    stage_policy = policy(stage, workers or cores, cores)
+    if stage_policy.threads:
+        return 0
+    busy = stage_policy.parallel
     if files is not None:
         busy = min(busy, files)  # a file is one task or more (row-group ranges of a large Parquet file)
     return busy if busy > 1 else 0
@@ -148,7 +156,7 @@ def policy(stage: Stage, workers: int, cores: int) -> Policy:
     if memory_gb:
         total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         parallel = min(parallel, max(1, int(total_gb // memory_gb)))
-    return Policy(cpus, memory_gb, parallel)
+    return Policy(cpus, memory_gb, parallel, threads=not stage.all_steps)
 
 
 def stages(steps: list[Step]) -> list[Stage]:

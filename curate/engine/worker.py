@@ -132,12 +132,16 @@ def stop_pool(pool: ProcessPoolExecutor, kill: bool = False) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-class PoolSlots(Slots):
-    """Slots of the local pools: their handles are futures, their progress comes on `self.queue`
-    and goes to `self.progress`."""
+class FutureSlots(Slots):
+    """Slots whose handles are futures (concurrent.futures)."""
 
     def wait(self, handles: list[Future], timeout: float) -> list[Future]:
         return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
+
+
+class PoolSlots(FutureSlots):
+    """Slots of the local pools: their handles are futures, their progress comes on `self.queue`
+    and goes to `self.progress`."""
 
     def relay(self) -> None:
         relay_progress(self.queue, self.progress)

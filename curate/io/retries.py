@@ -12,7 +12,9 @@ Three places retry, each a failure the others cannot see:
 
 Counts go to the innermost `tally()` open in the process (a task's, in a worker), else to the
 process's own count that `take_untallied()` hands to the run (listing, footers, planning). They are
-process-wide, not per thread: fsspec does its I/O on a thread of its own. The requests to an
+process-wide, not per thread: fsspec does its I/O on a thread of its own. (Where a stage's tasks run
+on threads of the run process, a stage with no operator, a retry goes to the tally opened last:
+which of the tasks counts it may be the other's; the run's total is the same.) The requests to an
 output store (uploads, the lease) are the run process's alone and are counted apart, by
 `count_output`, whatever tally is open (a task running in that process reads the input meanwhile),
 until `take_output()`.

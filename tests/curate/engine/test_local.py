@@ -4,16 +4,23 @@ for the workers of the run it continues, not for a pool that has done nothing)."
 
 import multiprocessing
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
+from curate import recipe
 from curate.engine import local
+from curate.engine.context import READ_STEP
 from curate.engine.layout import RunLayout
 from curate.engine.local import LocalExecutor
 from curate.engine.run_dir import wait_for_workers
-from curate.errors import CurateError
-from tests.conftest import write_recipe
+from curate.engine.runner import RunOptions, run
+from curate.errors import CurateError, InputError
+from tests.conftest import write_jsonl, write_recipe
+
+
+ONE_STEP = "steps:\n  - normalize_text: {}\n"  # a stage with no operator runs on threads: no worker to start
 
 
 def _pid(_) -> int:
@@ -52,21 +59,85 @@ def test_an_executor_of_another_size_stops_the_workers_started_ahead(tmp_path):
 
 
 def test_a_run_its_checks_refuse_leaves_no_worker_started_ahead(cli, tmp_path):
-    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/none/*.jsonl'}}\nsteps: []\n")
+    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/none/*.jsonl'}}\n{ONE_STEP}")
     res = cli("run", recipe, "-o", tmp_path / "out", "-w", "2")
     assert res.exit_code == 2 and "no input files match" in res.stderr
     assert local._ahead is None
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.parametrize("files, started", [(1, []), (3, [(2, 2)])])
-def test_the_cli_starts_as_many_workers_ahead_as_a_local_input_has_files(cli, tmp_path, monkeypatch, files, started):
+@pytest.mark.parametrize("files, steps, started", [(1, ONE_STEP, []), (3, ONE_STEP, [(2, 2)]),
+                                                   (3, "steps: []\n", [])])  # no operator: threads
+def test_the_cli_starts_as_many_workers_ahead_as_a_local_input_has_files(cli, tmp_path, monkeypatch, files, steps,
+                                                                         started):
     calls = []
     monkeypatch.setattr(local, "start_workers_ahead", lambda processes, start: calls.append((processes, start)))
     for i in range(files):
         (tmp_path / "in").mkdir(exist_ok=True)
         (tmp_path / "in" / f"{i}.jsonl").write_text('{"text": "a"}\n')
-    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/in'}}\nsteps: []\n")
+    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path}/in'}}\n{steps}")
     res = cli("run", recipe, "-o", tmp_path / "out", "-w", "2", "--no-report")
     assert res.exit_code == 0, res.output
     assert calls == started
+
+
+def _corpus(root: Path, files: int, rows: int) -> str:
+    for f in range(files):
+        write_jsonl(root / f"part-{f}.jsonl", [{"text": f"doc {f} {i}", "n": i} for i in range(rows)])
+    return str(root / "*.jsonl")
+
+
+def _stepless(inp: str, out: Path, **input_fields) -> recipe.Recipe:
+    fields = "".join(f", {k}: {v}" for k, v in input_fields.items())
+    return recipe.load(text=f"input: {{path: '{inp}', batch_rows: 50{fields}}}\noutput: {{path: '{out}'}}\nsteps: []\n")
+
+
+def test_a_stage_with_no_operator_runs_its_tasks_on_threads_of_the_run_process(tmp_path, monkeypatch):
+    inp = _corpus(tmp_path / "in", files=4, rows=300)
+    ran = []
+
+    def recorded(ctx, task, progress):
+        ran.append((os.getpid(), threading.current_thread().name))
+        return real(ctx, task, progress)
+
+    real = local.run_task
+    monkeypatch.setattr(local, "run_task", recorded)
+    run(_stepless(inp, tmp_path / "threads"), RunOptions(workers=2))
+    assert len(ran) == 4 and {pid for pid, _ in ran} == {os.getpid()}
+    assert len({name for _, name in ran}) == 2 and all(name.startswith("curate-task") for _, name in ran)
+    assert multiprocessing.active_children() == []  # no worker process was started
+    run(_stepless(inp, tmp_path / "inline"), RunOptions(workers=1))
+    threads, inline = (sorted((tmp_path / side / "data").glob("*.parquet")) for side in ("threads", "inline"))
+    assert [p.name for p in threads] == [p.name for p in inline] and threads
+    assert [p.read_bytes() for p in threads] == [p.read_bytes() for p in inline]
+
+
+def test_a_failed_task_on_threads_stops_the_others_at_their_next_batch(tmp_path, monkeypatch):
+    """A thread cannot be killed: when a task fails, the stage's running tasks stop at their next
+    batch (what they wrote aborted) and the run waits for them before it unwinds."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"long {i}"} for i in range(2000)])  # 40 batches
+    # the bad line lies past what the checks peek at: the task finds it
+    (tmp_path / "in" / "b.jsonl").write_text('{"text": "' + "x" * 100_000 + '"}\n{"text": \n')
+    failed, rows_of_a = threading.Event(), []
+
+    def held(ctx, task, progress):
+        if task.sources[0].path.endswith("b.jsonl"):
+            try:
+                return real(ctx, task, progress)
+            finally:
+                failed.set()
+
+        def after_b_failed(label, rows_in, rows_out):
+            assert failed.wait(30)
+            progress(label, rows_in, rows_out)
+            if label == READ_STEP:
+                rows_of_a.append(rows_in)
+        return real(ctx, task, after_b_failed)
+
+    real = local.run_task
+    monkeypatch.setattr(local, "run_task", held)
+    with pytest.raises(InputError, match="b.jsonl, line 2"):
+        run(_stepless(str(tmp_path / "in" / "*.jsonl"), tmp_path / "out", on_bad_row="fail"), RunOptions(workers=2))
+    assert sum(rows_of_a) < 2000  # a stopped part-way (without the stop it reads all its rows)
+    assert not [t for t in threading.enumerate() if t.name.startswith("curate-task")]
+    assert not (tmp_path / "out").exists()  # nothing written after the failed run was cleared away

@@ -34,7 +34,21 @@ def test_the_plan_carries_each_stages_policy(tmp_path):
     steps = [Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params())]
     made = plan.make(steps, [], None, workers=4, cores=4)
     assert made.stages[0].policy.parallel == 2
-    assert made.describe()["stages"][0]["policy"] == {"cpus": 2, "memory_gb": None, "parallel": 2}
+    assert made.describe()["stages"][0]["policy"] == {"cpus": 2, "memory_gb": None, "parallel": 2, "threads": False}
+
+
+def test_a_stage_with_no_operator_runs_on_threads():
+    """Reading and writing alone is Arrow's C++, with the GIL released: threads of the run process,
+    as many as processes would have been, and no worker process started ahead."""
+    class Light(Map):
+        name = "light"
+
+    bare = plan.policy(plan.Stage(0, None, ()), workers=4, cores=4)
+    assert bare.threads and bare.parallel == 4
+    light = plan.Stage(0, None, (Step(index=1, name="light", op_class=Light, params=Light.Params()),))
+    assert not plan.policy(light, workers=4, cores=4).threads
+    assert plan.first_stage_workers([], None, workers=4, cores=4) == 0
+    assert plan.first_stage_workers(list(light.steps), None, workers=4, cores=4) == 4
 
 
 def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
@@ -52,11 +66,14 @@ def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
     def step(op):
         return [Step(index=1, name=op.name, op_class=op, params=op.Params())]
 
-    assert plan.first_stage_workers([], None, workers=4, cores=4) == 4
+    class Light(Map):
+        name = "light"
+
+    assert plan.first_stage_workers(step(Light), None, workers=4, cores=4) == 4
     assert plan.first_stage_workers(step(Heavy), None, workers=4, cores=4) == 2
     assert plan.first_stage_workers(step(Heavy), None, workers=4, cores=2) == 0  # one at a time: in the run process
-    assert plan.first_stage_workers([], 100, workers=4, cores=4) == 0  # --limit: one task
+    assert plan.first_stage_workers(step(Light), 100, workers=4, cores=4) == 0  # --limit: one task
     assert plan.first_stage_workers(step(Embed), None, workers=4, cores=4) == 0  # model workers
     # a listed input of fewer files: as many as there are files (one task each at least)
-    assert plan.first_stage_workers([], None, workers=4, cores=4, files=3) == 3
-    assert plan.first_stage_workers([], None, workers=4, cores=4, files=1) == 0
+    assert plan.first_stage_workers(step(Light), None, workers=4, cores=4, files=3) == 3
+    assert plan.first_stage_workers(step(Light), None, workers=4, cores=4, files=1) == 0
