@@ -173,8 +173,9 @@ def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -
     path = recipe(op, docs, texts, embeddings, out, args.memory_gb)
     where = h.RUNS / "global-memory" / f"where-{label}.json"
     cli = [str(h.BENCH / "traced_run.py"), str(where)] if traced else ["-m", "curate.cli"]
+    # The fits' phases (signed, candidate pairs, verified) with their times, in the run's log
     m = h.run_measured([h.CURATE[0], *cli, "run", str(path), "--overwrite", "--workers", str(args.workers)],
-                       log=h.RUNS / "global-memory" / f"{label}.log")
+                       env={"CURATE_LOG_LEVEL": "info"}, log=h.RUNS / "global-memory" / f"{label}.log")
     h.require_ok(m, f"curate run ({label})")
     manifest = json.loads((out / "manifest.json").read_text())
     fit_s = [s["fit_seconds"] for s in manifest["steps"] if "fit_seconds" in s]

@@ -383,11 +383,34 @@ def main() -> None:
     interrupts.install()  # before anything is imported or parsed: a signal at any point ends cleanly
     omp_wait.spin_briefly()  # before faiss or torch loads libgomp
     try:
+        _log_level()
         app()
     except KeyboardInterrupt as e:  # outside a command (while parsing its options, say)
         _exit(interrupts.report(e.args[0] if e.args else None))
     except SystemExit as e:
         _exit(e.code)
+
+
+LOG_LEVEL = "CURATE_LOG_LEVEL"
+
+
+def _log_level() -> None:
+    """CURATE_LOG_LEVEL (DEBUG, INFO, ...): curate's and its operators' log lines on stderr at that
+    level, with their time (a Global step's fit says its phases: signed, candidate pairs,
+    verified); unset, only warnings. Other libraries' loggers stay at warnings."""
+    import logging
+    import os
+
+    level = os.environ.get(LOG_LEVEL, "").strip().upper()
+    if not level:
+        return
+    if not isinstance(logging.getLevelName(level), int):
+        print(f"{LOG_LEVEL}={os.environ[LOG_LEVEL]!r} is not a log level (DEBUG, INFO, WARNING, ERROR)",
+              file=sys.stderr)
+        raise SystemExit(2)
+    logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in ("curate", "operators", "lake"):
+        logging.getLogger(name).setLevel(level)
 
 
 def _exit(code) -> None:

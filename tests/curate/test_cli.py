@@ -1,6 +1,7 @@
 """The command line: exit codes (0 ok, 2 bad recipe or input, 1 bug), messages, not tracebacks."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -173,6 +174,22 @@ def test_the_command_ends_without_the_interpreters_finalization_but_waits_for_it
     bad = subprocess.run([sys.executable, "-c", EXIT_PROBE, str(marker), "-", "run", str(tmp_path / "missing.yaml")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "recipe file not found" in bad.stderr
+
+
+def test_curate_log_level_shows_a_fits_phases_and_a_bad_level_exits_2(tmp_path):
+    """A long run's Global fit says its phases with their times at CURATE_LOG_LEVEL=info; unset,
+    the terminal shows only the progress and the funnel."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"the same words here {i % 3} and more"} for i in range(9)])
+    recipe = recipe_file(tmp_path, "steps:\n  - containment_dedup: {threshold: 0.8, ngram: 2}\n")
+    command = [sys.executable, "-m", "curate.cli", "run", str(recipe), "-w", "1", "--no-report", "--overwrite"]
+    shown = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "CURATE_LOG_LEVEL": "info"})
+    assert shown.returncode == 0, shown.stderr
+    assert "operators.dedup.containment: containment_dedup: signed" in shown.stderr
+    quiet = subprocess.run(command, capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if k != "CURATE_LOG_LEVEL"})
+    assert quiet.returncode == 0 and "containment_dedup: signed" not in quiet.stderr + quiet.stdout
+    bad = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "CURATE_LOG_LEVEL": "loud"})
+    assert bad.returncode == 2 and "CURATE_LOG_LEVEL='loud' is not a log level" in bad.stderr
 
 
 def test_a_bug_exits_1_with_one_line_and_no_traceback(cli, monkeypatch):
