@@ -197,10 +197,10 @@ def _start_workers(opts, r, sources) -> None:
 
 def _input_is_local(r) -> bool:
     """Whether every input path is on this machine (not a URI, not a Hugging Face dataset name)."""
-    from curate.io.store import is_uri
+    from curate.io.sources import on_this_machine
 
     paths = [r.input.path] if isinstance(r.input.path, str) else r.input.path
-    return r.input.format != "hf" and not any(is_uri(p) or p.startswith("hf:") for p in paths)
+    return r.input.format != "hf" and all(on_this_machine(p) for p in paths)
 
 
 def _on_store(r) -> bool:

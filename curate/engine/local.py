@@ -99,9 +99,6 @@ class LocalExecutor(PoolSlots, Executor):
     def start(self, slot: int, task: Task) -> Future:
         return self.pool.submit(in_run, self.workers_lock, work_store.run_task, self.store, self.ctx, task)
 
-    def collect(self, handle: Future) -> TaskResult:
-        return handle.result()
-
     def cancel(self, handles: list[Future]) -> None:
         for f in handles:
             f.cancel()
@@ -146,9 +143,6 @@ class _ThreadSlots(FutureSlots):
 
     def start(self, slot: int, task: Task) -> Future:
         return self.pool.submit(self.run_one, task, self.progress)
-
-    def collect(self, handle: Future) -> TaskResult:
-        return handle.result()
 
     def cancel(self, handles: list[Future]) -> None:
         self.stopping.set()

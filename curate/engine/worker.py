@@ -138,6 +138,9 @@ class FutureSlots(Slots):
     def wait(self, handles: list[Future], timeout: float) -> list[Future]:
         return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
 
+    def collect(self, handle: Future) -> TaskResult:
+        return handle.result()
+
 
 class PoolSlots(FutureSlots):
     """Slots of the local pools: their handles are futures, their progress comes on `self.queue`

@@ -178,13 +178,18 @@ def _walk(root: Path, skipped: list[Path]) -> list[Path]:
     return sorted(files)
 
 
+def on_this_machine(spec: str) -> bool:
+    """Whether an input spec names files of this machine: not a URI, not a Hugging Face dataset."""
+    return not (spec.startswith("hf:") or store.is_uri(spec))
+
+
 def searched_directories(paths: str | list[str]) -> list[tuple[str, Path]]:
     """(input spec, directory) for each directory whose subdirectories the input's expansion
     searches: a directory given as input, or the fixed part of a glob with a wildcard in a
     directory name or `**`. A glob such as `data/*.jsonl` searches `data/` itself only."""
     found = []
     for spec in [paths] if isinstance(paths, str) else paths:
-        if spec.startswith("hf:") or store.is_uri(spec):
+        if not on_this_machine(spec):
             continue
         p = Path(spec)
         if p.is_dir():
