@@ -129,10 +129,12 @@ class ContainmentDedup(NearDedup):
         job = _VerifyJob(samples.path, workdir / "cut.npy", workdir / "head_cut.npy" if p.screen_sample else None,
                          workdir / "rank.npy", p.threshold, p.screen_sample, p.screen_margin,
                          parallel.budget_gb(p.sample_map_gb))
+        started = time.monotonic()
         np.save(job.cut, cutoffs(samples, sizes))
         if job.head_cut:
             np.save(job.head_cut, cutoffs(samples, sizes, p.screen_sample))
         np.save(job.rank, rank)
+        log.info("containment_dedup: cut-offs of %d rows in %.1fs", len(sizes), time.monotonic() - started)
         chunks = ((c.column("a").to_numpy(), c.column("b").to_numpy())
                   for c in pq.ParquetFile(candidates).iter_batches(batch_size=p.verify_chunk))
         for i, edges in enumerate(parallel.stream(partial(verify_chunk, job), chunks)):
@@ -193,7 +195,11 @@ def _candidate_pairs(con, out: signature_pass.PassOutput, plan: ContainmentPlan,
     parts = workdir / "candidate_parts"
     parts.mkdir(exist_ok=True)
     job = _PairsJob(out.buckets_dir, parts, plan, memory_gb, threads, max_bucket)
+    started = time.monotonic()
     common = parallel.map(partial(group_pairs, job), range(len(out.bucket_groups)), out.bucket_groups)
+    found = sum(pq.ParquetFile(f).metadata.num_rows for f in parts.glob("*.parquet"))
+    log.info("containment_dedup: %d band groups joined in %.1fs: %d (pair, group) rows", len(out.bucket_groups),
+             time.monotonic() - started, found)
     candidates = workdir / "candidates.parquet"
     if out.bucket_groups:
         # Sorted by candidate: a verification chunk then reads its parents from one narrow
