@@ -1,9 +1,9 @@
 """containment_dedup: remove documents contained in larger ones (C(A,B) = |S(A)∩S(B)|/|S(A)| >= tau).
 
-fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples, all
-to disk); duckdb joins the band rows into candidate pairs, a band group at a time; each pair
-is screened on a small hash sample and, unless clearly below tau, verified on the stored
-shingle samples, a chunk of pairs at a time; resolution removes every document with a
+fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples and
+their first values, all to disk); duckdb joins the band rows into candidate pairs, a band group
+at a time; each pair is screened on the first values (a file small enough for the page cache)
+and, unless clearly below tau, verified on the stored shingle samples, a chunk of pairs at a time; resolution removes every document with a
 verified edge to a better-ranked one. The signing, the joins and the verification are pieces
 of the fit's `parallel` map (the run's workers), merged in a fixed order. apply: looks the
 batch's _ords up in the decisions file.
@@ -89,7 +89,7 @@ class ContainmentDedup(NearDedup):
             batches, workdir,
             spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
             text_column=self.text_column, prefer=p.prefer, sample=p.verify_sample, keep_sigs=False,
-            parallel=parallel,
+            parallel=parallel, heads=p.screen_sample or None,
         )
         log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
         if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
@@ -105,7 +105,7 @@ class ContainmentDedup(NearDedup):
         sizes = np.zeros(len(rank), np.int64)
         n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
         sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
-        edges_dir = self._verify(out.samples, sizes, rank, candidates, workdir, parallel)
+        edges_dir = self._verify(out.samples, out.heads, sizes, rank, candidates, workdir, parallel)
         log.info("containment_dedup: verified at %.1fs", time.monotonic() - started)
         decisions = workdir / "decisions.parquet"
         resolve.containment_decisions(con, str(edges_dir / "*.parquet"), out.docs_glob, str(decisions))
@@ -116,8 +116,8 @@ class ContainmentDedup(NearDedup):
                          facts={"candidate_pairs": n_candidates, "common_keys_left_out": common[0],
                                 "common_key_rows_left_out": common[1]})
 
-    def _verify(self, samples: RowStore, sizes: np.ndarray, rank: np.ndarray, candidates: Path, workdir: Path,
-                parallel: Parallel) -> Path:
+    def _verify(self, samples: RowStore, heads: RowStore | None, sizes: np.ndarray, rank: np.ndarray,
+                candidates: Path, workdir: Path, parallel: Parallel) -> Path:
         """Verified edges (child, parent, containment) as Parquet parts, one per candidate chunk.
 
         Chunks are pieces of `parallel`, each reading the samples and the per-row arrays
@@ -126,13 +126,13 @@ class ContainmentDedup(NearDedup):
         p = self.params
         edges_dir = workdir / "edges"
         edges_dir.mkdir(exist_ok=True)
-        job = _VerifyJob(samples.path, workdir / "cut.npy", workdir / "head_cut.npy" if p.screen_sample else None,
-                         workdir / "rank.npy", p.threshold, p.screen_sample, p.screen_margin,
-                         parallel.budget_gb(p.sample_map_gb))
+        job = _VerifyJob(samples.path, workdir / "cut.npy", heads.path if heads else None,
+                         workdir / "head_cut.npy" if heads else None, workdir / "rank.npy", p.threshold,
+                         p.screen_margin, parallel.budget_gb(p.sample_map_gb))
         started = time.monotonic()
         np.save(job.cut, cutoffs(samples, sizes))
-        if job.head_cut:
-            np.save(job.head_cut, cutoffs(samples, sizes, p.screen_sample))
+        if heads is not None:
+            np.save(job.head_cut, cutoffs(heads, sizes, p.screen_sample))
         np.save(job.rank, rank)
         log.info("containment_dedup: cut-offs of %d rows in %.1fs", len(sizes), time.monotonic() - started)
         chunks = ((c.column("a").to_numpy(), c.column("b").to_numpy())
@@ -150,14 +150,15 @@ class ContainmentDedup(NearDedup):
 
 @dataclass(frozen=True)
 class _VerifyJob:
-    """What a verification piece reads: the samples, cut-offs and ranks by path, and the params."""
+    """What a verification piece reads: the samples (and their heads, where pairs are screened),
+    cut-offs and ranks by path, and the params."""
 
     samples: Path
     cut: Path
+    heads: Path | None
     head_cut: Path | None
     rank: Path
     threshold: float
-    screen_sample: int
     screen_margin: float
     sample_map_gb: float
 
@@ -166,19 +167,28 @@ def verify_chunk(job: _VerifyJob, pairs: tuple[np.ndarray, np.ndarray]) -> pa.Ta
     """One piece: the verified edges among a chunk of candidate pairs (a, b)."""
     a, b = pairs
     rank = np.load(job.rank, mmap_mode="r")
-    samples = RowStore(job.samples, SAMPLE_DTYPE)
+    # The samples of the pairs the screen lets through are read here and there in a file the page
+    # cache may not hold; the heads were just read through for their cut-offs (row after row, in
+    # file order), so the cache holds them where it can, and a miss brings its neighbours.
+    samples = RowStore(job.samples, SAMPLE_DTYPE, scattered=True)
+    heads = RowStore(job.heads, SAMPLE_DTYPE) if job.heads else None
     cut = np.load(job.cut, mmap_mode="r")
     # Only the worse-ranked document of a pair can be removed, so only its containment matters.
     child = np.where(rank[a] > rank[b], a, b)
     parent = np.where(rank[a] > rank[b], b, a)
     # Random reads over a map kept open are several times faster than re-mapping per gather;
-    # past the budget, each gather maps afresh so resident memory stays bounded.
-    with samples.kept_mapped() if samples.nbytes <= job.sample_map_gb * 2**30 else nullcontext():
-        if job.head_cut is None:
+    # past the budget, each gather maps afresh so resident memory stays bounded. Every pair reads
+    # the heads, the pairs the screen lets through the samples: the heads are kept first.
+    budget = job.sample_map_gb * 2**30
+    keep_heads = heads is not None and heads.nbytes <= budget
+    keep_samples = samples.nbytes + (heads.nbytes if keep_heads else 0) <= budget
+    with (heads.kept_mapped() if keep_heads else nullcontext(),
+          samples.kept_mapped() if keep_samples else nullcontext()):
+        if heads is None:
             c = containment(samples, cut, child, parent)
         else:
-            c = screened_containment(samples, cut, np.load(job.head_cut, mmap_mode="r"), child, parent,
-                                     job.screen_sample, job.threshold - job.screen_margin)
+            c = screened_containment(samples, heads, cut, np.load(job.head_cut, mmap_mode="r"), child, parent,
+                                     job.threshold - job.screen_margin)
     ok = c >= job.threshold
     return pa.table({"child": child[ok], "parent": parent[ok], "containment": c[ok]})
 

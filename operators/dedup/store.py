@@ -13,6 +13,7 @@ which the kernel can reclaim). Callers choose by the file's size against their b
 
 from __future__ import annotations
 
+import mmap
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -62,11 +63,18 @@ class RowStoreWriter:
 
 
 class RowStore:
-    """Read side: gather the arrays of many rows at once."""
+    """Read side: gather the arrays of many rows at once.
 
-    def __init__(self, path: Path, dtype=np.uint64):
+    `scattered`: the gathers pick rows all over a file that may be larger than the page cache
+    (a verification's candidates). Its maps then ask the kernel for the pages read only
+    (MADV_RANDOM): each page it does not hold would otherwise bring the read-ahead window around
+    it (8 MB on this machine's disk), so a few thousand rows read most of a 2 GB file.
+    """
+
+    def __init__(self, path: Path, dtype=np.uint64, scattered: bool = False):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
+        self.scattered = scattered
         # Mapped: a piece of the fit that opens the store in another process reads what it needs.
         self.starts = np.load(self.path.with_suffix(".starts.npy"), mmap_mode="r")
         self.lengths = np.load(self.path.with_suffix(".lengths.npy"), mmap_mode="r")
@@ -82,11 +90,17 @@ class RowStore:
         if self.nbytes == 0:
             yield self
             return
-        self._kept = np.memmap(self.path, dtype=self.dtype, mode="r")
+        self._kept = self._map()
         try:
             yield self
         finally:
             self._kept = None  # the last reference: unmaps
+
+    def _map(self) -> np.memmap:
+        data = np.memmap(self.path, dtype=self.dtype, mode="r")
+        if self.scattered:
+            data._mmap.madvise(mmap.MADV_RANDOM)
+        return data
 
     def gather(self, ords: np.ndarray, head: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(values, offsets) for rows `ords`, in that order (rows may repeat); with `head`,
@@ -106,7 +120,7 @@ class RowStore:
         at = 0
         for lo in range(0, len(starts), ROWS_PER_MAP):
             positions = ranges(starts[lo : lo + ROWS_PER_MAP], lengths[lo : lo + ROWS_PER_MAP])
-            data = np.memmap(self.path, dtype=self.dtype, mode="r")
+            data = self._map()
             try:
                 out[at : at + len(positions)] = data[positions]
             finally:

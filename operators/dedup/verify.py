@@ -82,12 +82,13 @@ def _counts(store: RowStore, cut: np.ndarray, child: np.ndarray, parent: np.ndar
     return shared, sample_size
 
 
-def screened_containment(store: RowStore, cut: np.ndarray, head_cut: np.ndarray, child: np.ndarray,
-                         parent: np.ndarray, head: int, floor: float) -> np.ndarray:
-    """containment(), computed only for pairs whose estimate on the first `head` values reaches
+def screened_containment(store: RowStore, heads: RowStore, cut: np.ndarray, head_cut: np.ndarray,
+                         child: np.ndarray, parent: np.ndarray, floor: float) -> np.ndarray:
+    """containment(), computed only for pairs whose estimate on the rows' first values (`heads`:
+    each row's first values of `store`; `head_cut` from cutoffs(heads, sizes, head)) reaches
     `floor` or rests on fewer than MIN_SCREEN_SAMPLE values; the others get that (lower)
     estimate. A fully contained child always passes: its whole sample is in the parent."""
-    shared, size = _counts(store, head_cut, child, parent, head)
+    shared, size = _counts(heads, head_cut, child, parent, None)
     rough = np.divide(shared, size, out=np.zeros(len(child)), where=size > 0)
     out = rough.copy()
     go = np.flatnonzero((rough >= floor) | (size < MIN_SCREEN_SAMPLE))

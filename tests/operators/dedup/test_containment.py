@@ -137,6 +137,24 @@ def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, mon
         assert len(list((tmp_path / "candidate_parts").glob("part-00000-*.parquet"))) > 1
 
 
+def test_the_heads_the_screen_reads_are_each_samples_first_values(tmp_path):
+    """The signature pass writes each row's first screen_sample sample values to a file of their
+    own (read for every candidate pair); they are the samples' first values, row by row."""
+    import numpy as np
+
+    from operators.dedup.store import RowStore
+    from operators.dedup.verify import SAMPLE_DTYPE
+
+    rnd = random.Random(3)
+    texts = [" ".join(doc(rnd, rnd.randint(1, 150))) for _ in range(40)] + [""]
+    run(ContainmentDedup(ContainmentDedup.Params(screen_sample=16)), texts, tmp_path, batch_rows=7)
+    samples, heads = RowStore(tmp_path / "samples.bin", SAMPLE_DTYPE), RowStore(tmp_path / "heads.bin", SAMPLE_DTYPE)
+    ords = np.arange(len(texts))
+    (sv, so), (hv, ho) = samples.gather(ords, 16), heads.gather(ords)
+    assert np.array_equal(so, ho) and np.array_equal(sv, hv)
+    assert (samples.lengths > 16).any() and (samples.lengths[: len(texts)] < 16).any()
+
+
 def test_params_and_columns():
     op = ContainmentDedup(ContainmentDedup.Params(prefer="score"), text_column="body")
     assert op.requires == ("body", "score") and op.provides == ()
@@ -167,7 +185,7 @@ def candidate_pairs(tmp_path, rows: list[tuple[int, int, int, int, int]], max_bu
         pq.write_table(pa.table({name: pa.array([row[i] for row in mine], kind) for i, (name, kind) in enumerate(
             [("r", pa.int16()), ("band", pa.int16()), ("key", pa.uint64()), ("ord", pa.int64()), ("part", pa.int16())])}),
             tmp_path / "buckets" / f"r{group}-g0000" / "part-000000.parquet")
-    out = PassOutput("", tmp_path / "buckets", [f"r{g}-g0000" for g in groups], None, None, 5)
+    out = PassOutput("", tmp_path / "buckets", [f"r{g}-g0000" for g in groups], None, None, None, 5)
     con = connect(tmp_path, 1.0, 1)
     plan = ContainmentPlan(128, 0.8, 0.01, 1.41)
     pairs = pq.read_table(containment._candidate_pairs(con, out, plan, tmp_path, 1.0, 1, max_bucket, SERIAL)[0])

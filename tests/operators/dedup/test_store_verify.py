@@ -25,16 +25,48 @@ def test_ranges():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(hashes, min_size=1, max_size=6), st.randoms(), st.booleans())
-def test_gather_round_trip(tmp_path_factory, rows, rnd, kept):
+@given(st.lists(hashes, min_size=1, max_size=6), st.randoms(), st.booleans(), st.booleans())
+def test_gather_round_trip(tmp_path_factory, rows, rnd, kept, scattered):
     order = list(range(len(rows)))
     rnd.shuffle(order)
     store = write(tmp_path_factory.mktemp("s"), rows, order=order)
+    store = store_module.RowStore(store.path, SAMPLE_DTYPE, scattered=scattered)
     ask = np.array([rnd.randrange(len(rows)) for _ in range(8)])
     with store.kept_mapped() if kept else nullcontext():
         values, offsets = store.gather(ask)
     for i, o in enumerate(ask):
         assert values[offsets[i] : offsets[i + 1]].tolist() == rows[o].tolist()
+
+
+def test_the_screen_reads_the_samples_of_the_pairs_it_lets_through_only(tmp_path):
+    """Every candidate pair reads the heads; the samples (a file the page cache may not hold) only
+    for the pairs the screen does not reject."""
+    evens, odds = np.arange(0, 400, 2, dtype=SAMPLE_DTYPE), np.arange(1, 400, 2, dtype=SAMPLE_DTYPE)
+    rows = [evens, odds, evens[:100]]  # row 1 shares nothing with row 0; row 2 is in it
+    (tmp_path / "s").mkdir(), (tmp_path / "h").mkdir()
+    store, heads = write(tmp_path / "s", rows), write(tmp_path / "h", rows, m=16)
+    asked = []
+    gather = store.gather
+    store.gather = lambda ords, head=None: asked.append(ords.tolist()) or gather(ords, head)
+    sizes = np.array([len(r) for r in rows])
+    got = screened_containment(store, heads, cutoffs(store, sizes), cutoffs(heads, sizes, 16),
+                               np.array([1, 2]), np.array([0, 0]), floor=0.5)
+    assert got[0] == 0.0 and got[1] == 1.0
+    assert asked and all(1 not in ords for ords in asked)
+
+
+def test_a_scattered_stores_maps_ask_for_the_pages_read_only(tmp_path):
+    """MADV_RANDOM, seen as the map's `rr` flag in /proc/self/smaps."""
+    plain = write(tmp_path, [np.arange(5000, dtype=SAMPLE_DTYPE)])
+
+    def flags(store):
+        with store.kept_mapped():
+            lines = open("/proc/self/smaps").read().splitlines()
+        at = next(i for i, line in enumerate(lines) if line.endswith(str(store.path)))
+        return next(line for line in lines[at:] if line.startswith("VmFlags:")).split()
+
+    assert "rr" not in flags(plain)
+    assert "rr" in flags(store_module.RowStore(plain.path, SAMPLE_DTYPE, scattered=True))
 
 
 def test_gather_maps_block_by_block(tmp_path, monkeypatch):
@@ -88,11 +120,13 @@ def test_screening_keeps_contained_children_and_exact_values(tmp_path_factory, u
     other = np.sort(np.concatenate([part[: len(part) // 2], rnd.integers(0, 2**32 - 1, 30).astype(SAMPLE_DTYPE)]))
     rows = [big, part, np.unique(other)]
     store = write(tmp_path_factory.mktemp("h"), rows)
+    heads = write(tmp_path_factory.mktemp("heads"), rows, m=head)  # as the signature pass writes them
     sizes = np.array([len(r) for r in rows])
-    cut, head_cut = cutoffs(store, sizes), cutoffs(store, sizes, head)
+    cut, head_cut = cutoffs(store, sizes), cutoffs(heads, sizes, head)
+    assert head_cut.tolist() == cutoffs(store, sizes, head).tolist()
     child, parent = np.array([1, 2, 2]), np.array([0, 0, 1])
     exact = containment(store, cut, child, parent)
-    screened = screened_containment(store, cut, head_cut, child, parent, head, floor=0.5)
+    screened = screened_containment(store, heads, cut, head_cut, child, parent, floor=0.5)
     assert screened[0] == exact[0] == 1.0  # a contained child is never screened out
     for e, s in zip(exact, screened):
         assert s == e or s < 0.5  # either verified exactly, or screened out below the floor
