@@ -105,24 +105,40 @@ def named_errors(path: str, what: str) -> Iterator[None]:
 
 
 PEEK_BUFFER = 1 << 20  # bytes of a column chunk read at a time where a Parquet file is peeked
+# The footers of objects read in this process, kept for the next open of the same object: the
+# preflight reads every footer, and a stage run on threads of this process (no operator) would
+# ask the store for each one again before its first row. Bounded by their encoded size; the
+# first ones are kept (the first tasks' objects, those the run waits on).
+FOOTERS_KEPT_BYTES = 32 << 20
+_footers: dict[tuple[str, int, str], object] = {}
+_footer_bytes = 0
 
 
 def open_parquet(path: str, storage_options: dict | None = None, size: int | None = None, version: str = "",
                  peek: bool = False):
     """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming
-    it. A URI is read by range requests: the footer now, later only the row groups asked for
-    (`size`, `version`: the object's, as listed): the column chunks of a row group coalesced into
-    one request (pre_buffer), not one request each; a quarter less CPU for a read from S3.
+    it. A URI is read by range requests: the footer now (or the one this process read before of
+    the same object: size and version), later only the row groups asked for (`size`, `version`:
+    the object's, as listed): the column chunks of a row group coalesced into one request
+    (pre_buffer), not one request each; a quarter less CPU for a read from S3.
     `peek`: only the first rows are wanted (the preflight's first batch), so the column chunks
     are read a page at a time (PEEK_BUFFER), not a whole row group (often 100 MB or more) at once."""
     import pyarrow.parquet as pq
 
+    global _footer_bytes
     try:
         remote = store.is_uri(path)
-        opened = store.open_random(path, storage_options, size, version) if remote else path
-        if peek:
-            return pq.ParquetFile(opened, pre_buffer=False, buffer_size=PEEK_BUFFER)
-        return pq.ParquetFile(opened, pre_buffer=True) if remote else pq.ParquetFile(opened)
+        if not remote:  # a local footer is a read of the page cache: nothing kept
+            return pq.ParquetFile(path, pre_buffer=False, buffer_size=PEEK_BUFFER) if peek else pq.ParquetFile(path)
+        key = (path, size, version)
+        known = _footers.get(key) if size is not None and version else None
+        opened = store.open_random(path, storage_options, size, version)
+        pf = (pq.ParquetFile(opened, metadata=known, pre_buffer=False, buffer_size=PEEK_BUFFER) if peek else
+              pq.ParquetFile(opened, metadata=known, pre_buffer=True))
+        if known is None and size is not None and version and _footer_bytes < FOOTERS_KEPT_BYTES:
+            _footers[key] = pf.metadata
+            _footer_bytes += pf.metadata.serialized_size
+        return pf
     except (pa.ArrowInvalid, OSError) as e:
         if retries.failure(e) is not None:  # the store failed every try: nothing says the file is damaged
             raise InputError(f"{path}: cannot read it from the store: {e}") from None
