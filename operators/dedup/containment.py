@@ -3,10 +3,10 @@
 fit: one pass over the text (shingles, MinHash, LSH Ensemble band rows, shingle samples and
 their first values, all to disk); duckdb joins the band rows into candidate pairs, a band group
 at a time; each pair is screened on the first values (a file small enough for the page cache)
-and, unless clearly below tau, verified on the stored shingle samples, a chunk of pairs at a time; resolution removes every document with a
-verified edge to a better-ranked one. The signing, the joins and the verification are pieces
-of the fit's `parallel` map (the run's workers), merged in a fixed order. apply: looks the
-batch's _ords up in the decisions file.
+and, unless clearly below tau, verified on the stored shingle samples, a chunk of pairs at a
+time; resolution removes every document with a verified edge to a better-ranked one. The
+signing, the joins and the verification are pieces of the fit's `parallel` map (the run's
+workers), merged in a fixed order. apply: looks the batch's _ords up in the decisions file.
 """
 
 from __future__ import annotations
@@ -126,12 +126,13 @@ class ContainmentDedup(NearDedup):
         p = self.params
         edges_dir = workdir / "edges"
         edges_dir.mkdir(exist_ok=True)
-        job = _VerifyJob(samples.path, workdir / "cut.npy", heads.path if heads else None,
-                         workdir / "head_cut.npy" if heads else None, workdir / "rank.npy", p.threshold,
+        screened = heads is not None
+        job = _VerifyJob(samples.path, workdir / "cut.npy", heads.path if screened else None,
+                         workdir / "head_cut.npy" if screened else None, workdir / "rank.npy", p.threshold,
                          p.screen_margin, parallel.budget_gb(p.sample_map_gb))
         started = time.monotonic()
         np.save(job.cut, cutoffs(samples, sizes))
-        if heads is not None:
+        if screened:
             np.save(job.head_cut, cutoffs(heads, sizes, p.screen_sample))
         np.save(job.rank, rank)
         log.info("containment_dedup: cut-offs of %d rows in %.1fs", len(sizes), time.monotonic() - started)
