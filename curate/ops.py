@@ -15,6 +15,7 @@ name columns are declared with `reads_column` / `writes_column`, and the base cl
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from itertools import islice
@@ -281,10 +282,44 @@ class Parallel:
 
     def stream(self, fn: Callable, items: Iterable) -> Iterator:
         """`fn(item)` over a long or lazy `items`, handed over 2 x width at a time, results in
-        order: what is in flight stays bounded however many items there are."""
+        order: what is in flight stays bounded however many items there are (two windows taken
+        from `items` and not yet yielded, at most).
+
+        With several pieces at once, the next window is read from `items` while one runs and is
+        handed over before the caller gets this one's results: the workers do not wait while
+        this process reads the input and stores what the pieces returned (at ten million
+        documents a signature pass's two workers had run at ~80% of a core each)."""
         items = iter(items)
-        while window := list(islice(items, 2 * self.width)):
-            yield from self.map(fn, window)
+        size = 2 * self.width
+        if self.width == 1:  # one piece at a time, in this process or one worker: nothing to overlap
+            while window := list(islice(items, size)):
+                yield from self.map(fn, window)
+            return
+        running = None
+        try:
+            window = list(islice(items, size))
+            running = _ahead().submit(self.map, fn, window) if window else None
+            while running is not None:
+                window = list(islice(items, size))
+                done = running.result()
+                running = _ahead().submit(self.map, fn, window) if window else None
+                yield from done
+        finally:  # stopped early (an error): the map in flight ends with the workers, which the run stops
+            if running is not None:
+                running.cancel()
+
+
+_stream_thread: ThreadPoolExecutor | None = None
+
+
+def _ahead() -> ThreadPoolExecutor:
+    """The thread that hands streamed windows to the map, one at a time. It lives as long as the
+    process: a pool starts its worker processes on demand, from the thread that gives it work,
+    and the kernel kills a worker when the thread that started it ends (lifetime.py)."""
+    global _stream_thread
+    if _stream_thread is None:
+        _stream_thread = ThreadPoolExecutor(1, thread_name_prefix="curate-stream")
+    return _stream_thread
 
 
 SERIAL = Parallel()

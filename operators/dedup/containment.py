@@ -65,12 +65,13 @@ class ContainmentParams(NearDedupParams):
     max_bucket: int = Field(100, ge=2, description="One-row band keys (one MinHash value) shared by more documents than this are "
                                                   "common shingles: left out of the candidate join (counted in the manifest's summary).")
     verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
-    # 0.25 GB: at 1M bench documents (a 1.9 GB sample file) mapping per gather verified as fast
-    # as the kept map (4.3 s vs 4.5 s, warm page cache), while the kept map made each worker's
-    # resident memory grow with the corpus (2.1 GB there).
+    # 0.25 GB: at 1M bench documents (a 1.9 GB sample file) gathers that mapped the file afresh
+    # verified as fast as the kept map (4.3 s vs 4.5 s, warm page cache), while the kept map made
+    # each worker's resident memory grow with the corpus (2.1 GB there).
     sample_map_gb: float = Field(0.25, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) mapped during "
                                                           "verification while it is at most this size: resident up to the "
-                                                          "file's size. Larger files are mapped per block of rows.")
+                                                          "file's size. Larger files are read row by row, outside "
+                                                          "resident memory.")
 
 
 class ContainmentDedup(NearDedup):
@@ -177,9 +178,9 @@ def verify_chunk(job: _VerifyJob, pairs: tuple[np.ndarray, np.ndarray]) -> pa.Ta
     # Only the worse-ranked document of a pair can be removed, so only its containment matters.
     child = np.where(rank[a] > rank[b], a, b)
     parent = np.where(rank[a] > rank[b], b, a)
-    # Random reads over a map kept open are several times faster than re-mapping per gather;
-    # past the budget, each gather maps afresh so resident memory stays bounded. Every pair reads
-    # the heads, the pairs the screen lets through the samples: the heads are kept first.
+    # Random reads over a map kept open cost no system call; past the budget, each row is read
+    # (pread) so resident memory stays bounded. Every pair reads the heads, the pairs the screen
+    # lets through the samples: the heads are kept first.
     budget = job.sample_map_gb * 2**30
     keep_heads = heads is not None and heads.nbytes <= budget
     keep_samples = samples.nbytes + (heads.nbytes if keep_heads else 0) <= budget

@@ -1,5 +1,8 @@
-"""The operator contract: Parallel.stream hands a bounded window to the map at a time, results in
-order; an operator's requires / provides come from its Params' column declarations."""
+"""The operator contract: Parallel.stream hands a bounded window to the map at a time (the next
+while the caller takes one's results), results in order; an operator's requires / provides come
+from its Params' column declarations."""
+
+import threading
 
 import pytest
 from hypothesis import example, given, strategies as st
@@ -11,8 +14,9 @@ from curate.ops import TEXT, Map, Parallel, Params, reads_column, serial_map, wr
 @given(items=st.integers(0, 40), width=st.integers(1, 6))
 @example(items=0, width=1)  # nothing: the map is never called
 @example(items=4, width=2)  # exactly one full window
+@example(items=9, width=2)  # a last window part-full
 def test_stream_hands_over_bounded_windows_in_order(items, width):
-    pulled, windows = [], []
+    pulled, windows, got = [], [], []
 
     def source():
         for i in range(items):
@@ -21,14 +25,39 @@ def test_stream_hands_over_bounded_windows_in_order(items, width):
 
     def recording_map(fn, *iterables):
         windows.append(len(iterables[0]))
-        # Nothing beyond this window has been taken from the source yet.
-        assert len(pulled) == sum(windows)
         return serial_map(fn, *iterables)
 
-    out = list(Parallel(recording_map, width).stream(lambda i: i * i, source()))
-    assert out == [i * i for i in range(items)]
+    for result in Parallel(recording_map, width).stream(lambda i: i * i, source()):
+        got.append(result)
+        # What was taken from the source and not yet given back: two windows at most.
+        assert len(pulled) - len(got) < 2 * (2 * width)
+    assert got == [i * i for i in range(items)]
     assert all(w == 2 * width for w in windows[:-1]) and all(0 < w <= 2 * width for w in windows)
     assert sum(windows) == items
+
+
+def test_stream_hands_over_the_next_window_before_the_caller_takes_this_ones_results():
+    """The workers are not left idle while the caller stores a window's results."""
+    handed = threading.Semaphore(0)
+
+    def counting_map(fn, *iterables):
+        handed.release()
+        return serial_map(fn, *iterables)
+
+    results = Parallel(counting_map, width=2).stream(lambda i: i, iter(range(12)))
+    next(results)  # the first window's first result: the caller holds it
+    assert handed.acquire(timeout=30) and handed.acquire(timeout=30), "the second window was not handed over"
+    assert list(results) == list(range(1, 12))
+
+
+def test_a_failing_piece_fails_the_stream():
+    def failing(i):
+        if i == 5:
+            raise ValueError("piece 5")
+        return i
+
+    with pytest.raises(ValueError, match="piece 5"):
+        list(Parallel(serial_map, width=2).stream(failing, iter(range(12))))
 
 
 class PairParams(Params):

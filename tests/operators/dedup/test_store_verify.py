@@ -1,6 +1,8 @@
+import os
 from contextlib import nullcontext
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from operators.dedup import store as store_module
@@ -69,16 +71,43 @@ def test_a_scattered_stores_maps_ask_for_the_pages_read_only(tmp_path):
     assert "rr" in flags(store_module.RowStore(plain.path, SAMPLE_DTYPE, scattered=True))
 
 
-def test_gather_maps_block_by_block(tmp_path, monkeypatch):
-    """Past ROWS_PER_MAP rows a gather maps the file once per block; the values are the same."""
+def test_a_gather_reads_the_file_without_mapping_it(tmp_path, monkeypatch):
+    """Outside kept_mapped no map of the file is made: a mapped page counts in the process's
+    resident memory (the kernel maps whole page-cache folios around each row read)."""
     rows = [np.arange(i, i + i % 5, dtype=SAMPLE_DTYPE) for i in range(50)]
     store = write(tmp_path, rows)
-    ask = np.array(list(range(49, -1, -1)) * 2)
-    whole, offsets = store.gather(ask)
-    monkeypatch.setattr(store_module, "ROWS_PER_MAP", 3)
-    blocked, _ = store.gather(ask)
-    assert blocked.tolist() == whole.tolist()
-    assert whole[offsets[1] : offsets[2]].tolist() == rows[48].tolist()
+    ask = np.array(list(range(49, -1, -1)) * 2 + list(range(50)))  # backwards, repeated, then in file order
+
+    def no_map(*args, **kwargs):
+        raise AssertionError("the file was mapped")
+
+    monkeypatch.setattr(store_module.np, "memmap", no_map)
+    values, offsets = store.gather(ask)
+    for i, o in enumerate(ask):
+        assert values[offsets[i] : offsets[i + 1]].tolist() == rows[o].tolist()
+
+
+def test_rows_that_follow_on_are_read_at_once():
+    starts, lengths = store_module._runs(np.array([0, 5, 7, 7, 20, 2]), np.array([5, 2, 0, 3, 3, 1]))
+    assert (starts, lengths) == ([0, 20, 2], [10, 3, 1])
+
+
+def test_a_scattered_stores_reads_ask_for_the_bytes_read_only(tmp_path, monkeypatch):
+    """POSIX_FADV_RANDOM on the file a scattered store reads (no read-ahead around each row)."""
+    advised = []
+    monkeypatch.setattr(store_module.os, "posix_fadvise", lambda fd, at, n, advice: advised.append(advice))
+    store = write(tmp_path, [np.arange(100, dtype=SAMPLE_DTYPE)] * 3)
+    store.gather(np.array([2, 0]))
+    assert advised == []
+    store_module.RowStore(store.path, SAMPLE_DTYPE, scattered=True).gather(np.array([2, 0]))
+    assert advised == [os.POSIX_FADV_RANDOM]
+
+
+def test_a_truncated_store_is_an_error_naming_its_file(tmp_path):
+    store = write(tmp_path, [np.arange(100, dtype=SAMPLE_DTYPE)] * 3)
+    os.truncate(store.path, store.nbytes - 8)
+    with pytest.raises(OSError, match="s.bin"):
+        store.gather(np.array([2]))
 
 
 def test_sample_values_keep_the_order_of_hashes():
