@@ -6,8 +6,8 @@ Values are appended to one flat file as batches arrive (in any order); only the 
 Reads are positioned reads (pread) into the caller's array: the pages they bring into the
 page cache never count in the process's resident memory. (Mapping the file per block of rows,
 as reads did, counted every page the kernel mapped around each row, a whole large folio of the
-page cache at a time on Linux 6: 600 MB for one block of 4,096 rows of 8 KB at a million
-documents.) Inside `kept_mapped()` one read-only map serves the gathers: random reads of a
+page cache at a time on Linux 6: a verification worker held 600 MB of one such map at a million
+documents, seen in its /proc smaps.) Inside `kept_mapped()` one read-only map serves the gathers: random reads of a
 small file then cost no system call, and resident memory grows up to the file's size (clean
 page-cache pages, which the kernel can reclaim). Callers choose by the file's size against
 their budget.
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, s + l) for each (s, l), without a Python loop."""
