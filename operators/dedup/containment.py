@@ -237,8 +237,9 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
     """One piece: the pairs of band group `group` with the bands they share there and the bands
     they must share in all, to candidate_parts/part-i-* (its own duckdb, spilling to a directory
     of its own). A group of more rows than the join's memory holds is joined in parts, each the
-    rows of one residue of the key: a band's key is shared within one part, and the counts of a
-    pair found in several parts are added up with the other groups'. In a group of one-row
+    rows of one stretch of the key range (band files are sorted by key, so a part reads its own
+    row groups only): a band's key is shared within one part, and the counts of a pair found in
+    several parts are added up with the other groups'. In a group of one-row
     bands, keys of more than `max_bucket` documents (estimated on a sample) are left out; returns
     how many, and their estimated rows."""
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in (job.buckets_dir / group).glob("*.parquet"))
@@ -248,8 +249,8 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
     one_row = group.startswith("r1-")
     common = np.zeros(2, np.int64)
     for part in range(parts):
-        source = f"SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet') WHERE key % {parts} = {part}"
-        if one_row:  # a key's rows are all in one part (the part is a residue of the key): its count is whole
+        source = f"SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet'){_key_range(part, parts)}"
+        if one_row:  # a key's rows are all in one part (the part is a stretch of keys): its count is whole
             con.execute(f"""CREATE OR REPLACE TEMP TABLE common AS
                             SELECT band, key, count(*) * {KEY_COUNT_SAMPLE} AS n FROM ({source}) WHERE ord % {KEY_COUNT_SAMPLE} = 0
                             GROUP BY band, key HAVING count(*) * {KEY_COUNT_SAMPLE} > {job.max_bucket}""")
@@ -267,3 +268,12 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
         """)
     con.close()
     return int(common[0]), int(common[1])
+
+
+def _key_range(part: int, parts: int) -> str:
+    """The WHERE clause of part `part` of `parts` equal stretches of the 64-bit key range (keys
+    are evenly spread: band_keys); none for a group joined whole."""
+    if parts == 1:
+        return ""
+    lo, hi = part * 2**64 // parts, (part + 1) * 2**64 // parts
+    return f" WHERE key >= {lo}::UBIGINT" + (f" AND key < {hi}::UBIGINT" if part < parts - 1 else "")

@@ -55,14 +55,16 @@ def signatures(sets: ShingleSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def band_keys(sig: np.ndarray, rows_per_band: int, bands: int) -> np.ndarray:
     """(rows, bands) uint64 keys; key t hashes signature columns [t*r, (t+1)*r).
 
-    With one row per band the key is the MinHash value itself.
+    With one row per band the key is the MinHash value, mixed (fmix64, one to one): a minimum is
+    small, and mixed, the keys of every band spread evenly over the 64-bit range, which the
+    containment join splits into parts of equal size.
     """
     r = rows_per_band
     if bands * r > sig.shape[1]:
         raise ValueError(f"{bands} bands x {r} rows need {bands * r} permutations, have {sig.shape[1]}")
     block = sig[:, : bands * r].reshape(len(sig), bands, r)
     if r == 1:
-        return np.ascontiguousarray(block[:, :, 0])
+        return fmix64(np.ascontiguousarray(block[:, :, 0]))
     acc = block[:, :, 0] * _POSITION_MULTIPLIERS[0]
     for j in range(1, r):
         acc += block[:, :, j] * _POSITION_MULTIPLIERS[j % len(_POSITION_MULTIPLIERS)]

@@ -1,7 +1,9 @@
 """Per-row arrays (shingle samples, signatures) kept on disk, keyed by _ord.
 
 Values are appended to one flat file as batches arrive (in any order); only the index
-(start and length per _ord, 16 bytes a row) is held in memory.
+(start, length and last value per _ord, 16 bytes a row and the value) is held in memory. The
+last value is the cut-off of a sample cut short (verify.cutoffs): kept in the index, it is
+known without reading the file, which at ten million documents is larger than the page cache.
 
 Reads are positioned reads (pread) into the caller's array: the pages they bring into the
 page cache never count in the process's resident memory. (Mapping the file per block of rows,
@@ -40,24 +42,31 @@ class RowStoreWriter:
         self.dtype = np.dtype(dtype)
         self._file = open(self.path, "wb")
         self._written = 0
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def append(self, ords: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> None:
         """Row ords[i] owns values[offsets[i]:offsets[i+1]]."""
-        self._file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
-        self._parts.append((ords.astype(np.int64), offsets[:-1] + self._written, np.diff(offsets)))
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        self._file.write(values.tobytes())
+        lengths = np.diff(offsets)
+        lasts = np.zeros(len(lengths), self.dtype)  # an empty row has none: 0
+        lasts[lengths > 0] = values[offsets[1:][lengths > 0] - 1]
+        self._parts.append((ords.astype(np.int64), offsets[:-1] + self._written, lengths, lasts))
         self._written += len(values)
 
     def close(self) -> "RowStore":
         self._file.close()
-        size = max((int(o.max()) + 1 for o, _, _ in self._parts if len(o)), default=0)
+        size = max((int(o.max()) + 1 for o, *_ in self._parts if len(o)), default=0)
         starts = np.zeros(size, np.int64)
         lengths = np.zeros(size, np.int64)
-        for ords, s, n in self._parts:
+        lasts = np.zeros(size, self.dtype)
+        for ords, s, n, last in self._parts:
             starts[ords] = s
             lengths[ords] = n
+            lasts[ords] = last
         np.save(self.path.with_suffix(".starts.npy"), starts)
         np.save(self.path.with_suffix(".lengths.npy"), lengths)
+        np.save(self.path.with_suffix(".lasts.npy"), lasts)
         return RowStore(self.path, self.dtype)
 
 
@@ -78,6 +87,7 @@ class RowStore:
         # Mapped: a piece of the fit that opens the store in another process reads what it needs.
         self.starts = np.load(self.path.with_suffix(".starts.npy"), mmap_mode="r")
         self.lengths = np.load(self.path.with_suffix(".lengths.npy"), mmap_mode="r")
+        self.lasts = np.load(self.path.with_suffix(".lasts.npy"), mmap_mode="r")  # each row's last value
         self._kept: np.memmap | None = None
 
     @property

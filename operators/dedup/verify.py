@@ -40,10 +40,16 @@ def cutoffs(store: RowStore, sizes: np.ndarray, head: int | None = None) -> np.n
     of the same kind, used to discard clear non-matches cheaply).
     """
     cut = np.full(len(sizes), UNCUT, SAMPLE_DTYPE)
-    kept = store.lengths[: len(sizes)] if head is None else np.minimum(store.lengths[: len(sizes)], head)
-    truncated = np.flatnonzero(sizes > kept)
-    if len(truncated):
-        cut[truncated] = store.read(store.starts[truncated] + kept[truncated] - 1, np.ones(len(truncated), np.int64))
+    lengths = store.lengths[: len(sizes)]
+    kept = lengths if head is None else np.minimum(lengths, head)
+    truncated = sizes > kept
+    # Where a row's whole stored sample is kept, its cut-off is its last value, in the store's
+    # index: no read of the file (a pass over all of it at ten million documents).
+    whole = truncated & (kept == lengths)
+    cut[whole] = store.lasts[: len(sizes)][whole]
+    within = np.flatnonzero(truncated & ~whole)
+    if len(within):
+        cut[within] = store.read(store.starts[within] + kept[within] - 1, np.ones(len(within), np.int64))
     return cut
 
 

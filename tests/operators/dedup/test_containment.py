@@ -137,6 +137,29 @@ def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, mon
         assert len(list((tmp_path / "candidate_parts").glob("part-00000-*.parquet"))) > 1
 
 
+def test_band_files_hold_their_keys_in_order_in_row_groups_a_part_of_the_key_range_can_skip(tmp_path):
+    """A group joined in parts of its key range reads each file's row groups of that stretch only:
+    the files hold their rows by stretch of the key range, in as many row groups, a quarter of
+    the range in about a quarter of them; the keys (one-row bands' too, mixed) spread over the
+    whole range."""
+    rnd = random.Random(5)
+    texts = [" ".join(doc(rnd, rnd.randint(20, 150))) for _ in range(200)]
+    run(ContainmentDedup(), texts, tmp_path, batch_rows=100)
+    files = list((tmp_path / "buckets").glob("*/part-*.parquet"))
+    assert files
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        key = meta.schema.names.index("key")
+        spans = [(meta.row_group(g).column(key).statistics.min, meta.row_group(g).column(key).statistics.max)
+                 for g in range(meta.num_row_groups)]
+        assert meta.num_row_groups > 4
+        for q in range(4):  # each quarter of the key range, as a join in four parts reads it
+            lo, hi = q * 2**62, (q + 1) * 2**62 - 1
+            assert sum(a <= hi and b >= lo for a, b in spans) <= meta.num_row_groups // 4 + 2
+    one_row = pq.read_table(next((tmp_path / "buckets").glob("r1-*"))).column("key").to_numpy()
+    assert one_row.min() < 2**62 and one_row.max() > 3 * 2**62
+
+
 def test_the_heads_the_screen_reads_are_each_samples_first_values(tmp_path):
     """The signature pass writes each row's first screen_sample sample values to a file of their
     own (read for every candidate pair); they are the samples' first values, row by row."""

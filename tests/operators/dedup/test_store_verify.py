@@ -7,7 +7,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from operators.dedup import store as store_module
 from operators.dedup.store import RowStoreWriter, ranges
-from operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, sample_values, screened_containment
+from operators.dedup.verify import SAMPLE_DTYPE, UNCUT, containment, cutoffs, sample_values, screened_containment
 
 # Sample values as the signature pass stores them (sorted 32-bit values).
 hashes = st.lists(st.integers(0, 2**32 - 2), max_size=40, unique=True).map(lambda v: np.sort(np.array(v, SAMPLE_DTYPE)))
@@ -114,6 +114,19 @@ def test_sample_values_keep_the_order_of_hashes():
     h = np.sort(np.random.default_rng(0).integers(0, 2**52, 1000, dtype=np.uint64))
     v = sample_values(h)
     assert v.dtype == SAMPLE_DTYPE and (np.diff(v.astype(np.int64)) >= 0).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(hashes, min_size=1, max_size=6), st.sampled_from([1, 3, 8]))
+@example([np.array([], SAMPLE_DTYPE), np.array([5], SAMPLE_DTYPE)], 1)  # an empty row; a row exactly m long
+def test_cutoffs_of_whole_samples_come_from_the_index_without_reading_the_file(tmp_path_factory, rows, m):
+    """A cut sample's cut-off is its last kept value; the store's index holds it, so the file
+    (larger than the page cache at ten million documents) is not read for it."""
+    store = write(tmp_path_factory.mktemp("c"), rows, m=m)
+    store.read = None  # any read of the file fails
+    sizes = np.array([len(r) for r in rows])
+    want = [int(r[m - 1]) if len(r) > m else int(UNCUT) for r in rows]
+    assert cutoffs(store, sizes).tolist() == want
 
 
 @settings(max_examples=40, deadline=None)
