@@ -238,9 +238,9 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
     they must share in all, to candidate_parts/part-i-* (its own duckdb, spilling to a directory
     of its own). A group of more rows than the join's memory holds is joined in parts, each the
     rows of one stretch of the key range (band files hold their rows by stretch, so a part reads
-    its own row groups only): a band's key is shared within one part, and the counts of a pair found in
-    several parts are added up with the other groups'. In a group of one-row
-    bands, keys of more than `max_bucket` documents (estimated on a sample) are left out; returns
+    its own row groups only): a band's key is shared within one part, and the counts of a pair
+    found in several parts are added up with the other groups'. In a group of one-row bands,
+    keys of more than `max_bucket` documents (estimated on a sample) are left out; returns
     how many, and their estimated rows."""
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in (job.buckets_dir / group).glob("*.parquet"))
     parts = max(1, math.ceil(rows / (JOIN_ROWS_PER_GB * max(job.memory_gb, FLOOR_MB / 1024))))  # duckdb's least

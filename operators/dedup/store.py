@@ -9,10 +9,10 @@ Reads are positioned reads (pread) into the caller's array: the pages they bring
 page cache never count in the process's resident memory. (Mapping the file per block of rows,
 as reads did, counted every page the kernel mapped around each row, a whole large folio of the
 page cache at a time on Linux 6: a verification worker held 600 MB of one such map at a million
-documents, seen in its /proc smaps.) Inside `kept_mapped()` one read-only map serves the gathers: random reads of a
-small file then cost no system call, and resident memory grows up to the file's size (clean
-page-cache pages, which the kernel can reclaim). Callers choose by the file's size against
-their budget.
+documents, seen in its /proc smaps.) Inside `kept_mapped()` one read-only map serves the
+gathers: random reads of a small file then cost no system call, and resident memory grows up
+to the file's size (clean page-cache pages, which the kernel can reclaim). Callers choose by
+the file's size against their budget.
 """
 
 from __future__ import annotations

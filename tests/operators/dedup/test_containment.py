@@ -137,7 +137,7 @@ def test_deterministic_across_batching_threads_and_memory_settings(tmp_path, mon
         assert len(list((tmp_path / "candidate_parts").glob("part-00000-*.parquet"))) > 1
 
 
-def test_band_files_hold_their_keys_in_order_in_row_groups_a_part_of_the_key_range_can_skip(tmp_path):
+def test_band_files_hold_their_rows_by_key_stretch_in_row_groups_a_part_of_the_key_range_can_skip(tmp_path):
     """A group joined in parts of its key range reads each file's row groups of that stretch only:
     the files hold their rows by stretch of the key range, in as many row groups, a quarter of
     the range in about a quarter of them; the keys (one-row bands' too, mixed) spread over the
