@@ -163,7 +163,7 @@ def run(
     _start_workers(opts, r, sources)
     try:
         checked = preflight.check(r, sources)
-        manifest = run_with_progress(r, opts, cli_errors.err, checked.sources, progress_seconds, checked.rows)
+        manifest = run_with_progress(r, opts, cli_errors.err, checked, progress_seconds, checked.rows)
     finally:
         stop_workers_ahead()  # the run stopped before it took them
 

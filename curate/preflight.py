@@ -4,21 +4,21 @@ Loading a recipe already checked its operators and parameter values. `check` add
 the file system and the input: the models, tokenizers and other local files the steps name
 exist (curate/paths.py); the output path can be a directory and is not inside a directory
 the input is read from; the input files are found (a glob matching nothing names itself), the
-first batch of the input is read for its schema, and the steps are walked in order: each step's
-`requires` must be among the columns the input and the steps before it give, and each operator
-checks its parameters against those columns and their types (`sql_filter` binds its SQL with
-duckdb). Then every other input file's schema is read cheaply (readers.file_schema): the
-columns the steps read from the input must be there with the same kind of type as in the first
-file, and every Parquet footer must be readable, each failure naming its file.
-
-Later input files may have other columns besides (JSONL schemas are per file); the workers still
-check each task's first batch. The CLI calls this for `validate`, `run --dry-run` and `run`; an
-engine called from Python can call it too.
+schema of every input file is read (a Parquet footer; a JSONL, CSV or WebDataset file whole) and
+merged into the input's schema (curate/io/input_schema.py), which every task reads in: the
+columns the steps read must have the same kind of type in every file, a file with a header
+(Parquet, Arrow, CSV) must have them, a damaged footer, a truncated archive or a CSV quote left
+open is found here, each failure naming its file. Then the first batch is read in that schema
+and the steps are walked in order: each step's `requires` must be among the columns the input
+and the steps before it give, and each operator checks its parameters against those columns
+and their types (`sql_filter` binds its SQL with duckdb). The CLI calls this for `validate`,
+`run --dry-run` and `run`; an engine called from Python can call it too.
 """
 
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,8 @@ import pyarrow as pa
 from curate.engine.steps import check_columns
 from curate.errors import CurateError, InputError, RecipeError
 from curate.io import output_formats
-from curate.io.readers import file_schema, read_source
+from curate.io import input_schema
+from curate.io.readers import read_source, scan_schema
 from curate.io.sources import Source, discover, searched_directories
 from curate.io.store import is_uri, map_objects
 from curate.paths import missing_paths
@@ -42,6 +43,8 @@ class Preflight:
     first: Source | None  # where that batch came from
     # the rows of the input files whose footers the checks read (Parquet), for the progress bars
     rows: dict[Source, int] = field(default_factory=dict)
+    # the input's schema, decided from every file (curate/io/input_schema.py); None for raw_column
+    decided: pa.Schema | None = None
 
 
 def inputs(recipe: Recipe) -> list[Source]:
@@ -50,13 +53,62 @@ def inputs(recipe: Recipe) -> list[Source]:
     return discover(spec.path, spec.format, spec.split, spec.storage_options)
 
 
-def first_schema(sources: list[Source], recipe: Recipe) -> tuple[Source | None, pa.Schema | None]:
+SCANS_AT_ONCE = 4
+
+
+def scan(recipe: Recipe, sources: list[Source]) -> list[tuple[pa.Schema | None, int | None]]:
+    """Every input file's whole schema (readers.scan_schema), in order: a JSONL, CSV or
+    WebDataset file read whole, several at once (threads: the parsers release the GIL)."""
+    spec = recipe.input
+    fn = functools.partial(scan_schema, raw_column=spec.raw_column, on_truncated=spec.on_truncated)
+    if len(sources) < 2:
+        return [fn(s) for s in sources]
+    if all(s.format in ("parquet", "arrow_stream") for s in sources) and any(s.is_uri for s in sources):
+        return list(map_objects(fn, sources, True))  # footers: a request each, many at once
+    # whole files: a few at once (each holds a block of its text and its parse)
+    with ThreadPoolExecutor(min(SCANS_AT_ONCE, len(sources))) as pool:
+        return list(pool.map(fn, sources))
+
+
+def decide(recipe: Recipe, sources: list[Source], scanned: list[tuple[pa.Schema | None, int | None]]) -> pa.Schema:
+    """The input's schema from every file's (input_schema.py). A column a step reads keeps the
+    type of the first file that gives it (the steps are checked against it); a file that gives
+    it another kind of type, in all its rows, is an InputError naming both files."""
+    merged = input_schema.merge(schema for schema, _ in scanned)
+    read = input_columns_read(recipe, merged)
+    pinned: dict[str, tuple[pa.DataType, Source]] = {}
+    for source, (schema, _) in zip(sources, scanned):
+        for column in read:
+            if schema is None:
+                continue
+            if column not in schema.names:
+                if source.format in ("parquet", "arrow_stream", "csv"):  # a header names every column
+                    raise InputError(f"{source.path}: no column '{column}', which {read[column]} reads (other "
+                                     f"input files have it)")
+                continue
+            f = schema.field(column)
+            if input_schema.mixed(f) or type_kind(f.type) is None:
+                continue  # a file whose values differ in kind: each value is checked as it is read
+            if column not in pinned:
+                pinned[column] = (f.type, source)
+                continue
+            want, first = pinned[column]
+            if type_kind(want) != type_kind(f.type):
+                raise InputError(f"{source.path}: column '{column}' is {f.type}, but {want} in the first input "
+                                 f"file ({first.path}), and {read[column]} reads it; every input file must give "
+                                 f"it the same type")
+    return input_schema.pin(merged, {column: type_ for column, (type_, _) in pinned.items()})
+
+
+def first_schema(sources: list[Source], recipe: Recipe,
+                 decided: pa.Schema | None = None) -> tuple[Source | None, pa.Schema | None]:
     """The schema of the input's first batch, as the workers will see it (`_id` and hive
     partition columns added), and its source. Reads one batch, or more only past empty files."""
     spec = recipe.input
     for source in sources:
         with closing(read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, peek=True)) as chunks:
+                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, peek=True,
+                                 schema=decided, on_truncated=spec.on_truncated)) as chunks:
             for batch, _ in chunks:
                 if batch is not None and batch.num_rows:
                     return source, batch.schema
@@ -157,47 +209,20 @@ def type_kind(t: pa.DataType) -> str | None:
     return next((kind for kind, tests in kinds if any(test(t) for test in tests)), str(t))
 
 
-def check_input_files(recipe: Recipe, sources: list[Source], first: Source, schema: pa.Schema) -> dict[Source, int]:
-    """Every input file besides `first` gives the columns the steps read from the input (a file
-    whose schema is its own: Parquet, Arrow, CSV), with the kind of type `first` gives them;
-    else a task would stop mid-run on an operator's message that cannot name the file. Parquet
-    footers (and Arrow stream headers) are read even when no column is compared: a damaged one
-    is found here, not in the middle of the run. Returns the rows the footers read told."""
-    read = input_columns_read(recipe, schema)
-    others = [s for s in sources if s.path != first.path and (read or s.format in ("parquet", "arrow_stream"))]
-    told: dict[Source, int] = {}
-    headers = map_objects(functools.partial(file_schema, raw_column=recipe.input.raw_column), others,
-                          any(s.is_uri for s in others))
-    for source, (other, rows) in zip(others, headers):
-        if rows is not None:
-            told[source] = rows
-        for column, step in read.items() if other is not None else ():
-            if column not in other.names:
-                if source.format != "jsonl":  # a JSONL peek sees the fields of the file's first rows only
-                    raise InputError(f"{source.path}: no column '{column}', which {step} reads (the first "
-                                     f"input file, {first.path}, has it)")
-                continue
-            want, got = schema.field(column).type, other.field(column).type
-            if None not in (type_kind(want), type_kind(got)) and type_kind(want) != type_kind(got):
-                raise InputError(f"{source.path}: column '{column}' is {got}, but {want} in the first input "
-                                 f"file ({first.path}), and {step} reads it; every input file must give it "
-                                 f"the same type")
-    # What the reads freed goes back to the system: Arrow's allocator would keep it for the whole
-    # run (36 of the 74 MB that peeking 69 objects of S3, 32 at once, added to the run process)
-    pa.default_memory_pool().release_unused()
-    return told
-
-
 def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     """Everything a run can know to refuse before it starts; raises CurateError naming the place."""
     check_paths(recipe)
     check_output(recipe)
     sources = inputs(recipe) if sources is None else sources
-    first, schema = first_schema(sources, recipe)
-    rows = {}
+    scanned = scan(recipe, sources)
+    # What the reads freed goes back to the system: Arrow's allocator would keep it for the whole
+    # run (36 of the 74 MB that peeking 69 objects of S3, 32 at once, added to the run process)
+    pa.default_memory_pool().release_unused()
+    rows = {source: n for source, (_, n) in zip(sources, scanned) if n is not None}
+    decided = decide(recipe, sources, scanned) if recipe.input.raw_column is None else None
+    first, schema = first_schema(sources, recipe, decided)
     if schema is not None:
         check_steps(recipe, schema, first.path)
-        rows = check_input_files(recipe, sources, first, schema)
         for step in recipe.steps:  # endpoints, keys: after the cheap checks, before any row
             step.build(recipe).preflight()
-    return Preflight(sources, schema, first, rows)
+    return Preflight(sources, schema, first, rows, decided)

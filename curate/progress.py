@@ -15,6 +15,7 @@ from rich.text import Text
 
 from curate.engine.runner import Reporter, RunOptions, run
 from curate.engine.context import READ_STEP
+from curate.preflight import Preflight
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
@@ -97,12 +98,14 @@ def _expected_rows(recipe: Recipe, read_total: int | None):
     return rows_in
 
 
-def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, sources: list[Source] | None = None,
-                      interval: float = DEFAULT_INTERVAL, source_rows: dict[Source, int] | None = None) -> dict:
+def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
+                      checked: list[Source] | Preflight | None = None, interval: float = DEFAULT_INTERVAL,
+                      source_rows: dict[Source, int] | None = None) -> dict:
     """Run with a bar per step and one per stage (tasks done, ETA) on a terminal; elsewhere (a
-    batch log) a plain line every `interval` seconds. `sources` (the input files) give the bars
-    their totals where known (`source_rows`: those the preflight read, Preflight.rows); a resumed
-    run has none, as its finished tasks report no rows."""
+    batch log) a plain line every `interval` seconds. The input files (`checked`: the preflight's
+    check of them, or the files) give the bars their totals where known (`source_rows`: those the
+    preflight read, Preflight.rows); a resumed run has none, as its finished tasks report no rows."""
+    sources = checked.sources if isinstance(checked, Preflight) else checked
     terminal = console.is_terminal
     progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(bar_width=20), _Percent(),
                         _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
@@ -178,7 +181,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console, source
 
     with progress:
         with Ticker(1.0 if terminal else interval, tick):
-            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting), sources)
+            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting), checked)
         # the bars and the batch log end where the run did, however short it was
         stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
         stage_bar() if terminal else log_line(stages.state())

@@ -37,6 +37,9 @@ class InputSpec(_Strict):
     on_duplicate_id: Literal["warn", "fail"] = Field("warn", description="Rows repeating an id_column value with "
                                                      "different content: count them in the manifest and warn, or "
                                                      "fail the run.")
+    on_truncated: Literal["fail", "keep"] = Field("fail", description="A compressed file cut short (a truncated "
+                                                  ".gz or .zst): refuse the run before it starts, or keep the rows "
+                                                  "before the cut (the cut itself goes to the trace).")
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
     raw_column: str | None = Field(None, description="JSON input only: each record whole, as its JSON text, in this "
                                                      "one string column instead of a column per field (for nested "

@@ -7,6 +7,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Callable
 
+from curate.io import input_schema
 from curate.engine.layout import StageLayout
 from curate.engine.plan import Stage
 from curate.ops import Operator
@@ -30,6 +31,13 @@ class StageContext:
     final: bool  # the last stage writes the curated data (internal columns dropped)
     next_global: Step | None = None  # the next stage's Global step, whose `prepare` runs here
     observers: tuple = ()  # the run's observers (curate.observers), fed by the tasks
+    # the input's schema as the preflight decided it from every file (curate/io/input_schema.py),
+    # serialised: stage 0's readers conform what they read to it
+    input_schema_bytes: bytes | None = None
+
+    @property
+    def input_schema(self):
+        return input_schema.deserialize(self.input_schema_bytes)
 
 
 _operators: dict[tuple[str, int], list[Operator]] = {}

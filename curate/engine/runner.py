@@ -43,7 +43,9 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
-from curate.io import output_formats, retries
+import pyarrow as pa
+
+from curate.io import input_schema, output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
@@ -94,14 +96,14 @@ class Reporter:
 
 
 def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
-        sources: list[Source] | None = None) -> dict:
+        sources: list[Source] | preflight.Preflight | None = None) -> dict:
     """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data,
-    before any worker starts where a look at the input's first batch shows them (preflight).
-    `sources`: the input files, when the caller has already checked the recipe against them."""
+    before any worker starts where a look at the input shows them (preflight). `sources`: the
+    input files, or the preflight's check of them when the caller has made it already."""
     started = time.perf_counter()
     layout = RunLayout.at(recipe.output.path, recipe.output.storage_options)
-    if sources is None:
-        sources = preflight.check(recipe).sources
+    checked = sources if isinstance(sources, preflight.Preflight) else preflight.check(recipe, sources)
+    sources = checked.sources
     if recipe.output.upload:
         if layout.remote:
             raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
@@ -134,7 +136,7 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
             reporter.status(f"{layout.root} is already finished; nothing to do")
             return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True}
         try:
-            return _Run(recipe, opts, reporter, layout, sources, started, lock.check).execute()
+            return _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
@@ -158,10 +160,12 @@ class _Run:
     """One execution of a run, from an opened run directory to its manifest."""
 
     def __init__(self, recipe: Recipe, opts: RunOptions, reporter: Reporter, layout: RunLayout,
-                 sources: list[Source], started: float, still_ours: Callable[[], None]):
+                 sources: list[Source], started: float, still_ours: Callable[[], None],
+                 input_schema: pa.Schema | None = None):
         self.recipe, self.opts, self.reporter, self.layout, self.started = recipe, opts, reporter, layout, started
         self.still_ours = still_ours  # raises once the run no longer holds its output (lost its lease)
         self.sources = sources
+        self.input_schema = input_schema  # as the preflight decided it from every input file
         self.files = Files()
         self.totals: dict[str, StepStats] = {}
         self.fits: dict[str, dict] = {}
@@ -206,7 +210,8 @@ class _Run:
         rows: list[int] | None = None  # each of `shards`' rows, where every task said them
         for stage, after in zip(stages, stages[1:] + (None,)):
             ctx = StageContext(self.recipe, stage, self.layout.stage(stage.index), final=after is None,
-                               next_global=after.global_step if after else None, observers=self.observers)
+                               next_global=after.global_step if after else None, observers=self.observers,
+                               input_schema_bytes=input_schema.serialize(self.input_schema))
             if stage.global_step is not None:
                 if self.opts.resume and engine.store is not None:  # fitted in an earlier attempt, anywhere
                     work_store.fetch_fitted(engine.store, ctx.layout)

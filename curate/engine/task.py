@@ -45,7 +45,8 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
             meter, size = ReadMeter(), _size(source)
             counted = 0
             for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, meter=meter):
+                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, meter=meter,
+                                          schema=ctx.input_schema, on_truncated=spec.on_truncated):
                 at = min(meter.bytes, size)
                 bytes_read(at - counted)
                 counted = at
@@ -53,7 +54,8 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
                     trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
                     read.rows_in += len(bad)
                     read.removed += len(bad)
-                    read.reasons["unparseable"] = read.reasons.get("unparseable", 0) + len(bad)
+                    for reason in bad.reason:
+                        read.reasons[reason] = read.reasons.get(reason, 0) + 1
                 if batch is None or batch.num_rows == 0:
                     continue
                 if remaining is not None:
@@ -101,7 +103,7 @@ def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({
         "_id": pa.array([f"{path}:{line}" for line in bad.line], pa.string()),
         "step": pa.array([READ_STEP] * n, pa.string()),
-        "reason": pa.array(["unparseable"] * n, pa.string()),
+        "reason": pa.array(bad.reason, pa.string()),
         "detail": pa.array([f"{path}, line {line}: {err}" for line, err in zip(bad.line, bad.error)], pa.string()),
         "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
     })

@@ -22,7 +22,7 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import raw_json, store, webdataset
+from curate.io import input_schema, raw_json, store, webdataset
 from curate.io.gunzip import gunzip
 from curate.io.meter import ReadMeter
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
@@ -46,11 +46,13 @@ class BadRows:
     line: list[int] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     error: list[str] = field(default_factory=list)
+    reason: list[str] = field(default_factory=list)  # the trace's reason: unparseable, or truncated
 
-    def add(self, line: int, raw: bytes | str, error: str) -> None:
+    def add(self, line: int, raw: bytes | str, error: str, reason: str = "unparseable") -> None:
         self.line.append(line)
         self.raw.append(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
         self.error.append(error)
+        self.reason.append(reason)
 
     def __len__(self) -> int:
         return len(self.line)
@@ -61,17 +63,26 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
                 on_bad_row: str = "trace", raw_column: str | None = None,
-                meter: ReadMeter | None = None, peek: bool = False) -> Iterator[Chunk]:
-    """Batches of `source` with `_id` added (or taken from `id_column`), in file order; with
+                meter: ReadMeter | None = None, peek: bool = False, schema: pa.Schema | None = None,
+                on_truncated: str = "fail") -> Iterator[Chunk]:
+    """Batches of `source` with `_id` added (or taken from `id_column`), in file order, in the
+    columns of `schema` (the input's, decided from every file: input_schema.py; by default this
+    file's own, read whole first); a row with a value that cannot take its type is a bad row. With
     `raw_column`, JSON records whole as their text in that one column (raw_json.py). `meter`
     follows how many of the file's bytes have been read, batch by batch. `peek`: the caller
-    wants the first batches only (open_parquet's peek; the other formats stream anyway)."""
+    wants the first batches only (open_parquet's peek; the other formats stream anyway).
+    `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where)."""
     readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
                "arrow_stream": _arrow_stream, "webdataset": _webdataset}
-    reader = readers[source.format] if raw_column is None else raw_json.reader(raw_column)
     with named_errors(source.path, source.format):
         _not_empty(source)
         raw_json.check_format(source, raw_column)
+        if raw_column is not None:
+            reader = raw_json.reader(raw_column)
+        else:
+            if schema is None:
+                schema = scan_schema(source, on_truncated=on_truncated)[0] or pa.schema([])
+            reader = functools.partial(readers[source.format], schema=schema, on_truncated=on_truncated)
         row = 0
         chunks = reader(source, batch_rows, on_bad_row, meter or ReadMeter())
         for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):
@@ -144,8 +155,10 @@ def _arrow_batches(source: Source, meter: ReadMeter | None = None,
     return pa.ipc.open_stream(mapped)
 
 
-def file_schema(source: Source, raw_column: str | None = None) -> tuple[pa.Schema | None, int | None]:
-    """The columns `read_source` gives for `source` (hive partition columns added, `_id` not), read
+def file_schema(source: Source, raw_column: str | None = None,
+                partitions: bool = True) -> tuple[pa.Schema | None, int | None]:
+    """The columns `read_source` gives for `source` (hive partition columns added unless not
+    `partitions`, `_id` not), read
     cheaply: a Parquet footer, an Arrow stream's header, a CSV file's first block (as the reader
     infers its types), the whole lines in a JSONL file's first PEEK_BYTES. None where that shows
     nothing: a Parquet file without rows, or JSONL lines that do not parse (the reader traces
@@ -172,7 +185,7 @@ def file_schema(source: Source, raw_column: str | None = None) -> tuple[pa.Schem
             schema = _webdataset_peek(source)
         else:
             schema = _jsonl_peek(source)
-    for key, _ in () if schema is None else source.partition:
+    for key, _ in () if schema is None or not partitions else source.partition:
         if key not in schema.names:
             schema = schema.append(pa.field(key, pa.string()))
     return schema, rows
@@ -237,7 +250,22 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     return put(batch, "_id", ids)
 
 
-def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, peek: bool = False) -> Iterator[Chunk]:
+def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int, bad: BadRows | None) -> tuple[pa.RecordBatch, BadRows | None]:
+    """`batch` (whose first row is the file's row `first_row`, 0-based) conformed to `schema`;
+    rows with a value that cannot take its type are taken out into `bad` (as JSON text)."""
+    fitted, misfits = input_schema.conform(batch, schema)
+    if not misfits:
+        return fitted, bad
+    bad = bad if bad is not None else BadRows()
+    keep = np.ones(batch.num_rows, dtype=bool)
+    for i, why in sorted(misfits.items()):
+        keep[i] = False
+        bad.add(first_row + i + 1, orjson.dumps(batch.slice(i, 1).to_pylist()[0], default=str), f"row {first_row + i + 1}: {why}")
+    return fitted.filter(pa.array(keep)), bad
+
+
+def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, peek: bool = False,
+             schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
     pf = open_parquet(source.path, source.storage_options, source.size, source.version, peek)
     groups = list(source.row_groups) if source.row_groups is not None else None
     rows, done = parquet_rows(pf.metadata, source), 0
@@ -245,27 +273,32 @@ def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
     # A peek decodes a few rows: a Parquet batch's columns are the file's whatever its length (a
     # whole first batch of a 20 MB file's text took 0.3 CPU-s, before any worker could start)
     for batch in pf.iter_batches(batch_size=min(batch_rows, PEEK_ROWS) if peek else batch_rows, row_groups=groups):
+        fitted, bad = _fit(batch, schema, source.first_row + done, None)
         done += batch.num_rows
         meter.share(done, rows, size)  # of the file's bytes, as the plan weighs a task of some of its row groups
-        yield batch, None
+        yield fitted, bad
 
 
-def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
+def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
+                  schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
+    done = 0
     with _arrow_batches(source, meter) as reader:
-        yield from ((batch, None) for batch in reader)
+        for batch in reader:
+            fitted, bad = _fit(batch, schema, done, None)
+            done += batch.num_rows
+            yield fitted, bad
 
 
-def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
-    """Samples of a tar shard as rows (curate/io/webdataset.py); malformed ones as bad rows whose
-    line is the position of their first member in the tar and whose error names the member."""
-    schema: pa.Schema | None = None
+def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
+                schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
+    """Samples of a tar shard as rows (curate/io/webdataset.py) in the input's columns; malformed
+    ones, and those with a field that cannot take its type, as bad rows whose line is the
+    position of their first member in the tar and whose error names the member."""
     rows: list[dict] = []
     bad = BadRows()
 
     def flush() -> Chunk:
-        nonlocal schema, rows, bad
-        if schema is None and rows:
-            schema = webdataset.file_schema(rows)
+        nonlocal rows, bad
         batch = webdataset.rows_batch(rows, schema) if rows else None
         chunk = (batch, bad if len(bad) else None)
         rows, bad = [], BadRows()
@@ -276,7 +309,7 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMet
             bad.add(item.position, item.members, item.error)
             continue
         row, problem = webdataset.sample_row(item, source.path)
-        if row is not None and schema is not None:
+        if row is not None:
             problem = webdataset.misfit(row, schema)
         if problem is not None:
             bad.add(item.first, ", ".join(item.names), problem)
@@ -288,7 +321,8 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMet
         yield flush()
 
 
-def _csv(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
+def _csv(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, schema: pa.Schema | None = None,
+         on_truncated: str = "fail") -> Iterator[Chunk]:
     bad = BadRows()
 
     def on_invalid(row) -> str:
@@ -296,24 +330,34 @@ def _csv(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> 
                 f"expected {row.expected_columns} columns, got {row.actual_columns}")
         return "skip"
 
-    reader = _open_csv(source, on_invalid, meter)
+    reader = _open_csv(source, on_invalid, meter, schema)
     row = 0  # data rows before this batch
     for batch in reader:
         batch = _drop_invalid_utf8(batch, row, bad)
+        batch, _ = _fit(batch, schema, row, bad)
         row += batch.num_rows + len(bad)
         yield batch, bad if len(bad) else None
         bad = BadRows()
 
 
-def _open_csv(source: Source, on_invalid, meter: ReadMeter | None = None) -> pcsv.CSVStreamingReader:
-    """The CSV reader; it reads the first block to infer the columns' types."""
+def _csv_options(source: Source) -> tuple[str, pcsv.ParseOptions]:
     delimiter = "\t" if ".tsv" in Path(source.path).suffixes else ","
+    return delimiter, pcsv.ParseOptions(delimiter=delimiter)
+
+
+def _open_csv(source: Source, on_invalid, meter: ReadMeter | None = None, schema: pa.Schema | None = None,
+              column_types: dict | None = None) -> pcsv.CSVStreamingReader:
+    """The CSV reader, its columns typed as `schema` says (a mixed field as text), else as the
+    reader infers them from the first block."""
+    delimiter, _ = _csv_options(source)
+    if column_types is None and schema is not None:
+        column_types = {f.name: pa.string() if input_schema.mixed(f) else f.type for f in schema}
     # UTF-8 is checked per batch (_drop_invalid_utf8): pyarrow's own check turns a column binary
     # (first block) or fails the whole file (later blocks), where one bad row should go to the trace.
     return pcsv.open_csv(_input_stream(source, meter),
                          read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
                          parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
-                         convert_options=pcsv.ConvertOptions(check_utf8=False))
+                         convert_options=pcsv.ConvertOptions(check_utf8=False, column_types=column_types or {}))
 
 
 def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> pa.RecordBatch:
@@ -340,35 +384,114 @@ def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> p
     return batch.filter(pa.array(keep))
 
 
-def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter) -> Iterator[Chunk]:
-    schema: pa.Schema | None = None
-    line_no = 1  # line number of the first line of `data`
-    rest = b""
-    with _input_stream(source, meter) as stream:
-        while True:
-            block = stream.read(CHUNK_BYTES)
-            data = rest + block
-            end = len(data)
-            if block:
-                end = data.rfind(b"\n") + 1
-                if end == 0:
-                    rest = data
-                    continue
-                rest = data[end:]
-            elif not data.strip():
-                return
-            else:
-                rest = b""
-            # its whole lines, parsed where they lie: a memoryview, not a copy of megabytes
-            table, bad, schema = _parse_jsonl_chunk(memoryview(data)[:end], schema, line_no, source)
-            line_no += data.count(b"\n", 0, end)
-            batches = table.to_batches(max_chunksize=batch_rows) if table is not None else []
-            if not batches:
-                yield None, bad
-            for i, batch in enumerate(batches):
-                yield batch, bad if i == 0 else None
+@dataclass
+class _Cut:
+    """The end of a compressed file cut short: what was read of it before, and the error."""
+
+    error: str
+
+
+PIECE_BYTES = 1 << 16  # what a re-read of a file cut short decompresses at a time
+
+
+def _blocks(source: Source, meter: ReadMeter | None, on_truncated: str) -> Iterator[bytes | _Cut]:
+    """The file's (decompressed) bytes in blocks of CHUNK_BYTES. A compressed file cut short is
+    an InputError that says so, or with on_truncated "keep", its bytes up to the cut (read again
+    in small pieces, so that little is lost to the decompressor's last read) and then a _Cut."""
+    done = 0
+    try:
+        with _input_stream(source, meter) as stream:
+            while block := stream.read(CHUNK_BYTES):
+                done += len(block)
+                yield block
+        return
+    except (OSError, EOFError) as e:
+        # cut short: ISA-L's EOFError, Arrow's "Truncated compressed stream"; else damaged data
+        cut = isinstance(e, EOFError) or "truncated" in str(e).lower()
+        if COMPRESSIONS.get(Path(source.path).suffix.lower()) is None or not cut:
+            raise
+        error = f"{type(e).__name__}: {e}"
+    if on_truncated != "keep":
+        raise InputError(f"{source.path}: the compressed file is cut short (truncated after {done:,} bytes of its "
+                         f"text were read: {error}); set input.on_truncated: keep to keep the rows before the cut "
+                         f"(the cut goes to the trace), or replace the file")
+    with _input_stream(source) as stream:
+        try:
+            while piece := stream.read(PIECE_BYTES):
+                yield piece  # the caller knows what it had: `done` bytes; the first pieces repeat them
+        except (OSError, EOFError):
+            pass
+    yield _Cut(error)
+
+
+def _line_blocks(source: Source, meter: ReadMeter | None,
+                 on_truncated: str) -> Iterator[tuple[bytes, int, BadRows | None]]:
+    """(whole lines, the line number of the first, the cut) of the file: blocks of about
+    CHUNK_BYTES cut after a newline; at a cut (a truncated compressed file read on), the last
+    piece of a line before it is a bad row of reason `truncated`."""
+    rest, line_no, seen, given = b"", 1, 0, 0
+    for block in _blocks(source, meter, on_truncated):
+        if isinstance(block, _Cut):
+            bad = BadRows()
+            bad.add(line_no + rest.count(b"\n"), rest[-200:], f"the file is cut short here ({block.error}): what "
+                    f"followed is lost", reason="truncated")
+            yield rest, line_no, bad
+            return
+        if seen < given:  # a re-read after a cut: skip what was given already
+            skip = min(len(block), given - seen)
+            seen += skip
+            block = block[skip:]
             if not block:
-                return
+                continue
+        seen += len(block)
+        given = max(given, seen)
+        data = rest + block
+        end = data.rfind(b"\n") + 1
+        if end == 0:
+            rest = data
+            continue
+        rest = data[end:]
+        yield data[:end], line_no, None
+        line_no += data.count(b"\n", 0, end)
+    if rest.strip():
+        yield rest, line_no, None
+
+
+def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, schema: pa.Schema | None = None,
+           on_truncated: str = "fail") -> Iterator[Chunk]:
+    modes = {f.name: mode for f in schema if (mode := input_schema.mixed(f))}
+    for data, line_no, cut in _line_blocks(source, meter, on_truncated):
+        if modes:
+            data = _carried_as_text(data, modes)
+        # its whole lines, parsed where they lie: a memoryview, not a copy of megabytes
+        table, bad = _parse_jsonl_chunk(memoryview(data), schema, line_no)
+        if cut is not None:
+            bad = bad if bad is not None else BadRows()
+            for i in range(len(cut)):
+                bad.add(cut.line[i], cut.raw[i], cut.error[i], cut.reason[i])
+        batches = table.to_batches(max_chunksize=batch_rows) if table is not None else []
+        if not batches:
+            yield None, bad
+        for i, batch in enumerate(batches):
+            yield batch, bad if i == 0 else None
+
+
+def _carried_as_text(data: bytes, modes: dict[str, str]) -> bytes:
+    """The lines of `data` with the values of mixed fields as their text (input_schema.py), one
+    line for one line (a line that does not parse is left as it is, for the parser to name)."""
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            obj = orjson.loads(line) if line.strip() else None
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and any(k in obj for k in modes):
+            for name, mode in modes.items():
+                if name in obj:
+                    obj[name] = input_schema.as_text(obj[name], mode)
+            line = orjson.dumps(obj)
+        out.append(line)
+    return b"\n".join(out)
 
 
 def _parse_options(schema: pa.Schema | None) -> pjson.ParseOptions:
@@ -382,11 +505,6 @@ def _read_json(data: bytes | memoryview, schema: pa.Schema | None) -> pa.Table:
                            parse_options=_parse_options(schema))
 
 
-def _settle(schema: pa.Schema) -> pa.Schema:
-    """The file's schema from its first rows; all-null fields become strings so later values fit."""
-    return pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema])
-
-
 def _valid_utf8(data: bytes | memoryview) -> bool:
     """Whether `data` is UTF-8, checked by Arrow as one string value: bytes.decode would build
     the whole text as a Python str, 25 times slower."""
@@ -398,17 +516,10 @@ def _valid_utf8(data: bytes | memoryview) -> bool:
     return True
 
 
-def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema | None, first_line: int,
-                       source: Source) -> tuple[pa.Table | None, BadRows | None, pa.Schema]:
+def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema, first_line: int) -> tuple[pa.Table | None, BadRows | None]:
     if _valid_utf8(data):  # pyarrow's JSON parser does not validate UTF-8
         try:
-            table = _read_json(data, schema)
-            if schema is None and not table.num_columns:  # blank lines only: the first row sets the schema
-                return None, None, None
-            if schema is None:
-                schema = _settle(table.schema)
-                table = table.cast(schema)
-            return table, None, schema
+            return _read_json(data, schema), None
         except pa.ArrowInvalid:
             pass
     # Slow path, only for a chunk with a problem: find the bad lines one by one.
@@ -431,25 +542,131 @@ def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema | None, first
         if not isinstance(obj, dict):
             bad.add(where, line, f"expected a JSON object, got {type(obj).__name__}")
             continue
-        if schema is None:  # the first good line sets the file's schema
-            schema = _settle(_read_json(line, None).schema)
-        else:
-            unknown = [k for k in obj if k not in schema.names]
-            if unknown:
-                bad.add(where, line, f"field '{unknown[0]}' is not in the file's schema (from its first rows: "
-                                     f"{', '.join(schema.names)})")
-                continue
-            try:
-                _read_json(line, schema)
-            except pa.ArrowInvalid as e:
-                bad.add(where, line, f"{e}".replace("JSON parse error: ", ""))
-                continue
+        unknown = [k for k in obj if k not in schema.names]
+        if unknown:
+            bad.add(where, line, f"field '{unknown[0]}' is not in the input's schema ({', '.join(schema.names)})")
+            continue
+        try:
+            _read_json(line, schema)
+        except pa.ArrowInvalid as e:
+            why = next((f"field '{k}' {problem}" for k, v in obj.items()
+                        if (problem := input_schema.misfit(v, schema.field(k).type))), None)
+            bad.add(where, line, why or f"{e}".replace("JSON parse error: ", ""))
+            continue
         good.append(line)
-    if not good:
-        return None, bad, schema
+    return (_read_json(b"\n".join(good), schema) if good else None), bad
+
+
+# The whole-file schemas the preflight merges into the input's (input_schema.py).
+
+def scan_schema(source: Source, raw_column: str | None = None,
+                on_truncated: str = "fail") -> tuple[pa.Schema | None, int | None]:
+    """The schema of every row of `source` (hive partition columns not added), and its rows
+    where a footer tells them. Parquet and Arrow: the file's header. JSONL, CSV and WebDataset:
+    the whole file is read, so that a field whose type changes anywhere in it is seen (as a
+    mixed field, input_schema.py); a CSV quote left open is an InputError."""
+    with named_errors(source.path, source.format):
+        _not_empty(source)
+        raw_json.check_format(source, raw_column)
+        if raw_column is not None or source.format in ("parquet", "arrow_stream"):
+            return file_schema(source, raw_column, partitions=False)
+        merged = input_schema.Merge()
+        if source.format == "csv":
+            _scan_csv(source, merged)
+        elif source.format == "webdataset":
+            _scan_webdataset(source, merged)
+        else:
+            for data, _, _ in _line_blocks(source, None, on_truncated):
+                for schema in _chunk_schemas(memoryview(data)):
+                    merged.add(schema)
+        return (merged.schema() if merged.types else None), None
+
+
+def _chunk_schemas(data: memoryview) -> Iterator[pa.Schema]:
+    """The inferred schemas of the parts of `data` (whole JSON lines) that parse: a part where a
+    field changes type, or a bad line, is split in halves until its parts parse (a bad line
+    alone gives nothing: the reader traces it)."""
     try:
-        table = _read_json(b"\n".join(good), schema)
-    except pa.ArrowInvalid as e:  # rows fine alone but not together: types differ between rows
-        last = first_line + data.count(b"\n")
-        raise InputError(f"{source.path}, lines {first_line}-{last}: fields change type between rows: {e}") from None
-    return table, bad, schema
+        table = _read_json(data, None)
+        if table.num_columns:
+            yield table.schema
+        return
+    except pa.ArrowInvalid:
+        pass
+    text = bytes(data)
+    body = len(text.rstrip(b"\n"))
+    mid = text.find(b"\n", len(text) // 2)
+    if mid < 0 or mid + 1 >= body:
+        mid = text.rfind(b"\n", 0, len(text) // 2)
+    if mid < 0 or mid + 1 >= body:
+        return  # one line
+    yield from _chunk_schemas(data[: mid + 1])
+    yield from _chunk_schemas(data[mid + 1:])
+
+
+CSV_NULLS = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "N/A", "NA",
+             "NULL", "NaN", "n/a", "nan", "null"]  # pyarrow.csv's default null values
+
+
+def _scan_csv(source: Source, merged: input_schema.Merge) -> None:
+    """A CSV file's columns: the types its reader infers from the first block, widened (to
+    float64, else text) where a later row's value does not fit; and a quote never closed, or a
+    stray quote after a closing one, refused: pyarrow would publish the fragments as rows."""
+    _check_quotes(source)
+    with _open_csv(source, lambda row: "skip") as reader:
+        inferred = reader.schema
+    types = {f.name: f.type for f in inferred}
+    as_text = {name: pa.string() for name in types}
+    with _open_csv(source, lambda row: "skip", column_types=as_text) as reader:
+        for batch in reader:
+            for name, column in zip(batch.schema.names, batch.columns):
+                if pa.types.is_string(types[name]):
+                    continue
+                values = pc.filter(column, pc.invert(pc.is_in(column, pa.array(CSV_NULLS))))
+                types[name] = _fitting(values, types[name])
+    for f in inferred:
+        merged.add_field(f.name, types[f.name])
+
+
+def _fitting(values: pa.Array, type_: pa.DataType) -> pa.DataType:
+    """`type_`, or the first type every one of `values` (text, nulls taken out) casts to: from
+    null, as the reader infers (int64, float64, boolean); from an integer, float64; else text."""
+    if len(values) == 0:
+        return type_
+    if pa.types.is_null(type_):
+        candidates = [pa.int64(), pa.float64(), pa.bool_()]
+    else:
+        candidates = [type_] + ([pa.float64()] if pa.types.is_integer(type_) else [])
+    for candidate in candidates:
+        try:
+            values.cast(candidate)
+            return candidate
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return pa.string()
+
+
+def _check_quotes(source: Source) -> None:
+    """InputError naming the line where a quoted field is left open or a quote strays after a
+    closing one (Python's csv module in strict mode reads the file)."""
+    import csv
+    import io
+
+    delimiter, _ = _csv_options(source)
+    with _input_stream(source) as stream:
+        text = io.TextIOWrapper(pa.PythonFile(stream, mode="r"), encoding="utf-8", errors="replace", newline="")
+        reader = csv.reader(text, delimiter=delimiter, strict=True)
+        try:
+            for _ in reader:
+                pass
+        except csv.Error as e:
+            raise InputError(f"{source.path}, line {reader.line_num}: {e}: a quoted field is left open or a quote "
+                             f"stands outside one, so the rows after it cannot be told apart (fix the quoting; "
+                             f"a field that holds a quote is written \"like \"\"this\"\"\")") from None
+
+
+def _scan_webdataset(source: Source, merged: input_schema.Merge) -> None:
+    for item in webdataset.samples(source.path, source.storage_options):
+        row = webdataset.sample_row(item, source.path)[0] if isinstance(item, webdataset.Sample) else None
+        for name, value in (row or {}).items():
+            merged.add_field(name, *webdataset.value_type(name, value))

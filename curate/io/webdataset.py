@@ -16,9 +16,10 @@ Other members (`.cls`, `.npy`, ...) are not read. A sample without an image, a m
 not UTF-8 or not a JSON object, and the sample a truncated tar cuts off are malformed: they come
 back as bad rows naming the shard, the member (and its position in the tar) and the problem.
 
-A file's columns are set by its first batch of samples (a field null in all of them is text);
-a later sample with a field the file's columns lack, or a value of another type, is malformed
-too, as in curate's JSONL reader.
+The columns are the input's, decided from every sample of every shard before the run
+(curate/io/input_schema.py): a field whose kinds differ between samples is carried as text; a
+sample whose value cannot take the type of a field a step reads is malformed too, naming the
+member, the field and both types.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from curate.io import store
+from curate.io import input_schema, store
 
 IMAGE_SUFFIXES = ("jpg", "jpeg", "png", "webp")
 SHARD_COLUMN, MEMBER_COLUMN = "_shard", "_image_member"
@@ -171,44 +172,52 @@ def sample_row(sample: Sample, shard: str) -> tuple[dict | None, str | None]:
     return row, None
 
 
-def _column_order(rows: list[dict]) -> list[str]:
-    """The columns of `rows` in the order their fields first appear (each row's dict is ordered)."""
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row))
-    return list(names)
+def value_type(name: str, value) -> tuple[pa.DataType, str | None]:
+    """The Arrow type of one sample's value of field `name` (the image is binary, `_key` and the
+    caption text whatever they hold), and JSON where Arrow cannot type it (a list of mixed
+    items): it is carried as JSON text."""
+    if name == "image":
+        return pa.binary(), None
+    if name in ("_key", "caption"):
+        return pa.string(), None
+    try:
+        return pa.array([value]).type, None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.string(), input_schema.JSON
 
 
 def file_schema(rows: list[dict]) -> pa.Schema:
-    """The columns of a shard, from its first rows: fields null in all of them are text."""
-    fields = []
-    for name in _column_order(rows):
-        if name == "image":
-            fields.append(pa.field(name, pa.binary()))
-        elif name in ("_key", "caption"):
-            fields.append(pa.field(name, pa.string()))
-        else:
-            type_ = pa.array([r.get(name) for r in rows]).type
-            fields.append(pa.field(name, pa.string() if pa.types.is_null(type_) else type_))
-    return pa.schema(fields)
+    """The columns of `rows`, each field's type merged over every row (input_schema.py): a field
+    null in all of them is text, one whose kinds differ is carried as text."""
+    merged = input_schema.Merge()
+    for row in rows:
+        for name, value in row.items():
+            merged.add_field(name, *value_type(name, value))
+    return merged.schema()
 
 
 def rows_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
-    """`rows` in the columns of `schema`; raises (pa.ArrowInvalid, TypeError) when a value does not fit."""
-    return pa.RecordBatch.from_arrays([pa.array([r.get(f.name) for r in rows], f.type) for f in schema],
-                                      schema=schema)
+    """`rows` in the columns of `schema` (mixed fields as their text); raises (pa.ArrowInvalid,
+    TypeError) when a value does not fit."""
+    arrays = []
+    for f in schema:
+        mode = input_schema.mixed(f)
+        values = [r.get(f.name) for r in rows]
+        arrays.append(pa.array([input_schema.as_text(v, mode) for v in values] if mode else values, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def misfit(row: dict, schema: pa.Schema) -> str | None:
-    """Why `row` does not fit the shard's columns, or None."""
+    """Why `row` does not fit the input's columns, naming the member, the field and both types;
+    or None."""
     unknown = [name for name in row if name not in schema.names]
     if unknown:
-        return (f"field '{unknown[0]}' of {row['_key']}.json is not among the shard's columns (set by its first "
-                f"samples: {', '.join(schema.names)})")
-    try:
-        rows_batch([row], schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
-        return f"member {row['_key']}.json: a field's type differs from the shard's first samples: {e}"
+        return (f"field '{unknown[0]}' of {row['_key']}.json is not among the input's columns "
+                f"({', '.join(schema.names)})")
+    for name, value in row.items():
+        field_ = schema.field(name)
+        if input_schema.mixed(field_) is None and (problem := input_schema.misfit(value, field_.type)):
+            return f"member {row['_key']}.json: field '{name}' {problem}"
     return None
 
 

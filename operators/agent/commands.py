@@ -83,7 +83,7 @@ def run(doc: dict, workers: int | None, overwrite: bool) -> dict:
 
     r = recipe_module.load(text=as_yaml(doc))
     checked = preflight.check(r)
-    return run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err, checked.sources)
+    return run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err, checked)
 
 
 def removed(manifest: dict) -> tuple[int, dict[str, int]]:
