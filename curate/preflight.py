@@ -87,8 +87,12 @@ def decide(recipe: Recipe, sources: list[Source], scanned: list[tuple[pa.Schema 
                                      f"input files have it)")
                 continue
             f = schema.field(column)
-            if input_schema.mixed(f) or type_kind(f.type) is None:
-                continue  # a file whose values differ in kind: each value is checked as it is read
+            if input_schema.mixed(f):  # values of several kinds: the first kind, each value checked as read
+                if column not in pinned and (first_type := input_schema.first_type(f)) is not None:
+                    pinned[column] = (first_type, source)
+                continue
+            if type_kind(f.type) is None:
+                continue
             if column not in pinned:
                 pinned[column] = (f.type, source)
                 continue

@@ -29,6 +29,7 @@ import orjson
 import pyarrow as pa
 
 MIXED = b"curate.mixed"  # field metadata: b"text" or b"json" (how the field's values were written)
+FIRST = b"curate.first"  # a mixed field's metadata: the type of its first values (what a step reading it expects)
 TEXT, JSON = "text", "json"
 
 
@@ -89,13 +90,16 @@ class Merge:
     def __init__(self) -> None:
         self.types: dict[str, pa.DataType] = {}
         self.modes: dict[str, str] = {}  # fields whose kinds differ: TEXT or JSON
+        self.first: dict[str, pa.DataType] = {}  # a field's first type that says something (not null)
 
     def add(self, schema: pa.Schema | None) -> "Merge":
         for f in schema or ():
-            self.add_field(f.name, f.type, mixed(f))
+            self.add_field(f.name, first_type(f) or f.type, mixed(f))
         return self
 
     def add_field(self, name: str, type_: pa.DataType, mode: str | None = None) -> None:
+        if name not in self.first and not pa.types.is_null(type_):
+            self.first[name] = type_
         if mode is not None:
             self._mix(name, JSON if mode == JSON or _nested(type_) else TEXT)
             return
@@ -120,7 +124,10 @@ class Merge:
         fields = []
         for name, type_ in self.types.items():
             if name in self.modes:
-                fields.append(pa.field(name, pa.string(), metadata={MIXED: self.modes[name].encode()}))
+                meta = {MIXED: self.modes[name].encode()}
+                if name in self.first:
+                    meta[FIRST] = str(self.first[name]).encode()
+                fields.append(pa.field(name, pa.string(), metadata=meta))
             else:
                 fields.append(pa.field(name, pa.string() if pa.types.is_null(type_) else type_))
         return pa.schema(fields)
@@ -131,6 +138,17 @@ def merge(schemas) -> pa.Schema:
     for schema in schemas:
         merged.add(schema)
     return merged.schema()
+
+
+def first_type(field: pa.Field) -> pa.DataType | None:
+    """A mixed field's first type, where it is a type named by an alias (int64, double, string, ...)."""
+    name = (field.metadata or {}).get(FIRST)
+    if name is None:
+        return None
+    try:
+        return pa.type_for_alias(name.decode())
+    except ValueError:
+        return None
 
 
 def pin(decided: pa.Schema, pinned: dict[str, pa.DataType]) -> pa.Schema:

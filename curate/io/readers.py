@@ -435,7 +435,7 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
             bad = BadRows()
             bad.add(line_no + rest.count(b"\n"), rest[-200:], f"the file is cut short here ({block.error}): what "
                     f"followed is lost", reason="truncated")
-            yield rest, line_no, bad
+            yield b"", line_no, bad  # `rest` is the line the cut went through: it is in `bad`
             return
         if seen < given:  # a re-read after a cut: skip what was given already
             skip = min(len(block), given - seen)
@@ -464,7 +464,7 @@ def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, s
         if modes:
             data = _carried_as_text(data, modes)
         # its whole lines, parsed where they lie: a memoryview, not a copy of megabytes
-        table, bad = _parse_jsonl_chunk(memoryview(data), schema, line_no)
+        table, bad = _parse_jsonl_chunk(memoryview(data), schema, line_no) if data.strip() else (None, None)
         if cut is not None:
             bad = bad if bad is not None else BadRows()
             for i in range(len(cut)):
