@@ -100,9 +100,9 @@ def _main(
 
 
 def _load(recipe: Path, overrides, input_path=None, output_path=None):
-    from curate import recipe as recipe_module
+    from curate.api import load_recipe  # as curate.run() loads it
 
-    return recipe_module.load(recipe, overrides=overrides or [], input_path=input_path, output_path=output_path)
+    return load_recipe(recipe, overrides or [], input_path, output_path)
 
 
 @app.command()
@@ -150,22 +150,15 @@ def run(
     if dry_run:
         _show_plan(r, preflight.check(r), limit, as_json, workers or 0)
         return
-    from curate.engine.local import stop_workers_ahead
+    from curate.api import execute
     from curate.engine.runner import RunOptions
-    from curate.progress import funnel_table, run_with_progress
+    from curate.progress import funnel_table
     from curate.trace import emptied_by
     from curate.words import count
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=not no_report)
-    # Local input files are listed first (a glob): they tell how many workers are worth starting
-    sources = preflight.inputs(r) if _input_is_local(r) else None
-    _start_workers(opts, r, sources)
-    try:
-        checked = preflight.check(r, sources)
-        manifest = run_with_progress(r, opts, cli_errors.err, checked, progress_seconds, checked.rows)
-    finally:
-        stop_workers_ahead()  # the run stopped before it took them
+    manifest = execute(r, opts, cli_errors.err, progress_seconds)  # what curate.run() runs too
 
     out.print(funnel_table(manifest))
     data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
@@ -181,32 +174,10 @@ def run(
         _report_after_run(Path(r.output.path))
 
 
-def _start_workers(opts, r, sources) -> None:
-    """Start the local workers the run's first stage will keep busy now, before the input is
-    checked (and, on a store, listed): each spends about a second importing modules, on cores the
-    run process leaves idle while it lists and checks the input, instead of after it. `sources`:
-    the input files where already listed; on a store, with fewer objects than workers, the others
-    wait idle until a later stage or fit uses them, or the run ends."""
-    from curate.engine import local, plan
-
-    processes = opts.workers or plan.available_cores()
-    busy = plan.first_stage_workers(r.steps, opts.limit, processes, files=None if sources is None else len(sources))
-    if opts.engine == "local" and busy:
-        local.start_workers_ahead(processes, busy)
-
-
-def _input_is_local(r) -> bool:
-    """Whether every input path is on this machine (not a URI, not a Hugging Face dataset name)."""
-    from curate.io.sources import on_this_machine
-
-    paths = [r.input.path] if isinstance(r.input.path, str) else r.input.path
-    return r.input.format != "hf" and all(on_this_machine(p) for p in paths)
-
-
 def _on_store(r) -> bool:
-    from curate.io.store import is_uri
+    from curate.api import output_on_store
 
-    return is_uri(r.output.path)
+    return output_on_store(r)
 
 
 def _report_after_run(run_dir: Path) -> None:
@@ -224,11 +195,11 @@ def _report_after_run(run_dir: Path) -> None:
 
 def _finished(r) -> bool:
     """On --resume, a run directory whose run finished: show its funnel and say so."""
-    from curate.engine.run_dir import finished_manifest
+    from curate.api import finished_run
     from curate.progress import funnel_table
 
     path = r.output.path
-    manifest = finished_manifest(path, r.fingerprint(), r.output.storage_options)
+    manifest = finished_run(r)
     if manifest is None:
         return False
     out.print(funnel_table(manifest))

@@ -352,3 +352,19 @@ class Global(Operator):
 
     def apply(self, batch: pa.RecordBatch, state: Any) -> Verdict | pa.RecordBatch:
         raise NotImplementedError
+
+
+# The catalog as the Python API offers it: `curate.ops` is this module, so `curate.ops.names()`
+# and `curate.ops.describe(name)` live here (curate/api.py does the work, imported when called).
+def names() -> list[str]:
+    """Every registered operator's name, sorted (what `curate ops` lists)."""
+    from curate.api import operator_names
+
+    return operator_names()
+
+
+def describe(name: str):
+    """One operator's kind, docs and parameters (a curate.api.OperatorInfo; `print()` it)."""
+    from curate.api import describe_operator
+
+    return describe_operator(name)
