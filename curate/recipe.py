@@ -71,6 +71,34 @@ class PackSpec(_Strict):
         return self
 
 
+class HubSpec(_Strict):
+    """`output.hub`: how a run whose output.path is hf://datasets/ORG/NAME is published to the
+    Hugging Face Hub (curate/io/hub.py) and what its dataset card says (curate/card.py)."""
+
+    revision: str | None = Field(None, description="Branch to commit to (default main; also hf://...@REVISION). "
+                                                   "A branch that does not exist is made from main.")
+    private: bool | None = Field(None, description="Make a new repository private (ignored if it exists).")
+    create_pr: bool = Field(False, description="Open a pull request with the commit instead of writing the branch.")
+    config_name: str = Field("default", pattern=r"^[\w.-]+$",
+                             description="The dataset config the shards are (default: data/; else CONFIG/).")
+    split: str = Field("train", pattern=r"^\w+(\.\w+)*$", description="The split the shards are.")
+    trace: bool = Field(False, description="Publish trace/ (the removed rows and why) beside the data.")
+    license: str | None = Field(None, description="The card's license (a Hub licence id: odc-by, apache-2.0, "
+                                                  "cc-by-4.0, other...).")
+    language: list[str] = Field(default_factory=list, description="The card's languages (ISO 639 codes); default: "
+                                                                  "those a language_id step keeps.")
+    task_categories: list[str] | None = Field(None, description="The card's task categories (default: "
+                                                                "text-generation).")
+    pretty_name: str | None = Field(None, description="The card's title (default: the recipe's name).")
+    tags: list[str] = Field(default_factory=list, description="More tags for the card (curate is always one).")
+    commit_message: str | None = Field(None, description="The commit's message (default: curate: NAME, N rows).")
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _one_language(cls, value):
+        return [value] if isinstance(value, str) else value
+
+
 class OutputSpec(_Strict):
     path: str
     shard_mb: int = Field(256, gt=0, description="Target size of one data shard on disk (MB).")
@@ -94,6 +122,28 @@ class OutputSpec(_Strict):
                                           "${VAR}, retries: {attempts: N}}; credentials as ${VAR}.")
     keep_columns: list[str] = Field(default_factory=list, description="Internal `_` columns to keep (besides _id).")
     trace_rows: bool = Field(True, description="Store each removed row in the trace beside its reason.")
+    hub: HubSpec | None = Field(None, description="With output.path hf://datasets/ORG/NAME[@REVISION]: {revision, "
+                                                  "private, create_pr, config_name, split, trace, license, "
+                                                  "language, task_categories, pretty_name, tags}.")
+
+    @model_validator(mode="after")
+    def _hub_output(self) -> "OutputSpec":
+        from curate.io import hub
+
+        if not hub.is_hub(self.path):
+            if self.hub is not None:
+                raise ValueError("output.hub applies to an output.path of hf://datasets/ORG/NAME")
+            return self
+        hub.parse(self.path)  # ValueError with the form expected
+        if self.format != "parquet":
+            raise ValueError(f"an hf:// output is published as Parquet shards: format {self.format} does not "
+                             f"apply (leave output.format out)")
+        if self.upload:
+            raise ValueError("output.upload copies a local run elsewhere; an hf:// output.path is published to "
+                             "the Hub already: leave output.upload out")
+        if self.hub is None:
+            self.hub = HubSpec()
+        return self
 
     @model_validator(mode="after")
     def _compression_fits_format(self) -> "OutputSpec":
@@ -170,6 +220,38 @@ class Step(BaseModel):
         return self.op_class(self.params, seed=recipe.seed, text_column=recipe.input.text_column)
 
 
+class SlurmSpec(_Strict):
+    """`slurm:` how `--engine slurm` submits the run's tasks (curate/engine/slurm.py): sbatch options
+    of every job array, and the shell lines that ready a node for curate. How a run is executed,
+    never what it computes: not in the recipe's fingerprint."""
+
+    partition: str | None = Field(None, description="--partition (default: the cluster's default partition).")
+    account: str | None = Field(None, description="--account.")
+    qos: str | None = Field(None, description="--qos (none by default: the site's default QOS).")
+    time: str | None = Field(None, description="--time of each array task, e.g. 4:00:00 (default: the partition's).")
+    cpus_per_task: int | None = Field(None, gt=0, description="--cpus-per-task (default: the stage's policy).")
+    mem: str | None = Field(None, pattern=r"^[0-9]+[KMGT]?$",
+                            description="--mem of each array task, e.g. 8G (default: the stage's policy, if any).")
+    gres: str | None = Field(None, description="--gres of model stages' tasks, e.g. gpu:1.")
+    constraint: str | None = Field(None, description="--constraint.")
+    extra_sbatch: list[str] = Field(default_factory=list, description="More sbatch options, each as on the "
+                                                                      "command line: [--exclusive, --nodes=1].")
+    env_setup: str | None = Field(None, description="Shell lines run before each task (module load, source a "
+                                                    "venv, a container wrapper's setup).")
+    python: str | None = Field(None, description="The Python that runs curate on the nodes (default: this one).")
+    retries: int = Field(2, ge=0, description="Resubmissions of an array task that Slurm ended without a result "
+                                              "(cancelled, preempted, node lost, out of time or memory).")
+    poll_seconds: float = Field(2.0, gt=0, description="How often the driver looks at squeue and the done markers.")
+
+    @field_validator("extra_sbatch")
+    @classmethod
+    def _options(cls, value: list[str]) -> list[str]:
+        for option in value:
+            if not option.startswith("-") or "\n" in option:
+                raise ValueError(f"{option!r}: each extra_sbatch entry is one sbatch option, such as --exclusive")
+        return value
+
+
 class Recipe(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str = "run"
@@ -181,6 +263,7 @@ class Recipe(BaseModel):
     allow_empty: bool = False  # a run whose steps remove every row publishes an empty output (else exit 2)
     memory_gb: float | None = None  # what the Global fits may hold at once (None: curate.memory's default)
     report: ReportSpec = Field(default_factory=ReportSpec)  # what report.html breaks rows down by
+    slurm: SlurmSpec | None = None  # how --engine slurm submits the tasks (never what they compute)
     raw: dict = Field(repr=False)  # after overrides and ${VAR} expansion: what the run does
     display: dict = Field(repr=False)  # before ${VAR} expansion: what the manifest shows (no secrets)
 
@@ -194,11 +277,14 @@ class Recipe(BaseModel):
         doc.pop("allow_empty", None)
         doc.pop("memory_gb", None)  # how the fits hold their state, never what they decide
         doc.pop("report", None)  # what the report shows of the run, written after it
+        doc.pop("slurm", None)  # where and how the tasks are submitted
         # How to reach the input or the output (endpoint, credentials) is not what they are: the
         # inputs' own fingerprints (size, ETag) say that, and a rotated key must not stop --resume.
         for side in ("input", "output"):
             if isinstance(doc.get(side), dict):
                 doc[side].pop("storage_options", None)
+        if isinstance(doc.get("output"), dict):  # how an hf:// output is published and described, not what it is
+            doc["output"].pop("hub", None)
         for step, item in zip(self.steps, doc.get("steps") or []):
             params = next(iter(item.values()), None) if isinstance(item, dict) else None
             if isinstance(params, dict):
@@ -384,7 +470,8 @@ def _stray_keys(item: dict, where: str) -> None:
                                           + (f", with no {{}} after `{name}:`)" if item[name] == {} else ")"))
 
 
-_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "report", "steps")
+_TOP_LEVEL = ("name", "seed", "input", "output", "metrics", "allow_empty", "memory_gb", "report", "slurm",
+              "steps")
 
 
 def _section(key: str, value: Any, model: type[BaseModel], shape: str):
@@ -460,4 +547,6 @@ def load(path: str | Path | None = None, *, text: str | None = None, overrides: 
     steps = _parse_steps(doc.get("steps"))
     return Recipe(name=str(doc.get("name", "run")), seed=seed, input=inp, output=out, steps=steps,
                   metrics=_metrics(doc.get("metrics")), allow_empty=allow_empty, memory_gb=memory_gb,
-                  report=report, raw=doc, display=display)
+                  report=report, raw=doc, display=display,
+                  slurm=None if doc.get("slurm") is None else
+                  _section("slurm", doc["slurm"], SlurmSpec, "a mapping such as {partition: NAME}"))
