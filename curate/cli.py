@@ -348,6 +348,11 @@ def serve_mock(
           retry_after=retry_after, stall_s=stall_s, seed=seed)
 
 
+from curate.ablate.command import ablate as _ablate  # noqa: E402: only typer is imported there
+
+app.command("ablate")(_ablate)
+
+
 def main() -> None:
     from curate import interrupts, omp_wait
 

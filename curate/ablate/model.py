@@ -1,0 +1,73 @@
+"""The proxy model: a decoder-only transformer built from a transformers config (no download).
+
+Presets (Llama architecture: RMSNorm, RoPE, SwiGLU, no biases, untied embeddings, as the
+DataDecide/OLMo ladder): `tiny` about 1M parameters (nanoGPT's CPU shakespeare size: 4 layers,
+4 heads, 128 wide; minutes on 2 CPU cores), `small` about 20M (DataDecide's 20M shape: 16 layers,
+192 wide), `base` about 150M (12 layers, 768 wide: a GPU). Parameter counts with the byte-level
+vocabulary; a larger vocabulary adds 2 x vocab x width. A config file (JSON) is a transformers
+config: its `model_type` (llama, gpt2, ...) picks the class; the vocabulary size is the tokenizer's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from curate.errors import CurateError
+
+PRESETS = {
+    "tiny": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4, intermediate_size=344),
+    "small": dict(hidden_size=192, num_hidden_layers=16, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=4096),
+}
+
+
+def model_config(model: str, vocab: int, seq_len: int) -> dict:
+    """The config (a dict with model_type) for `model`: a preset name or a JSON file."""
+    if model in PRESETS:
+        d = dict(model_type="llama", **PRESETS[model])
+        d.update(num_key_value_heads=d["num_attention_heads"], tie_word_embeddings=False, attention_bias=False,
+                 mlp_bias=False, rms_norm_eps=1e-5, hidden_act="silu")
+    else:
+        p = Path(model)
+        if not p.is_file():
+            raise CurateError(f"--model {model}: not a preset ({', '.join(PRESETS)}) nor a config file")
+        try:
+            d = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise CurateError(f"--model {model}: cannot read it as a JSON config: {e}") from None
+        if not isinstance(d, dict) or "model_type" not in d:
+            raise CurateError(f"--model {model}: a transformers config needs a model_type (llama, gpt2, ...)")
+    d = dict(d)
+    d["vocab_size"] = vocab
+    key = "n_positions" if d["model_type"] == "gpt2" else "max_position_embeddings"
+    d[key] = max(int(d.get(key) or 0), seq_len)
+    if d["model_type"] == "gpt2":
+        d.setdefault("resid_pdrop", 0.0), d.setdefault("embd_pdrop", 0.0), d.setdefault("attn_pdrop", 0.0)
+    return d
+
+
+def build(config: dict, seed: int):
+    """The model of `config`, its weights drawn from `seed` (the same for every arm)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = dict(config)
+    try:
+        cfg = AutoConfig.for_model(d.pop("model_type"), **d)
+    except (ValueError, TypeError, KeyError) as e:
+        raise CurateError(f"--model: not a transformers config: {e}") from None
+    cfg._attn_implementation = "eager" if config["model_type"] == "gpt2" else "sdpa"
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_config(cfg)
+    except ValueError as e:
+        raise CurateError(f"--model: {config['model_type']} is not a decoder-only (causal LM) model: {e}") from None
+    return model
+
+
+def parameters(model, embeddings: bool = True) -> int:
+    n = sum(p.numel() for p in model.parameters())
+    if not embeddings:
+        n -= model.get_input_embeddings().weight.numel()
+    return n

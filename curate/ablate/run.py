@@ -1,0 +1,258 @@
+"""The whole ablation: arms resolved (recipes run), one tokenizer, equal-token samples, a proxy per
+arm x seed (x learning rate), evaluated, compared; results in OUTPUT (see results.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import xxhash
+
+from curate.ablate import arms as arms_module
+from curate.ablate import data, evaluate, stats
+from curate.ablate.model import model_config
+from curate.ablate.train import TrainSpec, save_json, setup_torch, steps_for
+from curate.errors import CurateError
+
+CONFIG = "config.json"
+
+
+@dataclass
+class Options:
+    arms: list[str]
+    output: Path
+    recipe: str | None = None
+    tokens: int = 1_000_000
+    allow_repeat: bool = False
+    model: str = "tiny"
+    seeds: int = 3
+    lrs: list[float] = field(default_factory=lambda: [1e-4])
+    seq_len: int = 128
+    batch: int = 16
+    accum: int = 1
+    warmup: float = 0.1
+    weight_decay: float = 0.05
+    eval_text: list[str] = field(default_factory=list)
+    eval_mc: list[str] = field(default_factory=list)
+    eval_tokens: int = 50_000
+    holdout: float = 0.02
+    tokenizer: str | None = None
+    eos: str | None = None
+    text_column: str | None = None
+    sample_seed: int = 0
+    threads: int = 0
+    device: str = "auto"
+    alpha: float = 0.05
+    metric: str | None = None
+    resume: bool = False
+    overwrite: bool = False
+    checkpoint_every: int = 100
+    workers: int | None = None
+    dry_run: bool = False
+
+
+def _prepare_output(opts: Options) -> None:
+    out = opts.output
+    if out.exists() and any(out.iterdir()):
+        ours = (out / CONFIG).is_file()
+        if opts.resume and ours:
+            return
+        if opts.overwrite and ours:
+            shutil.rmtree(out)
+        elif opts.resume:
+            raise CurateError(f"--resume: {out} holds no ablation to continue (no {CONFIG})")
+        elif opts.overwrite:
+            raise CurateError(f"--overwrite: {out} is not an ablation's output (no {CONFIG}); not removing it")
+        else:
+            raise CurateError(f"{out} exists; continue it with --resume or replace it with --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def resolve_arms(opts: Options, log: Callable[[str], None]) -> list[arms_module.Arm]:
+    arms: list[arms_module.Arm] = []
+    if opts.recipe:
+        arms += arms_module.recipe_arms(opts.recipe)
+        if opts.text_column:
+            for a in arms:
+                a.text_column = opts.text_column
+    taken = {a.name for a in arms}
+    for name, spec in arms_module.parse(opts.arms):
+        arm = arms_module.classify(name, spec, taken, opts.text_column)
+        taken.add(arm.name)
+        arms.append(arm)
+    if len(arms) < 2:
+        raise CurateError("ablate compares two or more arms: give ARM ARM [ARM...] or --recipe R.yaml")
+    for arm in arms:
+        if arm.kind == "recipe" and not arm.paths:
+            log(f"arm {arm.name}: running recipe {arm.spec}")
+            arms_module.run_recipe(arm, opts.output / "arms" / arm.name / "run", opts.workers, opts.resume)
+    return arms
+
+
+def _device(opts: Options) -> str:
+    if opts.device != "auto":
+        return opts.device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _fingerprint(opts: Options, arms, tok) -> dict:
+    keep = {k: v for k, v in asdict(opts).items()
+            if k not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every")}
+    keep["arms"] = [{"name": a.name, "spec": a.spec, "paths": a.paths} for a in arms]
+    keep["tokenizer"] = tok.where if opts.tokenizer else "byte-level"
+    return json.loads(json.dumps(keep, default=str))
+
+
+def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
+    """Run the ablation; returns ablation.json's content (with `dry_run` a plan instead)."""
+    if opts.tokens % opts.seq_len:
+        raise CurateError(f"--tokens {opts.tokens:,} is not a multiple of --seq-len {opts.seq_len} "
+                          f"(every training token is in a whole sequence)")
+    if opts.batch % opts.accum:
+        raise CurateError(f"--batch {opts.batch} does not split into --accum {opts.accum} micro-batches")
+    if opts.seeds < 1:
+        raise CurateError("--seeds must be at least 1")
+    if not opts.dry_run:
+        _prepare_output(opts)
+    else:
+        opts.output.mkdir(parents=True, exist_ok=True)
+    arms = resolve_arms(opts, log)
+    tok = data.load_tokens(opts.tokenizer, opts.eos, opts.output)
+    mc_sets = {Path(p).stem: evaluate.read_items(p) for p in opts.eval_mc}
+    # Eval texts first: their documents are never trained on.
+    eval_texts: dict[str, list[str]] = {}
+    for p in opts.eval_text:
+        if not Path(p).exists() and not any(c in p for c in "*?["):
+            raise CurateError(f"--eval-text {p}: not found")
+        eval_texts[Path(p).stem.split(".")[0]] = list(data.read_texts([p], None, opts.text_column or "text",
+                                                                      f"--eval-text {p}"))
+    excluded = {xxhash.xxh64_intdigest(t.encode("utf-8")) for texts in eval_texts.values() for t in texts}
+    samples = {}
+    for arm in arms:
+        texts = list(data.read_texts(arm.paths, arm.format, arm.text_column, f"arm {arm.name}"))
+        sample = data.sample_arm(arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat,
+                                 opts.holdout, excluded)
+        samples[arm.name] = sample
+        if not opts.dry_run:
+            data.write_sample(sample, opts.output / "arms" / arm.name,
+                              {"arm": arm.name, "spec": arm.spec, "paths": arm.paths, "tokens": opts.tokens,
+                               "available": sample.available, "documents": sample.documents,
+                               "epochs": sample.epochs, "held_out_documents": len(sample.held_out)})
+        avail = f"{sample.available:,} available" if sample.available else "more available"
+        log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}, epochs {sample.epochs:.3g}), "
+            f"{len(sample.held_out):,} documents held out")
+    sets = [evaluate.text_set(name, texts, tok, opts.eval_tokens) for name, texts in eval_texts.items() if texts]
+    sets += [evaluate.text_set(f"heldout-{a.name}", samples[a.name].held_out, tok, opts.eval_tokens)
+             for a in arms if samples[a.name].held_out]
+    if not sets and not mc_sets:
+        raise CurateError("nothing to evaluate on: no --eval-text, no --eval-mc, and no arm has held-out "
+                          "documents (raise --holdout)")
+    threads = opts.threads or _cores()
+    setup_torch(threads)
+    device = _device(opts)
+    config = model_config(opts.model, tok.vocab, opts.seq_len)
+    spec0 = TrainSpec(opts.seq_len, opts.batch, opts.accum, opts.lrs[0], opts.warmup, opts.weight_decay, 0, device,
+                      opts.checkpoint_every)
+    if opts.dry_run:
+        return _plan(opts, arms, config, spec0, tok)
+    fingerprint = _fingerprint(opts, arms, tok)
+    config_path = opts.output / CONFIG
+    if opts.resume and config_path.is_file():
+        before = json.loads(config_path.read_text())
+        if before != fingerprint:
+            changed = sorted(k for k in set(before) | set(fingerprint) if before.get(k) != fingerprint.get(k))
+            raise CurateError(f"--resume: the ablation in {opts.output} was started with other settings "
+                              f"({', '.join(changed)}); use --overwrite to start again")
+    save_json(config_path, fingerprint)
+    runs = list(itertools.product(opts.lrs, range(opts.seeds), arms))
+    results: dict[tuple, dict] = {}
+    items: dict[tuple, dict] = {}
+    began = time.perf_counter()
+    for n, (lr, seed, arm) in enumerate(runs, 1):
+        run_dir = opts.output / "runs" / arm.name / (f"seed-{seed}" + (f"-lr-{lr:g}" if len(opts.lrs) > 1 else ""))
+        spec = TrainSpec(opts.seq_len, opts.batch, opts.accum, lr, opts.warmup, opts.weight_decay, seed, device,
+                         opts.checkpoint_every)
+        res, per_item = _one_run(arm.name, samples[arm.name].train, config, spec, sets, mc_sets, tok, run_dir,
+                                 opts.resume, log, f"[{n}/{len(runs)}]", began, n - 1, len(runs))
+        results[(lr, seed, arm.name)] = res
+        items[(lr, seed, arm.name)] = per_item
+    from curate.ablate.results import assemble
+
+    return assemble(opts, arms, samples, results, items, sets, config, threads, device, time.perf_counter() - began)
+
+
+def _cores() -> int:
+    from curate.engine.plan import available_cores
+
+    return max(1, available_cores())
+
+
+def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, mc_sets, tok, run_dir: Path,
+             resume: bool, log, tag: str, began: float, done_runs: int, all_runs: int) -> tuple[dict, dict]:
+    from curate.ablate.model import build, parameters
+    from curate.ablate.train import train
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result_path, items_path = run_dir / "result.json", run_dir / "items.npz"
+    if resume and result_path.is_file() and items_path.is_file():
+        with np.load(items_path) as z:
+            return json.loads(result_path.read_text()), {k: z[k] for k in z.files}
+    model = build(config, spec.seed)
+    last = [0.0]
+
+    def progress(step: int, steps: int, seconds: float) -> None:
+        if seconds - last[0] >= 10 or step == steps:
+            last[0] = seconds
+            rate = step * spec.batch * spec.seq_len / max(seconds, 1e-9)
+            left = (steps - step) * spec.batch * spec.seq_len / rate
+            elapsed = time.perf_counter() - began
+            total_left = left + (all_runs - done_runs - 1) * (elapsed + left) / max(done_runs + 1, 1)
+            log(f"{tag} {arm} seed {spec.seed}: step {step}/{steps}, {rate:,.0f} tokens/s, ETA {left:.0f}s "
+                f"(ablation {total_left:.0f}s)")
+
+    trained = train(model, tokens, spec, run_dir / "checkpoint.pt", progress)
+    metrics, per_item = {}, {}
+    for ts in sets:
+        nll = evaluate.doc_nll(model, ts, spec.seq_len, spec.device)
+        metrics[f"bpb:{ts.name}"] = evaluate.bpb(nll, ts.bytes)
+        per_item[f"bpb:{ts.name}"] = nll
+    for name, its in mc_sets.items():
+        per = evaluate.mc_metrics(its, evaluate.choice_logprobs(model, its, tok, spec.seq_len, spec.device))
+        for key, values in per.items():
+            metrics[f"{key}:{name}"] = float(values.mean())
+            per_item[f"{key}:{name}"] = values
+    res = {"seed": spec.seed, "lr": spec.lr, "metrics": metrics, "losses": trained.losses, "steps": trained.steps,
+           "tokens": trained.tokens, "seconds": trained.seconds, "parameters": parameters(model),
+           "tokens_per_s": trained.tokens / max(trained.seconds, 1e-9)}
+    np.savez(items_path, **per_item)
+    save_json(result_path, res)
+    (run_dir / "checkpoint.pt").unlink(missing_ok=True)
+    log(f"{tag} {arm} seed {spec.seed}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    return res, per_item
+
+
+def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
+    """--dry-run: model size, tokens, steps, FLOPs, and the time at a speed measured on 3 steps."""
+    from curate.ablate.model import build, parameters
+    from curate.ablate.train import train
+
+    model = build(config, 0)
+    params = parameters(model)
+    steps = steps_for(opts.tokens, spec)
+    probe = np.random.default_rng(0).integers(0, tok.vocab, spec.seq_len * spec.batch * 3)
+    timing = train(model, probe, spec, None)
+    rate = len(probe) / max(timing.seconds, 1e-9)
+    runs = len(arms) * opts.seeds * len(opts.lrs)
+    flops = 6 * params * opts.tokens * runs
+    return {"dry_run": True, "arms": [a.name for a in arms], "parameters": params,
+            "non_embedding_parameters": parameters(model, embeddings=False), "tokens_per_run": opts.tokens,
+            "steps_per_run": steps, "runs": runs, "flops": flops, "measured_tokens_per_s": rate,
+            "estimated_seconds": opts.tokens * runs / rate, "model": config}
