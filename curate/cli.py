@@ -121,7 +121,9 @@ def run(
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
     engine: str = typer.Option("local", "--engine", help="What runs the tasks: local (processes on this machine) "
-                                                         "or ray (a Ray cluster; needs curate[ray])."),
+                                                         "or ray (a Ray cluster; needs curate[ray]) or slurm "
+                                                         "(job arrays; the recipe's slurm: section, or "
+                                                         "--set slurm.partition=NAME)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
                                                                   "(host:port, or auto); default: a Ray instance "
                                                                   "started for the run."),
@@ -138,8 +140,8 @@ def run(
     """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
 
-    if engine not in ("local", "ray"):
-        raise typer.BadParameter(f"'{engine}': choose local or ray", param_hint="--engine")
+    if engine not in ("local", "ray", "slurm"):
+        raise typer.BadParameter(f"'{engine}': choose local or ray, or slurm", param_hint="--engine")
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
     r = _load(recipe, set_, input, output)

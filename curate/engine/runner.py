@@ -45,7 +45,7 @@ from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
 import pyarrow as pa
 
-from curate.io import input_schema, output_formats, retries
+from curate.io import hub, input_schema, output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
@@ -60,7 +60,7 @@ class RunOptions:
     limit: int | None = None
     keep_work: bool = False
     model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
-    engine: str = "local"  # what runs the tasks: "local" processes or "ray" (engines.py)
+    engine: str = "local"  # what runs the tasks: "local" processes, "ray" or "slurm" (engines.py)
     address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
     # An fsspec URI the tasks copy their work files to: with engine "ray", for nodes that do not see
     # _work/; with an output at a URI, so that --resume continues the run on another machine
@@ -99,9 +99,25 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         sources: list[Source] | preflight.Preflight | None = None) -> dict:
     """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data,
     before any worker starts where a look at the input shows them (preflight). `sources`: the
-    input files, or the preflight's check of them when the caller has made it already."""
+    input files, or the preflight's check of them when the caller has made it already.
+
+    An output on the Hugging Face Hub (hf://datasets/ORG/NAME) is a local run in its staging
+    directory (hub.staging_dir), published once its manifest is written (hub.publish: one
+    commit); its token and repository are checked before the run starts. A finished run there is
+    published again by --resume (nothing is, when the Hub holds it already). The manifest
+    returned says where it went (`hub`); the one written does not."""
+    if not hub.is_hub(recipe.output.path):
+        return _run(recipe, opts, reporter, sources)
+    hub.check(recipe, opts.overwrite, reporter.status)  # before any work: token, repository
+    manifest = _run(recipe, opts, reporter, sources, RunLayout.at(hub.staging_dir(recipe.output.path)))
+    return {**manifest, "hub": hub.publish(Path(manifest["run_dir"]), recipe, opts.overwrite, reporter.status),
+            "run_dir": manifest["run_dir"]}
+
+
+def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: RunLayout | None = None) -> dict:
     started = time.perf_counter()
-    layout = RunLayout.at(recipe.output.path, recipe.output.storage_options)
+    staged = layout is not None  # a local run in the Hub output's staging directory
+    layout = layout or RunLayout.at(recipe.output.path, recipe.output.storage_options)
     checked = sources if isinstance(sources, preflight.Preflight) else preflight.check(recipe, sources)
     sources = checked.sources
     if recipe.output.upload:
@@ -133,10 +149,13 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         if finished:
             if recipe.output.upload:  # a copy interrupted after the run finished is made again
                 output_formats.upload(Path(layout.root), recipe.output.upload, recipe.output.storage_options)
-            reporter.status(f"{layout.root} is already finished; nothing to do")
-            return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True}
+            if not staged:
+                reporter.status(f"{layout.root} is already finished; nothing to do")
+            return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True,
+                    **({"run_dir": layout.root} if staged else {})}
         try:
-            return _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()
+            manifest = _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()
+            return {**manifest, "run_dir": layout.root} if staged else manifest
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
@@ -181,7 +200,8 @@ class _Run:
         engine = engines.make(self.opts.engine, self.opts.address, self.reporter.progress, self.layout,
                               self.reporter.status, env, self.opts.work_store, self.opts.resume,
                               [s.path for s in self.sources],
-                              fallback_store=self.layout.work_files if self.layout.remote else None)
+                              fallback_store=self.layout.work_files if self.layout.remote else None,
+                              slurm=self.recipe.slurm)
         try:
             workers = self.opts.workers or engine.cores
             the_plan = plan.make(self.recipe.steps, self.sources, self.opts.limit, workers, engine.cores)

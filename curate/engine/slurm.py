@@ -1,0 +1,487 @@
+"""The Slurm engine: the runner's tasks as sbatch job arrays (`curate run --engine slurm`).
+
+It only runs tasks (executor.py); what a run means stays in runner.py, so the bytes, trace,
+manifest and resume are the local engine's. The run directory is on a filesystem the nodes
+share (or, for an output at a URI, the tasks also copy their files to the work store, as the
+local engine's do).
+
+- A stage's tasks go out as one job array (`%N`: the stage's policy, i.e. `--workers`), split into
+  arrays of at most the cluster's `MaxArraySize` (`scontrol show config`, or less: `max_array`),
+  chained with `afterany` so that `%N` holds across them. Each array task runs
+  `python -m curate.engine.slurm_task DIR INDEX` (slurm_task.py), which calls the same run_task as
+  a local worker: its shards, trace and done marker land in `_work/` as ever. A Global fit's `map`
+  pieces go out the same way, one array per `map` call (the fit's serial part runs in the driver).
+- The driver (this process) waits: it reads each item's result file and polls `squeue` for the
+  state of what it submitted. An array task that Slurm ended without a result (cancelled,
+  preempted, its node lost, out of time or memory) is resubmitted up to `slurm.retries` times;
+  then the run stops with Slurm's state for it, the task's name and its log. A task that raised
+  (bad data, a bug) stops the run with its own error, as with the local engine.
+- Every array's launch script, its logs (`%A_%a.out`) and the sbatch commands given
+  (`submissions.jsonl`) are kept under `_work/slurm/attempt-N/<batch>/`.
+- An interrupt or error cancels (`scancel`) every job the driver submitted. A driver killed
+  outright leaves its jobs: each array task first checks that the driver that submitted it
+  still holds the run's lock and exits otherwise, and a `--resume` cancels the earlier attempt's
+  jobs; the runner then submits only the tasks without a done marker.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from curate.engine import work_store
+from curate.engine.context import Progress, StageContext
+from curate.engine.executor import Engine, Executor
+from curate.engine.failpoints import failpoint
+from curate.engine.layout import RunLayout
+from curate.engine.plan import Task
+from curate.engine.result import TaskResult
+from curate.errors import CurateError
+from curate.words import count
+
+COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")
+# Slurm's states in which a job will not run again by itself (squeue's long names)
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+         "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
+GONE = "GONE"  # no longer listed by Slurm (purged after MinJobAge) nor by sacct
+RESULT_GRACE_SECONDS = 30.0  # a task Slurm says COMPLETED whose result file is not visible yet (NFS)
+STATUS_SECONDS = 10.0  # how often a changed count of pending/running/done tasks is reported
+
+
+def _slurm_error(command: list[str], res: subprocess.CompletedProcess) -> CurateError:
+    said = (res.stderr or res.stdout or "").strip() or f"exit status {res.returncode}"
+    return CurateError(f"--engine slurm: `{' '.join(shlex.quote(c) for c in command[:3])} ...` failed: {said}")
+
+
+def slurm(command: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """A Slurm client command; a command that cannot run at all is a CurateError saying so."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise CurateError(f"--engine slurm needs Slurm's client commands on PATH ({', '.join(COMMANDS)}); "
+                          f"{command[0]} is not there") from None
+    except subprocess.TimeoutExpired:
+        raise CurateError(f"--engine slurm: `{command[0]}` did not answer in {timeout:.0f}s (is slurmctld up?)") \
+            from None
+
+
+def max_array_size() -> int:
+    """The cluster's MaxArraySize: array indices run 0..MaxArraySize-1 (0: arrays disabled)."""
+    command = ["scontrol", "show", "config"]
+    res = slurm(command)
+    if res.returncode:
+        raise _slurm_error(command, res)
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "MaxArraySize":
+            return int(value.strip())
+    return 1001  # Slurm's default
+
+
+def cluster_cpus(partition: str | None) -> int:
+    """CPUs of the partition's nodes (sinfo's total), at least 1."""
+    command = ["sinfo", "-h", "-o", "%C"] + (["-p", partition] if partition else [])
+    try:
+        res = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return 1
+    total = 0
+    for line in res.stdout.split():
+        parts = line.split("/")  # allocated/idle/other/total
+        if len(parts) == 4 and parts[3].isdigit():
+            total += int(parts[3])
+    return max(1, total)
+
+
+def array_spec(indices: list[int], throttle: int | None) -> str:
+    """`--array` for `indices`: ranges where they run on (`0-4,7,9-10`), then `%throttle`."""
+    parts, start = [], None
+    ordered = sorted(indices)
+    for i, n in enumerate(ordered):
+        if start is None:
+            start = n
+        if i + 1 == len(ordered) or ordered[i + 1] != n + 1:
+            parts.append(str(n) if start == n else f"{start}-{n}")
+            start = None
+    return ",".join(parts) + (f"%{throttle}" if throttle else "")
+
+
+def _mem(gb: float | None) -> str | None:
+    return f"{math.ceil(gb * 1024)}M" if gb else None
+
+
+@dataclass
+class Submission:
+    """One sbatch of an array: its job id, the item number of index 0 and the indices given."""
+
+    job: str
+    offset: int
+    indices: list[int]
+    attempt: int = 1
+
+
+@dataclass
+class Batch:
+    """Items (a stage's tasks, a `map`'s pieces) run as array tasks, and what is known of them."""
+
+    name: str
+    directory: Path
+    total: int
+    cpus: int
+    options: list[str]  # sbatch options of its launch script
+    results: dict[int, object] = field(default_factory=dict)
+    runs: dict[int, int] = field(default_factory=dict)  # item -> array tasks submitted for it
+    element: dict[int, tuple[str, str]] = field(default_factory=dict)  # item -> (job id, index) of its last run
+    first_done: dict[int, float] = field(default_factory=dict)  # item -> when Slurm first said it COMPLETED
+
+
+class SlurmEngine(Engine):
+    """The run's connection to a Slurm cluster through its client commands (sbatch, squeue,
+    scancel, scontrol). `spec`: the recipe's `slurm:` (recipe.SlurmSpec) or None for the
+    defaults; `store`: a work store URI (an output at a URI); `resume`: whether the run resumes
+    (the earlier attempt's jobs, if any are left, are cancelled)."""
+
+    def __init__(self, progress: Progress, layout: RunLayout, status=lambda message: None, spec=None,
+                 store: str | None = None, resume: bool = False):
+        from curate.recipe import SlurmSpec
+
+        self.progress = progress
+        self.status = status
+        self.layout = layout
+        self.spec = spec or SlurmSpec()
+        missing = [c for c in COMMANDS if shutil.which(c) is None]
+        if missing:
+            raise CurateError(f"--engine slurm needs Slurm's client commands on PATH; not found: "
+                              f"{', '.join(missing)} (run from a login node of the cluster)")
+        self.max_array = max_array_size()
+        if self.max_array < 1:
+            raise CurateError("--engine slurm runs each stage as a job array, and this cluster has them off "
+                              "(MaxArraySize=0 in slurm.conf)")
+        self.cores = cluster_cpus(self.spec.partition)
+        self.root = Path(layout.work) / "slurm"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.jobs_file = self.root / "jobs.txt"  # every job id any attempt of the run submitted
+        if resume:
+            self._cancel_earlier()
+        attempts = [int(p.name.removeprefix("attempt-")) for p in self.root.glob("attempt-*")
+                    if p.name.removeprefix("attempt-").isdigit()]
+        self.attempt = self.root / f"attempt-{max(attempts, default=0) + 1}"
+        self.attempt.mkdir()
+        self.live: list[str] = []  # job ids submitted and not known to be over
+        self.batches = 0
+        self.cwd = os.getcwd()
+        if store:
+            self.store = work_store.for_run(store, layout)
+            self.store.start(resume)
+        if os.environ.get("SLURM_JOB_ID"):
+            status(f"Slurm: inside allocation {os.environ['SLURM_JOB_ID']}: the tasks are submitted as job "
+                   f"arrays of their own (not srun steps of it)")
+        status(f"Slurm: {self.cores} CPUs in {self.spec.partition or 'the default partition'}, arrays of at most "
+               f"{self.max_array} tasks; scripts and logs in {self.attempt}")
+
+    def _cancel_earlier(self) -> None:
+        """Cancel what an earlier attempt of the run submitted and left (its driver was killed)."""
+        try:
+            ids = sorted(set(self.jobs_file.read_text().split()))
+        except FileNotFoundError:
+            return
+        live = [job for job, state in _states(ids).items() if state not in ENDED and state != GONE]
+        if live:
+            slurm(["scancel", *live])
+            self.status(f"Slurm: cancelled {count(len(live), 'job')} of the interrupted attempt ({', '.join(live)})")
+
+    def cpu_executor(self, workers: int) -> "SlurmExecutor":
+        return SlurmExecutor(self)
+
+    def model_pool(self, cpu_workers: int) -> "SlurmExecutor":
+        return SlurmExecutor(self, model=True, cpu_workers=cpu_workers)
+
+    # -- batches of array tasks --------------------------------------------------------------------
+
+    def new_batch(self, name: str, items: list, shared: dict, cpus: int, parallel: int | None,
+                  mem: str | None, gres: str | None) -> Batch:
+        """A directory for `items` (pickled one a file), `shared` (batch.json) and its launch script."""
+        self.batches += 1
+        directory = self.attempt / f"{self.batches:03d}-{name}"
+        for sub in ("items", "results", "errors", "progress", "logs"):
+            (directory / sub).mkdir(parents=True)
+        for i, item in enumerate(items):
+            (directory / "items" / f"{i}.pkl").write_bytes(pickle.dumps(item))
+        lock = json.loads(Path(self.layout.lock).read_text() or "{}")
+        (directory / "batch.json").write_text(json.dumps({
+            **shared, "cwd": self.cwd, "threads": cpus, "lock": self.layout.lock,
+            "workers_lock": self.layout.workers_lock, "driver": {"pid": lock.get("pid", os.getpid()),
+                                                                 "host": lock.get("host", socket.gethostname())}}))
+        spec = self.spec
+        options = [f"--job-name=curate.{name}", f"--output={directory}/logs/%A_%a.out", f"--cpus-per-task={cpus}",
+                   "--ntasks=1", f"--chdir={self.cwd}"]
+        for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
+                            ("time", spec.time), ("mem", spec.mem or mem), ("gres", gres),
+                            ("constraint", spec.constraint)):
+            if value:
+                options.append(f"--{flag}={value}")
+        options += list(spec.extra_sbatch)
+        python = spec.python or sys.executable
+        script = ["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
+                  f"# curate: {name}, {count(len(items), 'item')}; run with sbatch --array=INDICES "
+                  f"--export=ALL,CURATE_SLURM_OFFSET=N", spec.env_setup or "", "export PYTHONUNBUFFERED=1",
+                  f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(str(directory))} "
+                  f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"', ""]
+        (directory / "launch.sh").write_text("\n".join(script))
+        return Batch(name, directory, len(items), cpus, options)
+
+    def submit(self, batch: Batch, items: list[int], parallel: int | None) -> None:
+        """sbatch arrays for `items`: one per window of `max_array` item numbers, each after the
+        one before (afterany), so that `%parallel` holds over them all."""
+        windows: dict[int, list[int]] = {}
+        for item in items:
+            windows.setdefault(item // self.max_array * self.max_array, []).append(item)
+        previous = None
+        for offset, members in sorted(windows.items()):
+            indices = [m - offset for m in members]
+            command = ["sbatch", "--parsable", f"--array={array_spec(indices, parallel)}",
+                       f"--export=ALL,CURATE_SLURM_OFFSET={offset}"]
+            if previous:
+                command.append(f"--dependency=afterany:{previous}")
+            command.append(str(batch.directory / "launch.sh"))
+            res = slurm(command)
+            if res.returncode:
+                raise _slurm_error(command, res)
+            job = res.stdout.strip().split(";")[0]  # `jobid` or `jobid;cluster`
+            if not job.isdigit():
+                raise CurateError(f"--engine slurm: sbatch printed {res.stdout.strip()!r}, not a job id")
+            previous = job
+            self.live.append(job)
+            with open(self.jobs_file, "a") as f:
+                f.write(job + "\n")
+            attempt = max(batch.runs.get(m, 0) for m in members) + 1
+            for m, i in zip(members, indices):
+                batch.runs[m] = batch.runs.get(m, 0) + 1
+                batch.element[m] = (job, str(i))
+            with open(batch.directory / "submissions.jsonl", "a") as f:
+                f.write(json.dumps({"job": job, "array": array_spec(indices, parallel), "offset": offset,
+                                    "items": members, "attempt": attempt, "command": command}) + "\n")
+
+    def run_batch(self, batch: Batch, parallel: int | None, describe: Callable[[int], str],
+                  on_result: Callable[[int, object], None] = lambda i, r: None) -> list:
+        """Submit every item of `batch`, wait for all their results (resubmitting what Slurm ended
+        without one); the results in item order."""
+        self.submit(batch, list(range(batch.total)), parallel)
+        retries = self.spec.retries
+        poll = self.spec.poll_seconds
+        reported, last_status = None, 0.0
+        seen_progress: dict[str, tuple] = {}
+        while len(batch.results) < batch.total:
+            time.sleep(poll)
+            self._relay(batch, seen_progress)
+            for item in self._finished(batch):
+                batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
+                on_result(item, batch.results[item])
+            self._raise_errors(batch)
+            open_items = [i for i in range(batch.total) if i not in batch.results]
+            if not open_items:
+                break
+            states = _states(sorted({batch.element[i][0] for i in open_items}), detailed=True)
+            counts = {"pending": 0, "running": 0}
+            lost: dict[int, str] = {}
+            for item in open_items:
+                job, index = batch.element[item]
+                state = states.get(f"{job}_{index}") or states.get(job) or ("PENDING", "")
+                name = state[0] if isinstance(state, tuple) else state
+                if name in ("PENDING", "REQUEUED", "CONFIGURING", "SUSPENDED", "RESV_DEL_HOLD", "REQUEUE_HOLD"):
+                    counts["pending"] += 1
+                elif name not in ENDED and name != GONE:
+                    counts["running"] += 1
+                elif (batch.directory / "errors" / f"{item}.pkl").exists():
+                    continue  # raised next round, once its file is whole
+                elif name == "COMPLETED" and time.monotonic() - batch.first_done.setdefault(item, time.monotonic()) \
+                        < RESULT_GRACE_SECONDS:
+                    continue  # its result file may not be visible here yet
+                else:
+                    reason = state[1] if isinstance(state, tuple) else ""
+                    lost[item] = f"{name}{f' ({reason})' if reason and reason != 'None' else ''}"
+            for item, state in lost.items():
+                job, index = batch.element[item]
+                log = batch.directory / "logs" / f"{job}_{index}.out"
+                if batch.runs[item] > retries:
+                    raise CurateError(f"{describe(item)}: Slurm ended array task {job}_{index} as {state} "
+                                      f"{_times(batch.runs[item])} (slurm.retries: {retries}); its log: {log}"
+                                      + _tail(log))
+                self.status(f"Slurm: {describe(item)}: array task {job}_{index} ended as {state} without a "
+                            f"result; submitting it again ({batch.runs[item]} of {retries + 1} runs)")
+            if lost:
+                self.submit(batch, sorted(lost), parallel)
+            now = time.monotonic()
+            summary = (counts["pending"], counts["running"], len(batch.results))
+            if summary != reported and now - last_status >= STATUS_SECONDS:
+                self.status(f"Slurm: {batch.name}: {summary[0]} pending, {summary[1]} running, "
+                            f"{summary[2]} of {batch.total} done")
+                reported, last_status = summary, now
+        self._relay(batch, seen_progress)
+        self._forget(batch)
+        return [batch.results[i] for i in range(batch.total)]
+
+    def _finished(self, batch: Batch) -> list[int]:
+        names = os.listdir(batch.directory / "results")
+        return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in batch.results)
+
+    def _raise_errors(self, batch: Batch) -> None:
+        for name in sorted(os.listdir(batch.directory / "errors")):
+            if not name.endswith(".pkl"):
+                continue
+            raise pickle.loads((batch.directory / "errors" / name).read_bytes())
+
+    def _relay(self, batch: Batch, seen: dict[str, tuple]) -> None:
+        """The rows counts array tasks have written since the last look (each task keeps its totals
+        in progress/<item>.json), passed to the run's progress."""
+        directory = batch.directory / "progress"
+        for name in os.listdir(directory):
+            if not name.endswith(".json"):
+                continue
+            try:
+                stat = os.stat(directory / name)
+                if seen.get(name, (None,))[0] == stat.st_mtime_ns:
+                    continue
+                totals = json.loads((directory / name).read_text())
+            except (OSError, ValueError):
+                continue  # being replaced: next time
+            before = seen.get(name, (None, {}))[1]
+            for label, (rows_in, rows_out) in totals.items():
+                was = before.get(label, (0, 0))
+                if rows_in != was[0] or rows_out != was[1]:
+                    self.progress(label, rows_in - was[0], rows_out - was[1])
+            seen[name] = (stat.st_mtime_ns, totals)
+
+    def _forget(self, batch: Batch) -> None:
+        done = {job for job, _ in batch.element.values()}
+        self.live = [j for j in self.live if j not in done]
+
+    def cancel(self) -> None:
+        """scancel every job this driver submitted that may still run."""
+        if self.live:
+            live, self.live = self.live, []
+            slurm(["scancel", *live])
+
+    def close(self, discard_work: bool = False) -> None:
+        self.cancel()
+        if discard_work and self.store is not None:
+            self.store.clear()
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return ""
+    return ("; it ends:\n  " + "\n  ".join(text)) if text else ""
+
+
+def _states(jobs: list[str], detailed: bool = False) -> dict:
+    """Slurm's state of `jobs` and of each of their array tasks (`JOB_INDEX`): from squeue (what
+    ended within MinJobAge too), else sacct; a job known to neither is GONE. With `detailed`,
+    (state, reason) pairs."""
+    if not jobs:
+        return {}
+    out: dict = {}
+    command = ["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r", "-j", ",".join(jobs)]
+    res = slurm(command)
+    if res.returncode:  # one of them no longer known: ask one by one
+        lines = []
+        for job in jobs:
+            one = slurm(command[:-1] + [job])
+            lines += one.stdout.splitlines() if one.returncode == 0 else []
+    else:
+        lines = res.stdout.splitlines()
+    for line in lines:
+        parts = line.strip().split("|")
+        if len(parts) >= 2:
+            out[parts[0]] = (parts[1], parts[2] if len(parts) > 2 else "") if detailed else parts[1]
+    missing = [j for j in jobs if j not in out and not any(k.startswith(f"{j}_") for k in out)]
+    if missing:
+        out.update(_sacct(missing, detailed))
+    return out
+
+
+def _sacct(jobs: list[str], detailed: bool) -> dict:
+    """States from accounting where the cluster keeps it; GONE for jobs it does not know."""
+    out: dict = {}
+    try:
+        res = subprocess.run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(jobs)],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        for line in res.stdout.splitlines() if res.returncode == 0 else []:
+            job, _, state = line.partition("|")
+            state = state.split()[0] if state else ""  # "CANCELLED by 0"
+            if state:
+                out[job] = (state, "") if detailed else state
+    except (OSError, subprocess.SubprocessError):
+        pass
+    for job in jobs:
+        if job not in out and not any(k.startswith(f"{job}_") for k in out):
+            out[job] = (GONE, "no longer known to Slurm") if detailed else GONE
+    return out
+
+
+class SlurmExecutor(Executor):
+    """A stage's tasks as one job array (split past MaxArraySize), `map` pieces likewise. For a
+    model stage (`model`), the array tasks ask for `slurm.gres` (GPUs) and each runs as one
+    model worker."""
+
+    worker = "Slurm array task"
+
+    def __init__(self, engine: SlurmEngine, model: bool = False, cpu_workers: int = 1):
+        self.engine = engine
+        self.model = model
+        self.workers = [None] * (max(1, cpu_workers) if model else 1)  # what the runner counts of a model pool
+        self.maps = 0
+
+    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+        policy = ctx.stage.policy
+        spec = self.engine.spec
+        cpus = spec.cpus_per_task or max(1, math.ceil(policy.cpus))
+        parallel = len(self.workers) if self.model and not spec.gres else policy.parallel
+        gres = spec.gres if self.model else None
+        name = f"stage{ctx.stage.index}"
+        batch = self.engine.new_batch(name, [("task", task) for task in tasks], {"ctx": "ctx.pkl"},
+                                      cpus, parallel, _mem(policy.memory_gb), gres)
+        (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
+        self.engine.status(f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as a job array "
+                           f"(at most {parallel} at once, {cpus} CPUs each"
+                           f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}")
+
+        def describe(i: int) -> str:
+            return f"stage {ctx.stage.index} task {tasks[i].name}"
+
+        return self.engine.run_batch(batch, parallel, describe, lambda i, r: failpoint("task-done"))
+
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        """`fn` over the items as an array of one-CPU tasks on the cluster (a fit's pieces, which
+        read and write `files_in` on the shared filesystem; the publisher's merges)."""
+        pieces = [("call", fn, args) for args in zip(*iterables)]
+        if not pieces:
+            return []
+        self.maps += 1
+        fname = getattr(getattr(fn, "func", fn), "__name__", "map").strip("<>")
+        spec = self.engine.spec
+        parallel = max(1, self.engine.cores // (spec.cpus_per_task or 1))
+        batch = self.engine.new_batch(f"map{self.maps}-{fname}", pieces, {}, spec.cpus_per_task or 1, parallel,
+                                      None, None)
+        return self.engine.run_batch(batch, parallel, lambda i: f"{fname} piece {i} of {len(pieces)}")
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self.engine.cancel()

@@ -1,0 +1,138 @@
+"""One Slurm array task of a run: `python -m curate.engine.slurm_task BATCH_DIR ITEM`.
+
+BATCH_DIR is a batch that slurm.py wrote under the run's `_work/slurm/`: `batch.json` (the run's
+lock files, the driver that submitted it, the working directory, the task's cores), `ctx.pkl`
+(the stage's context and work store, for a stage's tasks) and `items/ITEM.pkl`: a task of the
+stage (run by task.py's run_task, as a local worker runs it: same shards, trace, done marker)
+or a piece of `map` work (a function and its arguments). The result is written to
+`results/ITEM.pkl` whole (a temporary name, then renamed); an error raised by the work to
+`errors/ITEM.pkl` (the driver stops the run with it); rows counts to `progress/ITEM.json`.
+
+Before any work it checks that the driver that submitted it still holds the run's lock: an
+array task that starts after its driver was killed exits (status 3) without touching the run.
+It holds the run's worker lock (shared) while it works, as local workers do, so a `--resume`
+waits for it before it reads the run directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pickle
+import sys
+import time
+import traceback
+from pathlib import Path
+
+DRIVER_GONE = 3  # exit status of an array task whose driver no longer holds the run
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def driver_alive(lock_path: str, driver: dict) -> bool:
+    """Whether the run's lock is held, by the driver process that submitted this task."""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:  # held: by our driver only if the lock file names it
+            try:
+                holder = json.loads(os.read(fd, 4096) or b"{}")
+            except ValueError:
+                return True  # being written: a run holds it, give it the benefit
+            return holder.get("pid") == driver.get("pid") and holder.get("host") == driver.get("host")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False  # nobody holds the run
+    finally:
+        os.close(fd)
+
+
+class _ProgressFile:
+    """Where run_task_in_worker puts a task's rows counts: summed per step, written to
+    progress/ITEM.json at most once a second and at the end, for the driver to relay."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.totals: dict[str, list[int]] = {}
+        self.written = 0.0
+
+    def put(self, item: tuple[str, int, int]) -> None:
+        label, rows_in, rows_out = item
+        counts = self.totals.setdefault(label, [0, 0])
+        counts[0] += rows_in
+        counts[1] += rows_out
+        if time.monotonic() - self.written >= 1.0:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.totals:
+            _write(self.path, json.dumps(self.totals).encode())
+        self.written = time.monotonic()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m curate.engine.slurm_task BATCH_DIR ITEM", file=sys.stderr)
+        return 2
+    directory, item = Path(argv[0]), int(argv[1])
+    batch = json.loads((directory / "batch.json").read_text())
+    item_file = directory / "items" / f"{item}.pkl"
+    if not item_file.exists():  # a surplus index of an array (never submitted by curate itself)
+        print(f"curate: no item {item} in {directory}", file=sys.stderr)
+        return 0
+    from curate.engine.run_dir import hold_worker_lock
+
+    hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
+    if not driver_alive(batch["lock"], batch["driver"]):
+        print(f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
+              f"longer holds {batch['lock']}: not running item {item}", file=sys.stderr)
+        return DRIVER_GONE
+    if os.path.isdir(batch["cwd"]):
+        os.chdir(batch["cwd"])
+    from curate.engine.failpoints import failpoint
+    from curate.engine.worker import use_cores
+
+    use_cores(int(batch.get("threads", 1)))
+    print(f"curate: item {item} of {directory.name} on {os.uname().nodename} "
+          f"(Slurm job {os.environ.get('SLURM_JOB_ID', '?')})", file=sys.stderr, flush=True)
+    work = pickle.loads(item_file.read_bytes())
+    try:
+        if work[0] == "task":
+            from curate.engine import work_store
+
+            ctx, store = pickle.loads((directory / batch["ctx"]).read_bytes())
+            progress = _ProgressFile(directory / "progress" / f"{item}.json")
+            result = work_store.run_task(store, ctx, work[1], queue=progress)
+            progress.flush()
+        else:
+            _, fn, args = work
+            result = fn(*args)
+            failpoint("map-piece")
+        _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
+    except Exception as e:  # noqa: BLE001: the driver stops the run with it
+        from curate.engine.worker import WorkerError
+        from curate.errors import CurateError
+
+        traceback.print_exc()
+        error = e if isinstance(e, (CurateError, WorkerError)) else \
+            WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc())  # a bug: its traceback for --debug
+        try:
+            data = pickle.dumps(error)
+            pickle.loads(data)
+        except Exception:  # noqa: BLE001: an exception that does not cross processes: its text does
+            data = pickle.dumps(WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()))
+        _write(directory / "errors" / f"{item}.pkl", data)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
