@@ -145,7 +145,7 @@ def run(
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
     r = _load(recipe, set_, input, output)
-    if resume and _finished(r):
+    if resume and not _to_hub(r) and _finished(r):  # a Hub output's finished run is published by the runner
         if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():
             _report_after_run(Path(r.output.path))  # the run was interrupted while it was written
         return
@@ -163,16 +163,25 @@ def run(
     manifest = execute(r, opts, cli_errors.err, progress_seconds)  # what curate.run() runs too
 
     out.print(funnel_table(manifest))
-    data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
-    out.print(f"wrote {count(manifest['rows_out'], 'row')} to {data} "
-              f"({count(manifest['data_files'], 'file')}) in {manifest['seconds']:.1f}s")
+    if _to_hub(r):
+        published = manifest["hub"]
+        state = "held it already" if published["already"] else f"commit {published['commit']}"
+        out.print(f"published {count(manifest['rows_out'], 'row')} to {r.output.path} ({state}): {published['url']}; "
+                  f"the run: {manifest['run_dir']}", soft_wrap=True)
+    else:
+        data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
+        out.print(f"wrote {count(manifest['rows_out'], 'row')} to {data} "
+                  f"({count(manifest['data_files'], 'file')}) in {manifest['seconds']:.1f}s")
     if "duplicate_ids" in manifest:
         cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
                              f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
     emptied = emptied_by(manifest["steps"])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
-    if not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
+    if not no_report and _to_hub(r):  # beside the run in its staging directory
+        if not (Path(manifest["run_dir"]) / "report.html").is_file():
+            _report_after_run(Path(manifest["run_dir"]))
+    elif not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
         _report_after_run(Path(r.output.path))
 
 
@@ -180,6 +189,11 @@ def _on_store(r) -> bool:
     from curate.api import output_on_store
 
     return output_on_store(r)
+
+
+def _to_hub(r) -> bool:
+    """Whether the output is published to the Hugging Face Hub (hf://datasets/ORG/NAME)."""
+    return r.output.path.startswith("hf://")
 
 
 def _report_after_run(run_dir: Path) -> None:
@@ -304,6 +318,30 @@ def report(run_dir: Path = typer.Argument(..., help="A finished run directory (w
     from curate.report.report import write_report
 
     out.print(f"wrote {write_report(run_dir, by, by_domain)}")
+
+
+@app.command()
+@handle_errors
+def card(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
+         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write it (default: "
+                                                                             "RUN_DIR/README.md)."),
+         license: Optional[str] = typer.Option(None, "--license", help="The licence id (default: the recipe's "
+                                                                       "output.hub.license)."),
+         language: Optional[List[str]] = typer.Option(None, "--language", help="A language code (repeatable; "
+                                                      "default: the recipe's output.hub.language, else those a "
+                                                      "language_id step keeps)."),
+         task_category: Optional[List[str]] = typer.Option(None, "--task-category", help="A task category "
+                                                           "(repeatable; default: text-generation)."),
+         pretty_name: Optional[str] = typer.Option(None, "--pretty-name", help="The title (default: the recipe's "
+                                                                               "name).")) -> None:
+    """Write the run's dataset card: README.md with the Hugging Face Hub's YAML front matter (configs
+    and data_files, license, language, size), the funnel with reasons, tokens, QDC metrics, the
+    recipe as run, lineage and how to reproduce it; `datasets.load_dataset(RUN_DIR)` then reads data/."""
+    from curate.card import write_card
+
+    path = write_card(run_dir, output, license=license, language=language or None,
+                      task_categories=task_category or None, pretty_name=pretty_name)
+    out.print(f"wrote {path}")
 
 
 @app.command()

@@ -340,6 +340,9 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     from curate import card as card_module
     from curate.engine.failpoints import failpoint
 
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()  # the run's own status lines say what is uploaded; no bars in batch logs
     output = recipe.output
     spec = output.hub
     checked = check(recipe, overwrite, status)
@@ -351,6 +354,7 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
         status(f"{target.uri} holds this run already: nothing to publish")
         return {**result, "commit": remote.head, "already": True, "files": len(remote.files), "retries": 0}
 
+    card_module.write_card(run_dir)  # the run directory's own card: load_dataset(RUN_DIR) reads data/ alone
     pairs = hub_paths(run_dir, output)
     paths = [p for _, p in pairs] + ["README.md"]
     text = card_module.card_text(run_dir, hub_paths=paths, repo_id=target.repo_id)
