@@ -28,8 +28,9 @@ class _Strict(BaseModel):
 
 class InputSpec(_Strict):
     path: str | list[str] = Field(description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
-    format: Literal["parquet", "jsonl", "csv", "webdataset", "hf_disk", "hf"] | None = Field(
-        None, description="Default: from the extension (.tar, .tar.gz, .tgz, .tar.zst: webdataset).")
+    format: Literal["parquet", "jsonl", "csv", "webdataset", "warc", "hf_disk", "hf"] | None = Field(
+        None, description="Default: from the extension (.tar, .tar.gz, .tgz, .tar.zst: webdataset; .warc, .arc, "
+                          ".wet, also .gz: warc).")
     text_column: str = "text"
     id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
     split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")

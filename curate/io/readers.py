@@ -22,7 +22,7 @@ import xxhash
 
 from curate.columns import put
 from curate.errors import InputError
-from curate.io import input_schema, raw_json, store, webdataset
+from curate.io import input_schema, raw_json, store, warc, webdataset
 from curate.io.gunzip import gunzip
 from curate.io.meter import ReadMeter
 from curate.io.sources import COMPRESSIONS, Source, named_errors, open_parquet
@@ -73,7 +73,7 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
     wants the first batches only (open_parquet's peek; the other formats stream anyway).
     `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where)."""
     readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
-               "arrow_stream": _arrow_stream, "webdataset": _webdataset}
+               "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
     with named_errors(source.path, source.format):
         _not_empty(source)
         raw_json.check_format(source, raw_column)
@@ -94,7 +94,7 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 batch = _add_id(batch, source, row, id_column)
                 row += batch.num_rows
             yield batch, bad
-        if row == 0 and source.format != "parquet":
+        if row == 0 and source.format not in ("parquet", "warc"):  # a crawl file may hold no page
             raise InputError(f"{source.path}: no rows could be read from this file")
 
 
@@ -183,6 +183,8 @@ def file_schema(source: Source, raw_column: str | None = None,
                 schema = reader.schema
         elif source.format == "webdataset":
             schema = _webdataset_peek(source)
+        elif source.format == "warc":
+            schema = warc.SCHEMA  # fixed: not read
         else:
             schema = _jsonl_peek(source)
     for key, _ in () if schema is None or not partitions else source.partition:
@@ -568,7 +570,7 @@ def scan_schema(source: Source, raw_column: str | None = None,
     with named_errors(source.path, source.format):
         _not_empty(source)
         raw_json.check_format(source, raw_column)
-        if raw_column is not None or source.format in ("parquet", "arrow_stream"):
+        if raw_column is not None or source.format in ("parquet", "arrow_stream", "warc"):
             return file_schema(source, raw_column, partitions=False)
         merged = input_schema.Merge()
         if source.format == "csv":

@@ -24,6 +24,7 @@ SUFFIX_FORMATS = {
     ".csv": "csv", ".tsv": "csv",
     ".arrow": "arrow_stream",
     ".tar": "webdataset", ".tgz": "webdataset",
+    ".warc": "warc", ".arc": "warc", ".wet": "warc",  # also .warc.gz etc.: gzip per record, read by warc.py
 }
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
 
@@ -70,7 +71,7 @@ def file_format(path: str, declared: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
-    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset)")
+    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset, warc)")
 
 
 def _suffixes(path: str) -> list[str]:
