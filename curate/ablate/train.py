@@ -98,8 +98,9 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
     done_before = result.seconds
     for step in range(start, steps):
         rows = order[step * spec.batch:(step + 1) * spec.batch]
+        lr = lr_at(step, steps, spec)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, steps, spec)
+            group["lr"] = lr
         targets_total = len(rows) * (spec.seq_len - 1)
         step_loss = 0.0
         for m in range(0, len(rows), micro):

@@ -1,0 +1,62 @@
+"""The equal-token sample: exactly --tokens ids, the same for the same seed, held-out documents
+never in it, an arm too small refused by name and count unless --allow-repeat."""
+
+import numpy as np
+import pytest
+
+from curate.ablate import data
+from curate.errors import CurateError
+
+TEXTS = [f"Document number {i} says {'many words ' * (i % 7 + 1)}and ends." for i in range(400)]
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    return data.load_tokens(None, None, tmp_path_factory.mktemp("tok"))
+
+
+def test_byte_tokenizer_ids_are_the_bytes(tok):
+    text = "héllo, wörld\n"
+    assert tok.encode([text])[0].tolist() == list(text.encode("utf-8"))
+    assert tok.eos_id == 256 and tok.vocab == 257
+
+
+@pytest.mark.parametrize("n", [1, 777, 4096, 10_000])
+def test_sample_has_exactly_n_tokens_and_is_deterministic(tok, n):
+    a = data.sample_arm("a", TEXTS, tok, n, seed=3, allow_repeat=False, holdout=0.05, excluded=set())
+    b = data.sample_arm("a", TEXTS, tok, n, seed=3, allow_repeat=False, holdout=0.05, excluded=set())
+    assert len(a.train) == n and np.array_equal(a.train, b.train)
+    assert a.held_out == b.held_out
+
+
+def test_another_seed_another_sample_and_held_out_never_trained(tok):
+    a = data.sample_arm("a", TEXTS, tok, 8000, seed=0, allow_repeat=False, holdout=0.1, excluded=set())
+    b = data.sample_arm("a", TEXTS, tok, 8000, seed=1, allow_repeat=False, holdout=0.1, excluded=set())
+    assert not np.array_equal(a.train, b.train)
+    assert a.held_out and sorted(a.held_out) == sorted(b.held_out)  # by content, whatever the seed
+    stream = bytes(int(x) for x in a.train if x < 256)
+    trained = {t for t in TEXTS if t.encode() in stream}
+    assert trained and not trained & set(a.held_out)
+    # An eval text's documents are excluded too.
+    import xxhash
+
+    excluded = {xxhash.xxh64_intdigest(t.encode()) for t in TEXTS[:50]}
+    c = data.sample_arm("a", TEXTS, tok, 8000, seed=0, allow_repeat=False, holdout=0.0, excluded=excluded)
+    stream = bytes(int(x) for x in c.train if x < 256)
+    assert not any(t.encode() in stream for t in TEXTS[:50])
+
+
+def test_too_small_arm_is_refused_by_name_and_count(tok):
+    total = sum(len(t.encode()) + 1 for t in TEXTS[:10])
+    with pytest.raises(CurateError, match=rf"arm small has {total:,} training tokens, fewer than --tokens 100,000"):
+        data.sample_arm("small", TEXTS[:10], tok, 100_000, seed=0, allow_repeat=False, holdout=0.0, excluded=set())
+    s = data.sample_arm("small", TEXTS[:10], tok, 100_000, seed=0, allow_repeat=True, holdout=0.0, excluded=set())
+    assert len(s.train) == 100_000 and s.available == total
+    assert s.epochs == pytest.approx(100_000 / total)
+
+
+def test_too_small_arm_exits_2_naming_it(cli, corpora, ablate_args, tmp_path):
+    res = cli(*ablate_args(corpora, tmp_path / "o", f"good={corpora / 'demo'}", f"tiny={corpora / 'eval.txt'}",
+                           tokens=64 * 8 * 200))
+    assert res.exit_code == 2, res.output
+    assert "arm tiny has" in res.output and "fewer than --tokens 102,400" in " ".join(res.output.split())
