@@ -113,8 +113,8 @@ def _tokens(run_dir: Path, manifest: dict) -> tuple[list[tuple[str, int]], dict]
 
 def front_matter(manifest: dict, data_files: list[str], *, license: str | None = None,
                  language: list[str] | None = None, task_categories: list[str] | None = None,
-                 pretty_name: str | None = None, tags: list[str] | None = None) -> dict:
-    hub = _hub_settings(manifest)
+                 pretty_name: str | None = None, tags: list[str] | None = None, settings: dict | None = None) -> dict:
+    hub = settings if settings is not None else _hub_settings(manifest)
     meta: dict = {"pretty_name": pretty_name or hub.get("pretty_name") or manifest.get("name") or "curate run"}
     license = license or hub.get("license")
     if license:
@@ -193,14 +193,16 @@ def _env_references(value) -> list[str]:
 
 def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | None = None,
               license: str | None = None, language: list[str] | None = None,
-              task_categories: list[str] | None = None, pretty_name: str | None = None) -> str:
+              task_categories: list[str] | None = None, pretty_name: str | None = None,
+              settings: dict | None = None) -> str:
     """README.md of the finished run in `run_dir`. `hub_paths`: the files as published to the Hub
     (repository paths; their data files are the config's data_files), else the run directory's
-    own data/ files are."""
+    own data/ files are. `settings`: output.hub as published (default: as the manifest's recipe
+    has it)."""
     run_dir = Path(run_dir)
     manifest = _manifest(run_dir)
     published = hub_paths is not None
-    hub = _hub_settings(manifest)
+    hub = settings if settings is not None else _hub_settings(manifest)
     split = hub.get("split") or "train"
     if published:
         data = [p for p in hub_paths if p.startswith("data/") and p.endswith(".parquet")]
@@ -209,7 +211,7 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
         data = [e["path"] for e in manifest.get("outputs") or [] if e.get("path", "").endswith(".parquet")]
         globs = ["data/*.parquet"] if data and manifest.get("format", "parquet") == "parquet" else []
     meta = front_matter(manifest, globs, license=license, language=language, task_categories=task_categories,
-                        pretty_name=pretty_name)
+                        pretty_name=pretty_name, settings=hub)
     rows_in, rows_out = int(manifest.get("rows_in") or 0), int(manifest.get("rows_out") or 0)
     versions = manifest.get("versions") or {}
     run = manifest.get("run") or {}

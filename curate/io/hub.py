@@ -354,10 +354,12 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
         status(f"{target.uri} holds this run already: nothing to publish")
         return {**result, "commit": remote.head, "already": True, "files": len(remote.files), "retries": 0}
 
-    card_module.write_card(run_dir)  # the run directory's own card: load_dataset(RUN_DIR) reads data/ alone
+    settings = spec.model_dump()
+    # the run directory's own card: load_dataset(RUN_DIR) reads data/ alone
+    card_module.write_card(run_dir, settings=settings)
     pairs = hub_paths(run_dir, output)
     paths = [p for _, p in pairs] + ["README.md"]
-    text = card_module.card_text(run_dir, hub_paths=paths, repo_id=target.repo_id)
+    text = card_module.card_text(run_dir, hub_paths=paths, repo_id=target.repo_id, settings=settings)
     card_module.check(text, paths)
     card_bytes = _scrub(text, calls.token).encode()
     # Our earlier run's files that this one does not replace: deleted in the same commit
