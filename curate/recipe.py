@@ -244,6 +244,14 @@ class SlurmSpec(_Strict):
                                               "(cancelled, preempted, node lost, out of time or memory).")
     poll_seconds: float = Field(2.0, gt=0, description="How often the driver looks at squeue and the done markers.")
 
+    @field_validator("time", mode="before")
+    @classmethod
+    def _time_text(cls, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # YAML reads 4:00:00 as 14400
+            raise ValueError(f"write the time quoted, as Slurm takes it (\"4:00:00\", \"2-00:00:00\", \"30\" for "
+                             f"minutes): unquoted, YAML reads 4:00:00 as the number {value!r}")
+        return value
+
     @field_validator("extra_sbatch")
     @classmethod
     def _options(cls, value: list[str]) -> list[str]:

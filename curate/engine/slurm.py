@@ -30,6 +30,7 @@ import json
 import math
 import os
 import pickle
+import re
 import shlex
 import shutil
 import socket
@@ -180,6 +181,7 @@ class SlurmEngine(Engine):
         self.attempt.mkdir()
         self.live: list[str] = []  # job ids submitted and not known to be over
         self.batches = 0
+        self.run_name = "run"  # the recipe's name, in the jobs' names (set by the executor)
         self.cwd = os.getcwd()
         if store:
             self.store = work_store.for_run(store, layout)
@@ -224,7 +226,8 @@ class SlurmEngine(Engine):
             "workers_lock": self.layout.workers_lock, "driver": {"pid": lock.get("pid", os.getpid()),
                                                                  "host": lock.get("host", socket.gethostname())}}))
         spec = self.spec
-        options = [f"--job-name=curate.{name}", f"--output={directory}/logs/%A_%a.out", f"--cpus-per-task={cpus}",
+        job_name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"curate.{self.run_name}.{name}")
+        options = [f"--job-name={job_name}", f"--output={directory}/logs/%A_%a.out", f"--cpus-per-task={cpus}",
                    "--ntasks=1", f"--chdir={self.cwd}"]
         for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
                             ("time", spec.time), ("mem", spec.mem or mem), ("gres", gres),
@@ -452,6 +455,7 @@ class SlurmExecutor(Executor):
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
         policy = ctx.stage.policy
         spec = self.engine.spec
+        self.engine.run_name = ctx.recipe.name
         cpus = spec.cpus_per_task or max(1, math.ceil(policy.cpus))
         parallel = len(self.workers) if self.model and not spec.gres else policy.parallel
         gres = spec.gres if self.model else None

@@ -18,8 +18,11 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "scontrol")
 MAX_ARRAY_SIZE = 5  # small, so that a run of more tasks than this is split into several arrays
@@ -221,3 +224,43 @@ class Cluster:
             except (OSError, IndexError):
                 continue
         return mine
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A one-node cluster for the test session, its SLURM_CONF in this process's environment (so
+    `curate run --engine slurm`, in-process or a child, uses it); stopped at the end, and on
+    SIGTERM too (then the process exits 143), so no daemon or job outlives the tests."""
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
+    cluster = Cluster()
+    saved = {name: os.environ.get(name) for name in cluster.env if name.startswith("SLURM_")}
+    saved.update({name: value for name, value in os.environ.items()
+                  if name.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_"))})
+
+    def on_sigterm(signum, frame):
+        cluster.stop()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        try:
+            cluster.start()
+        except RuntimeError as e:
+            pytest.skip(f"a one-node Slurm cluster could not start here: {e}")
+        for name in saved:
+            os.environ.pop(name, None)
+        os.environ["SLURM_CONF"] = str(cluster.conf)
+        yield cluster
+    finally:
+        cluster.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

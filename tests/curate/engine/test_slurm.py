@@ -1,0 +1,207 @@
+"""--engine slurm on a real one-node Slurm cluster (slurmkit.py: munged, slurmctld and slurmd
+started for the session, MaxArraySize 5): the local engine's bytes, each stage as job arrays
+split past MaxArraySize, an array task cancelled mid-task resubmitted, the driver killed then
+--resume submitting only the unfinished tasks, SIGTERM cancelling every job, and a task Slurm
+keeps ending named with Slurm's state. Skipped, saying why, where the cluster cannot start (not
+root, Slurm or munge not installed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from curate.demo import generate
+from curate.engine import slurm
+from tests.curate.engine.faultkit import REPO, wait_for_failpoint
+from tests.curate.engine.slurmkit import MAX_ARRAY_SIZE, slurm_cluster  # noqa: F401 (a fixture)
+
+RECIPES = REPO / "recipes"
+FAST = ["--set", "slurm.poll_seconds=0.2"]
+
+
+def digest(out: Path) -> dict[str, str]:
+    files = sorted([*out.glob("data/*.parquet"), *out.glob("trace/*.parquet")])
+    assert files
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def demo(tmp: Path, files: int, docs: int = 240) -> list[str]:
+    generate(tmp / "demo", docs=docs, files=files, seed=0)
+    return ["--input", f"{tmp}/demo/*.jsonl.gz"]
+
+
+def submissions(out: Path, attempt: int = 1) -> dict[str, list[dict]]:
+    """Each batch's sbatch submissions (submissions.jsonl), by batch directory name."""
+    root = out / "_work" / "slurm" / f"attempt-{attempt}"
+    return {d.name: [json.loads(line) for line in (d / "submissions.jsonl").read_text().splitlines()]
+            for d in sorted(root.iterdir()) if (d / "submissions.jsonl").exists()}
+
+
+def start(recipe: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    """`curate run --engine slurm` as a child process in a group of its own."""
+    return subprocess.Popen([sys.executable, "-m", "curate.cli", "run", str(recipe), "--engine", "slurm", *FAST,
+                             *args], env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def wait_for(condition, timeout: float = 60, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+        time.sleep(0.1)
+
+
+def stopped_array_task(out: Path) -> str:
+    """The array task (JOB_INDEX) whose log says it stopped at its failpoint."""
+    for log in (out / "_work" / "slurm").glob("attempt-*/*/logs/*.out"):
+        if "failpoint task-batch" in log.read_text(errors="replace"):
+            return log.stem
+    return ""
+
+
+def test_array_spec_compresses_indices_into_ranges():
+    assert slurm.array_spec([0, 1, 2, 3, 4], 2) == "0-4%2"
+    assert slurm.array_spec([7, 0, 2, 3, 9], None) == "0,2-3,7,9"
+
+
+def test_without_slurm_commands_the_error_says_what_is_missing(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here
+    res = cli("run", RECIPES / "quickstart.yaml", *demo(tmp_path, 1, 20), "--output", tmp_path / "out",
+              "--engine", "slurm")
+    assert res.exit_code == 2, res.output
+    assert "--engine slurm needs Slurm's client commands on PATH" in res.output and "sbatch" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_bad_slurm_section_is_refused_with_its_place(cli, tmp_path):
+    res = cli("run", RECIPES / "quickstart.yaml", *demo(tmp_path, 1, 20), "--output", tmp_path / "out",
+              "--engine", "slurm", "--set", "slurm.mem=lots")
+    assert res.exit_code == 2 and "slurm.mem" in res.output, res.output
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("name", ["quickstart", "near-dedup"])
+def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, slurm_cluster, cli, tmp_path):
+    args = demo(tmp_path, files=MAX_ARRAY_SIZE + 1)  # one task more than an array may hold
+    recipe = RECIPES / f"{name}.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
+              "--keep-work", "--set", "slurm.partition=debug", "--set", "slurm.time=\"10:00\"",
+              "--set", "slurm.extra_sbatch=[--comment=curate-test]")
+    assert res.exit_code == 0, res.output
+    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    batches = submissions(tmp_path / "slurm")
+    stage0 = batches["001-stage0"]
+    # 6 tasks, MaxArraySize 5: two arrays, the second after the first, %2 on each
+    assert [s["array"] for s in stage0] == [f"0-{MAX_ARRAY_SIZE - 1}%2", "0%2"]
+    assert [s["offset"] for s in stage0] == [0, MAX_ARRAY_SIZE]
+    assert f"--dependency=afterany:{stage0[0]['job']}" in stage0[1]["command"]
+    script = (tmp_path / "slurm" / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
+    for line in ("#SBATCH --partition=debug", "#SBATCH --time=10:00", "#SBATCH --comment=curate-test",
+                 "#SBATCH --cpus-per-task=1", "-m curate.engine.slurm_task"):
+        assert line in script
+    # Slurm itself ran them as array tasks: JOB_INDEX, one a task, all completed
+    ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
+    assert ran == {f"{stage0[0]['job']}_{i}": "COMPLETED" for i in range(MAX_ARRAY_SIZE)}
+    if name == "near-dedup":  # the fit's parallel pieces went out as arrays too
+        assert any("-map" in batch for batch in batches), sorted(batches)
+
+
+@pytest.mark.slurm
+def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_same(slurm_cluster, cli, tmp_path):
+    args = demo(tmp_path, files=3)
+    recipe = RECIPES / "quickstart.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    out = tmp_path / "slurm"
+    # One array task stops itself mid-task (after a batch through the steps, before writing it)
+    proc = start(recipe, *args, "--output", str(out), "-w", "2", "--keep-work",
+                 env={"CURATE_FAILPOINT": "task-batch", "CURATE_FAILPOINT_ONCE": str(tmp_path / "once")})
+    try:
+        wait_for(lambda: stopped_array_task(out), what="an array task to stop at its failpoint")
+        element = stopped_array_task(out)
+        slurm_cluster.scancel(element)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+    assert "ended as CANCELLED without a result; submitting it again" in err.decode()
+    assert digest(out) == digest(tmp_path / "local")
+    stage0 = submissions(out)["001-stage0"]
+    assert [s["attempt"] for s in stage0] == [1, 2] and len(stage0[1]["items"]) == 1
+
+
+@pytest.mark.slurm
+def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_cluster, cli, tmp_path):
+    args = demo(tmp_path, files=MAX_ARRAY_SIZE)
+    recipe = RECIPES / "quickstart.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    out = tmp_path / "slurm"
+    # One array task at a time; the driver stops itself once it has two results, and is killed
+    proc = start(recipe, *args, "--output", str(out), "-w", "1", "--keep-work", env={"CURATE_FAILPOINT": "task-done@2"})
+    try:
+        assert wait_for_failpoint(proc, timeout=120), proc.stderr.read().decode(errors="replace")[-3000:]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # What it submitted runs out: a task already running finishes, the others find the driver gone
+    wait_for(lambda: not slurm_cluster.squeue(), what="the killed driver's array to end")
+    stage0 = out / "_work" / "stage-0" / "done"
+    done = len(list(stage0.glob("*.json")))
+    assert 2 <= done < MAX_ARRAY_SIZE
+    res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume", "--keep-work")
+    assert res.exit_code == 0, res.output
+    resubmitted = submissions(out, attempt=2)["001-stage0"]
+    assert sum(len(s["items"]) for s in resubmitted) == MAX_ARRAY_SIZE - done
+    assert digest(out) == digest(tmp_path / "local")
+    gone = [log for log in (out / "_work" / "slurm" / "attempt-1").glob("*/logs/*.out")
+            if "no longer holds" in log.read_text()]
+    assert len(gone) == MAX_ARRAY_SIZE - done  # those the first driver left did not run
+
+
+@pytest.mark.slurm
+def test_sigterm_to_the_driver_cancels_every_job_it_submitted(slurm_cluster, tmp_path):
+    args = demo(tmp_path, files=4)
+    proc = start(RECIPES / "quickstart.yaml", *args, "--output", str(tmp_path / "out"), "-w", "1")
+    try:
+        wait_for(lambda: any(state == "RUNNING" for _, state, _ in slurm_cluster.squeue()), what="a running task")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err.decode(errors="replace")[-3000:]
+    wait_for(lambda: not slurm_cluster.squeue(), timeout=10, what="no job pending or running")
+    states = {state for _, state, _ in slurm_cluster.squeue("-t", "all")}
+    assert "CANCELLED" in states
+
+
+@pytest.mark.slurm
+def test_a_task_slurm_ends_more_often_than_retries_is_named_with_slurms_state(slurm_cluster, tmp_path):
+    args = demo(tmp_path, files=2)
+    out = tmp_path / "out"
+    proc = start(RECIPES / "quickstart.yaml", *args, "--output", str(out), "-w", "2", "--set", "slurm.retries=0",
+                 env={"CURATE_FAILPOINT": "task-batch", "CURATE_FAILPOINT_ONCE": str(tmp_path / "once")})
+    try:
+        wait_for(lambda: stopped_array_task(out), what="an array task to stop at its failpoint")
+        element = stopped_array_task(out)
+        slurm_cluster.scancel(element)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    message = err.decode(errors="replace")
+    assert proc.returncode == 2, message[-3000:]
+    assert f"stage 0 task part-0000" in message and f"array task {element} as CANCELLED" in message, message
+    assert "slurm.retries: 0" in message and "Traceback" not in message
