@@ -233,8 +233,8 @@ def load_recipe(recipe: RecipeLike, set: Mapping[str, Any] | Iterable[str] | Non
 
 def check_engine(engine: str, address: str | None) -> None:
     """`--engine` and `--address` as the command takes them."""
-    if engine not in ("local", "ray"):
-        raise CurateError(f"engine '{engine}': choose local or ray")
+    if engine not in ("local", "ray", "slurm"):
+        raise CurateError(f"engine '{engine}': choose local or ray, or slurm")
     if address and engine != "ray":
         raise CurateError("address is for engine ray")
 
@@ -245,6 +245,12 @@ def input_is_local(r: "recipe_module.Recipe") -> bool:
 
     paths = [r.input.path] if isinstance(r.input.path, str) else r.input.path
     return r.input.format != "hf" and all(on_this_machine(p) for p in paths)
+
+
+def output_to_hub(r: "recipe_module.Recipe") -> bool:
+    """Whether the output is published to the Hugging Face Hub (hf://datasets/ORG/NAME): the run
+    itself is staged in a local directory, named in the manifest's `run_dir`."""
+    return r.output.path.startswith("hf://")
 
 
 def output_on_store(r: "recipe_module.Recipe") -> bool:
@@ -303,7 +309,8 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     recipe: a path, YAML text, a dict or a curate.Recipe. The keywords are `curate run`'s options:
     input / output replace the recipe's paths; set: overrides, {"steps[1].gopher_quality.min_words":
     30} (Python values) or ["key=yaml", ...] (as --set); workers (default: one per core), resume,
-    overwrite, limit, keep_work, engine ("local" or "ray"), address, work_store; report=False is
+    overwrite, limit, keep_work, engine ("local", "ray" or "slurm"), address,
+    work_store; report=False is
     --no-report. progress=False prints nothing while it runs (else bars on a terminal, or a line
     every progress_seconds elsewhere, on stderr). Raises CurateError for a problem with the recipe
     or the data, before any worker starts where a look at the input shows it.
@@ -316,7 +323,7 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     if limit is not None and limit < 1:
         raise CurateError(f"limit must be >= 1 (got {limit})")
     r = load_recipe(recipe, set, input, output)
-    if resume:
+    if resume and not output_to_hub(r):  # a Hub output's finished run is published by the runner
         manifest = finished_run(r)
         if manifest is not None:  # nothing to do, as `curate run --resume` says
             done = Run(r.output.path, manifest, r)
@@ -326,11 +333,12 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=report)
     manifest = execute(r, opts, _console(progress), progress_seconds)
-    done = Run(r.output.path, manifest, r)
+    # A Hub output is read back from the run's local staging directory, which holds what was published
+    done = Run(manifest["run_dir"] if output_to_hub(r) else r.output.path, manifest, r)
     for message in done.warnings():
         warnings.warn(message, CurateWarning, stacklevel=2)
-    if report and done.local:  # a store's report was uploaded before its manifest (the runner's)
-        _write_report(done.path)
+    if report and done.local and not (output_to_hub(r) and done.report_path.is_file()):
+        _write_report(done.path)  # a store's report was uploaded before its manifest (the runner's)
     return done
 
 

@@ -150,12 +150,43 @@ def _model_table(model) -> list[str]:
     return lines
 
 
+def recipe_sections() -> dict[str, type]:
+    """Every section of a recipe that has its own model: `input` -> InputSpec, `output.pack` ->
+    PackSpec, ... Found from the code: a top-level key K with a model `KSpec` in curate/recipe.py,
+    and within a section's model every field whose type is another such model."""
+    from pydantic import BaseModel
+
+    from curate import recipe
+
+    specs = {name: cls for name, cls in vars(recipe).items()
+             if name.endswith("Spec") and isinstance(cls, type) and issubclass(cls, BaseModel)}
+    sections: dict[str, type] = {}
+
+    def visit(key: str, model: type) -> None:
+        sections[key] = model
+        for name, info in model.model_fields.items():
+            for inner in _models_in(info.annotation, specs.values()):
+                visit(f"{key}.{name}", inner)
+
+    for key in recipe._TOP_LEVEL:
+        model = specs.get(key.replace("_", " ").title().replace(" ", "") + "Spec")
+        if model is not None:
+            visit(key, model)
+    return sections
+
+
+def _models_in(annotation, models) -> list[type]:
+    """The models among `models` that `annotation` names (itself, or inside X | None, list[X])."""
+    if annotation in models:
+        return [annotation]
+    return [m for arg in getattr(annotation, "__args__", ()) for m in _models_in(arg, models)]
+
+
 def recipe_page() -> str:
     from curate import recipe
 
-    sections = {"input": recipe.InputSpec, "output": recipe.OutputSpec, "output.pack": recipe.PackSpec,
-                "metrics": recipe.MetricsSpec, "report": recipe.ReportSpec}
-    missing = [key for key in recipe._TOP_LEVEL if key not in TOP_LEVEL]
+    sections = recipe_sections()
+    missing = [key for key in recipe._TOP_LEVEL if key not in TOP_LEVEL and key not in sections]
     if missing:
         raise SystemExit(f"docs/gen_reference.py: describe the recipe key(s) {', '.join(missing)} in TOP_LEVEL")
     lines = [GENERATED, "# Recipe schema", "",
@@ -166,15 +197,30 @@ def recipe_page() -> str:
              "[Concepts](../concepts.md#recipes) for what each part does.", "",
              "## Top level", "", "| key | type | default | description |", "| --- | --- | --- | --- |"]
     for key in recipe._TOP_LEVEL:
-        kind, default, text = TOP_LEVEL[key]
+        if key in TOP_LEVEL:
+            kind, default, text = TOP_LEVEL[key]
+        else:  # a section with a model of its own, described by its docstring
+            kind, default = "mapping", "none"
+            text = f"{_first_sentence(_own_doc(sections[key]))} See [`{key}`](#{key})."
         lines.append(f"| `{key}` | {cell(kind)} | {cell(default)} | {cell(text)} |")
     for key, model in sections.items():
         lines += ["", f"## {key}", ""]
-        doc = inspect.cleandoc(model.__doc__) if model.__doc__ and "Usage docs" not in model.__doc__ else ""
+        doc = _own_doc(model)
         if doc:
             lines += [prose(doc), ""]
         lines += _model_table(model)
     return "\n".join(lines) + "\n"
+
+
+def _own_doc(model: type) -> str:
+    """The model's own docstring, or nothing (not its module's, nor pydantic's)."""
+    doc = vars(model).get("__doc__")
+    return inspect.cleandoc(doc) if doc else ""
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
 
 
 # ---------------------------------------------------------------------------------------------

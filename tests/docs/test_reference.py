@@ -51,13 +51,19 @@ def test_every_operator_of_the_catalog_has_its_entry(generated):
 
 
 def test_every_recipe_key_is_documented(generated):
+    from pydantic import BaseModel
+
     from curate import recipe
 
     page = generated["reference/recipe.md"]
     for key in recipe._TOP_LEVEL:
         assert f"| `{key}` |" in page.split("## Top level")[1].split("\n## ")[0], key
-    for section, model in (("input", recipe.InputSpec), ("output", recipe.OutputSpec), ("output.pack", recipe.PackSpec),
-                           ("metrics", recipe.MetricsSpec), ("report", recipe.ReportSpec)):
+    sections = generator().recipe_sections()
+    models = {cls for name, cls in vars(recipe).items()
+              if name.endswith("Spec") and isinstance(cls, type) and issubclass(cls, BaseModel)}
+    assert models <= set(sections.values()), f"a recipe section's model the reference misses: {models - set(sections.values())}"
+    assert {"input", "output", "output.pack", "metrics", "report"} <= set(sections)
+    for section, model in sections.items():
         table = page.split(f"\n## {section}\n")[1].split("\n## ")[0]
         for field in model.model_fields:
             assert f"| `{field}` |" in table, f"{section}.{field}"
