@@ -35,14 +35,16 @@ def ablate(
                                          "'input' and 'output'; R is run first)."),
     output: Path = typer.Option(Path("ablation"), "--output", "-o", help="Where ablation.json, ablation.html, "
                                 "the samples and checkpoints go."),
-    tokens: int = typer.Option(1_048_576, "--tokens", min=1, help="Training tokens per arm (exactly)."),
+    tokens: int = typer.Option(262_144, "--tokens", min=1, help="Training tokens per arm (exactly; a multiple "
+                                "of --seq-len)."),
     allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Let an arm with fewer tokens repeat "
                                       "(epochs are counted in the result)."),
     model: str = typer.Option("tiny", "--model", help="tiny (~1M params), small (~20M), base (~150M, a GPU), "
                               "or a transformers config JSON file."),
     seeds: int = typer.Option(3, "--seeds", min=1, help="Seeds per arm (the same seeds for every arm)."),
-    lr: Optional[List[float]] = typer.Option(None, "--lr", help="Peak learning rate (default 1e-4: the "
-                                             "small-LR proxy practice); repeat it to compare rankings at two."),
+    lr: Optional[List[float]] = typer.Option(None, "--lr", help="Peak learning rate (default: the OLMo "
+                                             "ladder's for the model's size / 200, the small-LR proxy practice; "
+                                             "tiny: 1.2e-4); repeat it to compare the rankings at two."),
     seq_len: int = typer.Option(128, "--seq-len", min=2, help="Sequence length (tokens)."),
     batch: int = typer.Option(16, "--batch", min=1, help="Sequences per optimizer step."),
     accum: int = typer.Option(1, "--accum", min=1, help="Gradient accumulation: micro-batches per step."),
@@ -88,7 +90,7 @@ def ablate(
     from curate.cli_errors import err
 
     opts = Options(arms=list(arms or []), output=output, recipe=recipe, tokens=tokens, allow_repeat=allow_repeat,
-                   model=model, seeds=seeds, lrs=list(lr or [1e-4]), seq_len=seq_len, batch=batch, accum=accum,
+                   model=model, seeds=seeds, lrs=list(lr or []), seq_len=seq_len, batch=batch, accum=accum,
                    warmup=warmup, weight_decay=weight_decay, eval_text=list(eval_text or []),
                    eval_mc=list(eval_mc or []), eval_tokens=eval_tokens, holdout=holdout, tokenizer=tokenizer,
                    eos=eos, text_column=text_column, sample_seed=sample_seed, threads=threads, device=device,

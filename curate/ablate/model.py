@@ -47,6 +47,17 @@ def model_config(model: str, vocab: int, seq_len: int) -> dict:
     return d
 
 
+LADDER_LR_AT_108M = 0.0047  # OLMo scripts/ladder.py: peak LR = 0.0047 x (N / 108M)^(-1/3)
+PROXY_LR_SHARE = 1 / 200  # arXiv 2512.24503: GPT-2 125M's usual 6e-4 -> 1e-5..1e-6 for proxies
+
+
+def default_lr(params: int) -> float:
+    """The proxy's default peak learning rate: the OLMo ladder's for a model of `params`
+    parameters, times 1/200 (the small-LR proxy practice of arXiv 2512.24503; their GPT-2 125M
+    proxies trained at about 1e-5 to 1e-6 where 6e-4 is usual). tiny: about 1.2e-4."""
+    return LADDER_LR_AT_108M * (params / 108e6) ** (-1 / 3) * PROXY_LR_SHARE
+
+
 def build(config: dict, seed: int):
     """The model of `config`, its weights drawn from `seed` (the same for every arm)."""
     import torch

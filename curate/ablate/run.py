@@ -28,11 +28,11 @@ class Options:
     arms: list[str]
     output: Path
     recipe: str | None = None
-    tokens: int = 1_000_000
+    tokens: int = 262_144
     allow_repeat: bool = False
     model: str = "tiny"
     seeds: int = 3
-    lrs: list[float] = field(default_factory=lambda: [1e-4])
+    lrs: list[float] = field(default_factory=list)  # empty: model.default_lr
     seq_len: int = 128
     batch: int = 16
     accum: int = 1
@@ -159,6 +159,10 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
     setup_torch(threads)
     device = _device(opts)
     config = model_config(opts.model, tok.vocab, opts.seq_len)
+    if not opts.lrs:
+        from curate.ablate.model import build, default_lr, parameters
+
+        opts.lrs = [float(f"{default_lr(parameters(build(config, 0))):.3g}")]
     spec0 = TrainSpec(opts.seq_len, opts.batch, opts.accum, opts.lrs[0], opts.warmup, opts.weight_decay, 0, device,
                       opts.checkpoint_every)
     if opts.dry_run:
@@ -240,16 +244,18 @@ def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, 
 
 
 def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
-    """--dry-run: model size, tokens, steps, FLOPs, and the time at a speed measured on 3 steps."""
+    """--dry-run: model size, tokens, steps, FLOPs, and the time at a speed measured on 3 steps (after a
+    first one that warms up)."""
     from curate.ablate.model import build, parameters
     from curate.ablate.train import train
 
     model = build(config, 0)
     params = parameters(model)
     steps = steps_for(opts.tokens, spec)
-    probe = np.random.default_rng(0).integers(0, tok.vocab, spec.seq_len * spec.batch * 3)
-    timing = train(model, probe, spec, None)
-    rate = len(probe) / max(timing.seconds, 1e-9)
+    probe = np.random.default_rng(0).integers(0, tok.vocab, spec.seq_len * spec.batch * 4)
+    marks = {}
+    train(model, probe, spec, None, lambda step, steps, seconds: marks.__setitem__(step, seconds))
+    rate = 3 * spec.seq_len * spec.batch / max(marks[4] - marks[1], 1e-9)  # the first step warms up
     runs = len(arms) * opts.seeds * len(opts.lrs)
     flops = 6 * params * opts.tokens * runs
     return {"dry_run": True, "arms": [a.name for a in arms], "parameters": params,
