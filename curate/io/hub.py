@@ -335,17 +335,16 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
             status: Callable[[str], None] = lambda m: None) -> dict:
     """The finished run in `run_dir` published to the Hub in one commit (see the module's doc);
     what was done: {repo, revision, url, commit, files, retries, already}."""
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
     from curate import card as card_module
     from curate.engine.failpoints import failpoint
 
+    output = recipe.output
+    spec = output.hub
+    checked = check(recipe, overwrite, status)  # huggingface_hub is installed, once this has passed
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
     from huggingface_hub.utils import disable_progress_bars
 
     disable_progress_bars()  # the run's own status lines say what is uploaded; no bars in batch logs
-    output = recipe.output
-    spec = output.hub
-    checked = check(recipe, overwrite, status)
     calls, api, branch, remote = checked.calls, checked.api, checked.branch, checked.remote
     target = calls.target
     manifest = (run_dir / "manifest.json").read_bytes()
@@ -372,7 +371,7 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     if not remote.repo:
         calls(f"creating {target.repo_id}", api.create_repo, target.repo_id, repo_type="dataset",
               private=spec.private, exist_ok=True, token=calls.token)
-        status(f"created {target.url}")
+        status(f"created {_endpoint()}/datasets/{target.repo_id}" + (" (private)" if spec.private else ""))
     if branch != "main" and not remote.branch:
         calls(f"creating the branch {branch}", api.create_branch, target.repo_id, branch=branch, repo_type="dataset",
               exist_ok=True, token=calls.token)
