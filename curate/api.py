@@ -422,6 +422,16 @@ class Run:
             return pa.table({})
         return pa.concat_tables(tables, promote_options="permissive")
 
+    def to_dataset(self) -> "pyarrow.dataset.Dataset":
+        """The output as a pyarrow dataset over its files, read lazily (filter and project before
+        reading: `run.to_dataset().to_table(columns=[...], filter=...)`)."""
+        import pyarrow.dataset as ds
+
+        fmt = self.manifest.get("format", "parquet")
+        if fmt in ("parquet", "webdataset"):
+            return ds.dataset(self.data_files(), format="parquet", filesystem=self._fs())
+        return ds.dataset(self.to_arrow())  # JSON lines, Arrow streams: read once, held in memory
+
     def to_polars(self) -> "polars.DataFrame":
         import polars as pl
 

@@ -70,6 +70,7 @@ def test_the_run_reads_back_its_output_and_trace(corpus, tmp_path):
     assert table.num_rows == run.rows_out == run.manifest["rows_out"] < run.rows_in
     assert table.equals(pq.read_table([str(p) for p in sorted((tmp_path / "out" / "data").glob("*.parquet"))]))
     assert run.to_polars().height == run.rows_out
+    assert run.to_dataset().to_table(columns=["id"]).column("id").equals(table.column("id"))
     assert run.scan().select("id").collect().height == run.rows_out
     removed = {s["step"]: s["removed"] for s in run.funnel()}
     assert run.trace("exact_dedup").num_rows == removed["03_exact_dedup"] > 0
