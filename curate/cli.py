@@ -166,6 +166,8 @@ def run(
     if _to_hub(r):
         published = manifest["hub"]
         state = "held it already" if published["already"] else f"commit {published['commit']}"
+        if published.get("retries"):
+            state += f", {published['retries']} Hub requests retried"
         out.print(f"published {count(manifest['rows_out'], 'row')} to {r.output.path} ({state}): {published['url']}; "
                   f"the run: {manifest['run_dir']}", soft_wrap=True)
     else:

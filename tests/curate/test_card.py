@@ -145,10 +145,16 @@ def test_size_categories_and_the_offline_check():
 def test_credentials_written_in_a_recipe_are_withheld(tmp_path):
     manifest = {"name": "x", "recipe": {"name": "x", "input": {"path": "s3://b/*.jsonl", "storage_options": {
         "key": "AKIALITERAL", "secret": "${AWS_SECRET}", "endpoint_url": "http://minio:9000"}},
-        "output": {"path": "out"}, "steps": [{"rephrase": {"api_key": "sk-literal", "model": "m"}}]},
+        "output": {"path": "out"}, "steps": [{"language_id": {"languages": ["en", "de"]}},
+                                             {"rephrase": {"api_key": "sk-literal", "model": "m"}}]},
         "steps": [{"step": "00_read", "op": "read", "kind": "read", "rows_in": 0, "rows_out": 0, "removed": 0,
                    "reasons": {}}], "rows_in": 0, "rows_out": 0, "outputs": [], "versions": {"curate": "0"}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     text = card_text(tmp_path)
     assert "AKIALITERAL" not in text and "sk-literal" not in text
     assert "${AWS_SECRET}" in text and "http://minio:9000" in text and "export AWS_SECRET=..." in text
+    from huggingface_hub import DatasetCard
+
+    data = DatasetCard(text).data
+    assert data.language == ["en", "de"]  # those the language_id step keeps, where the recipe names none
+    assert "configs" not in data.to_dict()  # no data file: no config to point at none

@@ -81,7 +81,7 @@ def _files_hold(root: Path, needle: str) -> list[Path]:
 
 def test_a_run_is_published_in_one_commit_that_load_dataset_reads(corpus, hub, tmp_path):
     p = _run(corpus, hub, tmp_path, "-o", "hf://datasets/alice/curated", "--set", "output.hub.trace=true",
-             "--set", "output.hub.license=odc-by", "--set", "output.hub.language=en")
+             "--set", "output.hub.license=odc-by", "--set", "output.hub.language=en", CURATE_LOG_LEVEL="DEBUG")
     assert p.returncode == 0, p.stderr
     assert "published" in p.stdout and "Traceback" not in p.stderr
     files = hub.files("alice/curated")
@@ -231,6 +231,11 @@ def test_a_rate_limit_that_lasts_is_an_error(corpus, staged, in_process):
     with pytest.raises(CurateError, match="kept refusing"):
         hub_module.publish(staged, _recipe(corpus, "alice/throttled"))
     assert [c["message"] for c in in_process.commits("alice/throttled")] == ["initial commit"]
+    in_process.fail("commit", 412)  # another writer moved the branch since it was read: never overwritten blindly
+    with pytest.raises(CurateError, match="the branch moved while publishing"):
+        hub_module.publish(staged, _recipe(corpus, "alice/throttled"))
+    hub_module.publish(staged, _recipe(corpus, "alice/throttled"))  # published once tried again
+    assert len(in_process.commits("alice/throttled")) == 2
 
 
 def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, in_process):
