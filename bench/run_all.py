@@ -36,7 +36,7 @@ import harness as h
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
             "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
-            "clip-score-gpu", "generate-gpu"]
+            "clip-score-gpu", "generate-gpu", "ablate"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
@@ -77,6 +77,7 @@ TITLES = {
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
     "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
+    "ablate": "curate ablate: training tokens/s vs a bare torch loop, and the planted signal",
     "datacomp": "DataComp baselines: the funnels of recipes/datacomp-*.yaml on a generated corpus (tiny random CLIP)",
     "clip-score-gpu": "clip_score on a GPU: curate run vs a bare open_clip loop (ViT-B-32), GPU utilisation, "
                       "decode workers",
@@ -200,6 +201,7 @@ def commands(a) -> dict[str, list[str]]:
         "clip-score": ["clip_score_throughput.py", "--images", str(a.clip_score_images), "--batch-size", "64",
                        "--device", "cpu"],
         "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
+        "ablate": ["ablate.py"],
         "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
                            "--device", "cuda", "--decode-workers", a.gpu_decode_workers],
         "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
@@ -336,7 +338,7 @@ def main() -> None:
     machine_line, commit_line = machine(), commit()
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
-    if set(only) - GPU_SECTIONS:
+    if set(only) - GPU_SECTIONS - {"ablate"}:  # ablate makes its own, smaller demo corpus
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
