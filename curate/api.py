@@ -23,6 +23,7 @@ import json
 import math
 import sys
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
@@ -332,7 +333,8 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
             return done
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=report)
-    manifest = execute(r, opts, _console(progress), progress_seconds)
+    with _workers_skip_main():
+        manifest = execute(r, opts, _console(progress), progress_seconds)
     # A Hub output is read back from the run's local staging directory, which holds what was published
     done = Run(manifest["run_dir"] if output_to_hub(r) else r.output.path, manifest, r)
     for message in done.warnings():
@@ -340,6 +342,28 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     if report and done.local and not (output_to_hub(r) and done.report_path.is_file()):
         _write_report(done.path)  # a store's report was uploaded before its manifest (the runner's)
     return done
+
+
+@contextmanager
+def _workers_skip_main():
+    """Hide the caller's script from the worker processes while they start. curate's workers are
+    spawned, and a spawned process first imports the parent's __main__ (as __mp_main__): a script
+    that calls curate.run() at top level, without `if __name__ == "__main__":`, would run again in
+    every worker and break the pool. The workers need nothing from it (tasks, operators and recipes
+    all come from installed modules), so multiprocessing is shown a __main__ without the
+    __file__ and __spec__ it would import from, for the length of the run."""
+    main = sys.modules.get("__main__")
+    saved = {name: vars(main)[name] for name in ("__file__", "__spec__") if main is not None and name in vars(main)}
+    try:
+        for name in saved:
+            if name == "__spec__":
+                main.__spec__ = None
+            else:
+                delattr(main, name)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(main, name, value)
 
 
 def _console(progress: bool):

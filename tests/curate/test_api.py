@@ -163,3 +163,16 @@ def test_import_curate_loads_nothing_heavy():
             "curate.Recipe\nprint('curate.api' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
+
+
+def test_a_script_without_a_main_guard_runs_on_spawned_workers(corpus, tmp_path):
+    """The workers are spawned, and spawn re-imports the parent's script: curate.run at a
+    script's top level (no `if __name__ == "__main__":`) must not run again in each worker."""
+    script = tmp_path / "script.py"
+    script.write_text("import curate\n"
+                      f"run = curate.run({RECIPE.format(input=f'{corpus}/*.jsonl.gz', output=tmp_path / 'out')!r}, "
+                      "workers=2, report=False, progress=False)\n"
+                      "print('rows out', run.rows_out)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("rows out") == 1
