@@ -3,28 +3,12 @@ is imported here; torch and transformers load when the command runs."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from curate.cli_errors import handle_errors
-
-
-def _expect(expr: str, names: list[str]) -> tuple[str, str]:
-    """'B>A' -> (B, A): B must be significantly better than A."""
-    from curate.errors import CurateError
-
-    m = re.fullmatch(r"\s*([^<>\s]+)\s*([<>])\s*([^<>\s]+)\s*", expr)
-    if not m:
-        raise CurateError(f"--expect {expr!r}: write it as B>A (B significantly better than A)")
-    left, op, right = m.groups()
-    better, worse = (left, right) if op == ">" else (right, left)
-    for n in (better, worse):
-        if n not in names:
-            raise CurateError(f"--expect {expr!r}: no arm named {n!r} (arms: {', '.join(names)})")
-    return better, worse
 
 
 @handle_errors
@@ -85,7 +69,7 @@ def ablate(
     import json
 
     from curate.ablate import results as results_module
-    from curate.ablate.run import Options, ablate as run_ablation
+    from curate.ablate.run import Options, ablate as run_ablation, parse_expect
     from curate.cli import out
     from curate.cli_errors import err
 
@@ -95,9 +79,7 @@ def ablate(
                    eval_mc=list(eval_mc or []), eval_tokens=eval_tokens, holdout=holdout, tokenizer=tokenizer,
                    eos=eos, text_column=text_column, sample_seed=sample_seed, threads=threads, device=device,
                    alpha=alpha, metric=metric, resume=resume, overwrite=overwrite, checkpoint_every=checkpoint_every,
-                   workers=workers, dry_run=dry_run)
-    if expect and not opts.arms and not recipe:
-        pass  # the missing arms are reported by the run
+                   workers=workers, dry_run=dry_run, expect=expect)
     log = (lambda msg: err.print(msg, highlight=False, markup=False))
     result = run_ablation(opts, log)
     if dry_run:
@@ -121,7 +103,7 @@ def ablate(
             err.print(f"[bold yellow]warning:[/] {w}", highlight=False)
         out.print(f"wrote {output / 'ablation.json'} and {output / 'ablation.html'}", highlight=False)
     if expect:
-        better, worse = _expect(expect, [a["name"] for a in result["arms"]])
+        better, worse = parse_expect(expect, [a["name"] for a in result["arms"]])
         found = [c for c in result["comparisons"] if c["metric"] == result["primary_metric"]
                  and {c["a"], c["b"]} == {better, worse}]
         if not found or found[0]["better"] != better:

@@ -149,26 +149,37 @@ def read_items(path: str) -> list[Item]:
     return items
 
 
-def choice_logprobs(model, items: list[Item], tok, seq_len: int, device: str) -> list[np.ndarray]:
-    """ll_i of every choice of every item (natural log)."""
+def choice_logprobs(model, items: list[Item], tok, seq_len: int, device: str, batch: int = 32) -> list[np.ndarray]:
+    """ll_i of every choice of every item (natural log). The choices go through the model in
+    batches, padded on the right (a causal model's earlier positions do not see the padding)."""
     import torch
     import torch.nn.functional as F
 
-    out = []
+    seqs: list[tuple[np.ndarray, int]] = []  # (EOS + context + choice, truncated on the left; choice tokens)
+    for item in items:
+        ctx = tok.encode([item.context])[0] if item.context else np.zeros(0, np.int64)
+        for whole in tok.encode([item.context + choice for choice in item.choices]):
+            cont = len(whole) - len(ctx)
+            seqs.append((np.concatenate([[tok.eos_id], whole])[-(seq_len + 1):], min(cont, seq_len)))
+    lls = np.zeros(len(seqs), np.float64)
     with torch.no_grad():
-        for item in items:
-            ctx = tok.encode([item.context])[0] if item.context else np.zeros(0, np.int64)
-            lls = []
-            for choice in item.choices:
-                whole = tok.encode([item.context + choice])[0]
-                cont = whole[len(ctx):]
-                ids = np.concatenate([[tok.eos_id], whole])[-(seq_len + 1):]
-                x = torch.from_numpy(ids[:-1].astype(np.int64))[None].to(device)
-                logp = F.log_softmax(model(input_ids=x).logits.float()[0], -1)
-                targets = torch.from_numpy(ids[1:].astype(np.int64)).to(device)
-                picked = logp[torch.arange(len(targets)), targets][-len(cont):] if len(cont) else logp[:0, 0]
-                lls.append(float(picked.double().sum()))
-            out.append(np.array(lls))
+        for b in range(0, len(seqs), batch):
+            group = seqs[b:b + batch]
+            width = max(len(ids) for ids, _ in group) - 1
+            x = np.zeros((len(group), width), np.int64)
+            for r, (ids, _) in enumerate(group):
+                x[r, :len(ids) - 1] = ids[:-1]
+            logp = F.log_softmax(model(input_ids=torch.from_numpy(x).to(device)).logits.float(), -1).double().cpu()
+            for r, (ids, cont) in enumerate(group):
+                if cont <= 0:
+                    continue
+                positions = torch.arange(len(ids) - 1 - cont, len(ids) - 1)
+                targets = torch.from_numpy(ids[-cont:].astype(np.int64))
+                lls[b + r] = float(logp[r, positions, targets].sum())
+    out, at = [], 0
+    for item in items:
+        out.append(lls[at:at + len(item.choices)])
+        at += len(item.choices)
     return out
 
 

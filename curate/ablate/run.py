@@ -55,6 +55,7 @@ class Options:
     checkpoint_every: int = 100
     workers: int | None = None
     dry_run: bool = False
+    expect: str | None = None  # 'B>A', checked against the arms' names before any training
 
 
 def _prepare_output(opts: Options) -> None:
@@ -95,6 +96,21 @@ def resolve_arms(opts: Options, log: Callable[[str], None]) -> list[arms_module.
     return arms
 
 
+def parse_expect(expr: str, names: list[str]) -> tuple[str, str]:
+    """'B>A' (or 'A<B') -> (B, A): B must be significantly better than A."""
+    import re
+
+    m = re.fullmatch(r"\s*([^<>\s]+)\s*([<>])\s*([^<>\s]+)\s*", expr)
+    if not m:
+        raise CurateError(f"--expect {expr!r}: write it as B>A (B significantly better than A)")
+    left, op, right = m.groups()
+    better, worse = (left, right) if op == ">" else (right, left)
+    for n in (better, worse):
+        if n not in names:
+            raise CurateError(f"--expect {expr!r}: no arm named {n!r} (arms: {', '.join(names)})")
+    return better, worse
+
+
 def _device(opts: Options) -> str:
     if opts.device != "auto":
         return opts.device
@@ -125,6 +141,8 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
     else:
         opts.output.mkdir(parents=True, exist_ok=True)
     arms = resolve_arms(opts, log)
+    if opts.expect:
+        parse_expect(opts.expect, [a.name for a in arms])
     tok = data.load_tokens(opts.tokenizer, opts.eos, opts.output)
     mc_sets = {Path(p).stem: evaluate.read_items(p) for p in opts.eval_mc}
     # Eval texts first: their documents are never trained on.
@@ -155,6 +173,13 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
     if not sets and not mc_sets:
         raise CurateError("nothing to evaluate on: no --eval-text, no --eval-mc, and no arm has held-out "
                           "documents (raise --holdout)")
+    if opts.metric:
+        names = [f"bpb:{ts.name}" for ts in sets] + [f"{k}:{n}" for n in mc_sets for k in ("acc", "acc_norm",
+                                                                                        "gold_prob")]
+        if len(opts.lrs) > 1:
+            names = [f"{m}@lr={lr:g}" for lr in opts.lrs for m in names]
+        if opts.metric not in names:
+            raise CurateError(f"--metric {opts.metric}: not a metric of this ablation ({', '.join(names)})")
     threads = opts.threads or _cores()
     setup_torch(threads)
     device = _device(opts)
