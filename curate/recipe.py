@@ -136,6 +136,10 @@ class OutputSpec(_Strict):
                 raise ValueError("output.hub applies to an output.path of hf://datasets/ORG/NAME")
             return self
         hub.parse(self.path)  # ValueError with the form expected
+        unknown = sorted(set(self.storage_options) - {"endpoint", "token"})
+        if unknown:
+            raise ValueError(f"output.storage_options of an hf:// output takes endpoint and token (${{VAR}}), not "
+                             f"{', '.join(unknown)}")
         if self.format != "parquet":
             raise ValueError(f"an hf:// output is published as Parquet shards: format {self.format} does not "
                              f"apply (leave output.format out)")
