@@ -48,6 +48,7 @@ RETRY_STATUS = (408, 429, 500, 502, 503, 504)
 RETRY_TEXT = ("Too Many Requests", "Service Unavailable", "rate limit",
               "maximum queue size reached", "maximum time in concurrency queue reached", "lfs-verify")
 ATTEMPTS = int(os.environ.get("CURATE_HUB_ATTEMPTS", "6"))  # tries of one Hub call, the first included
+MAX_FILES = 25_000  # LFS files one commit may hold (create_commit's documented limit)
 MAX_WAIT = 60.0  # seconds: the longest wait between two tries, whatever the Hub asks
 
 
@@ -63,10 +64,11 @@ class Target:
     uri: str
     repo_id: str
     revision: str | None
+    endpoint: str = ""  # the Hub's (output.storage_options.endpoint, else HF_ENDPOINT, else huggingface.co)
 
     @property
     def url(self) -> str:
-        return f"{_endpoint()}/datasets/{self.repo_id}" + (f"/tree/{self.revision}" if self.revision else "")
+        return f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}" + (f"/tree/{self.revision}" if self.revision else "")
 
 
 def is_hub(path) -> bool:
@@ -88,13 +90,18 @@ def parse(path: str) -> Target:
 
 
 def target_of(output) -> Target:
-    """The target of an OutputSpec with an hf:// path: the revision from output.hub or the URI."""
+    """The target of an OutputSpec with an hf:// path: the revision from output.hub or the URI,
+    the endpoint from output.storage_options (`endpoint`, as hf:// inputs take it) or HF_ENDPOINT."""
     target = parse(output.path)
     revision = output.hub.revision if output.hub is not None and output.hub.revision else None
     if revision and target.revision and revision != target.revision:
         raise CurateError(f"output.path names revision {target.revision} and output.hub.revision {revision}: "
                           f"give one")
-    return Target(target.uri, target.repo_id, revision or target.revision)
+    unknown = sorted(set(output.storage_options) - {"endpoint", "token"})
+    if unknown:
+        raise CurateError(f"output.storage_options of an hf:// output takes endpoint and token, not {', '.join(unknown)}")
+    endpoint = str(output.storage_options.get("endpoint") or _endpoint()).rstrip("/")
+    return Target(target.uri, target.repo_id, revision or target.revision, endpoint)
 
 
 def staging_dir(path: str) -> str:
@@ -129,22 +136,23 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
 
 
-def _api():
+def _api(target: Target):
     try:
         from huggingface_hub import HfApi
     except ImportError:
         raise CurateError("an hf:// output needs huggingface_hub: pip install 'curate[hub]'") from None
-    return HfApi(endpoint=_endpoint())
+    return HfApi(endpoint=target.endpoint or _endpoint())
 
 
-def _token() -> str:
+def _token(output) -> str:
+    """output.storage_options.token (a ${VAR} in the recipe), else HF_TOKEN, else the login's."""
     from huggingface_hub import get_token
 
-    token = get_token()
+    token = output.storage_options.get("token") or get_token()
     if not token:
         raise CurateError("publishing to the Hugging Face Hub needs a token with write access: set HF_TOKEN, or "
-                          "run `hf auth login`")
-    return token
+                          "run `hf auth login` (or give output.storage_options.token: ${VAR})")
+    return str(token)
 
 
 def _scrub(text: str, token: str | None) -> str:
@@ -313,8 +321,8 @@ def check(recipe, overwrite: bool = False, status: Callable[[str], None] = lambd
     """Before a run publishing to the Hub starts (and again at publishing): a token the Hub takes,
     with write access, and a repository that can take the run. A CurateError (exit 2) else."""
     target = target_of(recipe.output)
-    api = _api()
-    token = _token()
+    api = _api(target)
+    token = _token(recipe.output)
     calls = _Calls(target, token, status)
     me = calls("checking the token", api.whoami, token=token)
     role = ((me.get("auth") or {}).get("accessToken") or {}).get("role")
@@ -371,10 +379,13 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     if not remote.repo:
         calls(f"creating {target.repo_id}", api.create_repo, target.repo_id, repo_type="dataset",
               private=spec.private, exist_ok=True, token=calls.token)
-        status(f"created {_endpoint()}/datasets/{target.repo_id}" + (" (private)" if spec.private else ""))
+        status(f"created {target.endpoint}/datasets/{target.repo_id}" + (" (private)" if spec.private else ""))
     if branch != "main" and not remote.branch:
         calls(f"creating the branch {branch}", api.create_branch, target.repo_id, branch=branch, repo_type="dataset",
               exist_ok=True, token=calls.token)
+    if len(adds) > MAX_FILES:
+        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes ({MAX_FILES}); "
+                          f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite")
     size = sum(f.stat().st_size for f, _ in pairs)
     status(f"uploading {len(adds)} files ({size / 1e6:.1f} MB) to {target.repo_id}")
     calls("uploading the files", api.preupload_lfs_files, target.repo_id, additions=adds, repo_type="dataset",

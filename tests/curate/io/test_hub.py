@@ -284,3 +284,26 @@ def test_output_paths_and_settings_are_checked_with_the_recipe(corpus):
 
     assert (target_of(r.output).repo_id, target_of(r.output).revision, r.output.hub.split) == ("org/name", "dev", "test")
     assert load(corpus / "recipe.yaml", output_path="hf://datasets/org/name@dev").fingerprint() == r.fingerprint()
+
+
+def test_endpoint_and_token_from_storage_options_and_a_private_repository(corpus, staged, in_process, monkeypatch):
+    from curate.io import hub as hub_module
+
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.delenv("HF_ENDPOINT")
+    monkeypatch.setenv("MY_HUB_TOKEN", TOKEN)
+    from curate.recipe import load
+
+    recipe = load(corpus / "recipe.yaml", output_path="hf://datasets/alice/private",
+                  overrides=["output.hub.private=true", "output.storage_options.token=${MY_HUB_TOKEN}",
+                             f"output.storage_options.endpoint={in_process.endpoint}"])
+    result = hub_module.publish(staged, recipe)
+    assert result["url"].startswith(in_process.endpoint)
+    assert in_process.repos["alice/private"]["private"] is True
+    manifest = in_process.files("alice/private")["manifest.json"]
+    assert TOKEN.encode() not in manifest and all(TOKEN.encode() not in b for b in in_process.files("alice/private").values())
+    assert "${MY_HUB_TOKEN}" in json.dumps(recipe.display)
+    from curate.errors import RecipeError
+
+    with pytest.raises(RecipeError, match=r"takes endpoint and token \(\$\{VAR\}\), not key"):
+        load(corpus / "recipe.yaml", output_path="hf://datasets/alice/private", overrides=["output.storage_options.key=x"])
