@@ -531,12 +531,13 @@ class Run:
         return dict(self.recipe.output.storage_options) if self.recipe is not None else {}
 
     def _fs(self):
-        """None locally (pyarrow's own files); the output store's fsspec filesystem for a URI."""
+        """None locally (pyarrow's own files); for a URI the output store's fsspec filesystem, made
+        as the run made it (output.storage_options, its retry policy)."""
         if self.local:
             return None
-        import fsspec
+        from curate.io.store import filesystem
 
-        return fsspec.filesystem(str(self.path).split("://", 1)[0], **self._storage_options())
+        return filesystem(str(self.path), self._storage_options(), side="output")[0]
 
     def _exists(self, path: str) -> bool:
         return Path(path).is_file() if self.local else self._fs().exists(path)

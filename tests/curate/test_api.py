@@ -176,3 +176,14 @@ def test_a_script_without_a_main_guard_runs_on_spawned_workers(corpus, tmp_path)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("rows out") == 1
+
+
+def test_a_run_on_a_store_reads_back_from_there(corpus, tmp_path):
+    """An output at a URI (memory://, which the run's one process shares with the test)."""
+    local = curate.run(RECIPE.format(input=f"{corpus}/*.jsonl.gz", output=tmp_path / "out"), workers=1,
+                       report=False, progress=False)
+    remote = curate.run(RECIPE.format(input=f"{corpus}/*.jsonl.gz", output="memory://curate-api-test/run"),
+                        workers=1, report=False, progress=False)
+    assert remote.path == "memory://curate-api-test/run" and not remote.local
+    assert remote.to_arrow().equals(local.to_arrow())
+    assert remote.trace("exact_dedup").num_rows == local.trace("exact_dedup").num_rows > 0
