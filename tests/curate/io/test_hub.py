@@ -238,7 +238,7 @@ def test_a_rate_limit_that_lasts_is_an_error(corpus, staged, in_process):
     assert len(in_process.commits("alice/throttled")) == 2
 
 
-def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, in_process):
+def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, in_process, tmp_path):
     from curate.errors import CurateError
     from curate.io import hub as hub_module
 
@@ -247,11 +247,19 @@ def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, 
                                              "README.md": b"---\n{}\n---\n"})
     with pytest.raises(CurateError, match="holds a run of another recipe"):
         hub_module.check(_recipe(corpus, "alice/again"))
-    result = hub_module.publish(staged, _recipe(corpus, "alice/again", split="validation"), overwrite=True)
+    result = hub_module.publish(staged, _recipe(corpus, "alice/again", split="validation", config_name="cleaned"),
+                                overwrite=True)
     assert result["deleted"] == 1
     n = len(list((staged / "data").glob("*.parquet")))
     assert sorted(in_process.files("alice/again")) == [".gitattributes", "README.md", *_shards("validation", n),
                                                        "manifest.json"]
+    # what was committed, as a local snapshot: datasets reads its config and split from the card
+    from datasets import load_dataset
+
+    snapshot = in_process.snapshot("alice/again", tmp_path / "snapshot")
+    loaded = load_dataset(str(snapshot), "cleaned", cache_dir=str(tmp_path / "hf"))
+    assert list(loaded) == ["validation"]
+    assert len(loaded["validation"]) == json.loads((staged / "manifest.json").read_text())["rows_out"]
 
 
 def test_a_branch_and_a_pull_request(corpus, staged, in_process):
