@@ -369,12 +369,17 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     text = card_module.card_text(run_dir, hub_paths=paths, repo_id=target.repo_id, settings=settings)
     card_module.check(text, paths)
     card_bytes = _scrub(text, calls.token).encode()
-    # Our earlier run's files that this one does not replace: deleted in the same commit
-    stale = [f for f in remote.files if f not in KEEP and f not in paths] if _curate_manifest(remote.manifest) else []
+    # Our earlier run's data and trace files that this one does not replace: deleted in the same
+    # commit (a file someone added beside them, a LICENSE say, stays)
+    stale = [f for f in remote.files if f.startswith(("data/", "trace/")) and f not in paths] \
+        if _curate_manifest(remote.manifest) else []
     adds = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(f)) for f, p in pairs[:-1]]
     adds += [CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card_bytes),
              CommitOperationAdd(path_in_repo="manifest.json", path_or_fileobj=manifest)]
     operations = adds + [CommitOperationDelete(path_in_repo=p) for p in stale]
+    if len(adds) > MAX_FILES:  # before anything is made or uploaded
+        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes ({MAX_FILES}); "
+                          f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite")
 
     if not remote.repo:
         calls(f"creating {target.repo_id}", api.create_repo, target.repo_id, repo_type="dataset",
@@ -383,9 +388,6 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     if branch != "main" and not remote.branch:
         calls(f"creating the branch {branch}", api.create_branch, target.repo_id, branch=branch, repo_type="dataset",
               exist_ok=True, token=calls.token)
-    if len(adds) > MAX_FILES:
-        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes ({MAX_FILES}); "
-                          f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite")
     size = sum(f.stat().st_size for f, _ in pairs)
     status(f"uploading {len(adds)} files ({size / 1e6:.1f} MB) to {target.repo_id}")
     calls("uploading the files", api.preupload_lfs_files, target.repo_id, additions=adds, repo_type="dataset",

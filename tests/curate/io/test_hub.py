@@ -244,15 +244,15 @@ def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, 
 
     old = json.dumps({"format_version": "curate-run/1", "name": "older", "recipe_fingerprint": "0" * 16}).encode()
     in_process.create("alice/again", files={"manifest.json": old, "data/train-00004-of-00005.parquet": b"x",
-                                             "README.md": b"---\n{}\n---\n"})
+                                             "README.md": b"---\n{}\n---\n", "LICENSE": b"the owner's"})
     with pytest.raises(CurateError, match="holds a run of another recipe"):
         hub_module.check(_recipe(corpus, "alice/again"))
     result = hub_module.publish(staged, _recipe(corpus, "alice/again", split="validation", config_name="cleaned"),
                                 overwrite=True)
     assert result["deleted"] == 1
     n = len(list((staged / "data").glob("*.parquet")))
-    assert sorted(in_process.files("alice/again")) == [".gitattributes", "README.md", *_shards("validation", n),
-                                                       "manifest.json"]
+    assert sorted(in_process.files("alice/again")) == [".gitattributes", "LICENSE", "README.md",
+                                                       *_shards("validation", n), "manifest.json"]
     # what was committed, as a local snapshot: datasets reads its config and split from the card
     from datasets import load_dataset
 
