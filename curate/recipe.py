@@ -81,7 +81,7 @@ class HubSpec(_Strict):
     private: bool | None = Field(None, description="Make a new repository private (ignored if it exists).")
     create_pr: bool = Field(False, description="Open a pull request with the commit instead of writing the branch.")
     config_name: str = Field("default", pattern=r"^[\w.-]+$",
-                             description="The dataset config the shards are (default: data/; else CONFIG/).")
+                             description="The config the shards are, as the card's configs name it.")
     split: str = Field("train", pattern=r"^\w+(\.\w+)*$", description="The split the shards are.")
     trace: bool = Field(False, description="Publish trace/ (the removed rows and why) beside the data.")
     license: str | None = Field(None, description="The card's license (a Hub licence id: odc-by, apache-2.0, "
