@@ -27,7 +27,6 @@ The token is passed to huggingface_hub only; it is never written to a file, a me
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import time
@@ -37,8 +36,6 @@ from typing import Callable
 from urllib.parse import unquote
 
 from curate.errors import CurateError
-
-log = logging.getLogger(__name__)
 
 PREFIX = "hf://"
 _URI = re.compile(r"hf://datasets/(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[^/@]+))?/?")
