@@ -382,6 +382,10 @@ class SlurmEngine(Engine):
             self.store.clear()
 
 
+def _listed(numbers: list[int], shown: int = 8) -> str:
+    return ", ".join(map(str, numbers[:shown])) + (", ..." if len(numbers) > shown else "")
+
+
 def _times(n: int) -> str:
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
@@ -475,16 +479,26 @@ class SlurmExecutor(Executor):
     def map(self, fn, *iterables, files_in: str | None = None) -> list:
         """`fn` over the items as an array of one-CPU tasks on the cluster (a fit's pieces, which
         read and write `files_in` on the shared filesystem; the publisher's merges)."""
-        pieces = [("call", fn, args) for args in zip(*iterables)]
+        pieces = list(zip(*iterables))
         if not pieces:
             return []
         self.maps += 1
         fname = getattr(getattr(fn, "func", fn), "__name__", "map").strip("<>")
         spec = self.engine.spec
         parallel = max(1, self.engine.cores // (spec.cpus_per_task or 1))
-        batch = self.engine.new_batch(f"map{self.maps}-{fname}", pieces, {}, spec.cpus_per_task or 1, parallel,
-                                      None, None)
-        return self.engine.run_batch(batch, parallel, lambda i: f"{fname} piece {i} of {len(pieces)}")
+        # As many array tasks as run at once, each running its share of the pieces in turn: an
+        # array task's start (a Python process importing curate) is paid once per share
+        groups = [list(range(len(pieces)))[g::parallel] for g in range(min(parallel, len(pieces)))]
+        batch = self.engine.new_batch(f"map{self.maps}-{fname}", [("calls", fn, [pieces[i] for i in group])
+                                                                  for group in groups],
+                                      {}, spec.cpus_per_task or 1, parallel, None, None)
+        shares = self.engine.run_batch(batch, parallel,
+                                       lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}")
+        results: list = [None] * len(pieces)
+        for group, share in zip(groups, shares):
+            for i, result in zip(group, share):
+                results[i] = result
+        return results
 
     def close(self, kill: bool = False) -> None:
         if kill:

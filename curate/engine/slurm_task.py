@@ -4,7 +4,7 @@ BATCH_DIR is a batch that slurm.py wrote under the run's `_work/slurm/`: `batch.
 lock files, the driver that submitted it, the working directory, the task's cores), `ctx.pkl`
 (the stage's context and work store, for a stage's tasks) and `items/ITEM.pkl`: a task of the
 stage (run by task.py's run_task, as a local worker runs it: same shards, trace, done marker)
-or a piece of `map` work (a function and its arguments). The result is written to
+or pieces of `map` work (a function and the arguments of each piece). The result is written to
 `results/ITEM.pkl` whole (a temporary name, then renamed); an error raised by the work to
 `errors/ITEM.pkl` (the driver stops the run with it); rows counts to `progress/ITEM.json`.
 
@@ -112,10 +112,12 @@ def main(argv: list[str]) -> int:
             progress = _ProgressFile(directory / "progress" / f"{item}.json")
             result = work_store.run_task(store, ctx, work[1], queue=progress)
             progress.flush()
-        else:
-            _, fn, args = work
-            result = fn(*args)
-            failpoint("map-piece")
+        else:  # ("calls", fn, [args, ...]): pieces of `map` work, in turn
+            _, fn, pieces = work
+            result = []
+            for args in pieces:
+                result.append(fn(*args))
+                failpoint("map-piece")
         _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
     except Exception as e:  # noqa: BLE001: the driver stops the run with it
         from curate.engine.worker import WorkerError

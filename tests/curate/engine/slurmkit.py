@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "scontrol")
-MAX_ARRAY_SIZE = 5  # small, so that a run of more tasks than this is split into several arrays
+MAX_ARRAY_SIZE = 3  # small, so that a run of more tasks than this is split into several arrays
 MARK = "CURATE_SLURMKIT"  # in the daemons' environment (and so their slurmstepd's): what stop() kills
 
 

@@ -1,5 +1,5 @@
 """--engine slurm on a real one-node Slurm cluster (slurmkit.py: munged, slurmctld and slurmd
-started for the session, MaxArraySize 5): the local engine's bytes, each stage as job arrays
+started for the session, MaxArraySize 3): the local engine's bytes, each stage as job arrays
 split past MaxArraySize, an array task cancelled mid-task resubmitted, the driver killed then
 --resume submitting only the unfinished tasks, SIGTERM cancelling every job, and a task Slurm
 keeps ending named with Slurm's state. Skipped, saying why, where the cluster cannot start (not
@@ -33,9 +33,39 @@ def digest(out: Path) -> dict[str, str]:
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
+FILES = MAX_ARRAY_SIZE + 1  # one task more than an array may hold
+
+
 def demo(tmp: Path, files: int, docs: int = 240) -> list[str]:
     generate(tmp / "demo", docs=docs, files=files, seed=0)
     return ["--input", f"{tmp}/demo/*.jsonl.gz"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> list[str]:
+    """The input most tests run: FILES files of the demo corpus."""
+    return demo(tmp_path_factory.mktemp("corpus"), files=FILES)
+
+
+@pytest.fixture(scope="module")
+def local(corpus, tmp_path_factory):
+    """The local engine's bytes of a recipe over `corpus`, made once per recipe."""
+    from typer.testing import CliRunner
+
+    from curate.cli import app
+
+    made: dict[str, dict] = {}
+
+    def bytes_of(name: str) -> dict:
+        if name not in made:
+            out = tmp_path_factory.mktemp(f"local-{name}") / "out"
+            res = CliRunner().invoke(app, ["run", str(RECIPES / f"{name}.yaml"), *corpus, "--output", str(out),
+                                           "-w", "2"], catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+            made[name] = digest(out)
+        return made[name]
+
+    return bytes_of
 
 
 def submissions(out: Path, attempt: int = 1) -> dict[str, list[dict]]:
@@ -89,19 +119,17 @@ def test_a_bad_slurm_section_is_refused_with_its_place(cli, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.parametrize("name", ["quickstart", "near-dedup"])
-def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, slurm_cluster, cli, tmp_path):
-    args = demo(tmp_path, files=MAX_ARRAY_SIZE + 1)  # one task more than an array may hold
+def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, slurm_cluster, cli, tmp_path, corpus,
+                                                                         local):
     recipe = RECIPES / f"{name}.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
-    res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
+    res = cli("run", recipe, *corpus, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
               "--keep-work", "--set", "slurm.partition=debug", "--set", "slurm.time=\"10:00\"",
               "--set", "slurm.extra_sbatch=[--comment=curate-test]")
     assert res.exit_code == 0, res.output
-    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    assert digest(tmp_path / "slurm") == local(name)
     batches = submissions(tmp_path / "slurm")
     stage0 = batches["001-stage0"]
-    # 6 tasks, MaxArraySize 5: two arrays, the second after the first, %2 on each
+    # 4 tasks, MaxArraySize 3: two arrays, the second after the first, %2 on each
     assert [s["array"] for s in stage0] == [f"0-{MAX_ARRAY_SIZE - 1}%2", "0%2"]
     assert [s["offset"] for s in stage0] == [0, MAX_ARRAY_SIZE]
     assert f"--dependency=afterany:{stage0[0]['job']}" in stage0[1]["command"]
@@ -117,11 +145,17 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, s
 
 
 @pytest.mark.slurm
+def slow_tasks(tmp: Path) -> list[str]:
+    """An input whose tasks have many batches left after their first: an array task stopped at its
+    first (a failpoint) and then cancelled is still mid-task when SIGTERM reaches it (Slurm sends
+    SIGCONT first, and a task with little left would finish in between)."""
+    return [*demo(tmp, files=2, docs=1200), "--set", "input.batch_rows=40"]
+
+
 def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_same(slurm_cluster, cli, tmp_path):
-    args = demo(tmp_path, files=3)
-    recipe = RECIPES / "quickstart.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
+    args, recipe = slow_tasks(tmp_path), RECIPES / "quickstart.yaml"
+    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert res.exit_code == 0, res.output
     out = tmp_path / "slurm"
     # One array task stops itself mid-task (after a batch through the steps, before writing it)
     proc = start(recipe, *args, "--output", str(out), "-w", "2", "--keep-work",
@@ -135,18 +169,16 @@ def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_s
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
-    assert "ended as CANCELLED without a result; submitting it again" in err.decode()
+    assert f"array task {element} ended as CANCELLED without a result; submitting it again" in err.decode()
     assert digest(out) == digest(tmp_path / "local")
     stage0 = submissions(out)["001-stage0"]
+    # the stage's array, then the cancelled task again, alone
     assert [s["attempt"] for s in stage0] == [1, 2] and len(stage0[1]["items"]) == 1
 
 
 @pytest.mark.slurm
-def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_cluster, cli, tmp_path):
-    args = demo(tmp_path, files=MAX_ARRAY_SIZE)
-    recipe = RECIPES / "quickstart.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
+def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_cluster, cli, tmp_path, corpus, local):
+    args, recipe = corpus, RECIPES / "quickstart.yaml"
     out = tmp_path / "slurm"
     # One array task at a time; the driver stops itself once it has two results, and is killed
     proc = start(recipe, *args, "--output", str(out), "-w", "1", "--keep-work", env={"CURATE_FAILPOINT": "task-done@2"})
@@ -159,15 +191,15 @@ def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_clus
     wait_for(lambda: not slurm_cluster.squeue(), what="the killed driver's array to end")
     stage0 = out / "_work" / "stage-0" / "done"
     done = len(list(stage0.glob("*.json")))
-    assert 2 <= done < MAX_ARRAY_SIZE
+    assert 2 <= done < FILES
     res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume", "--keep-work")
     assert res.exit_code == 0, res.output
     resubmitted = submissions(out, attempt=2)["001-stage0"]
-    assert sum(len(s["items"]) for s in resubmitted) == MAX_ARRAY_SIZE - done
-    assert digest(out) == digest(tmp_path / "local")
+    assert sum(len(s["items"]) for s in resubmitted) == FILES - done
+    assert digest(out) == local("quickstart")
     gone = [log for log in (out / "_work" / "slurm" / "attempt-1").glob("*/logs/*.out")
             if "no longer holds" in log.read_text()]
-    assert len(gone) == MAX_ARRAY_SIZE - done  # those the first driver left did not run
+    assert len(gone) == FILES - done  # those the first driver left did not run
 
 
 @pytest.mark.slurm
@@ -189,7 +221,7 @@ def test_sigterm_to_the_driver_cancels_every_job_it_submitted(slurm_cluster, tmp
 
 @pytest.mark.slurm
 def test_a_task_slurm_ends_more_often_than_retries_is_named_with_slurms_state(slurm_cluster, tmp_path):
-    args = demo(tmp_path, files=2)
+    args = slow_tasks(tmp_path)
     out = tmp_path / "out"
     proc = start(RECIPES / "quickstart.yaml", *args, "--output", str(out), "-w", "2", "--set", "slurm.retries=0",
                  env={"CURATE_FAILPOINT": "task-batch", "CURATE_FAILPOINT_ONCE": str(tmp_path / "once")})
