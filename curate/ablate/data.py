@@ -152,7 +152,7 @@ class Sample:
     available: int | None  # training tokens the arm has (documents + EOS, held-out excluded); None: more
     # than the sample needed (not all counted)
     documents: int  # training documents the arm has
-    epochs: float  # tokens / available (> 1 only with allow_repeat); 1.0 when not all counted
+    epochs: float | None  # tokens / available (> 1 only with allow_repeat); None: under one (not all counted)
     held_out: list[str]  # held-out documents (in a seeded order)
 
 
@@ -193,7 +193,7 @@ def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int,
             if got >= tokens:
                 break
     train = np.concatenate(parts)[:tokens]
-    epochs = tokens / available if available else 1.0
+    epochs = tokens / available if available else None
     return Sample(train, available, len(keep), epochs, held)
 
 

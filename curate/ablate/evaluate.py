@@ -40,7 +40,8 @@ def text_set(name: str, texts: list[str], tok, max_tokens: int) -> TextSet:
     """The documents as a stream, up to `max_tokens` document tokens (whole documents; the first is
     cut if it alone is longer)."""
     parts, owners, nbytes, got = [], [], [], 0
-    for t, full in zip(texts, tok.encode(texts)):
+    for t in texts:
+        full = tok.encode([t])[0]
         if got and got + len(full) > max_tokens:
             break
         ids = full[:max_tokens]

@@ -7,7 +7,7 @@ import itertools
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -121,7 +121,8 @@ def _device(opts: Options) -> str:
 
 def _fingerprint(opts: Options, arms, tok) -> dict:
     keep = {k: v for k, v in asdict(opts).items()
-            if k not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every")}
+            if k not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every", "expect", "metric",
+                         "alpha")}
     keep["arms"] = [{"name": a.name, "spec": a.spec, "paths": a.paths} for a in arms]
     keep["tokenizer"] = tok.where if opts.tokenizer else "byte-level"
     return json.loads(json.dumps(keep, default=str))
@@ -136,10 +137,16 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
         raise CurateError(f"--batch {opts.batch} does not split into --accum {opts.accum} micro-batches")
     if opts.seeds < 1:
         raise CurateError("--seeds must be at least 1")
-    if not opts.dry_run:
-        _prepare_output(opts)
-    else:
-        opts.output.mkdir(parents=True, exist_ok=True)
+    if opts.dry_run:  # recipes run and the tokenizer written in a directory removed afterwards
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="curate-ablate-dry-run-") as scratch:
+            return _ablate(replace(opts, output=Path(scratch)), log)
+    _prepare_output(opts)
+    return _ablate(opts, log)
+
+
+def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     arms = resolve_arms(opts, log)
     if opts.expect:
         parse_expect(opts.expect, [a.name for a in arms])
@@ -164,8 +171,9 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
                               {"arm": arm.name, "spec": arm.spec, "paths": arm.paths, "tokens": opts.tokens,
                                "available": sample.available, "documents": sample.documents,
                                "epochs": sample.epochs, "held_out_documents": len(sample.held_out)})
-        avail = f"{sample.available:,} available" if sample.available else "more available"
-        log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}, epochs {sample.epochs:.3g}), "
+        avail = (f"of {sample.available:,}, epochs {sample.epochs:.3g}" if sample.available
+                 else "under one epoch")
+        log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}), "
             f"{len(sample.held_out):,} documents held out")
     sets = [evaluate.text_set(name, texts, tok, opts.eval_tokens) for name, texts in eval_texts.items() if texts]
     sets += [evaluate.text_set(f"heldout-{a.name}", samples[a.name].held_out, tok, opts.eval_tokens)
@@ -181,8 +189,8 @@ def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
         if opts.metric not in names:
             raise CurateError(f"--metric {opts.metric}: not a metric of this ablation ({', '.join(names)})")
     threads = opts.threads or _cores()
-    setup_torch(threads)
     device = _device(opts)
+    setup_torch(threads, device)
     config = model_config(opts.model, tok.vocab, opts.seq_len)
     if not opts.lrs:
         from curate.ablate.model import build, default_lr, parameters
