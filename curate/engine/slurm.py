@@ -57,6 +57,7 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_F
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 GONE = "GONE"  # no longer listed by Slurm (purged after MinJobAge) nor by sacct
 RESULT_GRACE_SECONDS = 30.0  # a task Slurm says COMPLETED whose result file is not visible yet (NFS)
+UNREACHABLE_SECONDS = 600.0  # squeue failing this long stops the run
 STATUS_SECONDS = 10.0  # how often a changed count of pending/running/done tasks is reported
 
 
@@ -103,6 +104,16 @@ def cluster_cpus(partition: str | None) -> int:
         if len(parts) == 4 and parts[3].isdigit():
             total += int(parts[3])
     return max(1, total)
+
+
+def allocation_cpus(per_node: str) -> int:
+    """CPUs of an allocation from SLURM_JOB_CPUS_PER_NODE (`2(x3),1`: three nodes of 2, one of 1)."""
+    total = 0
+    for part in filter(None, per_node.split(",")):
+        cpus, _, times = part.partition("(x")
+        if cpus.isdigit():
+            total += int(cpus) * int(times.rstrip(")") or 1)
+    return total
 
 
 def array_spec(indices: list[int], throttle: int | None) -> str:
@@ -186,11 +197,15 @@ class SlurmEngine(Engine):
         if store:
             self.store = work_store.for_run(store, layout)
             self.store.start(resume)
-        if os.environ.get("SLURM_JOB_ID"):
-            status(f"Slurm: inside allocation {os.environ['SLURM_JOB_ID']}: the tasks are submitted as job "
-                   f"arrays of their own (not srun steps of it)")
-        status(f"Slurm: {self.cores} CPUs in {self.spec.partition or 'the default partition'}, arrays of at most "
-               f"{self.max_array} tasks; scripts and logs in {self.attempt}")
+        self.allocation = os.environ.get("SLURM_JOB_ID")  # inside one: its srun steps, no sbatch
+        self.steps: dict[int, subprocess.Popen] = {}  # srun steps running, by item (of the current batch)
+        if self.allocation:
+            self.cores = allocation_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")) or self.cores
+            status(f"Slurm: inside allocation {self.allocation} ({self.cores} CPUs): each task runs as an srun "
+                   f"step of it; scripts and logs in {self.attempt}")
+        else:
+            status(f"Slurm: {self.cores} CPUs in {self.spec.partition or 'the default partition'}, arrays of at "
+                   f"most {self.max_array} tasks; scripts and logs in {self.attempt}")
 
     def _cancel_earlier(self) -> None:
         """Cancel what an earlier attempt of the run submitted and left (its driver was killed)."""
@@ -198,7 +213,11 @@ class SlurmEngine(Engine):
             ids = sorted(set(self.jobs_file.read_text().split()))
         except FileNotFoundError:
             return
-        live = [job for job, state in _states(ids).items() if state not in ENDED and state != GONE]
+        try:
+            states = _states(ids)
+        except Unreachable as e:
+            raise CurateError(f"--engine slurm: cannot ask Slurm about the interrupted attempt's jobs: {e}") from None
+        live = [job for job, state in states.items() if state not in ENDED and state != GONE]
         if live:
             slurm(["scancel", *live])
             self.status(f"Slurm: cancelled {count(len(live), 'job')} of the interrupted attempt ({', '.join(live)})")
@@ -280,11 +299,14 @@ class SlurmEngine(Engine):
                   on_result: Callable[[int, object], None] = lambda i, r: None) -> list:
         """Submit every item of `batch`, wait for all their results (resubmitting what Slurm ended
         without one); the results in item order."""
+        if self.allocation:
+            return self._run_steps(batch, parallel, describe, on_result)
         self.submit(batch, list(range(batch.total)), parallel)
         retries = self.spec.retries
         poll = self.spec.poll_seconds
         reported, last_status = None, 0.0
         seen_progress: dict[str, tuple] = {}
+        unreachable = 0.0  # since when squeue has been failing
         while len(batch.results) < batch.total:
             time.sleep(poll)
             self._relay(batch, seen_progress)
@@ -295,7 +317,15 @@ class SlurmEngine(Engine):
             open_items = [i for i in range(batch.total) if i not in batch.results]
             if not open_items:
                 break
-            states = _states(sorted({batch.element[i][0] for i in open_items}), detailed=True)
+            try:
+                states = _states(sorted({batch.element[i][0] for i in open_items}), detailed=True)
+            except Unreachable as e:  # nothing is known of the tasks this round: none is taken as lost
+                unreachable = unreachable or time.monotonic()
+                if time.monotonic() - unreachable > UNREACHABLE_SECONDS:
+                    raise CurateError(f"--engine slurm: squeue has failed for {UNREACHABLE_SECONDS:.0f}s: {e}; "
+                                      f"the run's jobs are cancelled, continue with --resume") from None
+                continue
+            unreachable = 0.0
             counts = {"pending": 0, "running": 0}
             lost: dict[int, str] = {}
             for item in open_items:
@@ -335,6 +365,75 @@ class SlurmEngine(Engine):
         self._forget(batch)
         return [batch.results[i] for i in range(batch.total)]
 
+    def _run_steps(self, batch: Batch, parallel: int | None, describe: Callable[[int], str],
+                   on_result: Callable[[int, object], None]) -> list:
+        """Inside an allocation: each item as an srun step of it (its launch script, the item
+        number in CURATE_SLURM_OFFSET), at most `parallel` at once; a step that ends without a
+        result is run again up to `slurm.retries` times."""
+        queued = list(range(batch.total))
+        retries, poll = self.spec.retries, self.spec.poll_seconds
+        seen_progress: dict[str, tuple] = {}
+        options = [o for o in batch.options if o.startswith(("--job-name", "--cpus-per-task", "--gres", "--mem"))]
+        while len(batch.results) < batch.total:
+            while queued and len(self.steps) < (parallel or len(queued)):
+                item = queued.pop(0)
+                batch.runs[item] = batch.runs.get(item, 0) + 1
+                log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
+                command = ["srun", "--exclusive", "--ntasks=1", "--nodes=1", *options, f"--output={log}",
+                           "bash", str(batch.directory / "launch.sh")]
+                env = {**os.environ, "CURATE_SLURM_OFFSET": str(item)}
+                env.pop("SLURM_ARRAY_TASK_ID", None)
+                self.steps[item] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                with open(batch.directory / "submissions.jsonl", "a") as f:
+                    f.write(json.dumps({"step": item, "attempt": batch.runs[item], "items": [item],
+                                        "command": command}) + "\n")
+            time.sleep(poll)
+            self._relay(batch, seen_progress)
+            for item in self._finished(batch):
+                batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
+                on_result(item, batch.results[item])
+            self._raise_errors(batch)
+            for item, proc in list(self.steps.items()):
+                if proc.poll() is None:
+                    continue
+                del self.steps[item]
+                if item in batch.results or (batch.directory / "results" / f"{item}.pkl").exists():
+                    continue
+                said = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
+                state = f"exit status {proc.returncode}" + (f": {said[-1]}" if said else "")
+                log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
+                if (batch.directory / "errors" / f"{item}.pkl").exists():
+                    continue  # raised next round
+                if batch.runs[item] > retries:
+                    raise CurateError(f"{describe(item)}: its srun step in allocation {self.allocation} ended "
+                                      f"without a result {_times(batch.runs[item])} ({state}; slurm.retries: "
+                                      f"{retries}); its log: {log}" + _tail(log))
+                self.status(f"Slurm: {describe(item)}: its srun step ended without a result ({state}); running "
+                            f"it again ({batch.runs[item]} of {retries + 1} runs)")
+                queued.insert(0, item)
+        self._relay(batch, seen_progress)
+        for proc in list(self.steps.values()):  # their results are in: srun is ending
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        self._stop_steps()
+        return [batch.results[i] for i in range(batch.total)]
+
+    def _stop_steps(self) -> None:
+        """End the srun steps running (srun passes the signal on to its step's task)."""
+        steps, self.steps = list(self.steps.values()), {}
+        for proc in steps:
+            proc.terminate()
+        deadline = time.monotonic() + 3
+        for proc in steps:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
     def _finished(self, batch: Batch) -> list[int]:
         names = os.listdir(batch.directory / "results")
         return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in batch.results)
@@ -371,7 +470,9 @@ class SlurmEngine(Engine):
         self.live = [j for j in self.live if j not in done]
 
     def cancel(self) -> None:
-        """scancel every job this driver submitted that may still run."""
+        """scancel every job this driver submitted that may still run (inside an allocation: stop
+        its srun steps)."""
+        self._stop_steps()
         if self.live:
             live, self.live = self.live, []
             slurm(["scancel", *live])
@@ -398,6 +499,10 @@ def _tail(log: Path, lines: int = 5) -> str:
     return ("; it ends:\n  " + "\n  ".join(text)) if text else ""
 
 
+class Unreachable(Exception):
+    """squeue failed for another reason than a job it no longer knows (slurmctld busy or down)."""
+
+
 def _states(jobs: list[str], detailed: bool = False) -> dict:
     """Slurm's state of `jobs` and of each of their array tasks (`JOB_INDEX`): from squeue (what
     ended within MinJobAge too), else sacct; a job known to neither is GONE. With `detailed`,
@@ -407,6 +512,8 @@ def _states(jobs: list[str], detailed: bool = False) -> dict:
     out: dict = {}
     command = ["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r", "-j", ",".join(jobs)]
     res = slurm(command)
+    if res.returncode and "invalid job id" not in res.stderr.lower():
+        raise Unreachable(res.stderr.strip() or f"squeue: exit status {res.returncode}")
     if res.returncode:  # one of them no longer known: ask one by one
         lines = []
         for job in jobs:
@@ -467,7 +574,8 @@ class SlurmExecutor(Executor):
         batch = self.engine.new_batch(name, [("task", task) for task in tasks], {"ctx": "ctx.pkl"},
                                       cpus, parallel, _mem(policy.memory_gb), gres)
         (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
-        self.engine.status(f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as a job array "
+        self.engine.status(f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
+                           f"{'srun steps' if self.engine.allocation else 'a job array'} "
                            f"(at most {parallel} at once, {cpus} CPUs each"
                            f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}")
 

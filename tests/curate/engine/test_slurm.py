@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -237,3 +238,25 @@ def test_a_task_slurm_ends_more_often_than_retries_is_named_with_slurms_state(sl
     assert proc.returncode == 2, message[-3000:]
     assert f"stage 0 task part-0000" in message and f"array task {element} as CANCELLED" in message, message
     assert "slurm.retries: 0" in message and "Traceback" not in message
+
+
+@pytest.mark.slurm
+def test_inside_an_allocation_the_tasks_run_as_srun_steps_of_it(slurm_cluster, tmp_path, corpus, local):
+    """The driver as a batch job (an allocation of the node's 2 CPUs): it submits no array, its
+    tasks are srun steps of its own job, and the bytes are the local engine's."""
+    out = tmp_path / "slurm"
+    command = " ".join(shlex.quote(str(a)) for a in [sys.executable, "-m", "curate.cli", "run", str(RECIPES / "quickstart.yaml"), *corpus,
+                        "--output", str(out), "--engine", "slurm", *FAST, "-w", "2", "--keep-work", "--no-report"])
+    res = subprocess.run(["sbatch", "--parsable", "--cpus-per-task=2", f"--output={tmp_path}/driver.out",
+                          f"--export=ALL,PYTHONPATH={REPO}", "--wrap", command],
+                         capture_output=True, text=True, check=True)
+    driver = res.stdout.strip()
+    wait_for(lambda: not slurm_cluster.squeue(), timeout=120, what="the driver's job to end")
+    said = (tmp_path / "driver.out").read_text()
+    assert dict((job, state) for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", driver)) == \
+        {driver: "COMPLETED"}, said
+    assert f"inside allocation {driver}" in said and "as srun steps" in said
+    assert digest(out) == local("quickstart")
+    stage0 = submissions(out)["001-stage0"]
+    assert sorted(s["step"] for s in stage0) == list(range(FILES)) and all("srun" == s["command"][0] for s in stage0)
+    assert [j for j in slurm_cluster.squeue("-t", "all") if int(j[0].split("_")[0]) > int(driver)] == []  # no job
