@@ -81,11 +81,9 @@ def decide(recipe: Recipe, sources: list[Source], scanned: list[tuple[pa.Schema 
         for column in read:
             if schema is None:
                 continue
-            if column not in schema.names:
-                if source.format in ("parquet", "arrow_stream", "csv"):  # a header names every column
-                    raise InputError(f"{source.path}: no column '{column}', which {read[column]} reads (other "
-                                     f"input files have it)")
-                continue
+            if column not in schema.names:  # in none of its rows (the file was read whole, or has a header)
+                raise InputError(f"{source.path}: no column '{column}', which {read[column]} reads (other input "
+                                 f"files have it)")
             f = schema.field(column)
             if input_schema.mixed(f):  # values of several kinds: the first kind, each value checked as read
                 if column not in pinned and (first_type := input_schema.first_type(f)) is not None:

@@ -134,12 +134,13 @@ def test_a_run_that_fails_before_producing_anything_leaves_nothing(cli, tmp_path
 
 
 def test_a_run_that_fails_part_way_keeps_its_work_and_says_what_to_do(cli, tmp_path):
-    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "fine", "n": 1}])
-    write_jsonl(tmp_path / "in" / "b.jsonl", [{"body": "no text column", "n": 2}])
-    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\n"
+    # an id the preflight cannot see (it reads the first batch's ids): the second file's task fails
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": "a", "text": "fine", "n": 1}])
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"id": None, "text": "no id", "n": 2}])
+    recipe = write_recipe(tmp_path / "r.yaml", f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}', id_column: id}}\n"
                                                f"output: {{path: '{tmp_path / 'o'}'}}\nsteps:\n  - exact_dedup: {{}}\n")
     res = cli("run", recipe, "-w", "1")
-    assert res.exit_code == 2
+    assert res.exit_code == 2 and "id column 'id' is null" in res.stderr
     assert "start over with --overwrite" in res.stderr and "continue with --resume" in res.stderr
     assert (tmp_path / "o" / "_work" / "run.json").is_file()
 
