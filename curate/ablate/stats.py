@@ -74,7 +74,7 @@ def bootstrap(score, n_items: int, resamples: int = 2000, seed: int = 0) -> dict
     rng = np.random.default_rng(seed)
     diffs = np.array([score(rng.integers(0, n_items, n_items)) for _ in range(resamples)])
     return {"low": float(np.percentile(diffs, 2.5)), "high": float(np.percentile(diffs, 97.5)),
-            "share_le_0": float((diffs <= 0).mean()), "resamples": resamples}
+            "share_le_0": float((diffs <= 0).mean()), "resamples": resamples, "items": n_items}
 
 
 def verdict(a: str, b: str, metric: str, diff: float, p: float | None, alpha: float) -> tuple[str | None, str]:
