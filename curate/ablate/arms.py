@@ -37,6 +37,8 @@ def parse(specs: list[str]) -> list[tuple[str | None, str]]:
 
 def _default_name(spec: str, taken: set[str]) -> str:
     p = Path(spec.rstrip("/"))
+    while p.name and any(c in str(p) for c in "*?["):  # a glob: named by the folder it starts from
+        p = p.parent
     base = p.name
     if p.name == "data" and p.parent.name:
         base = p.parent.name

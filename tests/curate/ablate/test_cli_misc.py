@@ -57,3 +57,12 @@ def test_an_unknown_metric_is_refused_before_training(cli, corpora, ablate_args,
                            "--metric", "bpb:nothing"))
     assert res.exit_code == 2 and "--metric bpb:nothing: not a metric of this ablation (bpb:heldout-a" in res.output
     assert not (tmp_path / "o" / "runs").exists()
+
+
+def test_arm_names_from_their_paths(tmp_path):
+    from curate.ablate.arms import _default_name, parse
+
+    assert parse(["good=/x/demo", "/y/data"]) == [("good", "/x/demo"), (None, "/y/data")]
+    assert _default_name("/x/demo/*.jsonl.gz", set()) == "demo"
+    assert _default_name("out/quickstart/data/", set()) == "quickstart"
+    assert _default_name("recipes/web.yaml", {"web"}) == "web-2"
