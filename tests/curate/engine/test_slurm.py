@@ -260,3 +260,23 @@ def test_inside_an_allocation_the_tasks_run_as_srun_steps_of_it(slurm_cluster, t
     stage0 = submissions(out)["001-stage0"]
     assert sorted(s["step"] for s in stage0) == list(range(FILES)) and all("srun" == s["command"][0] for s in stage0)
     assert [j for j in slurm_cluster.squeue("-t", "all") if int(j[0].split("_")[0]) > int(driver)] == []  # no job
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_an_embedding_recipe_on_slurm_gives_the_local_engines_bytes(slurm_cluster, cli, tmp_path, monkeypatch,
+                                                                    request):
+    """A model stage (embed, on CPU here: one model worker, its array throttled to %1) and two
+    Global fits whose pieces go out as arrays."""
+    from tests.recipes.offline import recipe_args
+
+    args = recipe_args("text-pruning", tmp_path, cli, monkeypatch, request)
+    recipe = RECIPES / "text-pruning.yaml"
+    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert local.exit_code == 0, local.output
+    res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
+              "--keep-work")
+    assert res.exit_code == 0, res.output
+    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    stage0 = submissions(tmp_path / "slurm")["001-stage0"]
+    assert [s["array"] for s in stage0] == ["0-1%1"]
