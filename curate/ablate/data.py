@@ -97,8 +97,8 @@ def load_tokens(tokenizer: str | None, eos: str | None, out_dir: Path) -> Tokens
         if eos is None:
             eos = next((t for t in EOS_CANDIDATES if tok.token_to_id(t) is not None), None)
             if eos is None:
-                raise CurateError(f"--tokenizer {tokenizer}: it has no end-of-text token ({', '.join(EOS_CANDIDATES)}); "
-                                  f"name the one to put between documents with --eos")
+                raise CurateError(f"--tokenizer {tokenizer}: it has no end-of-text token "
+                                  f"({', '.join(EOS_CANDIDATES)}); name the one to put between documents with --eos")
     op = Tokenize(TokenizeParams(tokenizer=where, eos=eos, dtype="int32"))
     try:
         op.setup()

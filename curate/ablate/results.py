@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import html
 import itertools
-import json
 import math
 
 import numpy as np
 
-from curate.ablate import evaluate, stats
+from curate.ablate import stats
 
 
 def _key(metric: str, lr: float, several: bool) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import xxhash
 
 from curate.ablate import arms as arms_module
-from curate.ablate import data, evaluate, stats
+from curate.ablate import data, evaluate
 from curate.ablate.model import model_config
 from curate.ablate.train import TrainSpec, save_json, setup_torch, steps_for
 from curate.errors import CurateError
