@@ -298,7 +298,10 @@ def _page(record, loader, selection: Selection, parse_errors) -> Page | Broken |
     http = None
     if kind == "response":
         try:
-            http = loader.load_http_headers(kind, uri, record.raw_stream, record.length)
+            # warcio looks for HTTP headers only behind a lower-case http: or https: URI; schemes are
+            # case-insensitive (RFC 3986), and a page at HTTP://... is a page
+            scheme, colon, rest = uri.partition(":")
+            http = loader.load_http_headers(kind, scheme.lower() + colon + rest, record.raw_stream, record.length)
         except parse_errors as e:
             return Broken(-1, _head(record), f"{_where(record)}: its HTTP headers do not parse ({_one_line(e)})")
         if http is not None and not (http.protocol.upper().startswith("HTTP/") and _STATUS.match(http.statusline)):
