@@ -5,8 +5,9 @@ The default tokenizer is byte-level and built here (no download): ids 0-255 are 
 (GPT-2's byte-to-character map, so it loads anywhere `tokenizers` does) and 256 is
 `<|endoftext|>`, put after every document.
 
-Held out: a document whose text hashes into the held-out share (xxhash64 of its UTF-8, seed 0) is
-never trained on, in any arm, and neither is any document whose text is in an `--eval-text` file.
+Held out: a document whose content key (xxhash64 of its text NFKC-normalized, case-folded, whitespace
+collapsed) falls in the held-out share is never trained on, in any arm, and neither is a document
+whose content key is an `--eval-text` document's.
 The sample: the arm's documents in a seeded order (numpy PCG64, `sample_seed`), their ids
 (document + EOS) concatenated and cut at exactly `tokens`; with `allow_repeat`, an arm that runs
 out starts again in a new order (epochs counted).
@@ -15,6 +16,7 @@ out starts again in a new order (epochs counted).
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -140,8 +142,15 @@ def read_texts(paths: list[str], fmt: str | None, text_column: str, what: str) -
         raise CurateError(f"{what}: {e}") from None
 
 
+def content_key(text: str) -> int:
+    """The hash that decides holding out: of the text NFKC-normalized, case-folded and with its
+    whitespace collapsed, so that a document and its normalized copy in another arm (a recipe's
+    normalize_text, say) are held out together and never trained on by either."""
+    return xxhash.xxh64_intdigest(" ".join(unicodedata.normalize("NFKC", text).casefold().split()).encode("utf-8"))
+
+
 def is_held_out(text: str, share: float) -> bool:
-    return xxhash.xxh64_intdigest(text.encode("utf-8")) % HOLDOUT_BUCKETS < share * HOLDOUT_BUCKETS
+    return content_key(text) % HOLDOUT_BUCKETS < share * HOLDOUT_BUCKETS
 
 
 @dataclass
@@ -162,7 +171,7 @@ def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int,
     xxhash64s of texts never trained on (the eval files')."""
     keep, held = [], []
     for t in texts:
-        if is_held_out(t, holdout) or xxhash.xxh64_intdigest(t.encode("utf-8")) in excluded:
+        if is_held_out(t, holdout) or content_key(t) in excluded:
             held.append(t)
         else:
             keep.append(t)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import xxhash
 
 from curate.ablate import arms as arms_module
 from curate.ablate import data, evaluate
@@ -159,7 +158,7 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             raise CurateError(f"--eval-text {p}: not found")
         eval_texts[Path(p).stem.split(".")[0]] = list(data.read_texts([p], None, opts.text_column or "text",
                                                                       f"--eval-text {p}"))
-    excluded = {xxhash.xxh64_intdigest(t.encode("utf-8")) for texts in eval_texts.values() for t in texts}
+    excluded = {data.content_key(t) for texts in eval_texts.values() for t in texts}
     samples = {}
     for arm in arms:
         texts = list(data.read_texts(arm.paths, arm.format, arm.text_column, f"arm {arm.name}"))

@@ -38,9 +38,7 @@ def test_another_seed_another_sample_and_held_out_never_trained(tok):
     trained = {t for t in TEXTS if t.encode() in stream}
     assert trained and not trained & set(a.held_out)
     # An eval text's documents are excluded too.
-    import xxhash
-
-    excluded = {xxhash.xxh64_intdigest(t.encode()) for t in TEXTS[:50]}
+    excluded = {data.content_key(t) for t in TEXTS[:50]}
     c = data.sample_arm("a", TEXTS, tok, 8000, seed=0, allow_repeat=False, holdout=0.0, excluded=excluded)
     stream = bytes(int(x) for x in c.train if x < 256)
     assert not any(t.encode() in stream for t in TEXTS[:50])
@@ -60,3 +58,11 @@ def test_too_small_arm_exits_2_naming_it(cli, corpora, ablate_args, tmp_path):
                            tokens=64 * 8 * 200))
     assert res.exit_code == 2, res.output
     assert "arm tiny has" in res.output and "fewer than --tokens 102,400" in " ".join(res.output.split())
+
+
+def test_a_normalized_copy_is_held_out_with_its_original(tok):
+    raw = [f"  Text {i}:\tSome  WORDS here,\n\n\n and more.  " for i in range(300)]
+    normalized = [" ".join(t.split()) for t in raw]
+    a = data.sample_arm("raw", raw, tok, 100, seed=0, allow_repeat=False, holdout=0.2, excluded=set())
+    b = data.sample_arm("norm", normalized, tok, 100, seed=0, allow_repeat=False, holdout=0.2, excluded=set())
+    assert a.held_out and sorted(" ".join(t.split()) for t in a.held_out) == sorted(b.held_out)
