@@ -51,6 +51,7 @@ def test_process_writes_columns_and_traces_invalid():
 
 
 def test_exact_url_dedup_keeps_the_latest_capture(cli, tmp_path):
+    pytest.importorskip("warcio")
     from tests.operators.web.warcs import Rec, write_warc
 
     inputs = tmp_path / "in"
