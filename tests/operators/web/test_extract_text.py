@@ -169,3 +169,27 @@ def test_output_bytes_independent_of_workers_and_batch_rows(cli, tmp_path):
     assert hashlib.sha256(one).hexdigest() == hashlib.sha256(two).hexdigest()
     rows = pq.read_table(tmp_path / "w1" / "data").to_pylist()
     assert len(rows) > 15 and all(r["text"] for r in rows)
+
+
+def test_killed_mid_run_then_resumed_gives_the_same_bytes(tmp_path):
+    """A WARC run killed (main process alone) after its first task: the workers and their
+    extractor processes end with it, and --resume writes the uninterrupted run's bytes."""
+    from tests.curate.engine import faultkit
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for i in range(2):
+        write_warc(inputs / f"p{i}.warc.gz", real_records())
+    text = f"input: {{path: '{inputs}'}}\noutput: {{path: '{{out}}'}}\nsteps:\n  - extract_text: {{}}\n"
+    paths = {}
+    for name in ("ref", "killed"):
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(text.replace("{out}", str(tmp_path / name)))
+    assert faultkit.start(paths["ref"]).wait() == 0
+    proc = faultkit.start(paths["killed"], failpoint="task-done")
+    assert faultkit.wait_for_failpoint(proc), proc.stderr.read().decode()
+    below = faultkit.kill(proc, whole_group=False)
+    assert below and faultkit.alive(below) == []  # workers and sandbox children end with the run
+    resumed = faultkit.start(paths["killed"], "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    assert faultkit.digest(tmp_path / "killed") == faultkit.digest(tmp_path / "ref")
