@@ -8,8 +8,10 @@ or pieces of `map` work (a function and the arguments of each piece). The result
 `results/ITEM.pkl` whole (a temporary name, then renamed); an error raised by the work to
 `errors/ITEM.pkl` (the driver stops the run with it); rows counts to `progress/ITEM.json`.
 
-Before any work it checks that the driver that submitted it still holds the run's lock: an
-array task that starts after its driver was killed exits (status 3) without touching the run.
+Before any work it checks that the driver that submitted it still holds the run's lock, and
+keeps looking while it works: an array task whose driver was killed exits (status 3), at once,
+as local workers die with their parent; its files under temporary names are left for a
+`--resume` to redo.
 It holds the run's worker lock (shared) while it works, as local workers do, so a `--resume`
 waits for it before it reads the run directory.
 """
@@ -21,11 +23,13 @@ import json
 import os
 import pickle
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 DRIVER_GONE = 3  # exit status of an array task whose driver no longer holds the run
+WATCH_SECONDS = 2.0  # how often a running task looks whether its driver still holds the run
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -53,6 +57,26 @@ def driver_alive(lock_path: str, driver: dict) -> bool:
         return False  # nobody holds the run
     finally:
         os.close(fd)
+
+
+_finished = threading.Event()  # the result (or error) is written: the driver may end the run now
+
+
+def _watch_driver(lock_path: str, driver: dict, seconds: float = WATCH_SECONDS) -> None:
+    """Die with the driver, as local workers die with their parent: a thread looks every few
+    seconds whether it still holds the run's lock, and ends this process at once when it does not
+    (what the task was writing is under temporary names; a --resume runs it again)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(seconds)
+            if not _finished.is_set() and not driver_alive(lock_path, driver):
+                sys.stderr.write(f"curate: the run's driver (pid {driver.get('pid')} on {driver.get('host')}) no "
+                                 f"longer holds {lock_path}: stopping\n")
+                sys.stderr.flush()
+                os._exit(DRIVER_GONE)
+
+    threading.Thread(target=watch, daemon=True, name="curate-driver-watch").start()
 
 
 class _ProgressFile:
@@ -95,6 +119,7 @@ def main(argv: list[str]) -> int:
         print(f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
               f"longer holds {batch['lock']}: not running item {item}", file=sys.stderr)
         return DRIVER_GONE
+    _watch_driver(batch["lock"], batch["driver"])
     if os.path.isdir(batch["cwd"]):
         os.chdir(batch["cwd"])
     from curate.engine.failpoints import failpoint
@@ -118,6 +143,7 @@ def main(argv: list[str]) -> int:
             for args in pieces:
                 result.append(fn(*args))
                 failpoint("map-piece")
+        _finished.set()  # a driver that sees the result may remove _work/ (its lock) before this process exits
         _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
     except Exception as e:  # noqa: BLE001: the driver stops the run with it
         from curate.engine.worker import WorkerError
@@ -131,6 +157,7 @@ def main(argv: list[str]) -> int:
             pickle.loads(data)
         except Exception:  # noqa: BLE001: an exception that does not cross processes: its text does
             data = pickle.dumps(WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()))
+        _finished.set()
         _write(directory / "errors" / f"{item}.pkl", data)
         return 1
     return 0

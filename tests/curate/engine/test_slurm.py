@@ -204,6 +204,18 @@ def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_clus
 
 
 @pytest.mark.slurm
+def test_an_error_raised_in_an_array_task_stops_the_run_with_that_error(slurm_cluster, cli, tmp_path):
+    for f in range(2):
+        rows = [json.dumps({"id": f"{f}-{i}", "text": f"hello world number {i} is here"}) for i in range(50)]
+        (tmp_path / f"p{f}.jsonl").write_text("\n".join(rows + (["{not json"] if f else [])) + "\n")
+    res = cli("run", RECIPES / "quickstart.yaml", "--input", f"{tmp_path}/p*.jsonl", "--output", tmp_path / "out",
+              "--set", "input.on_bad_row=fail", "-w", "2", "--engine", "slurm", *FAST)
+    assert res.exit_code == 2, res.output
+    assert "p1.jsonl, line 51: malformed JSON" in res.output and "Traceback" not in res.output
+    wait_for(lambda: not slurm_cluster.squeue(), timeout=10, what="no job pending or running")
+
+
+@pytest.mark.slurm
 def test_sigterm_to_the_driver_cancels_every_job_it_submitted(slurm_cluster, tmp_path):
     args = demo(tmp_path, files=4)
     proc = start(RECIPES / "quickstart.yaml", *args, "--output", str(tmp_path / "out"), "-w", "1")
