@@ -17,7 +17,7 @@ pytest.importorskip("warcio")
 from curate.io import warc  # noqa: E402
 from curate.io.readers import read_source, scan_schema  # noqa: E402
 from curate.io.sources import Source, discover, file_format  # noqa: E402
-from tests.operators.web.warcs import (broken_http, hard_cases, member_offsets, real_pages, real_records,  # noqa: E402
+from tests.operators.web.warcs import (Rec, broken_http, hard_cases, member_offsets, real_pages, real_records,  # noqa: E402
                                        reference, undecodable, wet_records, write_arc_gz, write_warc)
 
 
@@ -199,3 +199,12 @@ def test_run_traces_bad_records_with_file_and_offset(cli, tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     read = manifest["steps"][0]
     assert read["rows_in"] == 4 and read["removed"] == 1
+
+
+def test_a_twenty_megabyte_page_between_small_ones(tmp_path):
+    big = b"<html><body>" + (b"<p>" + b"a line of a very long page " * 40 + b"</p>\n") * 19_000 + b"</body></html>"
+    assert len(big) > 20_000_000
+    path = write_warc(tmp_path / "big.warc.gz", real_records(1) + [Rec("https://big.example/", big)] + real_records(2))
+    rows, bad = _rows(path)
+    assert bad == [] and [r["url"] for r in rows][1] == "https://big.example/"
+    assert rows[1]["html"].encode() == big and len(rows) == 4
