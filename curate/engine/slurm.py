@@ -16,12 +16,20 @@ local engine's do).
   preempted, its node lost, out of time or memory) is resubmitted up to `slurm.retries` times;
   then the run stops with Slurm's state for it, the task's name and its log. A task that raised
   (bad data, a bug) stops the run with its own error, as with the local engine.
-- Every array's launch script, its logs (`%A_%a.out`) and the sbatch commands given
-  (`submissions.jsonl`) are kept under `_work/slurm/attempt-N/<batch>/`.
+- Inside an allocation (`SLURM_JOB_ID` set: the driver is itself a job), nothing is submitted:
+  each task runs as an `srun --exclusive` step of that job, the same launch script, at most
+  the stage's parallel at once, a step that ends without a result run again likewise.
+- Every array's launch script, its logs (`%A_%a.out`) and the sbatch (or srun) commands given
+  (`submissions.jsonl`) are kept under `_work/slurm/attempt-N/<batch>/` (gone with `_work/`
+  once the run succeeds, unless `--keep-work`).
 - An interrupt or error cancels (`scancel`) every job the driver submitted. A driver killed
-  outright leaves its jobs: each array task first checks that the driver that submitted it
-  still holds the run's lock and exits otherwise, and a `--resume` cancels the earlier attempt's
-  jobs; the runner then submits only the tasks without a done marker.
+  outright leaves its jobs, but each array task checks, before and while it works, that the
+  driver that submitted it still holds the run's lock, and exits otherwise (as local workers
+  die with their parent); a `--resume` also cancels what the earlier attempt left queued, and
+  the runner submits only the tasks without a done marker.
+- Not here yet: the driver itself sent as a job from a login node (`--submit`), nodes that share
+  no filesystem (a work store is used only as the local engine uses it: for an output at a URI),
+  and the Slurm job ids and nodes in the manifest (they are in submissions.jsonl and the logs).
 """
 
 from __future__ import annotations
