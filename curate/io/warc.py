@@ -321,7 +321,7 @@ def _page(record, loader, selection: Selection, parse_errors) -> Page | Broken |
         return None  # decided before the payload is read, as datatrove does
     try:
         payload = record.content_stream().read()
-    except (zlib.error, OSError, ValueError, EOFError) as e:
+    except Exception as e:  # noqa: BLE001 - warcio's chunked/encoded readers raise their own types; one record
         return Broken(-1, _head(record), f"{_where(record)}: its payload cannot be decoded ({_one_line(e)})")
     declared = http.get_header("Content-Type") if http is not None else headers.get_header("Content-Type")
     mime = identified or _mime(declared) or ("text/html" if _sniff_html(payload) else None)
