@@ -391,8 +391,9 @@ class SlurmEngine(Engine):
                            "bash", str(batch.directory / "launch.sh")]
                 env = {**os.environ, "CURATE_SLURM_OFFSET": str(item)}
                 env.pop("SLURM_ARRAY_TASK_ID", None)
-                self.steps[item] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                with open(log.with_suffix(".srun"), "wb") as said:  # srun's own messages
+                    self.steps[item] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                                        stdout=subprocess.DEVNULL, stderr=said)
                 with open(batch.directory / "submissions.jsonl", "a") as f:
                     f.write(json.dumps({"step": item, "attempt": batch.runs[item], "items": [item],
                                         "command": command}) + "\n")
@@ -408,9 +409,9 @@ class SlurmEngine(Engine):
                 del self.steps[item]
                 if item in batch.results or (batch.directory / "results" / f"{item}.pkl").exists():
                     continue
-                said = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
-                state = f"exit status {proc.returncode}" + (f": {said[-1]}" if said else "")
                 log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
+                said = log.with_suffix(".srun").read_text(errors="replace").strip().splitlines()
+                state = f"exit status {proc.returncode}" + (f": {said[-1]}" if said else "")
                 if (batch.directory / "errors" / f"{item}.pkl").exists():
                     continue  # raised next round
                 if batch.runs[item] > retries:
