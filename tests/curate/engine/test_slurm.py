@@ -145,7 +145,6 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, s
         assert any("-map" in batch for batch in batches), sorted(batches)
 
 
-@pytest.mark.slurm
 def slow_tasks(tmp: Path) -> list[str]:
     """An input whose tasks have many batches left after their first: an array task stopped at its
     first (a failpoint) and then cancelled is still mid-task when SIGTERM reaches it (Slurm sends
@@ -153,6 +152,7 @@ def slow_tasks(tmp: Path) -> list[str]:
     return [*demo(tmp, files=2, docs=1200), "--set", "input.batch_rows=40"]
 
 
+@pytest.mark.slurm
 def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_same(slurm_cluster, cli, tmp_path):
     args, recipe = slow_tasks(tmp_path), RECIPES / "quickstart.yaml"
     res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
