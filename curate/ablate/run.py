@@ -266,7 +266,8 @@ def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, 
             metrics[f"{key}:{name}"] = float(values.mean())
             per_item[f"{key}:{name}"] = values
     res = {"seed": spec.seed, "lr": spec.lr, "metrics": metrics, "losses": trained.losses, "steps": trained.steps,
-           "tokens": trained.tokens, "seconds": trained.seconds, "parameters": parameters(model),
+           "tokens": trained.tokens, "seconds": trained.seconds, "cpu_seconds": trained.cpu_seconds,
+           "parameters": parameters(model),
            "tokens_per_s": trained.tokens / max(trained.seconds, 1e-9)}
     np.savez(items_path, **per_item)
     save_json(result_path, res)

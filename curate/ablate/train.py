@@ -40,6 +40,7 @@ class TrainSpec:
 class TrainResult:
     losses: list[float] = field(default_factory=list)  # mean training loss (nats/token) per step
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time in the loop (every torch thread)
     tokens: int = 0
     steps: int = 0
 
@@ -93,11 +94,12 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
         start = state["step"]
         result.losses = state["losses"]
         result.seconds = state["seconds"]
+        result.cpu_seconds = state.get("cpu_seconds", 0.0)
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
                 else torch.autocast("cpu", enabled=False))
     micro = max(1, spec.batch // spec.accum)
-    began = time.perf_counter()
-    done_before = result.seconds
+    began, cpu_began = time.perf_counter(), time.process_time()
+    done_before, cpu_before = result.seconds, result.cpu_seconds
     for step in range(start, steps):
         rows = order[step * spec.batch:(step + 1) * spec.batch]
         lr = lr_at(step, steps, spec)
@@ -119,13 +121,14 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
         opt.zero_grad(set_to_none=True)
         result.losses.append(step_loss)
         result.seconds = done_before + time.perf_counter() - began
+        result.cpu_seconds = cpu_before + time.process_time() - cpu_began
         if progress is not None:
             progress(step + 1, steps, result.seconds)
         if checkpoint is not None and spec.checkpoint_every and (step + 1) % spec.checkpoint_every == 0 \
                 and step + 1 < steps:
             tmp = checkpoint.with_suffix(".tmp")
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
-                        "losses": result.losses, "seconds": result.seconds}, tmp)
+                        "losses": result.losses, "seconds": result.seconds, "cpu_seconds": result.cpu_seconds}, tmp)
             os.replace(tmp, checkpoint)
     result.steps = steps
     result.tokens = len(tokens)
