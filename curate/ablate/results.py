@@ -125,22 +125,25 @@ def verdicts(result: dict) -> list[str]:
 def html_page(result: dict) -> str:
     """The report page: verdicts, the table, each arm's mean loss curve (SVG, no scripts)."""
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    curves = []
+    curves, labels = [], []  # one mean curve per arm (and learning rate, where several)
+    lrs = result["settings"]["lrs"]
     for arm in result["arms"]:
-        losses = [r["losses"] for r in arm["seeds"]]
-        curves.append(np.mean(np.array(losses, dtype=np.float64), axis=0) if losses else np.zeros(0))
+        for lr in lrs:
+            losses = [r["losses"] for r in arm["seeds"] if r["lr"] == lr]
+            curves.append(np.mean(np.array(losses, dtype=np.float64), axis=0) if losses else np.zeros(0))
+            labels.append(arm["name"] + (f" lr={lr:g}" if len(lrs) > 1 else ""))
     w, h, pad = 640, 300, 40
     top = max((float(c.max()) for c in curves if len(c)), default=1.0)
     low = min((float(c.min()) for c in curves if len(c)), default=0.0)
     lines = []
-    for i, (arm, c) in enumerate(zip(result["arms"], curves)):
+    for i, (label, c) in enumerate(zip(labels, curves)):
         if len(c) < 2:
             continue
         pts = " ".join(f"{pad + (w - 2 * pad) * j / (len(c) - 1):.1f},"
                        f"{h - pad - (h - 2 * pad) * (v - low) / max(top - low, 1e-9):.1f}" for j, v in enumerate(c))
         color = colors[i % len(colors)]
         lines.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{pts}"/>'
-                     f'<text x="{w - pad - 120}" y="{pad + 16 * i}" fill="{color}">{html.escape(arm["name"])}</text>')
+                     f'<text x="{w - pad - 160}" y="{pad + 16 * (i + 1)}" fill="{color}">{html.escape(label)}</text>')
     svg = (f'<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg" font-size="12">'
            f'<rect x="{pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="none" stroke="#999"/>'
            f'<text x="4" y="{pad}">{top:.2f}</text><text x="4" y="{h - pad}">{low:.2f}</text>'
