@@ -2,7 +2,9 @@
 
 Each node is a `ray start` with its own temp dir and free ports, in a process group of its own;
 `stop()` kills those groups' processes and the workers below them (never `ray stop`, which stops
-every Ray on the machine). With
+every Ray on the machine). `ray start` leaves its daemons running on their own, so a watchdog
+process kills them too when the test process that started them is gone without `stop()` (a
+SIGTERM or SIGKILL to pytest, as a CI timeout sends: no finalizer runs then). With
 `private_worker` (root and unshare needed) the worker nodes start in a mount namespace of their
 own with a private tmpfs over `private`: storage the head sees and they do not.
 """
@@ -47,6 +49,8 @@ class Cluster:
             self.private.mkdir()
         for i, n in enumerate(cpus[1:]):
             self._node([f"--address={self.address}"], f"worker{i}", n, private=self.private)
+        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.temp),
+                                          *map(str, self.groups)], env=self.env, start_new_session=True)
         deadline = time.monotonic() + 60
         ray.init(address=self.address, logging_level="ERROR")
         try:
@@ -88,14 +92,37 @@ class Cluster:
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        pids = self.processes()
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        alive(pids)
-        shutil.rmtree(self.temp, ignore_errors=True)
+        if getattr(self, "watchdog", None) is not None:
+            self.watchdog.kill()
+            self.watchdog.wait()
+        kill_cluster(self.groups, self.temp)
+
+
+def kill_cluster(groups: list[int], temp: Path) -> None:
+    """SIGKILL to the nodes' process groups and every process below them; their temp dir removed."""
+    pids = sorted(set(p for g in groups for p in _group(g)) | {d for g in groups for p in _group(g)
+                                                                  for d in descendants(p)})
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    alive(pids)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+# Run as `python -c WATCHDOG TEST_PID TEMP GROUP...`: waits for the test process to end (or the
+# cluster's temp dir to go, as stop() removes it), then kills what is left of the cluster.
+WATCHDOG = """
+import sys, time
+from pathlib import Path
+from tests.curate.engine.faultkit import alive
+from tests.curate.engine.raykit import kill_cluster
+test, temp, groups = int(sys.argv[1]), Path(sys.argv[2]), [int(g) for g in sys.argv[3:]]
+while temp.exists() and alive([test], within=0):
+    time.sleep(0.5)
+kill_cluster(groups, temp)
+"""
 
 
 def _group(pgid: int) -> list[int]:
