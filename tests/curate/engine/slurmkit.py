@@ -67,6 +67,7 @@ class Cluster:
         os.chmod(self.temp, 0o755)  # munged refuses a socket directory others may write to
         self.conf = self.temp / "slurm.conf"
         self.groups: list[int] = []
+        self.daemons: list[subprocess.Popen] = []
         self.env = {**os.environ, "SLURM_CONF": str(self.conf), MARK: str(self.temp)}
         for name in list(self.env):
             if name.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_")) and name != "SLURM_CONF":
@@ -139,6 +140,7 @@ class Cluster:
                                 start_new_session=True)
         log.close()
         self.groups.append(proc.pid)
+        self.daemons.append(proc)
 
     def _wait(self, ready, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -204,6 +206,11 @@ class Cluster:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
+                pass
+        for proc in self.daemons:  # reaped: no zombie left either
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
                 pass
         shutil.rmtree(self.temp, ignore_errors=True)
 
