@@ -7,7 +7,6 @@ replayable and nothing is lost.
 
 from __future__ import annotations
 
-import json
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +181,4 @@ def versions() -> dict[str, str]:
     return out
 
 
-def manifest_bytes(content: dict) -> bytes:
-    return json.dumps(content, indent=2, sort_keys=False, default=str).encode()
 

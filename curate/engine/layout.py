@@ -58,7 +58,9 @@ OUTPUT = ("manifest.json", "data", "trace", "report.html")
 STAGING = ("data.tmp", "trace.tmp", "report.html.tmp")
 # Published from _work at the end of a run; anything of it found at a (re)start is stale.
 PUBLISHED = ("manifest.json", "data", "trace")
-MANIFEST_FORMAT = "curate-run/1"  # the manifest's `format_version`: how curate recognises its own runs
+from curate.manifest import FORMAT_VERSION  # noqa: E402 (beside the names it gives)
+
+MANIFEST_FORMAT = FORMAT_VERSION  # the manifest's `format_version`: how curate recognises its own runs
 
 
 def _join(*parts: str) -> str:

@@ -27,7 +27,8 @@ from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
 from curate.engine.store_files import output_errors
 from curate.io import output_formats, retries
 from curate.recipe import Recipe
-from curate.trace import manifest_bytes, merge_shards, versions
+from curate.manifest import build as build_manifest
+from curate.trace import merge_shards, versions
 
 
 def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
@@ -144,9 +145,10 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
         retried = retries.take_output()  # since the run started: its lease, uploads and report
         manifest["store"] = {**manifest.get("store", {}), "output_retries": sum(retried.values()),
                              "output_retry_reasons": dict(sorted(retried.items()))}
+    typed = build_manifest(manifest)  # checked against its model (curate/manifest.py) before it is written
     still_ours()
     with output_errors(layout.root):
-        layout.files.write_bytes(layout.manifest, manifest_bytes(manifest))
+        layout.files.write_bytes(layout.manifest, typed.to_bytes())
     if layout.remote:
         for path in layout.staging():
             files.remove(path)

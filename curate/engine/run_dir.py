@@ -16,6 +16,7 @@ import time
 from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
 from curate.engine.store_files import output_errors
 from curate.errors import CurateError
+from curate.manifest import read as read_manifest
 
 _files = Files()  # the local directory's
 
@@ -206,8 +207,8 @@ def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None
     with output_errors(layout.root):
         if not out.is_file(layout.manifest):
             return None
-        manifest = json.loads(out.read_bytes(layout.manifest))
-    if manifest.get("recipe_fingerprint") != recipe_fingerprint:
+        manifest = read_manifest(out.read_bytes(layout.manifest), layout.manifest).model_dump(mode="json", exclude_unset=True)
+    if manifest["recipe_fingerprint"] != recipe_fingerprint:
         raise CurateError(f"{layout.root} holds a finished run of another recipe; use --overwrite to replace it")
     return manifest
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+import pyarrow as pa
+
 from curate import observers, preflight
 from curate.engine import engines, plan, work_store
 from curate.engine.context import READ_BYTES, READ_STEP, StageContext
@@ -43,10 +45,10 @@ from curate.engine.result import TaskResult
 from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
 from curate.engine.task import run_task
 from curate.errors import CurateError, NoSpace
-import pyarrow as pa
 
 from curate.io import hub, input_schema, output_formats, retries
 from curate.io.sources import Source, input_objects
+from curate.manifest import read as read_manifest
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
 from curate.words import count, size
@@ -151,7 +153,8 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
                 output_formats.upload(Path(layout.root), recipe.output.upload, recipe.output.storage_options)
             if not staged:
                 reporter.status(f"{layout.root} is already finished; nothing to do")
-            return {**json.loads(layout.files.read_bytes(layout.manifest)), "already_finished": True,
+            finished_manifest = read_manifest(layout.files.read_bytes(layout.manifest), layout.manifest)
+            return {**finished_manifest.model_dump(mode="json", exclude_unset=True), "already_finished": True,
                     **({"run_dir": layout.root} if staged else {})}
         try:
             manifest = _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()

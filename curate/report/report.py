@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
+from curate.manifest import read as read_manifest
 from curate.report import duplicates, kept_removed, lengths, qdc, scores, sources, summaries
 from curate.report.parts import clip, figure, table
 from curate.report.scan import Run
@@ -41,7 +42,7 @@ def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = N
     if not manifest_path.is_file():
         raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
                           f"or --resume it)")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_manifest(manifest_path.read_bytes(), str(manifest_path)).model_dump(mode="json", exclude_unset=True)
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(render(manifest, Run.open(run_dir, manifest), by, by_domain), encoding="utf-8")

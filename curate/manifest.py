@@ -1,0 +1,111 @@
+"""The manifest: a finished run's record (manifest.json), as a typed model.
+
+The runner writes it last, as the run's commit marker (curate/engine/publish.py); everything that
+reads a run (`curate report`, `curate inspect`, `curate card`, the Python API, `--resume` of a
+finished run) reads it through `read`, which checks its `format_version`: a manifest of an
+older curate (before the field existed) is read as version 1, one of a newer format is refused
+with a message saying so. Operators and observers add entries of their own (token counts, a
+fit's figures, dataset metrics): the model keeps such extra fields as they are.
+
+Its JSON Schema (`Manifest.model_json_schema()`) is in the docs' reference.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from curate.errors import CurateError
+
+FORMAT_VERSION = "curate-run/1"  # how curate recognises its own runs; a new format gets a new number
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class StepEntry(_Open):
+    """One step's line of the funnel (reading the input is the first, `00_read`)."""
+
+    step: str = Field(description="The step's label: its position and name (`01_gopher_quality`).")
+    op: str = Field(description="The operator's name (`read` for the input).")
+    kind: str = Field(description="map, filter, global or read.")
+    rows_in: int
+    rows_out: int
+    removed: int = Field(description="Rows the step sent to the trace (an expanding step can add rows too).")
+    seconds: float = Field(description="The step's time summed over workers, its fit included.")
+    reasons: dict[str, int] = Field(default_factory=dict, description="Removed rows per reason.")
+
+
+class RunInfo(_Open):
+    host: str
+    started_at: str = Field(description="ISO 8601, UTC.")
+    ended_at: str | None = None
+
+
+class InputEntry(_Open):
+    path: str
+    bytes: int | None = None
+
+
+class OutputEntry(_Open):
+    path: str = Field(description="Relative to the run directory (`data/part-00000.parquet`).")
+    bytes: int
+    rows: int | None = None
+
+
+class Manifest(_Open):
+    """manifest.json: what was run on what, what came out, and where each removed row went."""
+
+    format_version: Literal["curate-run/1"] = FORMAT_VERSION
+    name: str = Field(description="The recipe's name.")
+    recipe: dict[str, Any] = Field(description="The recipe as run (`${VAR}` references unexpanded).")
+    recipe_fingerprint: str = Field(description="What --resume compares: the recipe's hash.")
+    seed: int
+    limit: int | None = Field(None, description="`--limit`: the rows read at most, where given.")
+    rows_in: int
+    rows_out: int
+    steps: list[StepEntry] = Field(description="The funnel: one entry per step, in order.")
+    run: RunInfo
+    inputs: list[InputEntry]
+    versions: dict[str, str] = Field(description="curate's, Python's and the versions of the packages that shape "
+                                                 "the bytes.")
+    format: str = Field(description="The output format (parquet, jsonl, hf, webdataset, megatron).")
+    data_files: int
+    outputs: list[OutputEntry]
+    seconds: float = Field(description="The run's wall time.")
+
+    def to_bytes(self) -> bytes:
+        """The manifest's JSON, as written: the fields it was given, in their order."""
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), indent=2, default=str).encode()
+
+
+def build(content: dict) -> Manifest:
+    """A manifest from what the runner assembled; a missing or mistyped field is a bug of curate's."""
+    return Manifest.model_validate({"format_version": FORMAT_VERSION, **content})
+
+
+def read(data: bytes | str, where: str) -> Manifest:
+    """The manifest in `data` (read from `where`, named in errors): CurateError when it is not one
+    curate can read, saying why."""
+    try:
+        content = json.loads(data)
+    except ValueError as e:
+        raise CurateError(f"{where}: not a curate manifest: not valid JSON ({e})") from None
+    if not isinstance(content, dict):
+        raise CurateError(f"{where}: not a curate manifest: a JSON {type(content).__name__}, not an object")
+    version = content.get("format_version")
+    if version is None and "recipe_fingerprint" in content:  # written before the field existed: version 1
+        content = {**content, "format_version": FORMAT_VERSION}
+    elif version != FORMAT_VERSION:
+        raise CurateError(f"{where}: a manifest of format {version!r}, which this curate ({FORMAT_VERSION}) cannot "
+                          f"read: use the curate that wrote it, or a newer one" if version else
+                          f"{where}: not a curate manifest (no format_version)")
+    try:
+        return Manifest.model_validate(content)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise CurateError(f"{where}: a damaged manifest: {field}: {first['msg']}") from None
