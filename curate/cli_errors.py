@@ -31,6 +31,9 @@ def fail(exc: BaseException) -> None:
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
         raise typer.Exit(interrupts.report(exc.args[0] if exc.args else None))
+    if _denied(exc):  # the user's file system: a mode, an owner, a read-only mount, not curate
+        err.print(f"[bold red]error:[/] {escape(_denied(exc))}", highlight=False)
+        raise typer.Exit(2)
     if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
         err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
                   f"Continue with --resume", highlight=False)
@@ -38,6 +41,24 @@ def fail(exc: BaseException) -> None:
     err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
     err.print("this is a bug in curate; run with --debug for the traceback")
     raise typer.Exit(1)
+
+
+def _denied(exc: BaseException) -> str | None:
+    """What a PermissionError or a read-only file system (EROFS) says, naming the path; None for
+    any other error."""
+    import errno
+
+    from curate.errors import running_as
+
+    if not isinstance(exc, OSError) or not (isinstance(exc, PermissionError) or exc.errno == errno.EROFS):
+        return None
+    why = "it is on a read-only file system" if exc.errno == errno.EROFS else "permission denied"
+    if exc.filename:
+        where = str(exc.filename)
+        detail = f"{where}: {why}"
+    else:  # pyarrow's: "[Errno 13] Cannot create directory '/x/y'. Detail: ..."
+        detail = f"{exc}"
+    return f"{detail} (running as {running_as()}): choose another path, or change its permissions"
 
 
 def handle_errors(command):

@@ -24,3 +24,14 @@ class NoSpace(CurateError):
 
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM (`args[0]`), raised in the main process (interrupts.py); the CLI exits 130 or 143."""
+
+
+def running_as() -> str:
+    """Who this process runs as, for errors about permissions: "user NAME", else "uid N"."""
+    import getpass
+    import os
+
+    try:
+        return f"user {getpass.getuser()}"
+    except Exception:  # noqa: BLE001: no name for this uid (a container)
+        return f"uid {os.getuid()}"

@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.engine.steps import check_columns
-from curate.errors import CurateError, InputError, RecipeError
+from curate.errors import CurateError, InputError, RecipeError, running_as
 from curate.io import output_formats
 from curate.io import input_schema
 from curate.io.readers import read_source, scan_schema
@@ -171,10 +171,30 @@ def check_output(recipe: Recipe) -> None:
             raise RecipeError("output.path", f"{out} is an existing file; the output is a directory (data/, "
                                              f"trace/, manifest.json): choose another path" if place == out else
                                              f"{out}: {place} is a file, so no directory can be made there")
+    unwritable(out)
     for spec, directory in searched_directories(recipe.input.path):
         if out.resolve().is_relative_to(directory.resolve()):
             raise RecipeError("output.path", f"{out} is inside {directory}, which the input ({spec}) is read "
                                              f"from: write the output outside it")
+
+
+def unwritable(out: Path) -> None:
+    """The run directory `out`, or the nearest directory above it that exists (where the run
+    makes it), must be writable by this user: a mode, an owner, an immutable directory or a
+    read-only mount would otherwise stop the run at its first write."""
+    import os
+
+    place = next((p for p in (out, *out.parents) if p.exists()), None)
+    if place is None or os.access(place, os.W_OK | os.X_OK):
+        return
+    try:
+        read_only = bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    why = "it is on a read-only file system" if read_only else "this user may not write in it"
+    raise RecipeError("output.path", f"{place} is not writable ({why}; running as {running_as()}), so the run "
+                                     f"cannot {'write in' if place == out else 'make'} {out}: choose another "
+                                     f"output (--output) or change its permissions")
 
 
 def input_columns_read(recipe: Recipe, schema: pa.Schema) -> dict[str, str]:

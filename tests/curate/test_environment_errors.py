@@ -1,0 +1,87 @@
+"""Errors that come from the user's environment, not from curate (issue 46, part 4): an output
+directory curate may not write, a missing optional package, what the run would refuse that
+`validate` must find first, and a run without row traces. Each exits 2 with what to do, never
+exit 1 "this is a bug in curate"."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import write_jsonl
+
+DOCS = [{"text": f"the cat number {i} sat on the mat and that was that"} for i in range(5)]
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def recipe(tmp_path, out, steps="  - exact_dedup: {}\n", extra=""):
+    p = tmp_path / "r.yaml"
+    p.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\n"
+                 f"output: {{path: '{out}'{extra}}}\nsteps:\n{steps}")
+    return p
+
+
+def _writable(directory) -> bool:
+    try:
+        (directory / ".probe").touch()
+    except OSError:
+        return False
+    (directory / ".probe").unlink()
+    return True
+
+
+@pytest.fixture
+def unwritable_dir(tmp_path):
+    """A directory nobody here may create anything in: mode 555, and, for root (whom modes do
+    not stop), the immutable attribute (chattr +i); skipped where neither works."""
+    d = tmp_path / "locked"
+    d.mkdir()
+    d.chmod(0o555)
+    immutable = False
+    if _writable(d):
+        d.chmod(0o755)
+        immutable = subprocess.run(["chattr", "+i", str(d)], capture_output=True).returncode == 0
+        if not immutable or _writable(d):
+            if immutable:
+                subprocess.run(["chattr", "-i", str(d)])
+            pytest.skip("no way to make a directory unwritable here (root without chattr)")
+    yield d
+    if immutable:
+        subprocess.run(["chattr", "-i", str(d)])
+    d.chmod(0o755)
+
+
+def test_an_output_directory_curate_may_not_write_exits_2_naming_it(cli, tmp_path, unwritable_dir):
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    out = unwritable_dir / "out"
+    r = recipe(tmp_path, out)
+    for args in (("validate", r), ("run", r, "--dry-run"), ("run", r, "-w", "1")):
+        res = cli(*args)
+        assert res.exit_code == 2, (args, res.output)
+        assert str(unwritable_dir) in one_line(res.stderr), (args, res.stderr)
+        assert "bug in curate" not in res.stderr and "not writable" in one_line(res.stderr)
+    assert not out.exists()
+
+
+def test_a_permission_error_anywhere_is_the_users_not_a_bug(capsys):
+    """Whatever path it comes from (a directory made late, a file read), a PermissionError or a
+    read-only file system is exit 2 with the path, not "this is a bug in curate"."""
+    import errno
+
+    import typer
+
+    from curate.cli_errors import fail
+
+    for exc in (PermissionError(errno.EACCES, "Permission denied", "/data/run/trace"),
+                OSError(errno.EROFS, "Read-only file system", "/mnt/ro/out"),
+                PermissionError("[Errno 13] Cannot create directory '/x/y'. Detail: [errno 13] Permission denied")):
+        with pytest.raises(typer.Exit) as e:
+            fail(exc)
+        assert e.value.exit_code == 2
+        err = capsys.readouterr().err
+        assert "bug in curate" not in err
+        assert (exc.filename or "/x/y") in err
