@@ -119,9 +119,24 @@ def test_a_bad_slurm_section_is_refused_with_its_place(cli, tmp_path):
 
 
 @pytest.mark.slurm
-@pytest.mark.parametrize("name", ["quickstart", "near-dedup"])
-def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, slurm_cluster, cli, tmp_path, corpus,
-                                                                         local):
+def test_near_dedup_on_slurm_gives_the_local_engines_bytes_with_its_fit_pieces_as_arrays(slurm_cluster, cli,
+                                                                                        tmp_path):
+    args, recipe = demo(tmp_path, files=2), RECIPES / "near-dedup.yaml"
+    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert res.exit_code == 0, res.output
+    res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
+              "--keep-work")
+    assert res.exit_code == 0, res.output
+    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    batches = submissions(tmp_path / "slurm")
+    pieces = [batch for batch in batches if "-map" in batch]
+    assert pieces, sorted(batches)  # the fit's parallel pieces went out as arrays
+    assert all(len(batches[b][0]["items"]) <= 2 for b in pieces)  # a share of the pieces per worker
+
+
+@pytest.mark.slurm
+def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_cluster, cli, tmp_path, corpus, local):
+    name = "quickstart"
     recipe = RECIPES / f"{name}.yaml"
     res = cli("run", recipe, *corpus, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
               "--keep-work", "--set", "slurm.partition=debug", "--set", "slurm.time=\"10:00\"",
@@ -141,8 +156,6 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(name, s
     # Slurm itself ran them as array tasks: JOB_INDEX, one a task, all completed
     ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
     assert ran == {f"{stage0[0]['job']}_{i}": "COMPLETED" for i in range(MAX_ARRAY_SIZE)}
-    if name == "near-dedup":  # the fit's parallel pieces went out as arrays too
-        assert any("-map" in batch for batch in batches), sorted(batches)
 
 
 def slow_tasks(tmp: Path) -> list[str]:
