@@ -2,7 +2,8 @@
 
 It answers at once and deterministically from the prompt: "Here is a paraphrase:" and then the
 user message's last paragraph with its words in reverse order, so outputs are checkable and
-the cleaning of preambles is exercised. Markers in the prompt ask for an outcome: `[[refuse]]`
+the cleaning of preambles is exercised; the synthetic-instruction prompts (DiverseQA, Self-Instruct,
+Evol-Instruct) get answers of their shape (mock_synth.py). Markers in the prompt ask for an outcome: `[[refuse]]`
 (a refusal), `[[empty]]` (no text), `[[long]]` (cut at max_tokens: finish_reason "length"),
 `[[bad]]` (400, a request the server rejects).
 
@@ -30,6 +31,11 @@ def prompt_key(messages: list[dict]) -> str:
 
 
 def reply_to(messages: list[dict]) -> str:
+    from curate.llm.mock_synth import synth_reply  # the synthetic-instruction prompts' answers
+
+    scripted = synth_reply(messages)
+    if scripted is not None:
+        return scripted
     text = messages[-1]["content"].split("\n\n")[-1]
     return "Here is a paraphrase:\n\n" + " ".join(reversed(text.split()))
 

@@ -1,0 +1,133 @@
+"""generate_qa: question-answer pairs from each document by an LLM, one row per pair with
+`question`, `answer`, `qa_index`, `synth_prompt`, `synth_model` and `_parent_id` (the
+document's `_id`); the text column becomes the pair rendered by `text_template`.
+
+Presets (verbatim, ../shared/specs/synth.md): `diverse_qa`, Nemotron-CC's DiverseQA prompt with
+its system message (Su et al., arXiv 2412.02595; NVIDIA/NeMo-Curator
+`nemo_curator/synthetic/prompts.py`), and `qa_from_text`, WRAP's Q&A style (Maini et al., ACL
+2024). `template` replaces the preset with your own prompt ({document} where the text goes;
+`@file.txt` reads it from a file).
+
+Answers are parsed whatever their shape: "Question:/Answer:" tags (with bullets, numbering,
+Markdown emphasis, or Q:/A:), JSON (a list of objects with question/answer keys, an object
+holding such a list, JSON lines, fenced or not) or a numbered list of questions each followed by
+its answer. Text before the first question is dropped (as Nemotron-CC's post-processing does).
+A document whose answer holds no pair goes to the trace as `unparseable` with the raw answer in
+the detail; failed, truncated, empty or refused answers are traced with that reason
+(`llm_timeout`, `truncated`, ...), and rows without text as `no_text`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from curate.llm import LLMConfig, Request
+from curate.llm.step import LLMBacked
+from curate.ops import TEXT, Map, Params, Verdict
+from operators.synth.cleaning import clean
+from operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
+
+DETAIL_CHARS = 4000  # of a raw answer kept in the trace's detail
+
+
+class GenerateQAParams(Params):
+    preset: str = Field("diverse_qa", description=f"The prompt: {', '.join(QA_PRESETS)}.")
+    template: str | None = Field(None, description="Your own prompt instead of the preset's, with {document}; "
+                                                   "'@path' reads it from a file.")
+    system: str | None = Field(None, description="System message; default: the preset's (DiverseQA: Nemotron-CC's "
+                                                 "chat preamble; none for a template). '' for none.")
+    max_pairs: int = Field(8, ge=1, description="Most pairs kept per document (the first ones).")
+    text_template: str = Field("Question: {question}\nAnswer: {answer}",
+                               description="The text column of each pair's row, from {question} and {answer}.")
+    llm: LLMConfig = Field(description="The LLM (as rephrase's): backend, model, base_url, api_key_env, concurrency, "
+                                       "max_tokens, temperature, top_p, seed, cache_dir.")
+
+    @field_validator("preset")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in QA_PRESETS:
+            raise ValueError(f"unknown preset {v!r}; known: {', '.join(QA_PRESETS)} (or give template)")
+        return v
+
+    @field_validator("template")
+    @classmethod
+    def _has_document(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith("@") and "{document}" not in v:
+            raise ValueError("template must contain {document} (where the row's text goes)")
+        return v
+
+
+class GenerateQA(LLMBacked, Map):
+    name = "generate_qa"
+    Params = GenerateQAParams
+    changes_rows = True
+    requires = (TEXT,)
+    provides = ("question", "answer", "qa_index", "synth_prompt", "synth_model")
+
+    def __init__(self, params=None, **kw):
+        super().__init__(params, **kw)
+        p = self.params
+        template, system = QA_PRESETS[p.preset]
+        if p.template is not None:
+            template, system = load_prompt(p.template), None
+            if "{document}" not in template:
+                raise ValueError(f"the template in {p.template[1:]} has no {{document}}")
+        self.template = template
+        self.system = system if p.system is None else (p.system or None)
+        self.prompt_name = "template" if p.template is not None else p.preset
+        self.shapes: dict[str, int] = {}
+
+    def request(self, text: str) -> Request:
+        llm = self.params.llm
+        messages = ({"role": "system", "content": self.system},) if self.system else ()
+        messages += ({"role": "user", "content": self.template.replace("{document}", text)},)
+        return Request(messages, llm.max_tokens, llm.temperature, llm.top_p, self.seed if llm.seed is None else llm.seed)
+
+    async def process(self, batch: pa.RecordBatch):
+        ids = batch.column("_id").cast(pa.string()).to_pylist()
+        texts = batch.column(self.text_column).to_pylist()
+        asked = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]
+        answers = await self.backend.generate([self.request(texts[i]) for i in asked])
+        keep = np.zeros(len(texts), dtype=bool)
+        reasons: list[str | None] = ["no_text"] * len(texts)
+        details: list[str | None] = ["the row has no text to ask questions about"] * len(texts)
+        made: dict[int, list[tuple[str, str]]] = {}
+        shapes: dict[str, int] = {}
+        for i, answer in zip(asked, answers):
+            text, reason, detail = clean(answer)
+            if reason is not None:
+                reasons[i], details[i] = reason, detail
+                continue
+            pairs, shape = parse_qa(text)
+            shapes[shape] = shapes.get(shape, 0) + 1
+            if not pairs:
+                reasons[i], details[i] = "unparseable", (answer.text or "")[:DETAIL_CHARS]
+                continue
+            keep[i] = True
+            made[i] = pairs[:self.params.max_pairs]
+        for shape, n in shapes.items():  # answers per shape found, for the manifest's counts
+            self.shapes[f"parsed_{shape}"] = self.shapes.get(f"parsed_{shape}", 0) + n
+        parents, questions, out_answers, index = [], [], [], []
+        for i in np.flatnonzero(keep):
+            for k, (q, a) in enumerate(made[i]):
+                parents.append(i), questions.append(q), out_answers.append(a), index.append(k)
+        rows = batch.take(pa.array(parents, pa.int64()))
+        columns = {n: rows.column(n) for n in rows.schema.names if n not in ("_id", "_parent_id", *self.provides)}
+        fmt = self.params.text_template
+        columns[self.text_column] = pa.array([fmt.format(question=q, answer=a) for q, a in zip(questions, out_answers)],
+                                             pa.string())
+        columns["question"] = pa.array(questions, pa.string())
+        columns["answer"] = pa.array(out_answers, pa.string())
+        columns["qa_index"] = pa.array(index, pa.int32())
+        columns["synth_prompt"] = pa.array([self.prompt_name] * len(parents), pa.string())
+        columns["synth_model"] = pa.array([self.params.llm.model] * len(parents), pa.string())
+        columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
+        return pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details)
+
+    def take_counts(self) -> dict[str, int]:
+        counts = super().take_counts()
+        counts.update(self.shapes)
+        self.shapes = {}
+        return counts

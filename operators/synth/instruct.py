@@ -1,0 +1,300 @@
+"""Prompts and parsing shared by the synthetic instruction operators (generate_qa, self_instruct,
+evol_instruct). The prompts are the papers' and their reference repositories', verbatim (see
+../shared/specs/synth.md); every operator takes overrides of them in its parameters, and a
+prompt parameter may name a file (`@path/to/prompt.txt`) holding the text.
+
+- Nemotron-CC DiverseQA (Su et al., arXiv 2412.02595; NVIDIA/NeMo-Curator
+  `nemo_curator/synthetic/prompts.py`).
+- Q&A from text: WRAP's "qa" style (Maini et al., ACL 2024), as operators/synth/prompts.py.
+- Self-Instruct (Wang et al., arXiv 2212.10560; yizhongw/self-instruct).
+- Evol-Instruct (Xu et al., arXiv 2304.12244; nlpxucan/WizardLM `Evol_Instruct/{depth,breadth}.py`,
+  clean "\\n" line ends as distilabel's copy) and its elimination rules.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+
+from operators.synth.prompts import PROMPTS as WRAP_PROMPTS
+
+NEMOTRON_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
+                   "helpful, detailed, and polite answers to the questions.")
+
+DIVERSE_QA = """Task:
+Read the text, ask questions and answer them.
+
+Follow these instructions:
+1. Ask diverse questions that require different cognitive skills or cover different aspects of the text.
+2. Ask questions in various forms such as:
+  - Yes/No questions that require determining whether a statement is true or false.
+  - Open-ended questions that begin with words like what, how, when, where, why and who.
+  - Multi-choice questions that offers two or more options to choose from. Include the options in the question.
+  - Comparison questions that compare two quantities or objects and determine the relationship between them.
+  - Reading comprehension questions that test the ability to understand and analyze the text.
+  - Problem-solving questions that test the ability to solve mathematical, physical, or logical problems.
+3. Focus on asking questions about factual information, important knowledge, or concrete details in the text.
+4. Write questions and answers using clear and concise language.
+5. Use plain text. Do not use Markdown.
+6. Each question and answer pair should be on a separate line. Tag the question with "Question:" and the answer with "Answer:".
+
+Text:
+{document}
+
+Task:
+After reading the above text, ask up to 8 questions and provide the correct answers following the instructions. Give your response in this format:
+
+Here are the questions and answers based on the provided text:
+- Question: [first question] Answer: [first answer]
+- Question: [second question] Answer: [second answer]
+...."""
+
+# WRAP's Q&A style: the style prompt, a blank line, the text.
+QA_FROM_TEXT = WRAP_PROMPTS["qa"] + "\n\n{document}"
+
+QA_PRESETS: dict[str, tuple[str, str | None]] = {  # name -> (template with {document}, system message)
+    "diverse_qa": (DIVERSE_QA, NEMOTRON_SYSTEM),
+    "qa_from_text": (QA_FROM_TEXT, None),
+}
+
+SELF_INSTRUCT_HEADER = "Come up with a series of tasks:"
+SELF_INSTRUCT_CLF_HEADER = ("Come up with a series of classification tasks. Try to specify the possible output "
+                            "labels when possible.")
+
+EVOL_DEPTH = """I want you act as a Prompt Rewriter.
+Your objective is to rewrite a given prompt into a more complex version to make those famous AI systems (e.g., chatgpt and GPT4) a bit harder to handle.
+But the rewritten prompt must be reasonable and must be understood and responded by humans.
+Your rewriting cannot omit the non-text parts such as the table and code in #The Given Prompt#:. Also, please do not omit the input in #The Given Prompt#.
+You SHOULD complicate the given prompt using the following method:
+{method}
+You should try your best not to make the #Rewritten Prompt# become verbose, #Rewritten Prompt# can only add 10 to 20 words into #The Given Prompt#.
+'#The Given Prompt#', '#Rewritten Prompt#', 'given prompt' and 'rewritten prompt' are not allowed to appear in #Rewritten Prompt#
+#The Given Prompt#:
+{instruction}
+#Rewritten Prompt#:
+"""
+
+EVOL_METHODS = {
+    "constraints": "Please add one more constraints/requirements into #The Given Prompt#'",
+    "deepening": "If #The Given Prompt# contains inquiries about certain issues, the depth and breadth of the "
+                 "inquiry can be increased.",
+    "concretizing": "Please replace general concepts with more specific concepts.",
+    "reasoning": "If #The Given Prompt# can be solved with just a few simple thinking processes, you can rewrite "
+                 "it to explicitly request multiple-step reasoning.",
+}
+
+EVOL_BREADTH = """I want you act as a Prompt Creator.
+Your goal is to draw inspiration from the #Given Prompt# to create a brand new prompt.
+This new prompt should belong to the same domain as the #Given Prompt# but be even more rare.
+The LENGTH and complexity of the #Created Prompt# should be similar to that of the #Given Prompt#.
+The #Created Prompt# must be reasonable and must be understood and responded by humans.
+'#Given Prompt#', '#Created Prompt#', 'given prompt' and 'created prompt' are not allowed to appear in #Created Prompt#
+#Given Prompt#:
+{instruction}
+#Created Prompt#:
+"""
+
+# Appendix G of the WizardLM paper (typo "requirments" as in its copies).
+EVOL_EQUAL = ("Here are two Instructions to ChatGPT AI, do you think they are equal to each other, which meet the "
+              "following requirements:\n1. They have same constraints and requirments.\n2. They have same depth "
+              "and breadth of the inquiry.\nThe First Prompt: {first}\nThe Second Prompt: {second}\nYour Judgement "
+              "(Just answer: Equal or Not Equal. No need to explain the reason.):")
+
+
+def load_prompt(value: str) -> str:
+    """A prompt given inline, or `@path` naming a UTF-8 file holding it."""
+    if value.startswith("@"):
+        return Path(value[1:]).expanduser().read_text(encoding="utf-8")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Q&A parsing: "Question:/Answer:" tags (any bullets, numbering, Markdown emphasis, Q:/A:), JSON
+# (a list of objects, an object holding one, JSON lines, in ``` fences or not), and numbered lists
+# whose items are a question (up to its "?") and its answer.
+
+_MD = re.compile(r"\*\*|__|`+|^#+\s*", re.M)
+_TAG = re.compile(r"(?im)(?:^|(?<=\s))(?:[-*\u2022]\s*)?(?:\(?\d+[.)]\s*)?(?:\[?\d+\]?\s*)?"
+                  r"(question|q|answer|a)\s*(?:\d+\s*)?:\s+")
+_NUMBERED = re.compile(r"(?m)^\s*(?:\(?\d+[.)]|\[\d+\]|[-*\u2022])\s+")
+_QKEYS = ("question", "q", "instruction", "prompt", "query", "input")
+_AKEYS = ("answer", "a", "response", "output", "completion")
+
+
+def parse_qa(text: str) -> tuple[list[tuple[str, str]], str]:
+    """The (question, answer) pairs in a model's answer, and the shape found ("json", "tagged",
+    "numbered", or "none" with no pairs)."""
+    pairs = _from_json(text)
+    if pairs:
+        return pairs, "json"
+    plain = _MD.sub("", text)
+    pairs = _from_tags(plain)
+    if pairs:
+        return pairs, "tagged"
+    pairs = _from_numbered(plain)
+    if pairs:
+        return pairs, "numbered"
+    return [], "none"
+
+
+def _clean(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip().strip("\"'").strip()
+
+
+def _from_json(text: str) -> list[tuple[str, str]]:
+    fenced = re.findall(r"```(?:json|JSON)?\s*\n?(.*?)```", text, re.S)
+    candidates = fenced or [text]
+    for candidate in candidates:
+        candidate = candidate.strip()
+        docs = []
+        try:
+            docs = [orjson.loads(candidate)]
+        except orjson.JSONDecodeError:
+            start = min((i for i in (candidate.find("["), candidate.find("{")) if i >= 0), default=-1)
+            if start < 0:
+                continue
+            try:
+                docs = [orjson.loads(candidate[start:candidate.rfind("]" if candidate[start] == "[" else "}") + 1])]
+            except orjson.JSONDecodeError:
+                lines = [ln.strip().rstrip(",") for ln in candidate.splitlines() if ln.strip().startswith("{")]
+                try:
+                    docs = [[orjson.loads(ln) for ln in lines]] if lines else []
+                except orjson.JSONDecodeError:
+                    docs = []
+        pairs = [p for doc in docs for p in _json_pairs(doc)]
+        if pairs:
+            return pairs
+    return []
+
+
+def _json_pairs(doc) -> list[tuple[str, str]]:
+    if isinstance(doc, dict):
+        lowered = {str(k).lower(): v for k, v in doc.items()}
+        q = next((lowered[k] for k in _QKEYS if isinstance(lowered.get(k), str)), None)
+        a = next((lowered[k] for k in _AKEYS if isinstance(lowered.get(k), str)), None)
+        if q is not None and a is not None:
+            return [(_clean(q), _clean(a))] if _clean(q) and _clean(a) else []
+        lists = [v for v in doc.values() if isinstance(v, list)]
+        return [p for v in lists for p in _json_pairs(v)]
+    if isinstance(doc, list):
+        return [p for item in doc for p in _json_pairs(item)]
+    return []
+
+
+def _from_tags(text: str) -> list[tuple[str, str]]:
+    marks = [(m.start(), m.end(), m.group(1).lower()[0]) for m in _TAG.finditer(text)]
+    if not any(kind == "q" for _, _, kind in marks) or not any(kind == "a" for _, _, kind in marks):
+        return []
+    pairs, question = [], None
+    for j, (start, end, kind) in enumerate(marks):  # text before the first question is dropped
+        stop = marks[j + 1][0] if j + 1 < len(marks) else len(text)
+        body = _clean(text[end:stop])
+        if kind == "q":
+            question = body
+        elif question is not None:
+            if question and body:
+                pairs.append((question, body))
+            question = None
+    return pairs
+
+
+def _from_numbered(text: str) -> list[tuple[str, str]]:
+    starts = [m for m in _NUMBERED.finditer(text)]
+    pairs = []
+    for j, m in enumerate(starts):
+        item = text[m.end():starts[j + 1].start() if j + 1 < len(starts) else len(text)]
+        if "?" not in item:
+            continue
+        q, _, a = item.partition("?")
+        q, a = _clean(q + "?"), _clean(re.sub(r"^\s*[-:\u2013\u2014]+", "", a))
+        if len(q) > 1 and a:
+            pairs.append((q, a))
+    return pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# Self-Instruct: the prompt and the split of its answer (yizhongw/self-instruct
+# `bootstrap_instructions.py`: encode_prompt, post_process_gpt3_response).
+
+def self_instruct_prompt(instructions: list[str], classification: bool = False) -> str:
+    prompt = (SELF_INSTRUCT_CLF_HEADER if classification else SELF_INSTRUCT_HEADER) + "\n"
+    for i, instruction in enumerate(instructions, 1):
+        instruction = re.sub(r"\s+", " ", instruction).strip().rstrip(":")
+        prompt += f"{i}. {instruction}\n"
+    return prompt + f"{len(instructions) + 1}."
+
+
+_BLOCKED = re.compile(r"\b(?:images?|graphs?|pictures?|files?|maps?|draw|plot|go to)\b", re.I)
+
+
+def split_instructions(answer: str, first: int) -> list[str]:
+    """The instructions of an answer to a prompt ending with "{first}.": split on
+    `\\n\\d+\\s?\\. `, each whitespace-collapsed and capitalized."""
+    raw = re.split(r"\n\d+\s?\. ", f"{first}. " + answer.strip())
+    out = []
+    for j, inst in enumerate(raw):
+        if j == 0:
+            inst = re.sub(rf"^{first}\.\s*", "", inst)
+        inst = re.sub(r"\s+", " ", inst).strip()
+        if inst:
+            out.append(inst.capitalize())
+    return out
+
+
+def instruction_filter(instruction: str) -> str | None:
+    """The paper's heuristic filters: None when the instruction passes, else the reason."""
+    words = instruction.split()
+    if len(words) <= 3 or len(words) > 150:
+        return "length"
+    if _BLOCKED.search(instruction):
+        return "unsuitable_word"
+    if instruction.lower().startswith("write a program"):
+        return "program"
+    if not instruction[0].isascii() or not (instruction[0].isalnum() or instruction[0] in "\"'("):
+        return "bad_start"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Evol-Instruct elimination (paper, "Elimination Evolving").
+
+_COPIED = re.compile(r"#?\s*(?:the\s+)?(?:given|rewritten|created)\s+prompt\s*#?|#the given prompt#", re.I)
+STOP_WORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off
+on once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which while
+who whom why will with would you your yours yourself yourselves""".split())
+
+
+def evolved_text(answer: str) -> str:
+    """What is kept of an evolution: the text after the last "Prompt#:" (as distilabel) or the whole."""
+    for marker in ("#Rewritten Prompt#:", "#Created Prompt#:", "Prompt#:"):
+        if marker in answer:
+            answer = answer.rsplit(marker, 1)[1]
+            break
+    return answer.strip()
+
+
+def copies_prompt(instruction: str) -> bool:
+    """Rule 4: the evolved instruction copies words of the evolving prompt."""
+    return bool(_COPIED.search(instruction))
+
+
+def refuses(response: str, max_words: int = 80) -> bool:
+    """Rule 2: the response contains "sorry" and is short."""
+    return "sorry" in response.lower() and len(response.split()) < max_words
+
+
+def only_stop_words(response: str) -> bool:
+    """Rule 3: the response is only punctuation and stop words."""
+    words = re.findall(r"[A-Za-z0-9']+", response.lower())
+    return all(w in STOP_WORDS for w in words)
+
+
+def judged_equal(answer: str) -> bool:
+    """Rule 1: the judge said the two instructions are equal (no information gain)."""
+    said = answer.strip().lower()
+    return said.startswith("equal") or ("equal" in said and "not equal" not in said)
