@@ -23,6 +23,13 @@ def fail(exc: BaseException) -> None:
     if show_tracebacks:
         err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
         err.print_exception()
+    if isinstance(exc, ModuleNotFoundError):  # an optional package not installed: which extra has it
+        from curate.extras import missing
+
+        import click
+
+        ctx = click.get_current_context(silent=True)
+        exc = missing(exc, f"`{ctx.command_path}`" if ctx else "this command") or exc
     if isinstance(exc, CurateError):
         # escaped: a message quoting the user's text ("columns: [url]") is not rich markup
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)

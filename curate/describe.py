@@ -47,7 +47,13 @@ def operator_list() -> Table:
         try:
             cls = registry.get(name)
         except ImportError as e:  # an operator whose optional extra is not installed
-            table.add_row(name, "?", f"(unavailable: {e})")
+            from rich.markup import escape
+
+            from curate.extras import install_hint
+
+            package = getattr(e, "package", None) or e.name
+            why = f"needs {package}: {install_hint(package)}" if package else str(e)
+            table.add_row(name, "?", escape(f"(unavailable: {why})"))
             continue
         table.add_row(name, cls.kind, summary(cls))
     return table

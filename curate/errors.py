@@ -35,3 +35,12 @@ def running_as() -> str:
         return f"user {getpass.getuser()}"
     except Exception:  # noqa: BLE001: no name for this uid (a container)
         return f"uid {os.getuid()}"
+
+
+class MissingPackage(CurateError, ImportError):
+    """An optional package a command or operator needs is not installed; the message says which
+    extra installs it (curate/extras.py). An ImportError too, for code that catches those."""
+
+    def __init__(self, package: str, message: str):
+        super().__init__(message)
+        self.package = package

@@ -197,6 +197,12 @@ class Operator:
         whose workers are on other machines passes them along. Default: none."""
         return ()
 
+    def packages(self) -> tuple[str, ...]:
+        """Optional packages (import names) the operator imports only where it runs (in `setup`,
+        in its workers): preflight checks that they are installed, and names the extra that
+        installs one that is not (curate/extras.py). Default: none."""
+        return ()
+
     def preflight(self) -> None:
         """Check what the operator needs from outside the data (an endpoint answers, its key is
         accepted), once, before any row is processed; raise CurateError. Default: nothing."""

@@ -144,11 +144,15 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
 
 
 def check_paths(recipe: Recipe) -> None:
-    """Every local file a step's parameters name (a model, tokenizer, checkpoint, list) exists:
-    else the workers would fail on it only once they load it."""
+    """Every local file a step's parameters name (a model, tokenizer, checkpoint, list) exists,
+    and every optional package a step imports in its workers is installed: else the workers
+    would fail on it only once they load it."""
+    from curate.extras import require
+
     for step in recipe.steps:
         for where, message in missing_paths(step.params):
             raise RecipeError(f"steps[{step.index - 1}].{step.name}.{where}", message)
+        require(step.build(recipe).packages(), f"steps[{step.index - 1}].{step.name}")
 
 
 def check_output(recipe: Recipe) -> None:

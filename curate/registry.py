@@ -38,7 +38,13 @@ def get(name: str, where: str = "") -> type[Operator]:
         hint = f" Did you mean {', '.join(close)}?" if close else " Run `curate ops` to list them."
         raise RecipeError(where, f"unknown operator '{name}'.{hint}")
     module, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as e:  # an optional package its module imports: say which extra
+        from curate.extras import missing
+
+        raise (missing(e, f"operator {name}") or e) from None
+    cls = getattr(imported, attr)
     if cls.name != name:
         raise TypeError(f"catalog entry {name!r} points at {target}, whose name is {cls.name!r}")
     return cls

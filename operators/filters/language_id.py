@@ -73,6 +73,9 @@ class LanguageId(Map):
     requires = (TEXT,)
     classify = None  # texts -> [(language, score)], from setup
 
+    def packages(self) -> tuple[str, ...]:
+        return ("py3langid",) if self.params.backend == "langid" else ("fasttext",)
+
     def setup(self) -> None:
         p = self.params
         if p.backend == "langid":

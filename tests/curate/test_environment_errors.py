@@ -85,3 +85,43 @@ def test_a_permission_error_anywhere_is_the_users_not_a_bug(capsys):
         err = capsys.readouterr().err
         assert "bug in curate" not in err
         assert (exc.filename or "/x/y") in err
+
+
+def curate_without(package: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
+    """`curate ARGS` in a process where `import PACKAGE` fails as if it were not installed."""
+    code = (f"import sys; sys.modules[{package!r}] = None; sys.argv = ['curate', *{list(map(str, args))!r}]\n"
+            "from curate.cli import main; main()")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("package, args, extra", [
+    ("threadpoolctl", ("validate", "recipes/text-pruning.yaml", "--no-data"), "embed"),
+    ("aiohttp", ("serve-mock", "--port", "0"), "llm"),
+])
+def test_a_missing_optional_package_names_the_extra_to_install(package, args, extra):
+    res = curate_without(package, *args, cwd=ROOT)
+    assert res.returncode == 2, res.stderr
+    err = one_line(res.stderr)
+    assert package in err and f"pip install 'curate[{extra}]'" in err, err
+    assert "bug in curate" not in err
+
+
+def test_ops_lists_an_operator_without_its_package_with_the_extra():
+    res = curate_without("threadpoolctl", "ops", cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    line = next(line for line in res.stdout.splitlines() if "semantic_dedup" in line)
+    assert "curate[embed]" in line and "No module" not in line and "halted" not in line, line
+
+
+def test_validate_refuses_a_step_whose_package_is_missing_before_any_worker(tmp_path):
+    """language_id imports py3langid only in its workers' setup: validate must find it missing."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    r = recipe(tmp_path, tmp_path / "out", "  - language_id: {languages: [en]}\n")
+    for args in (("validate", r, "--no-data"), ("validate", r), ("run", r, "-w", "1")):
+        res = curate_without("py3langid", *args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert "pip install 'curate[web]'" in one_line(res.stderr) and "steps[0].language_id" in res.stderr
+    assert not (tmp_path / "out").exists()
