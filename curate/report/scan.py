@@ -55,7 +55,8 @@ class Run:
             if path.is_file():
                 run.traces[s["step"]] = path
                 schema = pq.read_schema(path)
-                row = schema.field("row").type if "row" in schema.names else None
+                # no `row` column: the run's output.trace_rows was false (ids and reasons only)
+                row = schema.field("row").type if "row" in schema.names else pa.null()
                 run.trace_columns[s["step"]] = {f.name: f.type for f in row} if pa.types.is_struct(row) else {}
         return run
 

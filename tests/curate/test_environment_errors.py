@@ -125,3 +125,16 @@ def test_validate_refuses_a_step_whose_package_is_missing_before_any_worker(tmp_
         assert res.returncode == 2, (args, res.stderr)
         assert "pip install 'curate[web]'" in one_line(res.stderr) and "steps[0].language_id" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_report_of_a_run_without_row_traces(cli, tmp_path):
+    """output.trace_rows: false keeps ids and reasons only: `curate report` must still work."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS + DOCS[:2] + [{"text": "too short"}])
+    r = recipe(tmp_path, tmp_path / "out", "  - gopher_quality: {min_words: 5}\n  - exact_dedup: {}\n",
+               extra=", trace_rows: false")
+    res = cli("run", r, "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output
+    res = cli("report", tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "gopher_word_count" in html and "exact_duplicate" in html
