@@ -4,7 +4,11 @@ few or too many bytes, of other formats, or whose caption is too short.
 Width and height come from the metadata columns when the batch has them (img2dataset's
 `original_width` / `original_height` by default: the size before any resize, what DataComp's
 rules read), else from the image header (Pillow reads the header only, no pixel decode), unless
-`decodable` asks for a full decode, which then also gives the size. The first rule a row fails
+`decodable` asks for a full decode, which then also gives the size. A row whose metadata is null
+(a WebDataset sample without its KEY.json) takes its size from its image's header. The image
+column is needed only by the rules that read the image (`decodable`, bytes, formats) and by the
+size rules on input without the metadata columns: DataComp's own metadata Parquet (uid, text,
+original_width, original_height) runs `preset: datacomp_basic` without any image. The first rule a row fails
 names its trace reason (`image_undecodable`, `image_too_small`, `image_too_large`,
 `image_aspect_ratio`, `image_bytes`, `image_format`, `caption_too_short`); an undecodable image of a
 WebDataset sample is named by its key, tar and member.
@@ -25,7 +29,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import Filter, Params, Verdict, reads_column
+from curate.errors import RecipeError
+from curate.ops import Filter, Params, Verdict
 from operators.embed.images import image_name
 
 DATACOMP_BASIC = {"min_side": 200, "max_aspect_ratio": 3.0, "min_caption_words": 3, "min_caption_chars": 6}
@@ -34,7 +39,8 @@ DATACOMP_BASIC = {"min_side": 200, "max_aspect_ratio": 3.0, "min_caption_words":
 class ImageFilterParams(Params):
     preset: Literal["datacomp_basic"] | None = Field(None, description="datacomp_basic: DataComp's basic filter "
                                                                        "(less its English rule: see the doc).")
-    image_column: str = reads_column("image", "Encoded image bytes.")
+    image_column: str = Field("image", description="Encoded image bytes: read by decodable, the byte and format "
+                                                    "rules, and the size rules where the metadata is missing.")
     caption_column: str | None = Field(None, description="The caption for the caption rules; default: the recipe's "
                                                          "input.text_column.")
     width_column: str = Field("original_width", description="Width metadata, used when the batch has it.")
@@ -83,7 +89,28 @@ class ImageFilter(Filter):
     def computed_requires(self) -> tuple[str, ...]:
         rules = self.rules
         needs_caption = rules["min_caption_words"] is not None or rules["min_caption_chars"] is not None
-        return (self.params.caption_column or self.text_column,) if needs_caption else ()
+        needs_image = rules["decodable"] or any(rules[k] is not None for k in ("min_bytes", "max_bytes", "formats"))
+        return (((self.params.image_column,) if needs_image else ())
+                + ((self.params.caption_column or self.text_column,) if needs_caption else ()))
+
+    @property
+    def _needs_size(self) -> bool:
+        return any(self.rules[k] is not None for k in ("min_side", "max_side", "max_aspect_ratio"))
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        p = self.params
+        if not self._needs_size or p.image_column in schema.names:
+            return
+        missing = [c for c in (p.width_column, p.height_column) if c not in schema.names]
+        if missing:
+            raise RecipeError("image_column", f"the size rules read width and height from columns "
+                                              f"'{p.width_column}' and '{p.height_column}', else from the images in "
+                                              f"column '{p.image_column}'; the input has neither (columns are: "
+                                              f"{', '.join(schema.names)})")
+
+    def columns_read(self) -> tuple[str, ...]:
+        extra = (self.params.width_column, self.params.height_column) if self._needs_size else ()
+        return tuple(dict.fromkeys((*self.requires, *extra)))
 
     @property
     def rules(self) -> dict:
@@ -116,9 +143,10 @@ class ImageFilter(Filter):
             if r["min_caption_chars"] is not None:
                 short |= chars < r["min_caption_chars"]
             fail(short, "caption_too_short", lambda i: f"{words[i]} words, {chars[i]} characters")
-        images = batch.column(self.params.image_column).to_pylist()
+        has_image = self.params.image_column in batch.schema.names
+        images = batch.column(self.params.image_column).to_pylist() if has_image else [None] * n
         sizes = np.array([len(b) if b is not None else 0 for b in images])
-        needs_size = any(r[k] is not None for k in ("min_side", "max_side", "max_aspect_ratio"))
+        needs_size = self._needs_size
         has_meta = self.params.width_column in batch.schema.names and self.params.height_column in batch.schema.names
         headers = [None] * n
         if r["formats"] is not None or (needs_size and not has_meta) or r["decodable"]:
@@ -129,6 +157,12 @@ class ImageFilter(Filter):
         if has_meta:
             width = np.array(batch.column(self.params.width_column).to_pylist(), dtype=object)
             height = np.array(batch.column(self.params.height_column).to_pylist(), dtype=object)
+            if needs_size:  # null metadata (a WebDataset sample without its KEY.json): the image's header
+                for i in np.flatnonzero([w is None or h is None for w, h in zip(width, height)]):
+                    if headers[i] is None and images[i] is not None:
+                        headers[i] = _header(images[i])
+                    if headers[i] is not None:
+                        width[i], height[i] = headers[i][0], headers[i][1]
         else:
             width = np.array([h[0] if h else None for h in headers], dtype=object)
             height = np.array([h[1] if h else None for h in headers], dtype=object)
@@ -136,7 +170,8 @@ class ImageFilter(Filter):
             unknown = np.array([w is None or h is None for w, h in zip(width, height)])
             fail(unknown, "image_undecodable",
                  lambda i: f"no width and height for {image_name(batch, i)}: "
-                           + ("its metadata is null" if has_meta else "no metadata, and its header is unreadable"))
+                           + ("its metadata is null" + (", and its header is unreadable" if has_image else "")
+                              if has_meta else "no metadata, and its header is unreadable"))
             w = np.where(unknown, 1, width).astype(np.float64)
             h = np.where(unknown, 1, height).astype(np.float64)
             small, large = np.minimum(w, h), np.maximum(w, h)

@@ -46,8 +46,9 @@ EXPECTED = {
                                "embedding_column": "e"}, ("e", "quality_clip_score"), ())],
     "image_exact_dedup": [({}, ("image",), ()), ({"image_column": "img", "prefer": "q", "on": "bytes"}, ("img", "q"), ())],
     "phash_dedup": [({}, ("image",), ()), ({"image_column": "img", "prefer": "q"}, ("img", "q"), ())],
-    "image_filter": [({"min_side": 10}, ("image",), ()), ({"preset": "datacomp_basic"}, ("image", "body"), ()),
-                     ({"min_caption_words": 2, "caption_column": "cap", "image_column": "img"}, ("img", "cap"), ())],
+    "image_filter": [({"min_side": 10}, (), ()), ({"preset": "datacomp_basic"}, ("body",), ()),
+                     ({"formats": ["png"], "decodable": True}, ("image",), ()),
+                     ({"min_caption_words": 2, "caption_column": "cap", "image_column": "img"}, ("cap",), ())],
     "complexity_scores": [
         ({"metrics": ["words"]}, ("body",), ("complexity_words",)),
         ({"metrics": ["words"], "instruction_column": "i", "response_column": "r", "tokenizer": "tok"}, ("i", "r"),

@@ -83,4 +83,50 @@ def test_undecodable_images_of_other_inputs_are_named_as_they_can_be():
     v = run({"min_side": 10}, image=images, _key=["k1", "k2"], _shard=["a.tar"] * 2, _image_member=["k1.png", "k2.jpg"])
     assert v.detail[1] == "no width and height for the image of sample k2 (a.tar, member k2.jpg): no metadata, and its header is unreadable"
     v = run({"min_side": 10}, image=images, original_width=[5, None], original_height=[5, 20])
-    assert v.detail == ["5x5: min side < 10", "no width and height for the image: its metadata is null"]
+    assert v.detail == ["5x5: min side < 10",
+                        "no width and height for the image: its metadata is null, and its header is unreadable"]
+
+
+def test_datacomp_basic_runs_on_datacomp_metadata_parquet_without_images(cli, tmp_path):
+    """DataComp's own metadata Parquet (uid, text, original_width, original_height; no image column):
+    the basic rule reads only width, height and caption, so the preset runs without images."""
+    rows = [("u0", "a red dog on a mat", 300, 300), ("u1", "a b", 300, 300), ("u2", "a red dog on a mat", 100, 400),
+            ("u3", "a red dog on a mat", 200, 601)]
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"uid": [r[0] for r in rows], "text": [r[1] for r in rows],
+                             "original_width": [r[2] for r in rows], "original_height": [r[3] for r in rows]}),
+                   tmp_path / "in" / "meta.parquet")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', id_column: uid}}\n"
+                      f"output: {{path: '{tmp_path / 'out'}'}}\n"
+                      "steps: [{image_filter: {preset: datacomp_basic}}]\n")
+    assert cli("validate", recipe).exit_code == 0
+    res = cli("run", recipe, "-w", "1")
+    assert res.exit_code == 0, res.output
+    assert pq.read_table(tmp_path / "out" / "data").column("uid").to_pylist() == ["u0"]
+    trace = pq.read_table(tmp_path / "out" / "trace" / "01_image_filter.parquet").to_pylist()
+    assert sorted(t["reason"] for t in trace) == ["caption_too_short", "image_aspect_ratio", "image_too_small"]
+
+
+def test_rules_that_read_the_image_still_need_it_and_size_rules_need_metadata_or_images(cli, tmp_path):
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"text": ["a red dog"], "original_width": [300], "original_height": [300]}),
+                   tmp_path / "in" / "meta.parquet")
+    pq.write_table(pa.table({"text": ["a red dog"]}), tmp_path / "in2.parquet")
+    for path, steps, needs in [(tmp_path / "in", "{image_filter: {formats: [jpeg]}}", "'image'"),
+                               (tmp_path / "in2.parquet", "{image_filter: {min_side: 10}}", "original_width")]:
+        recipe = tmp_path / "r.yaml"
+        recipe.write_text(f"input: {{path: '{path}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\nsteps: [{steps}]\n")
+        res = cli("validate", recipe)
+        assert res.exit_code == 2 and needs in res.output, res.output
+
+
+def test_a_webdataset_sample_without_its_json_takes_its_size_from_the_image_header(cli, tmp_path):
+    members = (sample("000000", size=(300, 300), original_width=300, original_height=300)
+               + [("000001.jpg", image_bytes((300, 250))), ("000001.txt", b"a red square")]
+               + sample("000002", size=(300, 300), original_width=100, original_height=100))
+    write_tar(tmp_path / "in" / "a.tar", members)
+    out = run_on_shards(cli, tmp_path, "[image_filter: {min_side: 200}]", output=", keep_columns: [_key]")
+    assert pq.read_table(out / "data").column("_key").to_pylist() == ["000000", "000001"]
+    trace = pq.read_table(out / "trace" / "01_image_filter.parquet").to_pylist()
+    assert [(t["reason"], t["detail"]) for t in trace] == [("image_too_small", "100x100: min side < 200")]
