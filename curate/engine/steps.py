@@ -60,7 +60,7 @@ def account(op: Operator, step, batch: pa.RecordBatch, result, ctx: StageContext
     rows_in = batch.num_rows
     for name, count in op.take_counts().items():
         stats.counts[name] = stats.counts.get(name, 0) + int(count)
-    if isinstance(op, Map) and op.changes_rows:
+    if getattr(op, "changes_rows", False):  # a 1 -> n Map, or a Global that grows rows (self_instruct)
         return _expand(step, batch, result, ctx, stats, traces)
     verdict = None
     if isinstance(result, Verdict):

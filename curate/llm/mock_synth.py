@@ -22,6 +22,10 @@ FORMS = ("Explain to a ten-year-old how {t} work and why they matter",
          "Summarize the main risks associated with {t} for a general audience",
          "Give step by step advice for a beginner who wants to learn about {t}")
 
+STYLES = ("for readers of a travel magazine", "using a table with short rows", "while avoiding any technical jargon",
+          "in the voice of a weary ship captain", "as a numbered checklist for new volunteers",
+          "citing one historical anecdote along the way", "in under fifty words", "with a rhyming couplet at the end")
+
 
 def _draw(text: str, n: int) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") % n
@@ -64,7 +68,8 @@ def _self_instruct(prompt: str) -> str:
     for j in range(6):
         key = f"{prompt}:{j}"
         t, u = TOPICS[_draw(key + "t", len(TOPICS))], TOPICS[_draw(key + "u", len(TOPICS))]
-        out.append(FORMS[_draw(key + "f", len(FORMS))].format(t=t, u=u) + ".")
+        style = STYLES[_draw(key + "s", len(STYLES))]
+        out.append(FORMS[_draw(key + "f", len(FORMS))].format(t=t, u=u) + f" {style}.")
     return " " + "\n".join(f"{nxt + j}. {inst}" if j else inst for j, inst in enumerate(out))
 
 
