@@ -126,6 +126,7 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
     for step in recipe.steps:
         op = step.build(recipe)
         check_columns(schema.names, op, step, recipe.input.text_column, place)
+        check_text_type(op, step, schema, place)
         try:
             op.check_schema(schema)
         except RecipeError as e:
@@ -141,6 +142,21 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
         if column not in seen:
             raise RecipeError(setting, f"no column {column!r} in {where} nor made by a step; columns are: "
                                        f"{', '.join(seen)}")
+
+
+def check_text_type(op, step, schema: pa.Schema, where: str) -> None:
+    """An operator that reads the text column as text (its class requires TEXT) gets a column of
+    strings: its workers would refuse any other type ("must be text") once the run started."""
+    from curate.ops import TEXT
+
+    column = op.text_column
+    if not any(c is TEXT for c in type(op).requires) or column not in schema.names:
+        return
+    f = schema.field(column)
+    if input_schema.mixed(f) or type_kind(f.type) in (None, "text"):
+        return
+    raise InputError(f"{where}: steps[{step.index - 1}].{step.name}: column '{column}' must be text, it is "
+                     f"{f.type} (input.text_column names the column of text)")
 
 
 def check_paths(recipe: Recipe) -> None:

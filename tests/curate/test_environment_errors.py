@@ -138,3 +138,17 @@ def test_the_report_of_a_run_without_row_traces(cli, tmp_path):
     assert res.exit_code == 0, res.output
     html = (tmp_path / "out" / "report.html").read_text()
     assert "gopher_word_count" in html and "exact_duplicate" in html
+
+
+@pytest.mark.parametrize("step", ["gopher_quality: {}", "normalize_text: {}"])
+def test_validate_refuses_a_text_column_that_is_not_text(cli, tmp_path, step):
+    """The run's workers refuse an int text column ("must be text"): validate says so first."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": i} for i in range(3)])
+    r = recipe(tmp_path, tmp_path / "out", f"  - {step}\n")
+    for args in (("validate", r), ("run", r, "--dry-run"), ("run", r, "-w", "1")):
+        res = cli(*args)
+        assert res.exit_code == 2, (args, res.output)
+        err = one_line(res.stderr)
+        assert "column 'text' must be text" in err and "steps[0]" in err and "a.jsonl" in err, err
+        assert "stage 0" not in err  # refused before any worker started
+    assert not (tmp_path / "out").exists()
