@@ -18,8 +18,10 @@ _OBSERVATION = re.compile(r"^OBSERVATION:\n(?P<axtree>.*)\nURL: (?P<url>.*?)\nOB
                           r"PREVIOUS ACTIONS:\n", re.DOTALL)
 _SUMMARY = "In summary, the next action I will perform is"
 # A block of code: fenced in triple backticks (closed, or left open at the end of the output, as
-# a model stopped at its end-of-turn token leaves it) or inline in single ones.
-_BLOCK = re.compile(r"```(?P<body>.*?)(?:```|$)|`(?P<inline>[^`\n]+)`", re.DOTALL)
+# a model stopped at its end-of-turn token leaves it) or inline in single ones. A run of three or
+# more backticks is one fence: models close blocks with extra ones (```stop [answer]``````), which
+# must not open a block of their own that swallows the text up to the next fence.
+_BLOCK = re.compile(r"`{3,}(?P<body>.*?)(?:`{3,}|$)|`(?P<inline>[^`\n]+)`", re.DOTALL)
 _LANGUAGE = re.compile(r"^[ \t]*\w+[ \t]*\n")  # a fence's language tag line (```text)
 # WebArena's prompt asks for the reasoning, then "In summary, the next action I will perform is"
 # and the action in ``` (models also write "my next action should be" and the like). The

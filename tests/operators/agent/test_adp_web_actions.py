@@ -111,6 +111,28 @@ def test_nnetnav_a_response_without_a_grammar_action_is_rejected_with_what_it_fo
     assert "no WebArena action" in out.error and "'jump [3]'" in out.error and "[78] textbox" in out.error
 
 
+# Fences closed with more backticks than they opened with, as seen in real model outputs
+# (```stop [answer]``````): a run of three or more backticks opens or closes a block.
+EXTRA_BACKTICKS = {
+    "action closed with six": lambda r, a: (f"{r}\n\n{SUMMARY} ```{a}``````", r),
+    "action closed with six, text after": lambda r, a: (f"{r}\n\n{SUMMARY} ```{a}`````` That is all.", r),
+    "action closed with four, text after": lambda r, a: (f"{r}\n\n{SUMMARY} ```{a}```` That is all.", r),
+    "quoted element closed with six before the action": lambda r, a: (
+        f"{r}\nThe box is ```[78] textbox 'Search'``````.\n\n{SUMMARY} ```{a}```",
+        f"{r}\nThe box is ```[78] textbox 'Search'``````."),
+    "action fenced with four on both sides": lambda r, a: (f"{r}\n\n{SUMMARY} ````{a}````", r),
+}
+
+
+@pytest.mark.parametrize("variant", EXTRA_BACKTICKS)
+def test_nnetnav_fence_closed_with_extra_backticks_still_holds_the_action(variant):
+    for records, k, action, ref in nnetnav_steps():
+        thought = ref["content"][2 + 2 * k]["description"]
+        body, kept = EXTRA_BACKTICKS[variant](thought, action)
+        traj = convert("nnetnav-live", with_response(records, k, body))
+        assert traj["content"] == expected(ref, k, kept)["content"], (variant, action)
+
+
 @hypothesis_settings
 @given(before=reasoning, after=reasoning, pick=st.integers(0, 10**6))
 @example(before="", after="", pick=0)
