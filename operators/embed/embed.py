@@ -109,6 +109,23 @@ class Embed(HoldsBackend, Map):
     def backend_params(self) -> EmbedParams:
         return self.params
 
+    def packages(self) -> tuple[str, ...]:
+        return {"sentence_transformers": ("torch", "sentence_transformers"), "transformers": ("torch", "transformers"),
+                "open_clip": ("torch", "open_clip")}.get(self.backend_params().backend, ())
+
+    def preflight(self) -> None:
+        """A text model (a local folder, or a hub id in the local cache) is on this machine: the model
+        pool would otherwise refuse it only when it loads it, after the stages before it ran."""
+        from operators.embed.resolve import local_model
+        from operators.embed.text_models import DEFAULT_TEXT_MODEL
+
+        p = self.backend_params()
+        if p.backend not in ("sentence_transformers", "transformers"):
+            return
+        name = p.model or DEFAULT_TEXT_MODEL
+        extra = (f"sentence-transformers/{name}",) if p.backend == "sentence_transformers" and "/" not in name else ()
+        local_model(name, p.backend, extra)
+
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()
         if self.params.modality == "image":

@@ -152,3 +152,25 @@ def test_validate_refuses_a_text_column_that_is_not_text(cli, tmp_path, step):
         assert "column 'text' must be text" in err and "steps[0]" in err and "a.jsonl" in err, err
         assert "stage 0" not in err  # refused before any worker started
     assert not (tmp_path / "out").exists()
+
+
+def test_validate_refuses_an_embedding_model_not_on_this_machine(cli, tmp_path):
+    """The model pool would refuse a hub id the local cache lacks only once it loads it."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    r = recipe(tmp_path, tmp_path / "out", "  - embed: {backend: sentence_transformers, "
+                                           "model: curate-tests/no-such-model-46}\n")
+    for args in (("validate", r), ("run", r, "--dry-run"), ("run", r, "-w", "1")):
+        res = cli(*args)
+        assert res.exit_code == 2, (args, res.output)
+        err = one_line(res.stderr)
+        assert "curate-tests/no-such-model-46" in err and "is not on this machine" in err, err
+        assert "stage 0" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_validate_refuses_an_embedding_backend_whose_package_is_missing(tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    r = recipe(tmp_path, tmp_path / "out", "  - embed: {backend: sentence_transformers}\n")
+    res = curate_without("sentence_transformers", "validate", r, "--no-data")
+    assert res.returncode == 2, res.stderr
+    assert "pip install 'curate[embed]'" in one_line(res.stderr) and "steps[0].embed" in res.stderr
