@@ -30,6 +30,9 @@ class Chunk(Map):
     splitter = None  # pysbd's, from setup
     count = None  # text -> tokens, from setup
 
+    def packages(self) -> tuple[str, ...]:
+        return ("pysbd", "transformers") if self.params.tokenizer else ("pysbd",)
+
     def setup(self) -> None:
         import pysbd
 

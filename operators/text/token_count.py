@@ -64,6 +64,9 @@ class TokenCount(Map):
     tokenizer = None  # from setup
     total = 0  # tokens counted since take_counts
 
+    def packages(self) -> tuple[str, ...]:
+        return ("tokenizers",)
+
     def setup(self) -> None:
         self.tokenizer = load_tokenizer(self.params.tokenizer)
 

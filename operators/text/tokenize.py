@@ -53,6 +53,9 @@ class Tokenize(Map):
     eos_id: int | None = None
     total = 0  # tokens produced since take_counts
 
+    def packages(self) -> tuple[str, ...]:
+        return ("tokenizers",)
+
     def setup(self) -> None:
         tokenizer = load_tokenizer(self.params.tokenizer, self.name)
         vocab = tokenizer.get_vocab_size(with_added_tokens=True)

@@ -174,3 +174,16 @@ def test_validate_refuses_an_embedding_backend_whose_package_is_missing(tmp_path
     res = curate_without("sentence_transformers", "validate", r, "--no-data")
     assert res.returncode == 2, res.stderr
     assert "pip install 'curate[embed]'" in one_line(res.stderr) and "steps[0].embed" in res.stderr
+
+
+@pytest.mark.parametrize("package, step, extra", [
+    ("tokenizers", "token_count: {tokenizer: gpt2}", "web"),
+    ("tokenizers", "tokenize: {tokenizer: gpt2}", "web"),
+    ("pysbd", "chunk: {}", "llm"),
+])
+def test_validate_refuses_steps_whose_worker_package_is_missing(tmp_path, package, step, extra):
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    r = recipe(tmp_path, tmp_path / "out", f"  - {step}\n")
+    res = curate_without(package, "validate", r, "--no-data")
+    assert res.returncode == 2, res.stderr
+    assert f"pip install 'curate[{extra}]'" in one_line(res.stderr) and "steps[0]." in res.stderr
