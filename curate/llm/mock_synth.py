@@ -1,5 +1,5 @@
 """The mock server's answers to the synthetic-instruction prompts (generate_qa's DiverseQA,
-Self-Instruct, Evol-Instruct's rewriter, creator and equality judge), deterministic from the
+Self-Instruct, Evol-Instruct's rewriter, creator and equality judge, the synth recipes' pair judge), deterministic from the
 prompt, so those recipes run offline end to end (`curate serve-mock`). Any other prompt gets
 None here and the mock's usual reversed-words paraphrase."""
 
@@ -41,6 +41,8 @@ def synth_reply(messages: list[dict]) -> str | None:
         return _evolve_depth(prompt)
     if prompt.rstrip().endswith("#Created Prompt#:"):
         return _evolve_breadth(prompt)
+    if prompt.startswith("Rate how well the "):  # the synth recipes' judge: a score from the pair's words
+        return f"Score: {3 + len(prompt.split()) % 8}"
     if "Your Judgement (Just answer: Equal or Not Equal" in prompt:
         first = prompt.split("The First Prompt: ", 1)[1].split("\nThe Second Prompt: ", 1)
         second = first[1].split("\nYour Judgement", 1)[0]

@@ -94,4 +94,8 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
         monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp / "cache"))
         write_jsonl(tmp / "docs.jsonl", [{"text": SENTENCE * n} for n in (3, 40, 90, 7)])
         return ["--input", tmp / "docs.jsonl"]
+    if name in ("synth-qa", "evol-instruct"):
+        from tests.recipes.test_synth_recipes import offline_args
+
+        return offline_args(name, tmp, monkeypatch, request)
     raise AssertionError(f"recipes/{name}.yaml is new: add how it runs offline to this test")
