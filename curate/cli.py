@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from curate import cli_errors, plugins
 from curate.cli_errors import handle_errors
@@ -30,8 +30,8 @@ class _Commands(TyperGroup):
     def get_command(self, ctx: typer.Context, name: str):
         own = super().get_command(ctx, name)  # a plugin cannot replace one of curate's commands
         if own is not None or name not in plugins.registered(plugins.COMMANDS):
-            return own
-        return _command_group(name)
+            return _own_options(own, self)
+        return _own_options(_command_group(name), self)
 
     def resolve_command(self, ctx: typer.Context, args: list[str]):
         if args and self.get_command(ctx, args[0]) is None:
@@ -39,6 +39,43 @@ class _Commands(TyperGroup):
             self.commands.update({name: _command_group(name) for name in plugins.registered(plugins.COMMANDS)
                                   if name not in self.commands})
         return super().resolve_command(ctx, args)
+
+
+def _flag_type(display_type_rich):
+    """Typer's help shows each option's type, `<bool>` for a flag (--resume, --help), which takes
+    no value: show none for flags."""
+
+    def shown(self, ctx):
+        return None if getattr(self, "is_flag", False) else display_type_rich(self, ctx)
+
+    shown.flags_untyped = True
+    return shown
+
+
+if not getattr(TyperOption.display_type_rich, "flags_untyped", False):
+    TyperOption.display_type_rich = _flag_type(TyperOption.display_type_rich)
+
+
+def _debug(ctx, param, value: bool) -> None:
+    if value:
+        cli_errors.show_tracebacks = True
+
+
+def _own_options(command, root):
+    """`command` and the commands under it take --debug after their name too, as `curate --debug`
+    (errors say "run with --debug")."""
+    import copy
+
+    if command is None:
+        return None
+    if not any("--debug" in p.opts for p in command.params):
+        debug = copy.copy(next(p for p in root.params if "--debug" in p.opts))  # `curate --debug`'s, as built
+        debug.callback, debug.expose_value, debug.is_eager = _debug, False, True
+        debug.help = "Show tracebacks of errors (as curate --debug does)."
+        command.params.append(debug)
+    for sub in getattr(command, "commands", {}).values():
+        _own_options(sub, root)
+    return command
 
 
 @lru_cache(maxsize=None)
@@ -121,7 +158,7 @@ def run(
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
     engine: str = typer.Option("local", "--engine", help="What runs the tasks: local (processes on this machine) "
-                                                         "or ray (a Ray cluster; needs curate[ray]) or slurm "
+                                                         "or ray (a Ray cluster; needs curate\\[ray]) or slurm "
                                                          "(job arrays; the recipe's slurm: section, or "
                                                          "--set slurm.partition=NAME)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "

@@ -1,0 +1,58 @@
+"""Smaller findings of a new user's trial (issue 46, part 5): options errors point to, help text
+as written, summaries that end where a sentence does, messages that say what to do."""
+
+import json
+import re
+
+import pytest
+import typer
+from typer._click import Context
+
+from tests.conftest import write_jsonl
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def every_command():
+    """(path, click command, context) of curate and every command and sub-command under it."""
+    from curate.cli import app
+
+    root = typer.main.get_command(app)
+    ctx = Context(root, info_name="curate")
+    found = []
+
+    def walk(command, path, ctx):
+        found.append((path, command, ctx))
+        if hasattr(command, "list_commands"):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                walk(sub, f"{path} {name}", Context(sub, info_name=name, parent=ctx))
+
+    walk(root, "curate", ctx)
+    return found
+
+
+def test_every_command_takes_debug(cli, tmp_path):
+    """Errors say "run with --debug": after the command it must work too, not "No such option"."""
+    res = cli("run", tmp_path / "missing.yaml", "--debug")
+    assert "No such option" not in res.output and res.exit_code == 2, res.output
+    assert "Traceback" in res.output  # the traceback it promised
+    for path, command, _ in every_command():
+        assert any("--debug" in p.opts for p in command.params), path
+
+
+def test_help_text_keeps_its_brackets(cli):
+    """Rich markup took `[ray]` of "needs curate[ray]" for a tag and dropped it."""
+    for path, command, _ in every_command():
+        for text in [command.help or ""] + [getattr(p, "help", "") or "" for p in command.params]:
+            assert not re.search(r"(?<!\\)\[[a-z_ -]+\]", text), (path, text)
+    assert "curate[ray]" in cli("run", "--help").output
+
+
+def test_a_flag_shows_no_type_in_help(cli):
+    out = cli("run", "--help").output
+    line = next(line for line in out.splitlines() if "--resume" in line)
+    assert "<bool>" not in line, line
+    assert "<bool>" not in out
