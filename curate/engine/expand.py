@@ -79,6 +79,8 @@ def child_ids(parents: pa.RecordBatch, idx: np.ndarray) -> pa.Array:
 
 
 def with_ids(children: pa.RecordBatch, ids: pa.Array) -> pa.RecordBatch:
-    """The children with the engine's `_id` first (any `_id` the operator set is replaced)."""
+    """The children with the engine's `_id` first (any `_id` the operator set is replaced); their
+    fields keep their metadata (output_formats.JSON_TEXT)."""
     rest = [n for n in children.schema.names if n != "_id"]
-    return pa.RecordBatch.from_arrays([ids, *(children.column(n) for n in rest)], names=["_id", *rest])
+    schema = pa.schema([pa.field("_id", ids.type), *(children.schema.field(n) for n in rest)])
+    return pa.RecordBatch.from_arrays([ids, *(children.column(n) for n in rest)], schema=schema)

@@ -4,7 +4,8 @@ The runner stages the output as Parquet parts in `data.tmp/`; for `output.format
 each part is converted there (in the workers, one part per task) before `data.tmp` becomes
 `data`, so publishing stays one rename and a killed run is published again from `_work`:
 - jsonl: `part-NNNNN.jsonl` (`.jsonl.gz`, `.jsonl.zst` with `output.compression`), one JSON
-  object a line, written by polars;
+  object a line, written by polars; a string column whose field metadata has JSON_TEXT holds
+  JSON text (ADP's content and details) and is written nested, as that JSON, not as a string;
 - hf: the layout of Hugging Face `Dataset.save_to_disk` (`data-NNNNN-of-MMMMM.arrow` Arrow
   streams, `state.json`, `dataset_info.json`), which `datasets.load_from_disk(out/data)` reads;
 - webdataset: `part-NNNNN.tar` (img2dataset's layout: KEY.jpg|png|webp, KEY.txt, KEY.json per row,
@@ -42,6 +43,8 @@ SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
 PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar",
            "megatron": "*.bin"}
 TOKEN_TOTALS = "_tokens.json"
+# Field metadata of a string column holding JSON text that JSON lines output writes nested.
+JSON_TEXT = b"curate.json_text"
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:
@@ -55,11 +58,29 @@ def to_jsonl(part: Path, compression: str) -> None:
     target = part.with_name(part.name.removesuffix(".parquet") + SUFFIX[compression])
     tmp = target.with_name(target.name + ".tmp")
     codec = None if compression == "none" else compression
+    pf = pq.ParquetFile(part)
+    nested = [f.name for f in pf.schema_arrow if (f.metadata or {}).get(JSON_TEXT)]
     with pa.output_stream(str(tmp), compression=codec) as out:
-        for batch in pq.ParquetFile(part).iter_batches(batch_size=8192):
-            out.write(pl.from_arrow(pa.Table.from_batches([batch])).write_ndjson().encode())
+        for batch in pf.iter_batches(batch_size=8192):
+            if nested:
+                out.write(_ndjson_nested(batch, nested))
+            else:
+                out.write(pl.from_arrow(pa.Table.from_batches([batch])).write_ndjson().encode())
     os.replace(tmp, target)
     part.unlink()
+
+
+def _ndjson_nested(batch: pa.RecordBatch, nested: list[str]) -> bytes:
+    """`batch` as JSON lines, the JSON text of the `nested` columns embedded as JSON (orjson.Fragment)."""
+    import orjson
+
+    lines = []
+    for row in batch.to_pylist():
+        for name in nested:
+            if row[name] is not None:
+                row[name] = orjson.Fragment(row[name])
+        lines.append(orjson.dumps(row))
+    return b"\n".join(lines) + b"\n" if lines else b""
 
 
 def to_arrow_stream(part: Path, target: Path) -> None:

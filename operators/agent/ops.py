@@ -10,6 +10,8 @@ as detail.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -42,6 +44,10 @@ class AdpConvert(Map):
     Per-step sources (nnetnav) convert the records adp_join put on the row of a trajectory's
     first step (JOINED): joined across the whole input, not within a batch, so the output does
     not depend on where batches are cut.
+
+    A record without an id of its own (Synatra's) is named by its position in its file (`0`,
+    `1`, ...), as the converter and the ADP reference name it; records of several input files
+    may then share ids (set input.id_column to name them otherwise).
     """
 
     name = "adp_convert"
@@ -63,6 +69,7 @@ class AdpConvert(Map):
                                         "this step (it joins each trajectory's steps across the whole input)")
 
     def _units(self, batch: pa.RecordBatch, ids: list[str]):
+        ids = [_position(i) for i in ids]
         if self.converter.group_by is None:
             return converters.iter_convert(self.converter, raw_records(batch, self.params.raw_column),
                                            fallback_ids=ids)
@@ -83,8 +90,18 @@ class AdpConvert(Map):
             parents += [ids[i]] * len(unit.trajectories)
         body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
         out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
-                                         names=["_parent_id", *TRAJECTORY_SCHEMA.names])
+                                         schema=pa.schema([("_parent_id", pa.string()), *TRAJECTORY_SCHEMA]))
         return out, Verdict(keep, "unconvertible", details)
+
+
+# A row id the reader made (readers._add_id: a hash of the file's name, then the row's position in it).
+_READ_ID = re.compile(r"^[0-9a-f]{12}:(\d+)$")
+
+
+def _position(row_id: str) -> str:
+    """The fallback id of a record: its position in its file where `row_id` is the reader's, else `row_id`."""
+    m = _READ_ID.match(row_id)
+    return m[1] if m else row_id
 
 
 class AdpValidate(Filter):

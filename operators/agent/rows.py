@@ -17,8 +17,10 @@ Raw records (input of `adp_join` and `adp_convert`): a row's own columns, or one
 each record as a JSON string (`raw_column`). For per-step sources, `adp_join` puts a trajectory's
 records on the row of its first step as the JSON array JOINED.
 
-In JSONL files written by `curate adp`, trajectories have their natural JSON form (content a
-list, details an object), like the ADP releases; readers accept both forms.
+content and details carry the field metadata JSON_TEXT (curate/io/output_formats.py): in JSON
+lines output (`--format jsonl`) they are written nested, content a list and details an object,
+as the ADP releases' std files have them; Parquet output keeps them as JSON text. Readers
+(`adp validate`, `adp export`, the `adp` source) accept both forms.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from curate.io.output_formats import JSON_TEXT
+
 JOINED = "_adp_records"
 
-TRAJECTORY_SCHEMA = pa.schema([("id", pa.string()), ("content", pa.string()), ("details", pa.string())])
+_NESTED = {JSON_TEXT: b"nested"}
+TRAJECTORY_SCHEMA = pa.schema([("id", pa.string()), pa.field("content", pa.string(), metadata=_NESTED),
+                               pa.field("details", pa.string(), metadata=_NESTED)])
 SHAREGPT_TURN = pa.struct([("from", pa.string()), ("value", pa.string())])
 CHAT_TURN = pa.struct([("role", pa.string()), ("content", pa.string())])
 

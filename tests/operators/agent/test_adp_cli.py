@@ -138,7 +138,7 @@ def test_raw_parquet_input_is_read_as_records(tmp_path):
     src = tmp_path / "kg.parquet"
     pq.write_table(pa.Table.from_pylist(raw), src)
     assert "wrote 5 trajectories" in run("convert", "--from", "agenttuning_kg", src, "-o", tmp_path / "kg").output
-    ours = [json.loads(r["content"]) for r in data_rows(tmp_path / "kg")]
+    ours = [r["content"] for r in data_rows(tmp_path / "kg")]  # JSON lines: content nested
     assert [t[:-2] for t in ours] == [t["content"][:-2] for t in load("agenttuning_kg", "sample_std.json")]
 
 
@@ -172,3 +172,39 @@ def test_sources_lists_every_converter_with_what_it_needs():
     assert "  nnetnav-live: one record per step" in out and "adp_join before adp_convert" in out
     assert "  screenagent: each record a JSON array" in out and "  synatra: the records alone" in out
     assert "  turkingbench: the lxml package (pip install 'curate[adp]')" in out
+
+
+@pytest.mark.parametrize("dataset", ["synatra", "nnetnav-live"])
+def test_records_without_an_id_get_the_converters_and_the_references_ids(tmp_path, dataset):
+    """Synatra's records carry no id: the command names them by their position in the file, as
+    the converter (iter_convert) and the ADP reference do (`0`, `1`, ...), not by curate's row id."""
+    from operators.agent import converters
+
+    src = FIXTURES / dataset / "sample_raw.json"
+    assert run("convert", "--from", dataset, src, "-o", tmp_path / "out").exit_code == 0
+    ours = [r["id"] for r in data_rows(tmp_path / "out")]
+    direct = [t["id"] for u in converters.iter_convert(converters.get(dataset), load(dataset, "sample_raw.json"))
+              for t in u.trajectories]
+    assert ours == direct == [t["id"] for t in load(dataset, "sample_std.json")]
+
+
+def test_jsonl_output_holds_content_and_details_as_nested_json(tmp_path):
+    """`--format jsonl` writes trajectories as the ADP releases' std files do (content a list of
+    events, details an object); Parquet keeps them as JSON text; validate and export read both."""
+    src = FIXTURES / "agenttuning_alfworld" / "sample_raw.json"
+    for fmt in ("jsonl", "parquet"):
+        assert run("convert", "--from", "agenttuning_alfworld", src, "-o", tmp_path / fmt, "--format", fmt).exit_code == 0
+    lines = [json.loads(line) for part in sorted((tmp_path / "jsonl" / "data").glob("*.jsonl"))
+             for line in part.read_text().splitlines()]
+    assert [type(r["content"]) for r in lines] == [list] * 5 and all(isinstance(r["details"], dict) for r in lines)
+    assert {e["class_"] for r in lines for e in r["content"]} >= {"text_observation", "message_action"}
+    texts = data_rows(tmp_path / "parquet")
+    assert [json.loads(r["content"]) for r in texts] == [r["content"] for r in lines]
+    for fmt in ("jsonl", "parquet"):
+        assert run("validate", tmp_path / fmt / "data").exit_code == 0
+        res = run("export", "--to", "openhands", "--env", "agenttuning_alfworld", tmp_path / fmt / "data",
+                  "-o", tmp_path / f"sft-{fmt}")
+        assert res.exit_code == 0 and "wrote 5 samples" in res.output, res.output
+    # the same samples (the row ids differ: the jsonl data keeps its own, the Parquet data its own)
+    assert ([{k: v for k, v in r.items() if k != "_id"} for r in data_rows(tmp_path / "sft-jsonl")]
+            == [{k: v for k, v in r.items() if k != "_id"} for r in data_rows(tmp_path / "sft-parquet")])
