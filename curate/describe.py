@@ -32,10 +32,43 @@ def _type_and_range(info) -> str:
     return ", ".join([_type_name(info.annotation), *bounds, *([role] if role else [])])
 
 
+SUMMARY_CHARS = 160
+
+
 def summary(cls) -> str:
-    """The first line of the operator's docstring (else of its module's)."""
+    """The first sentence of the operator's docstring (else of its module's), whole, not its first
+    line: a sentence that wraps in the docstring would be cut mid-way. Without its leading
+    "NAME:" (the listing names it), and, past SUMMARY_CHARS, without its parentheses."""
+    import re
+
     doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip()
-    return doc.splitlines()[0] if doc else ""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    paragraph = re.sub(rf"^{re.escape(cls.name)}(\s*\([^)]*\))?:\s*", "", paragraph) if cls.name else paragraph
+    text = _first_sentence(paragraph)
+    if len(text) > SUMMARY_CHARS:
+        text = re.sub(r"\s*\([^()]*\)", "", text)
+    return text[:1].upper() + text[1:]
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop outside parentheses, quotes and `code` (not that of "e.g.")."""
+    depth, quoted, code = 0, False, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            code = not code
+        elif code:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif ch == '"':
+            quoted = not quoted
+        elif ch == "." and not depth and not quoted and (i + 1 == len(text) or text[i + 1] == " "):
+            if text[max(0, i - 4):i + 1].endswith(("e.g.", "i.e.", " al.", "vs.", "etc.")):
+                continue
+            return text[:i + 1]
+    return text
 
 
 def operator_list() -> Table:

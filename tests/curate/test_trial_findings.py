@@ -56,3 +56,28 @@ def test_a_flag_shows_no_type_in_help(cli):
     line = next(line for line in out.splitlines() if "--resume" in line)
     assert "<bool>" not in line, line
     assert "<bool>" not in out
+
+
+@pytest.mark.parametrize("name", ["llm_judge", "rephrase", "chunk"])
+def test_ops_summaries_end_where_their_sentence_does(name):
+    """Their docstrings' first sentence wraps over lines: the first line was cut mid-sentence."""
+    from curate import registry
+    from curate.describe import summary
+
+    text = summary(registry.get(name))
+    assert text.endswith("."), text
+    assert text.count("(") == text.count(")") and text.count("`") % 2 == 0, text
+    assert not text.startswith(f"{name}:")
+
+
+def test_every_operator_summary_is_a_whole_sentence():
+    from curate import registry
+    from curate.describe import summary
+
+    for name in registry.names():
+        try:
+            cls = registry.get(name)
+        except ImportError:  # an extra not installed here
+            continue
+        text = summary(cls)
+        assert text and text[-1] in ".)`", (name, text)
