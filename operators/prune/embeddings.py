@@ -16,6 +16,7 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.errors import CurateError
@@ -23,22 +24,43 @@ from curate.errors import CurateError
 _FLOATS = {pa.float16(): np.float16, pa.float32(): np.float32, pa.float64(): np.float32}
 
 
+def _is_list(kind: pa.DataType) -> bool:
+    return pa.types.is_fixed_size_list(kind) or pa.types.is_list(kind) or pa.types.is_large_list(kind)
+
+
+def embedding_type_problem(kind: pa.DataType) -> str | None:
+    """Why a column of type `kind` cannot hold embeddings, or None: a fixed-size list of floats, or
+    a list of floats (list<float>, as pandas, polars or a JSON round trip leave them; each batch's
+    rows must then be of one size), is accepted; `null` (a type known only from the data) too."""
+    if pa.types.is_null(kind) or (_is_list(kind) and kind.value_type in _FLOATS):
+        return None
+    return f"must hold embeddings as fixed_size_list<float16|float32>[d] (or list<float>), got {kind}"
+
+
 def embedding_matrix(batch: pa.RecordBatch, column: str, step: str) -> np.ndarray:
-    """The (rows, d) float array of `column`; anything but a fixed-size list of floats without
-    nulls or non-finite values is a CurateError naming the step and the column."""
+    """The (rows, d) float array of `column`; anything but a (fixed-size) list of floats of one
+    size without nulls or non-finite values is a CurateError naming the step and the column."""
     if column not in batch.schema.names:
         raise CurateError(f"{step}: column '{column}' (embedding_column) is not there; columns are: "
                           f"{', '.join(n for n in batch.schema.names if n != '_ord')}. Add an embed step before it")
     col = batch.column(column)
     kind = col.type
-    if not pa.types.is_fixed_size_list(kind) or kind.value_type not in _FLOATS:
-        raise CurateError(f"{step}: column '{column}' must hold embeddings as fixed_size_list<float16|float32>[d], "
-                          f"got {kind}")
+    if not _is_list(kind) or kind.value_type not in _FLOATS:
+        raise CurateError(f"{step}: column '{column}' {embedding_type_problem(kind)}")
     if col.null_count:
         first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise CurateError(f"{step}: column '{column}' is null at row {first} of a batch; every row needs an embedding")
+    if pa.types.is_fixed_size_list(kind):
+        dim = kind.list_size
+    else:  # list<float>: every row of one size, as a fixed-size list would be
+        sizes = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+        dim = int(sizes[0]) if len(sizes) else 0
+        if len(sizes) and (sizes != dim).any():
+            bad = int(np.flatnonzero(sizes != dim)[0])
+            raise CurateError(f"{step}: column '{column}' has embeddings of size {int(sizes[bad])} at row {bad} of a "
+                              f"batch and of size {dim} before; all rows need the same size")
     values = col.flatten()
-    x = values.to_numpy(zero_copy_only=False).reshape(len(col), kind.list_size)
+    x = values.to_numpy(zero_copy_only=False).reshape(len(col), dim)
     finite = np.isfinite(x).all(axis=1)  # null values come out of to_numpy as NaN
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])

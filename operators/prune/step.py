@@ -13,15 +13,17 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.errors import RecipeError
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from operators.prune import kmeans
-from operators.prune.embeddings import EmbeddingStore, spill
+from operators.prune.embeddings import EmbeddingStore, embedding_type_problem, spill
 from operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
 
 
 class ClusterParams(Params):
     embedding_column: str = reads_column("_embedding", "Column of L2-normalised embeddings "
-                                         "(a fixed-size list of float16 or float32), e.g. from an embed step.")
+                                         "(a fixed-size list of float16 or float32, or a list of floats of "
+                                         "one size), e.g. from an embed step.")
     niter: int = Field(20, ge=1, le=1000, description="k-means iterations.")
     train_rows: int | None = Field(None, ge=1, description="Rows k-means trains on (a seeded sample; all rows are "
                                    "then assigned); default max(50000, 40 per cluster).")
@@ -60,6 +62,14 @@ class ClusterStep(Global):
 
     def computed_provides(self) -> tuple[str, ...]:
         return (CLUSTER_COLUMN, DIST_COLUMN) if self.params.columns else ()
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """An embedding column of a type that cannot hold embeddings is refused here, at validation,
+        not at the fit after the stages before it ran."""
+        column = self.params.embedding_column
+        problem = embedding_type_problem(schema.field(column).type) if column in schema.names else None
+        if problem:
+            raise RecipeError("embedding_column", f"column '{column}' {problem}")
 
     def clusters(self, rows: int) -> int:
         raise NotImplementedError

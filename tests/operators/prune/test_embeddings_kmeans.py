@@ -45,7 +45,7 @@ def test_store_hands_pages_back(tmp_path):
 
 
 @pytest.mark.parametrize("column, problem", [
-    (pa.array([[0.1, 0.2], [0.3, 0.4]], pa.list_(pa.float32())), "fixed_size_list"),
+    (pa.array([[0.1, 0.2], [0.3, 0.4, 0.5]], pa.list_(pa.float32())), "size 3 at row 1 .* same size"),
     (pa.array([1.0, 2.0], pa.float32()), "fixed_size_list"),
     (pa.FixedSizeListArray.from_arrays(pa.array([1, 2, 3, 4], pa.int32()), 2), "fixed_size_list"),
     (pa.FixedSizeListArray.from_arrays(pa.array([0.1, float("nan"), 0.3, 0.4], pa.float32()), 2), "NaN"),
@@ -56,6 +56,14 @@ def test_bad_embedding_columns_name_the_step_and_column(column, problem):
     batch = pa.record_batch({"_id": ["a", "b"], "_embedding": column})
     with pytest.raises(CurateError, match=rf"density_prune: column '_embedding'.*{problem}"):
         embedding_matrix(batch, "_embedding", "density_prune")
+
+
+def test_a_list_of_floats_of_one_size_reads_as_its_fixed_size_list():
+    listed = pa.record_batch({"_embedding": pa.array([[0.1, 0.2], [0.3, 0.4]], pa.list_(pa.float32()))})
+    fixed = pa.record_batch({"_embedding": pa.array([[0.1, 0.2], [0.3, 0.4]], pa.list_(pa.float32(), 2))})
+    np.testing.assert_array_equal(embedding_matrix(listed, "_embedding", "s"), embedding_matrix(fixed, "_embedding", "s"))
+    sliced = pa.record_batch({"_embedding": pa.array([[9.0], [0.1, 0.2], [0.3, 0.4]], pa.list_(pa.float64()))}).slice(1)
+    np.testing.assert_allclose(embedding_matrix(sliced, "_embedding", "s"), [[0.1, 0.2], [0.3, 0.4]], rtol=1e-6)
 
 
 def test_missing_column_and_changing_size_are_errors(tmp_path):

@@ -82,3 +82,54 @@ def test_ops_lists_the_params(cli):
     assert result.exit_code == 0 and "eps_report" in result.stdout
     result = cli("ops", "density_prune")
     assert result.exit_code == 0 and "temperature" in result.stdout and "clustersize" in result.stdout
+
+
+def _one_step_run(tmp_path, inp, out, step="semantic_dedup: {eps: 0.01, k: 4}"):
+    return recipe.load(text=f"""
+seed: 3
+input: {{path: '{inp}', id_column: id, batch_rows: 256}}
+output: {{path: '{out}'}}
+steps:
+  - {step}
+""")
+
+
+@pytest.mark.parametrize("step", ["semantic_dedup: {eps: 0.01, k: 4}", "density_prune: {fraction: 0.5, k: 6}"])
+def test_a_list_of_floats_embedding_column_is_accepted_as_its_fixed_size_list(tmp_path, step):
+    """Embeddings written as list<float> (pandas, polars, a JSON round trip do) give what the same
+    embeddings as fixed_size_list give."""
+    rng = np.random.default_rng(1)
+    x = clustered(0, 600, 16, centers=4).astype(np.float64)
+    x[500:] = x[:100] + 1e-4 * rng.normal(size=(100, 16))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    write_input(tmp_path / "fixed", x)
+    (tmp_path / "listed").mkdir()
+    for part in sorted((tmp_path / "fixed").iterdir()):
+        t = pq.read_table(part)
+        listed = pa.array(t.column("_embedding").to_pylist(), pa.list_(pa.float32()))
+        pq.write_table(t.set_column(2, "_embedding", listed), tmp_path / "listed" / part.name)
+    kept = []
+    for name in ("fixed", "listed"):
+        run(_one_step_run(tmp_path, tmp_path / name, tmp_path / f"out-{name}", step), RunOptions(workers=1))
+        kept.append(pq.read_table(tmp_path / f"out-{name}" / "data").column("id").to_pylist())
+    assert kept[0] == kept[1] and len(kept[0]) < 600
+
+
+def test_an_embedding_column_of_another_type_is_refused_at_validation(tmp_path):
+    from curate import preflight
+    from curate.errors import RecipeError
+
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "_embedding": [["x", "y"], ["z", "w"]]}), tmp_path / "in" / "x.parquet")
+    r = _one_step_run(tmp_path, tmp_path / "in", tmp_path / "out")
+    with pytest.raises(RecipeError, match=r"embedding_column.*list<\w+: string>"):
+        preflight.check(r)
+
+
+def test_ragged_list_embeddings_are_a_clear_error(tmp_path):
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "_embedding": pa.array([[1.0, 0.0], [1.0, 0.0, 0.0]],
+                                                                        pa.list_(pa.float32()))}),
+                   tmp_path / "in" / "x.parquet")
+    with pytest.raises(CurateError, match="same size"):
+        run(_one_step_run(tmp_path, tmp_path / "in", tmp_path / "out"), RunOptions(workers=1))
