@@ -234,8 +234,10 @@ def load_recipe(recipe: RecipeLike, set: Mapping[str, Any] | Iterable[str] | Non
 
 def check_engine(engine: str, address: str | None) -> None:
     """`--engine` and `--address` as the command takes them."""
-    if engine not in ("local", "ray", "slurm"):
-        raise CurateError(f"engine '{engine}': choose local or ray, or slurm")
+    from curate.engine.engines import ENGINES
+
+    if engine not in ENGINES:
+        raise CurateError(f"engine '{engine}': choose one of {', '.join(ENGINES)}")
     if address and engine != "ray":
         raise CurateError("address is for engine ray")
 

@@ -176,9 +176,10 @@ def run(
 ) -> None:
     """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
+    from curate.engine.engines import ENGINES
 
-    if engine not in ("local", "ray", "slurm"):
-        raise typer.BadParameter(f"'{engine}': choose local or ray, or slurm", param_hint="--engine")
+    if engine not in ENGINES:
+        raise typer.BadParameter(f"'{engine}': choose one of {', '.join(ENGINES)}", param_hint="--engine")
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
     r = _load(recipe, set_, input, output)

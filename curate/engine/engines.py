@@ -1,36 +1,58 @@
-"""The engines a run may use: the local engine (processes on this machine), Ray or Slurm."""
+"""The engines a run may use, by name: the local engine (processes on this machine), Ray or Slurm.
+
+An engine only runs tasks (executor.py); it is made from one EngineConfig, so the runner never
+branches on which engine it has, and a new engine joins by adding a line to ENGINES (its class
+takes the config) without touching the runner. Each is imported only when asked for: Ray and
+Slurm's modules stay out of a local run and out of `curate --help`.
+"""
 
 from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from curate.engine.context import Progress
 from curate.engine.executor import Engine
 from curate.engine.layout import RunLayout
-from curate.engine.local import LocalEngine
 from curate.errors import CurateError
 
-ENGINES = ("local", "ray", "slurm")
+# name -> (module:class, what it does: shown by `curate run --help`)
+ENGINES: dict[str, tuple[str, str]] = {
+    "local": ("curate.engine.local:LocalEngine", "processes on this machine"),
+    "ray": ("curate.engine.ray_executor:RayEngine", "a Ray cluster (--address, or a Ray instance for the run)"),
+    "slurm": ("curate.engine.slurm:SlurmEngine", "Slurm job arrays (the recipe's slurm: settings)"),
+}
+# The package an engine needs beyond curate's core, and the extra that installs it.
+NEEDS = {"ray": ("ray", "pip install 'curate[ray]'")}
 
 
-def make(engine: str, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
-         env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = (),
-         fallback_store: str | None = None, slurm=None) -> Engine:
-    """The engine named `engine` ("local" or "ray"); Ray is imported only when asked for. `env`:
-    the environment variables the recipe's operators read in their workers (Operator.env_vars);
-    `store`, `resume`: the work store (--work-store) and whether the run resumes; `inputs`,
-    `fallback_store`: the Ray engine's input files and work store where none is given
-    (ray_executor.RayEngine); `slurm`: the recipe's `slurm:` settings (recipe.SlurmSpec), for
-    --engine slurm (slurm.SlurmEngine)."""
-    if engine == "slurm":
-        from curate.engine.slurm import SlurmEngine
+@dataclass(frozen=True)
+class EngineConfig:
+    """What any engine is made from."""
 
-        return SlurmEngine(progress, layout, status, slurm, store, resume)
-    if engine == "ray":
-        try:
-            from curate.engine.ray_executor import RayEngine
-        except ModuleNotFoundError as e:
-            if e.name != "ray":
-                raise
-            raise CurateError("--engine ray needs Ray: pip install 'curate[ray]'") from None
+    progress: Progress  # where tasks report rows and bytes (the runner's Reporter.progress)
+    layout: RunLayout  # the run directory
+    status: Callable[[str], None] = lambda message: None  # a line for the user
+    env: tuple[str, ...] = ()  # the environment variables the recipe's operators read in their workers
+    store: str | None = None  # --work-store: the URI the tasks copy their work files to
+    resume: bool = False  # whether the run resumes (the store then keeps what an earlier attempt put there)
+    inputs: tuple[str, ...] = ()  # the input files (Ray: to tell which nodes see them)
+    fallback_store: str | None = None  # the work store when none is given (an output at a URI)
+    address: str | None = None  # Ray: the cluster's address
+    slurm: Any = field(default=None)  # the recipe's slurm: settings (recipe.SlurmSpec)
 
-        return RayEngine(address, progress, layout, status, env, store, resume, inputs, fallback_store)
-    return LocalEngine(progress, layout, store, resume)
+
+def make(name: str, config: EngineConfig) -> Engine:
+    """The engine called `name` (one of ENGINES), made from `config`."""
+    if name not in ENGINES:
+        raise CurateError(f"no engine {name!r}: choose one of {', '.join(ENGINES)}")
+    module, _, cls = ENGINES[name][0].partition(":")
+    try:
+        engine_class = getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as e:
+        package, install = NEEDS.get(name, (None, None))
+        if package is None or e.name != package:
+            raise
+        raise CurateError(f"--engine {name} needs {package.capitalize()}: {install}") from None
+    return engine_class.from_config(config)

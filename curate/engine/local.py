@@ -168,6 +168,10 @@ class LocalEngine(Engine):
     """`store`: the URI of the work store its tasks copy their files to, if any; `resume`: whether
     the run resumes (the store then keeps what an earlier attempt put there)."""
 
+    @classmethod
+    def from_config(cls, config) -> "LocalEngine":
+        return cls(config.progress, config.layout, config.store, config.resume)
+
     def __init__(self, progress: Progress, layout: RunLayout, store: str | None = None, resume: bool = False):
         self.progress = progress
         self.layout = layout

@@ -44,6 +44,11 @@ class RayEngine(Engine):
     resumes (a store then keeps its files); `inputs`: the run's input files, which every node must
     see (or reach, at a URI)."""
 
+    @classmethod
+    def from_config(cls, config) -> "RayEngine":
+        return cls(config.address, config.progress, config.layout, config.status, list(config.env), config.store,
+                   config.resume, list(config.inputs), config.fallback_store)
+
     def __init__(self, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
                  env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = (),
                  fallback_store: str | None = None):

@@ -200,11 +200,11 @@ class _Run:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
         # An output on a store carries the work files of Ray nodes that do not see this machine's
         # disk under its own prefix (removed before publishing), unless --work-store names a place
-        engine = engines.make(self.opts.engine, self.opts.address, self.reporter.progress, self.layout,
-                              self.reporter.status, env, self.opts.work_store, self.opts.resume,
-                              [s.path for s in self.sources],
-                              fallback_store=self.layout.work_files if self.layout.remote else None,
-                              slurm=self.recipe.slurm)
+        engine = engines.make(self.opts.engine, engines.EngineConfig(
+            self.reporter.progress, self.layout, self.reporter.status, tuple(env), self.opts.work_store,
+            self.opts.resume, tuple(s.path for s in self.sources),
+            fallback_store=self.layout.work_files if self.layout.remote else None, address=self.opts.address,
+            slurm=self.recipe.slurm))
         try:
             workers = self.opts.workers or engine.cores
             the_plan = plan.make(self.recipe.steps, self.sources, self.opts.limit, workers, engine.cores)

@@ -172,6 +172,10 @@ class SlurmEngine(Engine):
     defaults; `store`: a work store URI (an output at a URI); `resume`: whether the run resumes
     (the earlier attempt's jobs, if any are left, are cancelled)."""
 
+    @classmethod
+    def from_config(cls, config) -> "SlurmEngine":
+        return cls(config.progress, config.layout, config.status, config.slurm, config.store, config.resume)
+
     def __init__(self, progress: Progress, layout: RunLayout, status=lambda message: None, spec=None,
                  store: str | None = None, resume: bool = False):
         from curate.recipe import SlurmSpec

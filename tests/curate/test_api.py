@@ -108,7 +108,7 @@ def test_errors_are_the_commands_messages_as_exceptions(tmp_path):
     with pytest.raises(RecipeError, match=r"steps\[1\].gopher_quality.min_words"):
         curate.run(RECIPE.format(input=tmp_path, output=tmp_path / "out"),
                    set={"steps[1].gopher_quality.min_words": -3}, progress=False)
-    with pytest.raises(CurateError, match="choose local or ray"):
+    with pytest.raises(CurateError, match="choose one of local, ray, slurm"):
         curate.run(RECIPE.format(input=tmp_path, output=tmp_path / "out"), engine="spark")
     assert not (tmp_path / "out").exists()
 

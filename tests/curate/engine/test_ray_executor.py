@@ -228,7 +228,7 @@ def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cl
 def test_engine_choices_are_checked(cli, tmp_path, monkeypatch):
     recipe = RECIPES / "quickstart.yaml"
     res = cli("run", recipe, "--engine", "spark")
-    assert res.exit_code == 2 and "choose local or ray" in res.output
+    assert res.exit_code == 2 and "choose one of local, ray, slurm" in res.output
     res = cli("run", recipe, "--address", "127.0.0.1:6379")
     assert res.exit_code == 2 and "--address is for --engine ray" in res.output
 
@@ -240,7 +240,7 @@ def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_p
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
     monkeypatch.delitem(sys.modules, "curate.engine.ray_executor", raising=False)
     with pytest.raises(CurateError, match=r"pip install 'curate\[ray\]'"):
-        engines.make("ray", None, lambda *a: None, tmp_path)
+        engines.make("ray", engines.EngineConfig(lambda *a: None, tmp_path))
 
 
 # --- nodes that do not see the output directory: the work files through an object store ---
