@@ -61,6 +61,23 @@ class RunLock:
         if self.lease is not None:
             self.lease.check()
 
+    @staticmethod
+    def refuse_if_held(layout: RunLayout) -> None:
+        """Raise RunLocked if a live run holds `layout`'s lock now (this machine's work
+        directory; a store's lease is asked when the lock is taken)."""
+        if layout.remote:
+            return
+        try:
+            fd = os.open(layout.lock, os.O_RDONLY)
+        except OSError:  # no lock file: no run has it
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLocked(_locked_message(layout.root, os.read(fd, 4096).decode(errors="replace"))) from None
+        finally:
+            os.close(fd)  # and with it the shared lock, if it was taken
+
     def _flock(self) -> None:
         path = self.layout.lock
         _files.makedirs(self.layout.work)
@@ -71,8 +88,7 @@ class RunLock:
             except BlockingIOError:
                 holder = os.read(fd, 4096).decode(errors="replace")
                 os.close(fd)
-                raise RunLocked(f"{self.layout.root}: another curate run is writing here ({_describe(holder)}); "
-                                f"wait for it to finish or stop it first") from None
+                raise RunLocked(_locked_message(self.layout.root, holder)) from None
             # The file may have been removed (a finishing run deletes _work) between open and
             # flock: then this lock guards nothing, so take the new file's.
             try:
@@ -134,6 +150,11 @@ def hold_worker_lock(path: str) -> int:
     return fd
 
 
+def _locked_message(root: str, holder: str) -> str:
+    return (f"{root}: another curate run is writing here ({_describe(holder)}); wait for it to finish (or "
+            f"stop it), or write this run to another --output")
+
+
 def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
                  overwrite: bool) -> tuple[RunLock, bool, bool]:
     """Lock the run directory and make it ready. Returns the lock, whether a finished run is
@@ -150,6 +171,7 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
                                   f"files curate did not write); curate only writes into an empty directory or "
                                   f"replaces its own runs. Choose another --output or empty it yourself")
             if not overwrite:
+                RunLock.refuse_if_held(layout)  # a live run's: --resume and --overwrite would be refused too
                 raise CurateError(f"output {layout.root} already exists and is not empty; use --resume to continue "
                                   f"an interrupted run or --overwrite to replace it")
     lock = RunLock(layout)

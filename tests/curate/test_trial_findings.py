@@ -81,3 +81,33 @@ def test_every_operator_summary_is_a_whole_sentence():
             continue
         text = summary(cls)
         assert text and text[-1] in ".)`", (name, text)
+
+
+DOCS = [{"text": f"the cat number {i} sat on the mat and that was that"} for i in range(5)]
+
+
+def recipe(tmp_path, steps="  - exact_dedup: {}\n"):
+    p = tmp_path / "r.yaml"
+    p.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\n"
+                 f"steps:\n{steps}")
+    return p
+
+
+def test_a_run_into_a_directory_a_live_run_writes_says_to_wait(cli, tmp_path):
+    """It suggested --resume or --overwrite, which the live run's lock refuses too."""
+    from curate.engine.layout import RunLayout
+    from curate.engine.run_dir import RunLock
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    live = RunLock(RunLayout.at(tmp_path / "out"))
+    live.acquire()
+    try:
+        for extra in ((), ("--resume",), ("--overwrite",)):
+            res = cli("run", recipe(tmp_path), "-w", "1", *extra)
+            assert res.exit_code == 2, (extra, res.output)
+            err = one_line(res.stderr)
+            assert "another curate run is writing here" in err, (extra, err)
+            assert "use --resume" not in err and "with --overwrite" not in err, (extra, err)
+            assert "wait for it to finish" in err and "another --output" in err, (extra, err)
+    finally:
+        live.release()
