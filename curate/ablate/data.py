@@ -80,34 +80,37 @@ class Tokens:
 
 
 def load_tokens(tokenizer: str | None, eos: str | None, out_dir: Path) -> Tokens:
-    """The tokenizer (None: the byte-level default, written to out_dir/tokenizer.json). A tokenizer
-    that cannot load, or has no end-of-text token, is a CurateError naming it."""
-    from operators.text.tokenize import Tokenize, TokenizeParams
-    from operators.text.token_count import load_tokenizer
+    """The tokenizer (None: the byte-level default, written to out_dir/tokenizer.json), run by the
+    `tokenize` operator (from the operator registry). A tokenizer that cannot load, or has no
+    end-of-text token, is a CurateError naming it."""
+    from curate import registry
 
+    tokenize = registry.get("tokenize")
     if tokenizer is None:
-        where = str(write_byte_tokenizer(out_dir / "tokenizer.json"))
-        eos = EOS
+        where, eos = str(write_byte_tokenizer(out_dir / "tokenizer.json")), EOS
     else:
         where = tokenizer
-        try:
-            tok = load_tokenizer(tokenizer, "ablate")
-        except CurateError as e:
-            raise CurateError(f"--tokenizer {tokenizer}: cannot load it ({e})") from None
-        except Exception as e:  # noqa: BLE001: a damaged tokenizer.json raises the library's errors
-            raise CurateError(f"--tokenizer {tokenizer}: cannot load it ({type(e).__name__}: {e})") from None
+    op = _set_up(tokenize, where, eos)
+    if eos is None:
+        eos = next((t for t in EOS_CANDIDATES if op.tokenizer.token_to_id(t) is not None), None)
         if eos is None:
-            eos = next((t for t in EOS_CANDIDATES if tok.token_to_id(t) is not None), None)
-            if eos is None:
-                raise CurateError(f"--tokenizer {tokenizer}: it has no end-of-text token "
-                                  f"({', '.join(EOS_CANDIDATES)}); name the one to put between documents with --eos")
-    op = Tokenize(TokenizeParams(tokenizer=where, eos=eos, dtype="int32"))
+            raise CurateError(f"--tokenizer {tokenizer}: it has no end-of-text token "
+                              f"({', '.join(EOS_CANDIDATES)}); name the one to put between documents with --eos")
+        op = _set_up(tokenize, where, eos)
+    vocab = op.tokenizer.get_vocab_size(with_added_tokens=True)
+    return Tokens(op, vocab, op.eos_id, where)
+
+
+def _set_up(tokenize, where: str, eos: str | None):
+    """The tokenize operator on `where`, its tokenizer loaded (ids as int32, EOS after each text)."""
+    op = tokenize(tokenize.Params(tokenizer=where, eos=eos, dtype="int32"))
     try:
         op.setup()
     except CurateError as e:
-        raise CurateError(f"--tokenizer {where}: {e}") from None
-    vocab = op.tokenizer.get_vocab_size(with_added_tokens=True)
-    return Tokens(op, vocab, op.eos_id, where)
+        raise CurateError(f"--tokenizer {where}: cannot load it ({e})") from None
+    except Exception as e:  # noqa: BLE001: a damaged tokenizer.json raises the library's errors
+        raise CurateError(f"--tokenizer {where}: cannot load it ({type(e).__name__}: {e})") from None
+    return op
 
 
 def read_texts(paths: list[str], fmt: str | None, text_column: str, what: str) -> Iterator[str]:
