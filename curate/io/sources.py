@@ -164,7 +164,10 @@ def _no_files_error(spec: str, skipped: list) -> InputError:
     left_out = (f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
                 f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
                 if skipped else "")
-    return InputError(f"no input files match {spec}{left_out}")
+    relative = "" if store.is_uri(spec) or Path(spec).expanduser().is_absolute() else (
+        f" (a relative path is relative to the working directory, {Path.cwd()}, not to the recipe's: run curate "
+        f"from the directory the recipe's paths start at, or give --input an absolute path)")
+    return InputError(f"no input files match {spec}{left_out}{relative}")
 
 
 def _uri_sources(spec: str, declared_format: str | None, options: dict) -> list[Source]:

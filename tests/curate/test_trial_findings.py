@@ -111,3 +111,19 @@ def test_a_run_into_a_directory_a_live_run_writes_says_to_wait(cli, tmp_path):
             assert "wait for it to finish" in err and "another --output" in err, (extra, err)
     finally:
         live.release()
+
+
+def test_a_relative_input_matching_nothing_names_the_working_directory(cli, tmp_path, monkeypatch):
+    """The quickstart's data/demo/*.jsonl.gz, run from another directory: say where it looked."""
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    p = tmp_path / "r.yaml"
+    p.write_text(f"input: {{path: data/demo/*.jsonl.gz}}\noutput: {{path: '{tmp_path / 'out'}'}}\nsteps: []\n")
+    res = cli("validate", p)
+    assert res.exit_code == 2, res.output
+    err = one_line(res.stderr)
+    assert "no input files match data/demo/*.jsonl.gz" in err
+    assert "relative to the working directory" in err and str(tmp_path / "elsewhere") in err, err
+    write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+    res = cli("validate", p, "--input", tmp_path / "in" / "*.nope")
+    assert "working directory" not in res.stderr  # an absolute path: nothing to add
