@@ -104,7 +104,7 @@ def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
         "_id": pa.array([f"{path}:{line}" for line in bad.line], pa.string()),
         "step": pa.array([READ_STEP] * n, pa.string()),
         "reason": pa.array(bad.reason, pa.string()),
-        "detail": pa.array([f"{path}, line {line}: {err}" for line, err in zip(bad.line, bad.error)], pa.string()),
+        "detail": pa.array([f"{path}, {bad.unit} {at}: {err}" for at, err in zip(bad.line, bad.error)], pa.string()),
         "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
     })
 

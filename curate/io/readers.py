@@ -41,12 +41,15 @@ WEBDATASET_PEEK = 64
 
 @dataclass
 class BadRows:
-    """Rows a reader could not parse: where they were, their raw text and why."""
+    """Rows a reader could not parse: where they were, their raw text and why. `unit` is what
+    `line` counts, the word the trace and errors put before it: "line" (JSON lines, CSV), "row"
+    (Parquet, Arrow), "member" (a tar's members: WebDataset), "offset" (bytes: WARC)."""
 
     line: list[int] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     error: list[str] = field(default_factory=list)
     reason: list[str] = field(default_factory=list)  # the trace's reason: unparseable, or truncated
+    unit: str = "line"
 
     def add(self, line: int, raw: bytes | str, error: str, reason: str = "unparseable") -> None:
         self.line.append(line)
@@ -87,7 +90,7 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
         chunks = reader(source, batch_rows, on_bad_row, meter or ReadMeter())
         for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):
             if bad is not None and len(bad) and on_bad_row == "fail":
-                raise InputError(f"{source.path}, line {bad.line[0]}: {bad.error[0]} "
+                raise InputError(f"{source.path}, {bad.unit} {bad.line[0]}: {bad.error[0]} "
                                  f"(set input.on_bad_row: trace to send such rows to the trace instead)")
             if batch is not None and batch.num_rows:
                 batch = _add_partition(batch, source)
@@ -258,11 +261,12 @@ def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int, bad: BadRows 
     fitted, misfits = input_schema.conform(batch, schema)
     if not misfits:
         return fitted, bad
-    bad = bad if bad is not None else BadRows()
+    bad = bad if bad is not None else BadRows(unit="row")
     keep = np.ones(batch.num_rows, dtype=bool)
     for i, why in sorted(misfits.items()):
         keep[i] = False
-        bad.add(first_row + i + 1, orjson.dumps(batch.slice(i, 1).to_pylist()[0], default=str), f"row {first_row + i + 1}: {why}")
+        where = "" if bad.unit == "row" else f"row {first_row + i + 1}: "  # a row already says so
+        bad.add(first_row + i + 1, orjson.dumps(batch.slice(i, 1).to_pylist()[0], default=str), where + why)
     return fitted.filter(pa.array(keep)), bad
 
 
@@ -294,16 +298,16 @@ def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadM
 def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
                 schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
     """Samples of a tar shard as rows (curate/io/webdataset.py) in the input's columns; malformed
-    ones, and those with a field that cannot take its type, as bad rows whose line is the
-    position of their first member in the tar and whose error names the member."""
+    ones, and those with a field that cannot take its type, as bad rows whose position is that
+    of their first member in the tar (unit "member") and whose error names the member."""
     rows: list[dict] = []
-    bad = BadRows()
+    bad = BadRows(unit="member")
 
     def flush() -> Chunk:
         nonlocal rows, bad
         batch = webdataset.rows_batch(rows, schema) if rows else None
         chunk = (batch, bad if len(bad) else None)
-        rows, bad = [], BadRows()
+        rows, bad = [], BadRows(unit="member")
         return chunk
 
     for item in webdataset.samples(source.path, source.storage_options, meter):

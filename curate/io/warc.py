@@ -494,7 +494,7 @@ def read(source, batch_rows: int, on_bad_row: str, meter, schema: pa.Schema | No
          on_truncated: str = "fail", selection: Selection = DEFAULT):
     """curate/io/readers.py's reader for `input.format: warc`: (batch, BadRows) chunks of the
     file `source` (local or at a URI: streamed, never downloaded whole), each bad record a bad
-    row whose line is its byte offset. `on_truncated` does not apply: a member cut short is one
+    row at its byte offset (unit "offset"). `on_truncated` does not apply: a member cut short is one
     bad record, and the records before it are read in any case."""
     from curate.io import store
     from curate.io.readers import BadRows
@@ -508,7 +508,7 @@ def read(source, batch_rows: int, on_bad_row: str, meter, schema: pa.Schema | No
         for batch, broken in batches(raw, batch_rows, selection):
             bad = None
             if broken:
-                bad = BadRows()
+                bad = BadRows(unit="offset")
                 for b in broken:
                     bad.add(b.offset, b.raw, b.error, b.reason)
             if batch is not None and schema is not None and batch.schema != schema:

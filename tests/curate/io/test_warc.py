@@ -195,7 +195,7 @@ def test_run_traces_bad_records_with_file_and_offset(cli, tmp_path):
     assert out.column("url").to_pylist() == [f"https://real.example/{n}" for n in list(real_pages())[:3]]
     trace = pq.read_table(tmp_path / "out" / "trace").to_pylist()
     offset = member_offsets(data)[-1]
-    assert [(t["reason"], t["detail"].split(":")[0]) for t in trace] == [("truncated", f"{inp / 'x.warc.gz'}, line {offset}")]
+    assert [(t["reason"], t["detail"].split(":")[0]) for t in trace] == [("truncated", f"{inp / 'x.warc.gz'}, offset {offset}")]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     read = manifest["steps"][0]
     assert read["rows_in"] == 4 and read["removed"] == 1

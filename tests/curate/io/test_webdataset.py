@@ -163,6 +163,14 @@ def test_truncated_member_through_curate_run_is_traced_with_shard_and_member(cli
     assert pq.read_table(tmp_path / "out" / "data").column("_key").to_pylist() == ["000000", "000001", "000002"]
 
 
+def test_a_bad_sample_is_traced_by_its_member_position_not_a_line(cli, tmp_path):
+    """A tar has members, not lines: the trace says "member 4" (the sample's first member is the tar's 4th)."""
+    write_tar(tmp_path / "in" / "s.tar", sample("000000") + sample("000001", image=False) + sample("000002"))
+    out = run_on_shards(cli, tmp_path, "[]")
+    (bad,) = pq.read_table(out / "trace" / "00_read.parquet").to_pylist()
+    assert bad["detail"].startswith(f"{tmp_path / 'in' / 's.tar'}, member 4: ") and "has no image member" in bad["detail"]
+    assert ", line " not in bad["detail"]
+
 def wds_recipe(tmp_path, inp, out, extra=""):
     p = tmp_path / f"{out.name}.yaml"
     p.write_text(f"input: {{path: '{inp}', text_column: caption}}\n"
