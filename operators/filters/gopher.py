@@ -1,7 +1,8 @@
 """gopher_quality: the heuristic quality and repetition rules of Gopher (Rae et al. 2021).
 
 Rules run in the paper's order; a removed row's reason names the first rule it fails
-("gopher_word_count") and its detail the measured value and the bound ("word_count=12 < 50").
+("gopher_word_count") and its detail the measured value and the bound ("word_count=12 < 50");
+a removed row whose text is null (a record without it) or blank is `no_text` instead.
 The cheap rules (word, symbol, line and line-repetition statistics) are measured for every
 row; the n-gram repetition rules only for rows that passed all the others, unless `scores`
 asks for every value of every row. See gopher_metrics for the exact definitions.
@@ -174,6 +175,12 @@ class GopherQuality(Filter):
             reasons[row] = f"gopher_{rule.metric}"
             op = "<" if rule.is_min else ">"
             details[row] = f"{rule.metric}={_fmt(metrics[rule.metric][row])} {op} {_fmt(rule.bound)}"
+        texts = batch.column(self.text_column)
+        for row in np.flatnonzero(first_failed >= 0):  # no text to judge: its own reason, not a rule's
+            value = texts[int(row)].as_py()
+            if value is None or not value.strip():
+                reasons[row] = "no_text"
+                details[row] = "the text is null" if value is None else "the text is blank"
         verdict = Verdict(keep=first_failed < 0, reason=pa.array(reasons, pa.string()),
                           detail=pa.array(details, pa.string()))
         if not self.params.scores:

@@ -127,3 +127,17 @@ def test_a_relative_input_matching_nothing_names_the_working_directory(cli, tmp_
     write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
     res = cli("validate", p, "--input", tmp_path / "in" / "*.nope")
     assert "working directory" not in res.stderr  # an absolute path: nothing to add
+
+
+def test_gopher_reports_null_or_blank_text_as_no_text():
+    """A row whose text is null (a JSONL record without it) or blank was reported as failing
+    gopher_word_count ("word_count=0 < 50"): its own reason says what is wrong."""
+    import pyarrow as pa
+
+    from operators.filters.gopher import GopherQuality
+
+    batch = pa.RecordBatch.from_pydict({"text": [None, "   ", "too short"], "_id": list("abc")})
+    verdict = GopherQuality().keep(batch)
+    assert verdict.keep.tolist() == [False, False, False]
+    assert verdict.reason.to_pylist() == ["no_text", "no_text", "gopher_word_count"]
+    assert verdict.detail.to_pylist()[:2] == ["the text is null", "the text is blank"]

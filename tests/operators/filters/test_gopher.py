@@ -131,8 +131,9 @@ def test_duplicate_ngram_char_frac_covers_every_occurrence(n):
 def test_first_failing_rule_wins_and_empty_or_null_text_is_removed():
     _, v = verdict(["", None, "   \n\n", "#" * 10])
     assert not v.keep.any()
-    assert v.reason.to_pylist() == ["gopher_word_count"] * 4
-    assert v.detail.to_pylist() == ["word_count=0 < 50"] * 3 + ["word_count=1 < 50"]
+    # no text to judge is its own reason (issue 46), not a rule's ("word_count=0 < 50")
+    assert v.reason.to_pylist() == ["no_text"] * 3 + ["gopher_word_count"]
+    assert v.detail.to_pylist() == ["the text is blank", "the text is null", "the text is blank", "word_count=1 < 50"]
 
 
 def test_unicode_text():
