@@ -87,4 +87,4 @@ def test_fineweb_recipe_from_warc(cli, tmp_path, monkeypatch):
     assert len(urls) >= 20
     trace = pq.read_table(out / "trace").to_pylist()
     [cut] = [t for t in trace if t["reason"] == "truncated"]
-    assert cut["detail"].startswith(f"{inputs / 'd.warc.gz'}, line ")
+    assert cut["detail"].startswith(f"{inputs / 'd.warc.gz'}, offset ")
