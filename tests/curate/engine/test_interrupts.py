@@ -5,11 +5,14 @@ shows no traceback, leaves no process behind, and --resume gives the uninterrupt
 Each run stops at a failpoint (in the main process or in a worker) so the signal lands exactly
 in the phase named; the stopped process is then continued, as a running one would be."""
 
+import itertools
 import os
 import signal
 import time
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from curate import recipe as recipe_module
 from curate.engine.runner import RunOptions, run
@@ -54,12 +57,23 @@ def load(root, name):
     return recipe_module.load(text=RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
 
 
-@pytest.mark.parametrize("target", ["group", "main"])
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("phase", list(PHASES))
+_runs = itertools.count()
+
+
+# Every phase x signal x target would be 28 runs: here a sample of them, drawn anew each time,
+# beside the boundaries (the first phase and the last, a worker of a fit's map and of the model
+# pool, each signal to the group and to the main process alone). bench/signal_campaign.py sends
+# the signals at random points of whole runs, many times.
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(phase=st.sampled_from(list(PHASES)), sig=st.sampled_from([signal.SIGINT, signal.SIGTERM]),
+       target=st.sampled_from(["group", "main"]))
+@example(phase="reading", sig=signal.SIGINT, target="group")
+@example(phase="report", sig=signal.SIGTERM, target="main")
+@example(phase="fit-piece", sig=signal.SIGTERM, target="group")
+@example(phase="model-stage", sig=signal.SIGINT, target="main")
 def test_a_signal_in_each_phase_exits_cleanly_and_resumes_identically(corpus, phase, sig, target):
     root, reference = corpus
-    name = f"{phase}-{sig.name}-{target}"
+    name = f"{phase}-{sig.name}-{target}-{next(_runs)}"
     path = root / f"{name}.yaml"
     path.write_text(RECIPE.format(inp=root / "in" / "*.jsonl.gz", out=root / name))
     point, in_worker = PHASES[phase]
