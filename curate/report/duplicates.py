@@ -3,8 +3,8 @@ with two members side by side (the row kept and one it removed).
 
 A dedup step's trace detail names the row each removed one duplicates (operators/dedup and
 operators/prune): `duplicate of <id>` (exact_dedup), `{"duplicate_of": <id>, ...}`
-(minhash_dedup), `{"container": <id>, ...}` (containment_dedup), `similarity s to <id> (cluster
-k)` (semantic_dedup). A cluster is that row and all naming it; a step is a dedup step when its
+(minhash_dedup), `contained in <id> (containment c)` (containment_dedup; `{"container": <id>,
+...}` in runs before it), `similarity s to <id> (cluster k)` (semantic_dedup). A cluster is that row and all naming it; a step is a dedup step when its
 details name rows. Counted by DuckDB (it spills a large step's cluster table), drawn bounded:
 the size distribution and the LARGEST clusters.
 """
@@ -21,6 +21,8 @@ PROBE = 200  # trace rows read to tell a dedup step from a filter
 
 NAMED = r"""CASE
     WHEN _detail LIKE 'duplicate of %' THEN substr(_detail, 14)
+    WHEN regexp_matches(_detail, '^contained in .* \(containment [0-9.e-]+\)$')
+        THEN regexp_extract(_detail, '^contained in (.*) \(containment [0-9.e-]+\)$', 1)
     WHEN _detail LIKE '{%' AND json_valid(_detail)
         THEN coalesce(json_extract_string(_detail, '$.duplicate_of'), json_extract_string(_detail, '$.container'))
     WHEN regexp_matches(_detail, '^similarity \S+ to .* \(cluster \d+\)$')

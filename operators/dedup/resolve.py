@@ -33,7 +33,8 @@ def rank_table(con: duckdb.DuckDBPyConnection, docs_glob: str, order_by: str) ->
 
 
 def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs_glob: str, out: str) -> None:
-    """Write (_ord, detail) of every removed child, detail naming the container and containment."""
+    """Write (_ord, detail) of every removed child, detail naming the container and containment:
+    `contained in <id> (containment 0.9333)`."""
     con.execute(f"""
         COPY (
           WITH e AS (SELECT * FROM read_parquet('{edges_glob}')),
@@ -45,7 +46,8 @@ def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs_
             FROM e LEFT JOIN removed r ON r.child = e.parent JOIN ranks pr ON pr._ord = e.parent
           )
           SELECT c.child AS _ord,
-                 json_object('container', d._id, 'containment', round(c.containment, 4))::VARCHAR AS detail
+                 'contained in ' || d._id || ' (containment ' || CAST(round(c.containment, 4) AS VARCHAR) || ')'
+                   AS detail
           FROM choice c JOIN read_parquet('{docs_glob}') d ON d._ord = c.parent
           WHERE k = 1 ORDER BY _ord
         ) TO '{out}' {COPY_OPTIONS}

@@ -141,3 +141,18 @@ def test_gopher_reports_null_or_blank_text_as_no_text():
     assert verdict.keep.tolist() == [False, False, False]
     assert verdict.reason.to_pylist() == ["no_text", "no_text", "gopher_word_count"]
     assert verdict.detail.to_pylist()[:2] == ["the text is null", "the text is blank"]
+
+
+def test_containment_trace_detail_reads_as_words(tmp_path):
+    """It was raw JSON ({"container": "id0000", "containment": 1.0}); the report still finds the cluster."""
+    import random
+
+    from operators.dedup.containment import ContainmentDedup
+    from tests.operators.dedup.helpers import run
+
+    words = [f"w{random.Random(1).randint(0, 400)}{i}" for i in range(300)]
+    texts = [" ".join(words), " ".join(words[100:160]), " ".join(words[:5])]
+    verdict, _ = run(ContainmentDedup(), texts, tmp_path)
+    assert verdict.keep.tolist() == [True, False, True]
+    detail = verdict.detail.to_pylist()[1]
+    assert detail == "contained in id0000 (containment 1.0)", detail

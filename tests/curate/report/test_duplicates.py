@@ -25,7 +25,8 @@ def test_clusters_of_exact_dedup(small):
 @pytest.mark.parametrize("detail", [
     "duplicate of {id}",
     json.dumps({"duplicate_of": "{id}", "jaccard_estimate": 0.91}),
-    json.dumps({"container": "{id}", "containment": 1.0}),
+    "contained in {id} (containment 1.0)",
+    json.dumps({"container": "{id}", "containment": 1.0}),  # containment_dedup's in earlier runs
     "similarity 0.97 to {id} (cluster 3)"])
 def test_every_dedup_detail_format_names_the_cluster(small, tmp_path, detail):
     """The detail formats operators/dedup and operators/prune write (exact, minhash, containment,

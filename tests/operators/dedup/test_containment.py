@@ -1,7 +1,7 @@
 """containment_dedup against brute force, on planted cases, and for determinism."""
 
-import json
 import random
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -19,8 +19,15 @@ def doc(rnd: random.Random, n: int) -> list[str]:
     return [rnd.choice(VOCAB) for _ in range(n)]
 
 
+def parse(detail: str) -> dict:
+    """`contained in <id> (containment c)` as {"container": id, "containment": c}."""
+    m = re.fullmatch(r"contained in (.*) \(containment ([0-9.e-]+)\)", detail)
+    assert m, detail
+    return {"container": m[1], "containment": float(m[2])}
+
+
 def removed(verdict) -> dict[int, dict]:
-    return {i: json.loads(d) for i, (k, d) in enumerate(zip(verdict.keep, verdict.detail.to_pylist())) if not k}
+    return {i: parse(d) for i, (k, d) in enumerate(zip(verdict.keep, verdict.detail.to_pylist())) if not k}
 
 
 @st.composite
