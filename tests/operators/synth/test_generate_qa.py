@@ -139,3 +139,46 @@ def test_curate_run_against_the_mock_loses_no_row(cli, tmp_path, mock_llm, monke
     assert {t["reason"] for t in trace} == {"unparseable", "llm_bad_request"}
     assert any("interesting" in t["detail"] for t in trace)  # the raw answer
     assert mock_llm.llm.injected  # faults were met and retried away
+
+
+def test_kill_then_resume_sends_no_answered_request_again(tmp_path, mock_llm, monkeypatch):
+    """SIGKILL once 12 answers are cached, then --resume: no answered request is sent again and the
+    output equals an uninterrupted run's, byte for byte."""
+    import sqlite3
+
+    from curate import recipe as recipes
+    from curate.llm.cache import FILE
+    from curate.llm.mock_server import prompt_key
+    from tests.curate.engine import faultkit
+    from tests.operators.synth.test_rephrase_resume import _stopped
+
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
+    docs = [{"text": f"Doc {i} is about tides. The moon pulls water number {i}. Coasts flood twice a day."}
+            for i in range(40)]
+    write_jsonl(tmp_path / "in.jsonl", docs)
+    path = tmp_path / "qa.yaml"
+    path.write_text(f"""
+input: {{path: '{tmp_path}/in.jsonl', batch_rows: 4}}
+output: {{path: '{tmp_path}/out', keep_columns: [_parent_id]}}
+steps:
+  - generate_qa: {{llm: {{model: mock, base_url: '{mock_llm.url}', concurrency: 4}}}}
+""")
+    proc = faultkit.start(path, failpoint="llm-answer@12", workers=2)
+    assert _stopped(proc), proc.stderr.read().decode()
+    faultkit.kill(proc, whole_group=True)
+    answered = {k for (k,) in sqlite3.connect(tmp_path / "cache" / FILE).execute("SELECT key FROM answers")}
+    sent_before = dict(mock_llm.llm.received)
+    assert 12 <= len(answered) < len(docs) and not (tmp_path / "out" / "manifest.json").exists()
+    resumed = faultkit.start(path, "--resume", workers=2)
+    assert resumed.wait() == 0, resumed.stderr.read().decode()
+    r = recipes.load(path)
+    op = r.steps[0].build(r)
+    by_key = {q.key("openai", "mock"): prompt_key(list(q.messages)) for q in (op.request(d["text"]) for d in docs)}
+    assert answered <= set(by_key)
+    for key in answered:
+        assert mock_llm.llm.received[by_key[key]] == sent_before[by_key[key]] == 1
+    assert sum(mock_llm.llm.received.values()) - len(docs) <= 8  # at most those in flight at the kill
+    monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache-ref"))
+    ref = faultkit.start(path, "--output", tmp_path / "ref", workers=2)
+    assert ref.wait() == 0
+    assert faultkit.digest(tmp_path / "out") == faultkit.digest(tmp_path / "ref")
