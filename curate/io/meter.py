@@ -14,6 +14,7 @@ class ReadMeter:
     def __init__(self):
         self._position = lambda: 0
         self._last = 0
+        self.blank_lines = 0  # JSONL lines with nothing on them, skipped (the manifest's read counts)
 
     def follow(self, handle) -> None:
         """Measure by `handle`'s position: the raw file a stream decompresses."""

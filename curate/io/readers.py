@@ -471,6 +471,9 @@ def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, s
             data = _carried_as_text(data, modes)
         # its whole lines, parsed where they lie: a memoryview, not a copy of megabytes
         table, bad = _parse_jsonl_chunk(memoryview(data), schema, line_no) if data.strip() else (None, None)
+        # every line is a row, a bad row or blank: the blank ones are counted, not traced
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data.strip() else 1)
+        meter.blank_lines += lines - (table.num_rows if table is not None else 0) - (len(bad) if bad is not None else 0)
         if cut is not None:
             bad = bad if bad is not None else BadRows()
             for i in range(len(cut)):

@@ -156,3 +156,16 @@ def test_containment_trace_detail_reads_as_words(tmp_path):
     assert verdict.keep.tolist() == [True, False, True]
     detail = verdict.detail.to_pylist()[1]
     assert detail == "contained in id0000 (containment 1.0)", detail
+
+
+def test_blank_jsonl_lines_are_counted_in_the_manifest(cli, tmp_path):
+    """Blank lines were skipped without a trace or a count: the read step's counts say how many."""
+    (tmp_path / "in").mkdir()
+    lines = [json.dumps(d) for d in DOCS]
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join([lines[0], "", lines[1], "   ", "", *lines[2:]]) + "\n\n")
+    res = cli("run", recipe(tmp_path), "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    read = manifest["steps"][0]
+    assert read["op"] == "read" and read["rows_out"] == len(DOCS)
+    assert read["counts"] == {"blank_lines": 4}, read
