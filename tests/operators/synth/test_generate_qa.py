@@ -182,3 +182,24 @@ steps:
     ref = faultkit.start(path, "--output", tmp_path / "ref", workers=2)
     assert ref.wait() == 0
     assert faultkit.digest(tmp_path / "out") == faultkit.digest(tmp_path / "ref")
+
+
+def test_a_local_transformers_model(tmp_path):
+    """The transformers backend on a tiny random LM: whatever it writes, every document is accounted
+    for (pairs, or traced with its raw answer)."""
+    pytest.importorskip("transformers")
+    from tests.curate.llm.tiny_lm import build
+
+    model = build(tmp_path / "tiny-lm")
+    op = GenerateQA(GenerateQAParams(preset="qa_from_text", llm={"backend": "transformers", "model": str(model),
+                                                                 "max_tokens": 24, "cache_dir": str(tmp_path)}))
+    op.setup()
+    texts = ["doc one is the question", "doc two is a answer", "three of the paragraph"]
+    batch = pa.RecordBatch.from_pydict({"_id": ["a", "b", "c"], "text": texts})
+    children, verdict = asyncio.run(op.process(batch))
+    produced = set(children.column("_parent_id").to_pylist())
+    for i, row_id in enumerate(["a", "b", "c"]):
+        assert (row_id in produced) == bool(verdict.keep[i])
+        if not verdict.keep[i]:
+            assert verdict.reason[i] in ("unparseable", "truncated", "empty", "refused") and verdict.detail[i]
+    assert op.take_counts()["cache_misses"] == 3
