@@ -46,7 +46,8 @@ from curate.ops import Map, Params, Verdict, reads_column, writes_column
 
 class ExtractTextParams(Params):
     html_column: str = reads_column("html", "The column holding each page's HTML (text).")
-    column: str = writes_column("text", "Column for the extracted text.")
+    column: str | None = writes_column(None, "Column for the extracted text; default: the recipe's text column "
+                                             "(input.text_column, `text` unless set).")
     extractor: Literal["trafilatura", "resiliparse", "justext"] = Field(
         "trafilatura", description="trafilatura (datatrove's FineWeb settings), resiliparse, or justext.")
     favor_precision: bool = Field(True, description="trafilatura: prefer less text with less boilerplate "
@@ -240,6 +241,13 @@ class ExtractText(Map):
         super().__init__(*args, **kwargs)
         self.counts: dict[str, int] = {}
 
+    def computed_provides(self) -> tuple[str, ...]:
+        return () if self.params.column else (self.text_column,)
+
+    @property
+    def out_column(self) -> str:
+        return self.params.column or self.text_column
+
     def setup(self) -> None:
         params = self.params.model_dump()
         # built here even with a sandbox: a missing package fails the step now, not in a child
@@ -253,7 +261,7 @@ class ExtractText(Map):
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         fields = [f for f in schema if self.params.keep_html or f.name != self.params.html_column]
-        fields = [f for f in fields if f.name != self.params.column] + [pa.field(self.params.column, pa.string())]
+        fields = [f for f in fields if f.name != self.out_column] + [pa.field(self.out_column, pa.string())]
         return pa.schema(fields)
 
     def _outcomes(self, pages: list[str]) -> list[tuple[str, str | None]]:
@@ -268,7 +276,7 @@ class ExtractText(Map):
         html = batch.column(self.params.html_column)
         if not (pa.types.is_string(html.type) or pa.types.is_large_string(html.type) or pa.types.is_null(html.type)):
             raise CurateError(f"extract_text: column '{self.params.html_column}' must be text, it is {html.type}")
-        at = batch.schema.get_field_index(self.params.column)
+        at = batch.schema.get_field_index(self.out_column)
         before = batch.column(at).to_pylist() if at >= 0 else [None] * batch.num_rows
         texts, reasons, details = [], [], []
         pages = html.to_pylist()
@@ -296,8 +304,8 @@ class ExtractText(Map):
         if not self.params.keep_html:
             out = out.drop_columns([self.params.html_column])
         column = pa.array(texts, pa.string())
-        at = out.schema.get_field_index(self.params.column)
-        out = out.set_column(at, self.params.column, column) if at >= 0 else out.append_column(self.params.column, column)
+        at = out.schema.get_field_index(self.out_column)
+        out = out.set_column(at, self.out_column, column) if at >= 0 else out.append_column(self.out_column, column)
         keep = np.array([r is None for r in reasons], bool)
         return out, Verdict(keep, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 

@@ -109,6 +109,9 @@ EXPECTED = {
     "tokenize": [({"tokenizer": "t"}, ("body",), ("input_ids",)),
                  ({"tokenizer": "t", "column": "ids"}, ("body",), ("ids",))],
     "url_filter": [({}, ("url",), ()), ({"url_column": "u"}, ("u",), ())],
+    "extract_text": [({}, ("html",), ("body",)), ({"html_column": "h", "column": "t"}, ("h",), ("t",))],
+    "url_normalize": [({}, ("url", "warc_date"), ("url", "domain", "warc_time")),
+                      ({"date_column": None, "time_column": None}, ("url",), ("url", "domain"))],
 }
 
 
