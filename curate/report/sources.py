@@ -1,5 +1,6 @@
 """Rows kept and removed per source: per input file (from the `_id`s curate derives from the file's
-name, see curate/io/readers.py), per hive partition, and per a column the user names (or the
+name, see curate/io/readers.py; with input.id_column, from the input files' ids read again),
+per hive partition, and per a column the user names (or the
 domain of the URL it holds: `curate report --by COLUMN` / `--by-domain COLUMN`).
 
 One DuckDB aggregation per grouping over the output and every trace: the TOP sources with the
@@ -31,12 +32,15 @@ class Grouping:
     row's columns (`columns`: those the row has) and its `_id` (named `id_column`)."""
 
     title: str
-    kind: str  # file | partition | column | domain
+    kind: str  # file | file_by_id | partition | column | domain
     columns: tuple[str, ...] = ()
+    ids: str = ""  # file_by_id: SQL giving (i, f), each input id and the input file holding it
 
     def key(self, present: set[str], id_column: str) -> str:
         if self.kind == "file":
             return f"split_part({id_column}, ':', 1)"
+        if self.kind == "file_by_id":
+            return f"(SELECT ids.f FROM ids WHERE ids.i = {id_column})"
         values = [f"CAST({ident(c)} AS VARCHAR)" if c in present else "NULL" for c in self.columns]
         if self.kind == "partition":
             return "concat_ws(', ', " + ", ".join(f"{quote(c + '=')} || coalesce({v}, '?')"
@@ -53,6 +57,8 @@ def groupings(run: Run, by: str | None = None, by_domain: str | None = None) -> 
     recipe_input = (run.manifest.get("recipe") or {}).get("input", {})
     if run.manifest.get("inputs") and not recipe_input.get("id_column"):
         out.append(Grouping("by input file", "file"))
+    elif run.manifest.get("inputs") and (ids := input_ids(run.manifest)):
+        out.append(Grouping("by input file", "file_by_id", ids=ids))
     keys = list(dict.fromkeys(k for i in run.manifest.get("inputs", []) for k, _ in _partition(i["path"])))
     if keys:
         out.append(Grouping(f"by hive partition ({', '.join(keys)})", "partition", tuple(keys)))
@@ -66,6 +72,39 @@ def groupings(run: Run, by: str | None = None, by_domain: str | None = None) -> 
     if by_domain:
         out.append(Grouping(f"by the domain of the URL in {by_domain}", "domain", (by_domain,)))
     return out
+
+
+ID_SCAN_BYTES = 4 << 30  # inputs read again for their ids (input.id_column) up to this size
+
+
+def input_ids(manifest: dict) -> str | None:
+    """With input.id_column the `_id`s are the input's own and name no file: SQL reading the id
+    column of every input file again (a column of a local Parquet, JSONL or CSV input, the files
+    unchanged since the run and ID_SCAN_BYTES at most in all) as (i: the id, f: its file); None
+    where that cannot be read."""
+    spec = (manifest.get("recipe") or {}).get("input", {})
+    column, inputs = spec.get("id_column"), manifest.get("inputs") or []
+    if not column or sum(i.get("bytes") or 0 for i in inputs) > ID_SCAN_BYTES:
+        return None
+    for i in inputs:
+        try:
+            if os.path.getsize(i["path"]) != i.get("bytes"):
+                return None
+        except (OSError, KeyError, TypeError):  # gone, or not a local path (a store's)
+            return None
+    paths = "[" + ", ".join(quote(i["path"]) for i in inputs) + "]"
+    names = [i["path"].lower() for i in inputs]
+    fmt = spec.get("format")
+    if fmt == "parquet" or (fmt is None and all(".parquet" in n for n in names)):
+        scan = f"SELECT CAST({ident(column)} AS VARCHAR) AS i, filename AS f FROM read_parquet({paths}, filename=true)"
+    elif fmt == "jsonl" or (fmt is None and all(".json" in n for n in names)):
+        scan = (f"SELECT {ident(column)} AS i, filename AS f FROM read_json({paths}, format='newline_delimited', "
+                f"columns={{{quote(column)}: 'VARCHAR'}}, filename=true, ignore_errors=true)")
+    elif fmt == "csv" or (fmt is None and all(".csv" in n for n in names)):
+        scan = f"SELECT {ident(column)} AS i, filename AS f FROM read_csv({paths}, all_varchar=true, filename=true)"
+    else:
+        return None
+    return f"SELECT i, any_value(f) AS f FROM ({scan}) GROUP BY i"
 
 
 def _partition(path: str) -> list[tuple[str, str]]:
@@ -89,6 +128,13 @@ def file_names(manifest: dict) -> dict[str, str]:
     return out
 
 
+def _relative(manifest: dict) -> dict[str, str]:
+    """Each input file's path -> its path below the inputs' common directory (as file_names)."""
+    paths = [i["path"] for i in manifest.get("inputs", [])]
+    common = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
+    return {p: os.path.relpath(p, common) for p in paths}
+
+
 def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
     """(source, step, rows): the output's rows (step None) and each step's removed rows of the TOP
     sources with most rows in; the others' under OTHERS."""
@@ -98,7 +144,7 @@ def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
         parts.append(f"SELECT {key} AS k, NULL AS step FROM {files(run.data)}")
     for step, columns in run.trace_columns.items():
         trace = f"read_parquet({quote(run.traces[step])}) t"
-        if grouping.kind == "file":  # the trace's own _id column
+        if grouping.kind in ("file", "file_by_id"):  # the trace's own _id column
             parts.append(f"SELECT {grouping.key(set(), 't._id')} AS k, {quote(step)} AS step FROM {trace}")
             continue
         # the traced row's fields the grouping reads, as columns (the others are NULL in its key)
@@ -108,8 +154,9 @@ def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
     if not parts:
         return []
     union = " UNION ALL ".join(parts)
+    ids = f"ids AS ({grouping.ids})," if grouping.kind == "file_by_id" else ""
     return run.sql(f"""
-        WITH r AS (SELECT coalesce(k, {quote(NONE)}) AS k, step FROM ({union})),
+        WITH {ids} r AS (SELECT coalesce(k, {quote(NONE)}) AS k, step FROM ({union})),
              top AS (SELECT k FROM r GROUP BY k ORDER BY count(*) DESC, k LIMIT {TOP})
         SELECT coalesce(top.k, {quote(OTHERS)}) AS source, r.step, count(*)
         FROM r LEFT JOIN top ON r.k = top.k GROUP BY ALL""")
@@ -117,7 +164,8 @@ def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
 
 def rows(run: Run, grouping: Grouping) -> list[list]:
     """Table rows: source, rows in, kept, removed, % kept, the steps that removed most."""
-    names = file_names(run.manifest) if grouping.kind == "file" else {}
+    names = (file_names(run.manifest) if grouping.kind == "file" else
+             _relative(run.manifest) if grouping.kind == "file_by_id" else {})
     per: dict[str, dict] = {}
     for source, step, n in counts(run, grouping):
         entry = per.setdefault(names.get(source, source), {"kept": 0, "removed": {}})
@@ -158,7 +206,9 @@ def render(go, run: Run, by: str | None = None, by_domain: str | None = None) ->
                      f"{_figure(go, g.title, str(n), table_rows) if len(table_rows) > 1 else ''}")
     if not parts:
         return section("sources", "Sources", "<p>No source to tell rows apart by: the input's ids are its own "
-                       "(input.id_column) and it has no hive partition; <code>curate report --by COLUMN</code> "
+                       "(input.id_column), its files could not be read again for them (gone or changed since "
+                       "the run, on a store, over 4 GB, or of a format other than Parquet, JSONL and CSV), and "
+                       "it has no hive partition; <code>curate report --by COLUMN</code> "
                        "(or <code>--by-domain URL_COLUMN</code>) groups by a column.</p>")
     note = ("<p>Rows in: kept plus removed (after a step that splits rows, such as <code>chunk</code>, its "
             "children count).</p>")

@@ -169,3 +169,23 @@ def test_blank_jsonl_lines_are_counted_in_the_manifest(cli, tmp_path):
     read = manifest["steps"][0]
     assert read["op"] == "read" and read["rows_out"] == len(DOCS)
     assert read["counts"] == {"blank_lines": 4}, read
+
+
+def test_the_reports_sources_name_input_files_when_the_input_has_its_own_ids(cli, tmp_path):
+    """With input.id_column the `_id`s name no file: the Sources section was empty."""
+    from curate.report import sources
+    from curate.report.scan import Run
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": f"a{i}", "text": d["text"]} for i, d in enumerate(DOCS)])
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"id": "b0", "text": DOCS[0]["text"]}, {"id": "b1", "text": "x y"}])
+    p = tmp_path / "r.yaml"
+    p.write_text(f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}', id_column: id}}\n"
+                 f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n  - exact_dedup: {{}}\n")
+    res = cli("run", p, "-w", "1", "--no-report")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    run = Run.open(tmp_path / "out", manifest)
+    (grouping,) = sources.groupings(run)
+    assert grouping.title == "by input file"
+    table = {r[0]: r[1:4] for r in sources.rows(run, grouping)}
+    assert table == {"a.jsonl": [5, 5, 0], "b.jsonl": [2, 1, 1]}, table
