@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from tests.conftest import write_jsonl
 
@@ -64,7 +63,7 @@ def test_synth_qa_recipe_as_shipped(cli, tmp_path, monkeypatch, request):
 
 
 def test_evol_instruct_recipe_as_shipped(cli, tmp_path, monkeypatch, request):
-    manifest, steps, rows = _run(cli, "evol-instruct", tmp_path, monkeypatch, request)
+    _, steps, rows = _run(cli, "evol-instruct", tmp_path, monkeypatch, request)
     evol = steps["evol_instruct"]
     assert evol["rows_in"] == len(SEEDS) and evol["rows_in"] == evol["expanded"] + evol["removed"]
     assert evol["rows_out"] == evol["counts"]["evolved"] > len(SEEDS)

@@ -82,7 +82,7 @@ def test_each_elimination_rule():
 
 
 def test_lineage_over_rounds_and_original_kept():
-    op, rows, verdict = _run(["Explain tides.", "Say REFUSE now."], rounds=3)
+    _, rows, verdict = _run(["Explain tides.", "Say REFUSE now."], rounds=3)
     assert verdict.keep.all()
     first = [r for r in rows if r["_parent_id"] == "r0"]
     assert [r["evol_round"] for r in first] == [0, 1, 2, 3]

@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from rouge_score import rouge_scorer
 
 from curate.llm import Answer
