@@ -80,28 +80,39 @@ def rouge_l_against(candidate: list[int], pool: np.ndarray, lengths: np.ndarray)
 
 
 class Pool:
-    """The pooled instructions' token ids, grown as instructions are kept."""
+    """The pooled instructions' token ids (rows of a -1 padded array that doubles when full),
+    grown as instructions are kept."""
 
     def __init__(self):
         from rouge_score import tokenizers
 
         self.tokenizer = tokenizers.DefaultTokenizer(use_stemmer=False)
         self.vocab: dict[str, int] = {}
-        self.rows: list[list[int]] = []
-        self.ids = np.zeros((0, 1), np.int32) - 1
-        self.lengths = np.zeros(0, np.int64)
+        self.rows = 0
+        self.buffer = np.full((64, 16), -1, np.int32)
+        self.sizes = np.zeros(64, np.int64)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.buffer[:self.rows, :max(1, int(self.sizes[:self.rows].max(initial=0)))]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.sizes[:self.rows]
 
     def tokens(self, text: str) -> list[int]:
         return [self.vocab.setdefault(t, len(self.vocab)) for t in self.tokenizer.tokenize(text)]
 
     def add(self, tokens: list[int]) -> None:
-        width = max(self.ids.shape[1], len(tokens), 1)
-        if width > self.ids.shape[1]:
-            self.ids = np.pad(self.ids, ((0, 0), (0, width - self.ids.shape[1])), constant_values=-1)
-        row = np.full((1, width), -1, np.int32)
-        row[0, :len(tokens)] = tokens
-        self.ids = np.vstack([self.ids, row])
-        self.lengths = np.append(self.lengths, len(tokens))
+        rows, width = self.buffer.shape
+        if self.rows == rows or len(tokens) > width:
+            grown = np.full((rows * 2 if self.rows == rows else rows, max(width, len(tokens))), -1, np.int32)
+            grown[:rows, :width] = self.buffer
+            self.buffer = grown
+            self.sizes = np.concatenate([self.sizes, np.zeros(len(grown) - len(self.sizes), np.int64)])
+        self.buffer[self.rows, :len(tokens)] = tokens
+        self.sizes[self.rows] = len(tokens)
+        self.rows += 1
 
     def max_rouge(self, tokens: list[int]) -> tuple[float, int]:
         scores = rouge_l_against(tokens, self.ids, self.lengths)
