@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import xxhash
-from pydantic import Field, field_validator
+from pydantic import Field, model_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
@@ -60,14 +60,12 @@ class EvolInstructParams(Params):
     equal: str | None = Field(None, description="Rule 1's prompt ({first}, {second}); default the paper's.")
     llm: LLMConfig = Field(description="The LLM (as rephrase's); the same one answers and judges.")
 
-    @field_validator("operations")
-    @classmethod
-    def _known(cls, v: list[str], info) -> list[str]:
-        methods = (info.data.get("methods") or {}) if info.data else {}
-        for op in v:
-            if op not in OPERATIONS and op not in methods:
+    @model_validator(mode="after")
+    def _known(self):
+        for op in self.operations:
+            if op not in OPERATIONS and op not in self.methods:
                 raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)} (or add one under methods)")
-        return v
+        return self
 
 
 class EvolInstruct(LLMBacked, Map):

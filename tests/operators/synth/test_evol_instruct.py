@@ -102,6 +102,9 @@ def test_operations_are_deterministic_and_uniform():
     assert all(70 < picks.count(o) < 250 for o in ("constraints", "deepening", "concretizing", "reasoning", "breadth"))
     with pytest.raises(ValueError):
         EvolInstructParams(operations=["bogus"], llm={"model": "m", "base_url": "http://x"})
+    own = EvolInstruct(EvolInstructParams(operations=["simplify"], methods={"simplify": "Use plainer words."},
+                                          llm={"model": "m", "base_url": "http://x"}))
+    assert "Use plainer words." in own.evolve_prompt("Do X.", own.operation("r", 1))
 
 
 def test_curate_run_against_the_mock(cli, tmp_path, mock_llm, monkeypatch):
