@@ -62,6 +62,14 @@ class EvolInstructParams(Params):
 
     @model_validator(mode="after")
     def _known(self):
+        for name, value, slots in (("depth", self.depth, ("method", "instruction")),
+                                   ("breadth", self.breadth, ("instruction",)),
+                                   ("equal", self.equal, ("first", "second"))):
+            if value is not None:
+                try:
+                    load_prompt(value, slots)
+                except ValueError as e:
+                    raise ValueError(f"{name}: {e}") from None
         for op in self.operations:
             if op not in OPERATIONS and op not in self.methods:
                 raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)} (or add one under methods)")

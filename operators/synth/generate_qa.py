@@ -54,8 +54,8 @@ class GenerateQAParams(Params):
     @field_validator("template")
     @classmethod
     def _has_document(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith("@") and "{document}" not in v:
-            raise ValueError("template must contain {document} (where the row's text goes)")
+        if v is not None:
+            load_prompt(v, ("document",))  # where the row's text goes
         return v
 
 
@@ -72,8 +72,6 @@ class GenerateQA(LLMBacked, Map):
         template, system = QA_PRESETS[p.preset]
         if p.template is not None:
             template, system = load_prompt(p.template), None
-            if "{document}" not in template:
-                raise ValueError(f"the template in {p.template[1:]} has no {{document}}")
         self.template = template
         self.system = system if p.system is None else (p.system or None)
         self.prompt_name = "template" if p.template is not None else p.preset

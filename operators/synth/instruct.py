@@ -103,11 +103,19 @@ EVOL_EQUAL = ("Here are two Instructions to ChatGPT AI, do you think they are eq
               "(Just answer: Equal or Not Equal. No need to explain the reason.):")
 
 
-def load_prompt(value: str) -> str:
-    """A prompt given inline, or `@path` naming a UTF-8 file holding it."""
+def load_prompt(value: str, slots: tuple[str, ...] = ()) -> str:
+    """A prompt given inline, or `@path` naming a UTF-8 file holding it; ValueError (a recipe
+    error naming the parameter, from a validator) when the file cannot be read or a slot is missing."""
+    text = value
     if value.startswith("@"):
-        return Path(value[1:]).expanduser().read_text(encoding="utf-8")
-    return value
+        try:
+            text = Path(value[1:]).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"cannot read the prompt file {value[1:]}: {e}") from None
+    for slot in slots:
+        if "{" + slot + "}" not in text:
+            raise ValueError(f"the prompt{' in ' + value[1:] if value.startswith('@') else ''} has no {{{slot}}}")
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

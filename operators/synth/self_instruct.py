@@ -37,7 +37,7 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from curate.llm import LLMConfig, Request, open_backend
 from curate.llm.step import LLMBacked
@@ -59,6 +59,13 @@ class SelfInstructParams(Params):
     keep_seeds: bool = Field(True, description="Emit the seed rows too (else only the new instructions).")
     llm: LLMConfig = Field(description="The LLM (as rephrase's). The paper: temperature 0.7, top_p 0.5, "
                                        "max_tokens 1024.")
+
+    @field_validator("header")
+    @classmethod
+    def _readable(cls, v: str | None) -> str | None:
+        if v is not None:
+            load_prompt(v)
+        return v
 
 
 def rouge_l_against(candidate: list[int], pool: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -203,3 +203,19 @@ def test_a_local_transformers_model(tmp_path):
         if not verdict.keep[i]:
             assert verdict.reason[i] in ("unparseable", "truncated", "empty", "refused") and verdict.detail[i]
     assert op.take_counts()["cache_misses"] == 3
+
+
+def test_a_missing_or_slotless_prompt_file_is_a_recipe_error(cli, tmp_path):
+    (tmp_path / "p.txt").write_text("no slot here")
+    write_jsonl(tmp_path / "in.jsonl", [{"text": "x"}])
+    for template, said in ((f"@{tmp_path}/missing.txt", "cannot read the prompt file"), (f"@{tmp_path}/p.txt",
+                                                                                        "has no {document}")):
+        path = tmp_path / "r.yaml"
+        path.write_text(f"""
+input: {{path: '{tmp_path}/in.jsonl'}}
+output: {{path: '{tmp_path}/out'}}
+steps:
+  - generate_qa: {{template: '{template}', llm: {{model: m, base_url: 'http://127.0.0.1:1/v1'}}}}
+""")
+        result = cli("validate", path, "--no-data")
+        assert result.exit_code != 0 and said in result.output and "Traceback" not in result.output
