@@ -215,6 +215,12 @@ def run(
     if "duplicate_ids" in manifest:
         cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
                              f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
+    empty_files = manifest["steps"][0].get("counts", {}).get("empty_files") if manifest["steps"] else None
+    if empty_files:  # skipped, as input.on_bad_row: trace has it (fail refuses them)
+        cli_errors.err.print(f"[bold yellow]warning:[/] {count(empty_files, 'input file')} "
+                             f"{'was' if empty_files == 1 else 'were'} empty (no rows) and skipped (manifest.json: "
+                             f"the read step's counts.empty_files; input.on_bad_row: fail refuses them)",
+                             highlight=False)
     emptied = emptied_by(manifest["steps"])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)

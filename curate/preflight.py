@@ -29,7 +29,7 @@ from curate.engine.steps import check_columns
 from curate.errors import CurateError, InputError, RecipeError, running_as
 from curate.io import output_formats
 from curate.io import input_schema
-from curate.io.readers import read_source, scan_schema
+from curate.io.readers import EMPTY_FAILS, is_empty_file, read_source, scan_schema
 from curate.io.sources import Source, discover, searched_directories
 from curate.io.store import is_uri, map_objects
 from curate.paths import missing_paths
@@ -60,6 +60,11 @@ def scan(recipe: Recipe, sources: list[Source]) -> list[tuple[pa.Schema | None, 
     """Every input file's whole schema (readers.scan_schema), in order: a JSONL, CSV or
     WebDataset file read whole, several at once (threads: the parsers release the GIL)."""
     spec = recipe.input
+    empty = [s for s in sources if not s.is_uri and is_empty_file(s)]  # a store's objects: at their read
+    if empty and (spec.on_bad_row == "fail" or len(empty) == len(sources)):
+        others = f" (and so are the other {len(empty) - 1} input files)" if len(empty) == len(sources) > 1 else ""
+        why = f" ({EMPTY_FAILS})" if len(empty) < len(sources) else ""
+        raise InputError(f"{empty[0].path}: the file is empty{others}{why}")
     fn = functools.partial(scan_schema, raw_column=spec.raw_column, on_truncated=spec.on_truncated)
     if len(sources) < 2:
         return [fn(s) for s in sources]

@@ -34,7 +34,10 @@ class InputSpec(_Strict):
     text_column: str = "text"
     id_column: str | None = Field(None, description="Column to use as _id; default: a stable hash of file + row.")
     split: str | None = Field(None, description="Split of a Hugging Face dataset (dict).")
-    on_bad_row: Literal["trace", "fail"] = Field("trace", description="Unparseable rows: trace them, or stop the run.")
+    on_bad_row: Literal["trace", "fail"] = Field("trace", description="Unparseable rows: trace them, or stop the "
+                                                 "run. An input file with no rows (empty) is skipped and counted "
+                                                 "(the read step's counts.empty_files), or, with fail, stops the "
+                                                 "run too.")
     on_duplicate_id: Literal["warn", "fail"] = Field("warn", description="Rows repeating an id_column value with "
                                                      "different content: count them in the manifest and warn, or "
                                                      "fail the run.")

@@ -68,6 +68,8 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
                 if remaining == 0:
                     return
             bytes_read(size - counted)  # the file is read: what its meter could not see (a footer)
+            if meter.empty:  # an empty input file: skipped, counted (the CLI warns)
+                read.counts["empty_files"] = read.counts.get("empty_files", 0) + 1
             if meter.blank_lines:  # JSONL lines with nothing on them: no row, no trace, but counted
                 read.counts["blank_lines"] = read.counts.get("blank_lines", 0) + meter.blank_lines
         return

@@ -15,6 +15,7 @@ class ReadMeter:
         self._position = lambda: 0
         self._last = 0
         self.blank_lines = 0  # JSONL lines with nothing on them, skipped (the manifest's read counts)
+        self.empty = False  # the file has no bytes or no rows: skipped (the manifest's read counts)
 
     def follow(self, handle) -> None:
         """Measure by `handle`'s position: the raw file a stream decompresses."""

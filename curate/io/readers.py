@@ -77,8 +77,10 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
     `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where)."""
     readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
                "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
+    meter = meter or ReadMeter()
     with named_errors(source.path, source.format):
-        _not_empty(source)
+        if _empty(source, on_bad_row, meter):
+            return
         raw_json.check_format(source, raw_column)
         if raw_column is not None:
             reader = raw_json.reader(raw_column)
@@ -86,9 +88,10 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
             if schema is None:
                 schema = scan_schema(source, on_truncated=on_truncated)[0] or pa.schema([])
             reader = functools.partial(readers[source.format], schema=schema, on_truncated=on_truncated)
-        row = 0
-        chunks = reader(source, batch_rows, on_bad_row, meter or ReadMeter())
+        row, bad_rows = 0, 0
+        chunks = reader(source, batch_rows, on_bad_row, meter)
         for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):
+            bad_rows += len(bad) if bad is not None else 0
             if bad is not None and len(bad) and on_bad_row == "fail":
                 raise InputError(f"{source.path}, {bad.unit} {bad.line[0]}: {bad.error[0]} "
                                  f"(set input.on_bad_row: trace to send such rows to the trace instead)")
@@ -97,7 +100,9 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 batch = _add_id(batch, source, row, id_column)
                 row += batch.num_rows
             yield batch, bad
-        if row == 0 and source.format not in ("parquet", "warc"):  # a crawl file may hold no page
+        if row == 0 and not bad_rows and source.format != "warc":  # no rows at all (a crawl file may hold no page)
+            _empty(source, on_bad_row, meter, rows=0)
+        elif row == 0 and source.format not in ("parquet", "warc"):
             raise InputError(f"{source.path}: no rows could be read from this file")
 
 
@@ -123,10 +128,24 @@ def _then_unchanged(chunks: Iterator[Chunk], source: Source, peek: bool) -> Iter
         asked.result()
 
 
-def _not_empty(source: Source) -> None:
-    size = source.size if source.is_uri else Path(source.path).stat().st_size
-    if size == 0:
-        raise InputError(f"{source.path}: the file is empty")
+EMPTY_FAILS = ("input.on_bad_row: fail refuses an empty input file; with trace, the default, it is skipped "
+               "and counted in the manifest")
+
+
+def is_empty_file(source: Source) -> bool:
+    return (source.size if source.is_uri else Path(source.path).stat().st_size) == 0
+
+
+def _empty(source: Source, on_bad_row: str, meter: ReadMeter, rows: int | None = None) -> bool:
+    """Whether `source` is empty (no bytes; or, given `rows` 0, no rows): skipped and counted
+    (`meter.empty`, the manifest's read counts) whatever its format, or an InputError with
+    on_bad_row: fail."""
+    if rows != 0 and not is_empty_file(source):
+        return False
+    if on_bad_row == "fail":
+        raise InputError(f"{source.path}: the file is empty{'' if rows is None else ' (no rows)'} ({EMPTY_FAILS})")
+    meter.empty = True
+    return True
 
 
 def _input_stream(source: Source, meter: ReadMeter | None = None, block: int | None = None) -> pa.NativeFile:
@@ -170,7 +189,8 @@ def file_schema(source: Source, raw_column: str | None = None,
     None: the progress bars' total, without a second read of every footer."""
     rows = None
     with named_errors(source.path, source.format):
-        _not_empty(source)
+        if is_empty_file(source):
+            return None, 0
         raw_json.check_format(source, raw_column)
         if raw_column is not None:
             schema = pa.schema([(raw_column, pa.string())])
@@ -575,7 +595,8 @@ def scan_schema(source: Source, raw_column: str | None = None,
     the whole file is read, so that a field whose type changes anywhere in it is seen (as a
     mixed field, input_schema.py); a CSV quote left open is an InputError."""
     with named_errors(source.path, source.format):
-        _not_empty(source)
+        if is_empty_file(source):
+            return None, 0
         raw_json.check_format(source, raw_column)
         if raw_column is not None or source.format in ("parquet", "arrow_stream", "warc"):
             return file_schema(source, raw_column, partitions=False)

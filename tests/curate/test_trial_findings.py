@@ -189,3 +189,40 @@ def test_the_reports_sources_name_input_files_when_the_input_has_its_own_ids(cli
     assert grouping.title == "by input file"
     table = {r[0]: r[1:4] for r in sources.rows(run, grouping)}
     assert table == {"a.jsonl": [5, 5, 0], "b.jsonl": [2, 1, 1]}, table
+
+
+def _inputs_with_an_empty_file(tmp_path, kind):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "in").mkdir(exist_ok=True)
+    if kind == "jsonl":
+        write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
+        (tmp_path / "in" / "b.jsonl").write_bytes(b"")
+        return f"{tmp_path / 'in' / '*.jsonl'}", "b.jsonl"
+    pq.write_table(pa.table({"text": [d["text"] for d in DOCS]}), tmp_path / "in" / "a.parquet")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "in" / "b.parquet")
+    return f"{tmp_path / 'in' / '*.parquet'}", "b.parquet"
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_an_empty_input_file_is_skipped_and_counted_whatever_its_format(cli, tmp_path, kind):
+    """An empty JSONL file stopped the run (exit 2) where an empty Parquet file did not: now
+    both are skipped, counted in the manifest and warned about; `on_bad_row: fail` refuses both."""
+    pattern, empty = _inputs_with_an_empty_file(tmp_path, kind)
+    res = cli("run", "-w", "1", "--no-report", recipe(tmp_path), "--input", pattern)
+    assert res.exit_code == 0, res.output
+    assert "1 input file was empty" in one_line(res.stderr), res.stderr
+    read = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][0]
+    assert read["rows_out"] == len(DOCS) and read["counts"]["empty_files"] == 1, read
+    res = cli("run", "-w", "1", "--no-report", recipe(tmp_path), "--input", pattern, "--overwrite",
+              "--set", "input.on_bad_row=fail")
+    assert res.exit_code == 2, res.output
+    assert f"{empty}: the file is empty" in one_line(res.stderr), res.stderr
+
+
+def test_an_input_of_only_empty_files_is_refused(cli, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_bytes(b"")
+    res = cli("run", "-w", "1", recipe(tmp_path))
+    assert res.exit_code == 2 and "a.jsonl: the file is empty" in one_line(res.stderr), res.output
