@@ -51,7 +51,7 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
                 bytes_read(at - counted)
                 counted = at
                 if bad is not None and len(bad):
-                    trace.write(READ_STEP, _bad_rows_batch(source.path, bad))
+                    trace.write(READ_STEP, _bad_rows_batch(source, bad))
                     read.rows_in += len(bad)
                     read.removed += len(bad)
                     for reason in bad.reason:
@@ -102,10 +102,12 @@ def shard_batches(shards, offset: int, batch_rows: int, columns: list[str] | Non
         bytes_read(size - counted)
 
 
-def _bad_rows_batch(path: str, bad: BadRows) -> pa.RecordBatch:
-    n = len(bad)
+def _bad_rows_batch(source, bad: BadRows) -> pa.RecordBatch:
+    """The read trace's rows: `_id` by the file's name under the input's base (as the rows' own
+    ids, the same wherever the input lies), the detail naming the file where it was read."""
+    n, path = len(bad), source.path
     return pa.RecordBatch.from_pydict({
-        "_id": pa.array([f"{path}:{line}" for line in bad.line], pa.string()),
+        "_id": pa.array([f"{source.name}:{line}" for line in bad.line], pa.string()),
         "step": pa.array([READ_STEP] * n, pa.string()),
         "reason": pa.array(bad.reason, pa.string()),
         "detail": pa.array([f"{path}, {bad.unit} {at}: {err}" for at, err in zip(bad.line, bad.error)], pa.string()),

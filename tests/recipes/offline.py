@@ -94,6 +94,17 @@ def recipe_args(name: str, tmp: Path, cli, monkeypatch, request) -> list[str]:
         monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp / "cache"))
         write_jsonl(tmp / "docs.jsonl", [{"text": SENTENCE * n} for n in (3, 40, 90, 7)])
         return ["--input", tmp / "docs.jsonl"]
+    if name == "fineweb":
+        for package in ("warcio", "trafilatura", "py3langid"):
+            pytest.importorskip(package)
+        from tests.recipes.test_fineweb import _corpus
+
+        inputs, _ = _corpus(tmp)  # WARC and WET files of the demo's pages, real pages, a damaged archive
+        blocklist = tmp / "blocked.txt"
+        blocklist.write_text("blocked.example\n")
+        monkeypatch.setenv("WARC", str(inputs))
+        monkeypatch.setenv("URL_BLOCKLIST", str(blocklist))
+        return ["--input", str(inputs)]
     if name in ("synth-qa", "evol-instruct"):
         from tests.recipes.test_synth_recipes import offline_args
 
