@@ -36,7 +36,7 @@ import harness as h
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
             "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
-            "clip-score-gpu", "generate-gpu", "ablate", "input-schema"]
+            "clip-score-gpu", "generate-gpu", "ablate", "input-schema", "fineweb-anchor"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
@@ -79,6 +79,8 @@ TITLES = {
     "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
     "ablate": "curate ablate: training tokens/s vs a bare torch loop, and the planted signal",
     "input-schema": "The input's schema decided from every file: a JSONL.gz run at this commit vs before the scan",
+    "fineweb-anchor": "The FineWeb chain on WARC files (trafilatura -> lid.176 -> Gopher, C4, FineWeb filters): "
+                      "curate run vs datatrove, docs per CPU-second and agreement",
     "datacomp": "DataComp baselines: the funnels of recipes/datacomp-*.yaml on a generated corpus (tiny random CLIP)",
     "clip-score-gpu": "clip_score on a GPU: curate run vs a bare open_clip loop (ViT-B-32), GPU utilisation, "
                       "decode workers",
@@ -87,6 +89,7 @@ TITLES = {
 # (full, quick) sizes; each has its own option.
 SIZES = {
     "input_schema_docs": (200_000, 100_000, "input-schema: demo documents (8 JSONL.gz files)"),
+    "fineweb_anchor_pages": (3000, 1000, "fineweb-anchor: WARC pages (each side runs them twice, interleaved)"),
     "pipeline_files": (14, 7, "pipeline: first K demo-corpus files (14,583 docs each)"),
     "io_files": (96, 16, "io: first K demo-corpus files"),
     "memory_small_gb": (1.0, 0.5, "memory: the smaller input, GB of JSONL"),
@@ -204,6 +207,7 @@ def commands(a) -> dict[str, list[str]]:
                        "--device", "cpu"],
         "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
         "ablate": ["ablate.py"],
+        "fineweb-anchor": ["fineweb_anchor.py", "--pages", str(a.fineweb_anchor_pages), "--rounds", "2", *w],
         "input-schema": ["input_schema_cost.py", "--docs", str(a.input_schema_docs), "--rounds", "3", *w],
         "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
                            "--device", "cuda", "--decode-workers", a.gpu_decode_workers],
@@ -341,7 +345,7 @@ def main() -> None:
     machine_line, commit_line = machine(), commit()
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
-    if set(only) - GPU_SECTIONS - {"ablate", "input-schema"}:  # these make their own, smaller demo corpora
+    if set(only) - GPU_SECTIONS - {"ablate", "input-schema", "fineweb-anchor"}:  # these make their own, smaller demo corpora
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}

