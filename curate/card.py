@@ -194,13 +194,14 @@ def _env_references(value) -> list[str]:
 def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | None = None,
               license: str | None = None, language: list[str] | None = None,
               task_categories: list[str] | None = None, pretty_name: str | None = None,
-              settings: dict | None = None) -> str:
+              settings: dict | None = None, manifest: dict | None = None) -> str:
     """README.md of the finished run in `run_dir`. `hub_paths`: the files as published to the Hub
     (repository paths; their data files are the config's data_files), else the run directory's
     own data/ files are. `settings`: output.hub as published (default: as the manifest's recipe
-    has it)."""
+    has it). `manifest`: the run's manifest as it will be written (publishing writes the card
+    before the manifest); default: RUN_DIR/manifest.json."""
     run_dir = Path(run_dir)
-    manifest = _manifest(run_dir)
+    manifest = manifest if manifest is not None else _manifest(run_dir)
     published = hub_paths is not None
     hub = settings if settings is not None else _hub_settings(manifest)
     split = hub.get("split") or "train"
@@ -235,7 +236,8 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
     columns = _columns(run_dir, manifest)
     if columns:
         body += ["| column | type |", "|---|---|"] + [f"| {_cell(n)} | {_cell(t)} |" for n, t in columns] + [""]
-    if published and any(p.startswith("trace/") for p in hub_paths):
+    if (any(p.startswith("trace/") for p in hub_paths) if published
+            else globs and any(s.get("removed") for s in manifest["steps"])):
         body += ["`trace/<step>.parquet` holds every removed row with its step, reason and detail "
                  "(not part of the dataset's config).", ""]
     body += ["## How it was made", "",

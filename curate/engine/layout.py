@@ -2,6 +2,8 @@
 
   data/part-NNNNN.parquet        the curated rows (published)
   trace/<step>.parquet           every removed row (published)
+  README.md                      the run's dataset card (curate/card.py), written just before the manifest,
+                                 so that `datasets.load_dataset(RUN_DIR)` reads data/ alone
   manifest.json                  written last: its presence says the run is complete
   report.html                    written after the run
   data.tmp/ trace.tmp/           what publishing builds before renaming it into place
@@ -53,11 +55,11 @@ from curate.io.store import is_uri
 WORK = "_work"
 # What curate itself puts in an output directory besides _work: all that --overwrite may delete.
 # The manifest goes first, so that a reader never finds it beside data half deleted.
-OUTPUT = ("manifest.json", "data", "trace", "report.html")
+OUTPUT = ("manifest.json", "README.md", "data", "trace", "report.html")
 # Where publishing builds data/ and trace/ (in the local directory), and a store's report.html
 STAGING = ("data.tmp", "trace.tmp", "report.html.tmp")
 # Published from _work at the end of a run; anything of it found at a (re)start is stale.
-PUBLISHED = ("manifest.json", "data", "trace")
+PUBLISHED = ("manifest.json", "README.md", "data", "trace")
 from curate.manifest import FORMAT_VERSION  # noqa: E402 (beside the names it gives)
 
 MANIFEST_FORMAT = FORMAT_VERSION  # the manifest's `format_version`: how curate recognises its own runs
@@ -212,6 +214,7 @@ class RunLayout:
     data = _under("data")
     trace = _under("trace")
     manifest = _under("manifest.json")
+    card = _under("README.md")
     report = _under("report.html")
     data_tmp = _local("data.tmp")
     trace_tmp = _local("trace.tmp")

@@ -1,5 +1,6 @@
 """Publishing a run: the last stage's shards staged as data.tmp/, the traces merged per step into
-trace.tmp/, both renamed into place, manifest.json last.
+trace.tmp/, both renamed into place, the run's dataset card (README.md, curate/card.py: its
+`configs` name data/ so that `datasets.load_dataset(RUN_DIR)` loads the data alone), manifest.json last.
 
 _work/ stays intact until the manifest is written, so a run killed anywhere in here is published
 again, from scratch, by --resume (run_dir.open_run_dir); until manifest.json exists the run is
@@ -13,6 +14,7 @@ manifest is written last: a prefix without it is no finished dataset, whatever d
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from curate.card import card_text
 from curate.engine.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
@@ -148,6 +151,9 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
     typed = build_manifest(manifest)  # checked against its model (curate/manifest.py) before it is written
     still_ours()
     with output_errors(layout.root):
+        if not layout.remote:  # the run's own card, from the manifest as written: load_dataset(RUN_DIR) reads data/
+            card = card_text(layout.root, manifest=json.loads(typed.to_bytes()))
+            layout.files.write_bytes(layout.card, card.encode())
         layout.files.write_bytes(layout.manifest, typed.to_bytes())
     if layout.remote:
         for path in layout.staging():
