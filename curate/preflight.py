@@ -115,7 +115,8 @@ def first_schema(sources: list[Source], recipe: Recipe,
     for source in sources:
         with closing(read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
                                  on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, peek=True,
-                                 schema=decided, on_truncated=spec.on_truncated)) as chunks:
+                                 schema=decided, on_truncated=spec.on_truncated,
+                                 mime_types=spec.mime_types)) as chunks:
             for batch, _ in chunks:
                 if batch is not None and batch.num_rows:
                     return source, batch.schema

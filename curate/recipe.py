@@ -45,6 +45,11 @@ class InputSpec(_Strict):
                                                   ".gz or .zst): refuse the run before it starts, or keep the rows "
                                                   "before the cut (the cut itself goes to the trace).")
     batch_rows: int = Field(8192, gt=0, description="Rows per batch.")
+    mime_types: list[str] | None = Field(
+        None, description="WARC input only: the identified payload types whose response records are read "
+                          "(WARC-Identified-Payload-Type, else the server's Content-Type, else an HTML sniff; "
+                          "compared exactly, lower case). Default: text/html and application/xhtml+xml "
+                          "(datatrove's WarcReader rule). A WET conversion record may also be text/plain.")
     raw_column: str | None = Field(None, description="JSON input only: each record whole, as its JSON text, in this "
                                                      "one string column instead of a column per field (for nested "
                                                      "records whose shape varies, e.g. raw agent trajectories); a "
@@ -58,6 +63,24 @@ class InputSpec(_Strict):
     def _empty_is_off(cls, v: str | None) -> str | None:
         # Empty turns it off, so a recipe can default it through ${VAR:-raw} and a user clear it.
         return v or None
+
+    @field_validator("mime_types")
+    @classmethod
+    def _mime_types(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return None
+        if not v:
+            raise ValueError("mime_types needs at least one type (leave it out for HTML and XHTML)")
+        bad = [t for t in v if "/" not in t or t.strip() != t or ";" in t]
+        if bad:
+            raise ValueError(f"mime_types: {bad} are not media types (type/subtype, no parameters)")
+        return [t.lower() for t in v]
+
+    @model_validator(mode="after")
+    def _mime_types_for_warc(self) -> "InputSpec":
+        if self.mime_types is not None and self.format is not None and self.format != "warc":
+            raise ValueError(f"mime_types applies to format: warc only (this input's format is {self.format})")
+        return self
 
 
 class PackSpec(_Strict):

@@ -46,7 +46,8 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
             counted = 0
             for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
                                           on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, meter=meter,
-                                          schema=ctx.input_schema, on_truncated=spec.on_truncated):
+                                          schema=ctx.input_schema, on_truncated=spec.on_truncated,
+                                          mime_types=spec.mime_types):
                 at = min(meter.bytes, size)
                 bytes_read(at - counted)
                 counted = at

@@ -67,14 +67,15 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
                 on_bad_row: str = "trace", raw_column: str | None = None,
                 meter: ReadMeter | None = None, peek: bool = False, schema: pa.Schema | None = None,
-                on_truncated: str = "fail") -> Iterator[Chunk]:
+                on_truncated: str = "fail", mime_types: list[str] | tuple[str, ...] | None = None) -> Iterator[Chunk]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order, in the
     columns of `schema` (the input's, decided from every file: input_schema.py; by default this
     file's own, read whole first); a row with a value that cannot take its type is a bad row. With
     `raw_column`, JSON records whole as their text in that one column (raw_json.py). `meter`
     follows how many of the file's bytes have been read, batch by batch. `peek`: the caller
     wants the first batches only (open_parquet's peek; the other formats stream anyway).
-    `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where)."""
+    `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where).
+    `mime_types`: a WARC file's payload types read (default: HTML and XHTML; curate/io/warc.py)."""
     readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
                "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
     meter = meter or ReadMeter()
@@ -88,6 +89,8 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
             if schema is None:
                 schema = scan_schema(source, on_truncated=on_truncated)[0] or pa.schema([])
             reader = functools.partial(readers[source.format], schema=schema, on_truncated=on_truncated)
+            if source.format == "warc" and mime_types is not None:
+                reader = functools.partial(reader, selection=warc.Selection(mime_types=tuple(mime_types)))
         row, bad_rows = 0, 0
         chunks = reader(source, batch_rows, on_bad_row, meter)
         for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):

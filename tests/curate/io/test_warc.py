@@ -208,3 +208,44 @@ def test_a_twenty_megabyte_page_between_small_ones(tmp_path):
     rows, bad = _rows(path)
     assert bad == [] and [r["url"] for r in rows][1] == "https://big.example/"
     assert rows[1]["html"].encode() == big and len(rows) == 4
+
+
+def test_mime_types_input_option_reads_the_listed_types(cli, tmp_path):
+    """input.mime_types picks the identified payload types read (default HTML/XHTML, datatrove's rule),
+    through curate run (the workers' reader and preflight's first batch alike)."""
+    recs = real_records(2) + [
+        Rec("http://plain.example/a.txt", b"just a plain text file, not a page", http=[("Content-Type", "text/plain")],
+            identified="text/plain"),
+        Rec("http://img.example/a.png", b"\x89PNG\r\n\x1a\n" + bytes(range(64)), http=[("Content-Type", "image/png")],
+            identified="image/png"),
+        Rec("http://xhtml.example/", b"<html xmlns='http://www.w3.org/1999/xhtml'><body><p>x</p></body></html>",
+            http=[("Content-Type", "application/xhtml+xml")], identified="application/xhtml+xml"),
+    ]
+    inp = tmp_path / "in"
+    inp.mkdir()
+    write_warc(inp / "m.warc.gz", recs)
+
+    def run(name: str, extra: str) -> list[str]:
+        recipe = tmp_path / f"{name}.yaml"
+        recipe.write_text(f"name: {name}\ninput:\n  path: {inp}\n  format: warc\n{extra}output:\n  path: "
+                          f"{tmp_path / name}\nsteps:\n  - select: {{columns: [url, content_type]}}\n")
+        res = cli("run", recipe, "-w", "1")
+        assert res.exit_code == 0, res.output
+        return sorted(pq.read_table(tmp_path / name / "data").column("url").to_pylist())
+
+    pages = sorted(f"https://real.example/{n}" for n in list(real_pages())[:2])
+    assert run("default", "") == sorted(pages + ["http://xhtml.example/"])
+    assert run("plain", "  mime_types: [text/plain, text/html]\n") == sorted(pages + ["http://plain.example/a.txt"])
+    assert run("upper", "  mime_types: [Text/Plain]\n") == ["http://plain.example/a.txt"]
+
+
+def test_mime_types_refused_off_warc_and_empty():
+    from pydantic import ValidationError
+
+    from curate.recipe import InputSpec
+
+    assert InputSpec(path="x", mime_types=["text/html"]).mime_types == ["text/html"]
+    for bad in ({"format": "jsonl", "mime_types": ["text/html"]}, {"mime_types": []},
+                {"mime_types": ["text/html; charset=utf-8"]}, {"mime_types": ["html"]}):
+        with pytest.raises(ValidationError):
+            InputSpec(path="x", **bad)
