@@ -13,6 +13,8 @@ As datatrove's examples/fineweb.py, except: no URLFilter (no block list here), a
 - Trafilatura's per-page timeout is 10 s (curate's default) instead of datatrove's 1 s, so a busy
   shared machine does not turn slow pages into timeouts on one side only; its `deduplicate` is
   datatrove's default (True: trafilatura's cross-page cache, as FineWeb ran it);
+- trafilatura in that venv is curate's version (2.3.1; datatrove[processing] pins <1.12, see
+  bench/setup_anchors.sh), so both sides run the same extractor code;
 - every filter writes its exclusions (as FineWeb's example does), so the differences can be explained.
 """
 
