@@ -398,11 +398,24 @@ def demo(
     files: int = typer.Option(8, help="Number of JSONL.gz files."),
     seed: int = typer.Option(0, help="Random seed."),
     workers: int = typer.Option(1, "--workers", "-w", help="Processes writing files (same bytes whatever the number)."),
+    for_recipe: Optional[str] = typer.Option(
+        None, "--for", help="Write instead the demo input of a recipe that the corpus does not feed as it is: "
+        "sft-qdc (DIR/sft.jsonl), decontaminate (DIR/gsm8k.jsonl, DIR/mmlu.jsonl, from the corpus in --corpus) "
+        "or wrap (DIR/web.jsonl)."),
+    corpus: Path = typer.Option(Path("data/demo"), help="With --for decontaminate: the demo corpus the benchmark "
+                                "items are taken from (generated there first if missing)."),
 ) -> None:
-    """Generate the demo corpus (English-like documents with planted duplicates and junk)."""
+    """Generate the demo corpus (English-like documents with planted duplicates and junk), or
+    with --for, a recipe's demo input."""
     from curate.demo import generate
     from curate.words import count
 
+    if for_recipe is not None:
+        from curate.demo_inputs import write
+
+        paths = write(for_recipe, directory, seed=seed, corpus=corpus)
+        out.print(f"wrote the {for_recipe} demo input: {', '.join(str(p) for p in paths)}")
+        return
     paths = generate(directory, docs=docs, files=files, seed=seed, workers=workers)
     out.print(f"wrote {count(docs, 'document')} to {count(len(paths), 'file')} in {directory}")
 
