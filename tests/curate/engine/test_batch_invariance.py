@@ -124,10 +124,18 @@ CASES: dict[str, Case] = {
     "chunk": Case("text", (("chunk", {"max_tokens": 25}),), needs=("pysbd",)),
     "rephrase": Case("text", (("rephrase", {"llm": MOCK_LLM, "styles": ["medium", "qa"], "ratio": "1:2"}),),
                      needs=("aiohttp",)),
+    "url_normalize": Case("text", (("url_normalize", {"date_column": None, "time_column": None}),)),
+    "generate_qa": Case("text", (("generate_qa", {"llm": MOCK_LLM, "max_pairs": 3}),), needs=("aiohttp",)),
+    "evol_instruct": Case("text", (("evol_instruct", {"llm": MOCK_LLM, "rounds": 2}),), needs=("aiohttp",)),
+    "self_instruct": Case("text", (("self_instruct", {"llm": MOCK_LLM, "num_instructions": 6, "max_rounds": 3}),),
+                          needs=("aiohttp", "rouge_score")),
 }
 
-# Operators this test cannot run, and why (none today: every operator has a case above).
-CANNOT_RUN_HERE: dict[str, str] = {}
+# Operators this test cannot run, and why.
+CANNOT_RUN_HERE: dict[str, str] = {
+    "extract_text": "reads an `html` column none of these inputs has; its bytes across workers and batch sizes: "
+                    "tests/operators/web/test_extract_text.py::test_output_bytes_independent_of_workers_and_batch_rows",
+}
 
 FILE_ROWS = (37, 23, 28)  # three input files, so three tasks (and two workers have work)
 LARGEST = max(FILE_ROWS) + 5
