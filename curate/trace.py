@@ -2,7 +2,9 @@
 
 Trace files are Parquet with columns `_id, step, reason, detail` and, when
 `output.trace_rows` is on, `row`: a struct of the removed row's columns, so removal is
-replayable and nothing is lost.
+replayable and nothing is lost. Every trace file of a run has one schema (`trace_schema`):
+`row` holds every column any step traced, null where a step's row lacked it (the read step's
+unparseable rows: `raw`, their text), so `pq.read_table(RUN_DIR/"trace")` reads them as one table.
 """
 
 from __future__ import annotations
@@ -83,11 +85,25 @@ def count_reasons(reasons: pa.Array) -> dict[str, int]:
     return {str(v["values"]): int(v["counts"]) for v in vc.to_pylist()}
 
 
-def merge_shards(parts: list[Path], target: Path, compression: str | None = "zstd") -> int:
-    """Concatenate Parquet shards into one file, streaming, atomically. Returns the row count."""
+def trace_schema(parts: list[Path]) -> pa.Schema | None:
+    """One schema for every trace file of a run: the union of its parts' columns, `row` a struct of
+    every column any step traced (null where a step's row lacked it; the read step's unparseable
+    rows hold their text as `raw`), so that the trace directory reads as one table. None where the
+    steps' columns cannot be one (a column of one type in one step, of another in another): each
+    step's file then has its own."""
+    try:
+        return pa.unify_schemas([pq.read_schema(p) for p in parts], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
+
+
+def merge_shards(parts: list[Path], target: Path, compression: str | None = "zstd",
+                 schema: pa.Schema | None = None) -> int:
+    """Concatenate Parquet shards into one file, streaming, atomically. Returns the row count.
+    `schema`: the file's (each part cast to it), default the union of the parts'."""
     if not parts:
         return 0
-    schemas = [pq.read_schema(p) for p in parts]
+    schemas = [pq.read_schema(p) for p in parts] if schema is None else [schema]
     try:
         schema = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid) as e:

@@ -31,7 +31,7 @@ from curate.engine.store_files import output_errors
 from curate.io import output_formats, retries
 from curate.recipe import Recipe
 from curate.manifest import build as build_manifest
-from curate.trace import merge_shards, versions
+from curate.trace import merge_shards, trace_schema, versions
 
 
 def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
@@ -117,7 +117,10 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
     manifest; the output's retries are counted into the manifest's `store` then."""
     files.remove(layout.trace_tmp)
     files.makedirs(layout.trace_tmp)
-    traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet")
+    # one schema for every step's file (the union of their columns): the trace reads as one table
+    schema = trace_schema([Path(p) for parts in trace_parts.values() for p in parts])
+    traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet",
+                                  schema=schema)
               for label, parts in trace_parts.items() if parts}
     for entry in steps:
         if entry["removed"] != traced.get(entry["step"], 0):

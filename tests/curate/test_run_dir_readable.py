@@ -46,3 +46,17 @@ def test_the_run_directorys_card_marks_it_as_curates(cli, tmp_path):
     from curate.engine.layout import OUTPUT, PUBLISHED
 
     assert "README.md" in OUTPUT and "README.md" in PUBLISHED
+
+
+def test_the_trace_directory_reads_as_one_table(cli, tmp_path):
+    """`00_read`'s `row` was {raw} and a filter's the row's columns: read as one table, the
+    filter's rows came back as {raw: null} (the first file's schema). Every trace file now has
+    one schema: `row` holds every column traced, the unparseable line's text as `raw`."""
+    out = _run(cli, tmp_path)
+    assert sorted(p.name for p in (out / "trace").iterdir()) == ["00_read.parquet", "01_exact_dedup.parquet"]
+    rows = pq.read_table(out / "trace").to_pylist()
+    by_step = {r["step"]: r for r in rows}
+    assert len(rows) == 2 and set(by_step) == {"00_read", "01_exact_dedup"}, rows
+    assert by_step["00_read"]["row"] == {"raw": "{not json", "text": None, "n": None}
+    assert by_step["01_exact_dedup"]["row"] == {"raw": None, **DOCS[0]}
+    assert by_step["01_exact_dedup"]["reason"] == "exact_duplicate"
