@@ -213,6 +213,10 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
         globs = ["data/*.parquet"] if data and manifest.get("format", "parquet") == "parquet" else []
     meta = front_matter(manifest, globs, license=license, language=language, task_categories=task_categories,
                         pretty_name=pretty_name, settings=hub)
+    # a run directory's own card: its trace (one schema for every file) as a second config
+    traced = not published and globs and any(s.get("removed") for s in manifest["steps"])
+    if traced and meta["configs"][0]["config_name"] != "trace":
+        meta["configs"].append({"config_name": "trace", "data_files": [{"split": "train", "path": ["trace/*.parquet"]}]})
     rows_in, rows_out = int(manifest.get("rows_in") or 0), int(manifest.get("rows_out") or 0)
     versions = manifest.get("versions") or {}
     run = manifest.get("run") or {}
@@ -236,10 +240,12 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
     columns = _columns(run_dir, manifest)
     if columns:
         body += ["| column | type |", "|---|---|"] + [f"| {_cell(n)} | {_cell(t)} |" for n, t in columns] + [""]
-    if (any(p.startswith("trace/") for p in hub_paths) if published
-            else globs and any(s.get("removed") for s in manifest["steps"])):
+    if published and any(p.startswith("trace/") for p in hub_paths):
         body += ["`trace/<step>.parquet` holds every removed row with its step, reason and detail "
                  "(not part of the dataset's config).", ""]
+    elif traced:
+        body += ["`trace/<step>.parquet` holds every removed row with its step, reason and detail: the "
+                 "`trace` config (`load_dataset(RUN_DIR, \"trace\")`).", ""]
     body += ["## How it was made", "",
              "Each step of the recipe in order: rows it received and passed on, rows it removed and why "
              "(rows in = rows out + removed, for every step).", ""] + _funnel(manifest) + [""]

@@ -67,11 +67,14 @@ def test_the_front_matter_validates_with_huggingface_hub(run_dir):
     assert data["size_categories"] == ["n<1K"] and data["task_categories"] == ["text-generation"]
     assert data["pretty_name"] == "card-test" and "curate" in data["tags"]
     assert data["configs"] == [{"config_name": "default", "default": True,
-                                "data_files": [{"split": "train", "path": ["data/*.parquet"]}]}]
+                                "data_files": [{"split": "train", "path": ["data/*.parquet"]}]},
+                               {"config_name": "trace",  # a run directory's own card: its trace too
+                                "data_files": [{"split": "train", "path": ["trace/*.parquet"]}]}]
     # what it would be as DatasetCardData builds it: the same YAML mapping round-trips
     rebuilt = DatasetCardData(**data)
     assert rebuilt.to_dict() == data
-    check(text, [e["path"] for e in _manifest(run_dir)["outputs"]])
+    check(text, [e["path"] for e in _manifest(run_dir)["outputs"]]
+          + [f"trace/{p.name}" for p in (run_dir / "trace").glob("*.parquet")])
 
 
 def test_the_funnel_reads_back_as_the_manifest_has_it(run_dir):

@@ -31,6 +31,8 @@ def test_load_dataset_reads_the_run_directory(cli, tmp_path):
     assert (out / "README.md").is_file()
     ds = datasets.load_dataset(str(out), split="train")
     assert ds.num_rows == len(DOCS) and "text" in ds.column_names and "reason" not in ds.column_names
+    trace = datasets.load_dataset(str(out), "trace", split="train")  # the second config: the trace
+    assert sorted(trace["step"]) == ["00_read", "01_exact_dedup"]
     first = (out / "README.md").read_bytes()
     from curate.card import card_text
     assert card_text(out).encode() == first  # from the manifest and the data alone
