@@ -6,7 +6,11 @@ operators/prune): `duplicate of <id>` (exact_dedup), `{"duplicate_of": <id>, ...
 (minhash_dedup), `contained in <id> (containment c)` (containment_dedup; `{"container": <id>,
 ...}` in runs before it), `similarity s to <id> (cluster k)` (semantic_dedup). A cluster is that row and all naming it; a step is a dedup step when its
 details name rows. Counted by DuckDB (it spills a large step's cluster table), drawn bounded:
-the size distribution and the LARGEST clusters.
+the size distribution and the LARGEST clusters. A near-dedup step whose details carry a score
+(containment, MinHash's Jaccard estimate, SemDeDup's similarity) also gets that score's
+distribution over the rows it removed and the LARGEST pairs nearest its threshold (the lowest
+scores removed): the largest clusters are mostly exact copies (containment 1.0), the pairs near
+the threshold are where the step decided.
 """
 
 from __future__ import annotations
@@ -28,6 +32,45 @@ NAMED = r"""CASE
     WHEN regexp_matches(_detail, '^similarity \S+ to .* \(cluster \d+\)$')
         THEN regexp_extract(_detail, '^similarity \S+ to (.*) \(cluster \d+\)$', 1)
     END"""
+
+
+SCORE = r"""TRY_CAST(CASE
+    WHEN regexp_matches(_detail, '^contained in .* \(containment [0-9.e-]+\)$')
+        THEN regexp_extract(_detail, '\(containment ([0-9.e-]+)\)$', 1)
+    WHEN _detail LIKE '{%' AND json_valid(_detail)
+        THEN coalesce(json_extract_string(_detail, '$.jaccard_estimate'), json_extract_string(_detail, '$.containment'),
+                      json_extract_string(_detail, '$.similarity'))
+    WHEN regexp_matches(_detail, '^similarity \S+ to .* \(cluster \d+\)$')
+        THEN regexp_extract(_detail, '^similarity (\S+) to ', 1)
+    END AS DOUBLE)"""
+BINS = 20
+
+
+def score_bins(run: Run, step: str) -> list[tuple[float, int]]:
+    """(lower edge, removed rows) of the step's scores in BINS equal bins from the lowest score to
+    the highest; [] where its details carry no score (exact_dedup)."""
+    found = run.trace_sql(step, "min(s), max(s)", where=f", LATERAL (SELECT {SCORE} AS s) WHERE s IS NOT NULL")
+    low, high = found[0] if found else (None, None)
+    if low is None:
+        return []
+    width = (high - low) / BINS or 1.0
+    counted = dict(run.trace_sql(step, f"least(floor((s - {low!r}) / {width!r}), {BINS - 1})::INT AS b, count(*)",
+                                 where=f", LATERAL (SELECT {SCORE} AS s) WHERE s IS NOT NULL", tail="GROUP BY b"))
+    edges = range(BINS) if high > low else range(1)
+    return [(round(low + b * width, 6), int(counted.get(b, 0))) for b in edges]
+
+
+def nearest_threshold(run: Run, step: str) -> list[dict]:
+    """The LARGEST removed rows of the lowest scores (nearest the step's threshold), each beside
+    the row it was removed as a duplicate of."""
+    text = run.text_column
+    member = ident(text) if text in run.trace_columns[step] else "NULL"
+    found = run.trace_sql(step, f"k, s, _trace_id, _detail, {member}",
+                          where=f", LATERAL (SELECT {NAMED} AS k, {SCORE} AS s) WHERE k IS NOT NULL AND s IS NOT NULL",
+                          tail=f"ORDER BY s, _trace_id LIMIT {LARGEST}")
+    kept = texts(run, [f[0] for f in found])
+    return [{"score": s, "kept_id": k, "kept_text": kept.get(k), "member_id": mid, "detail": detail,
+             "member_text": mtext} for k, s, mid, detail, mtext in found]
 
 
 def dedup_steps(run: Run) -> list[str]:
@@ -75,13 +118,13 @@ def texts(run: Run, ids: list[str]) -> dict[str, str]:
     return found
 
 
-def _side_by_side(clusters: list[dict]) -> str:
+def _side_by_side(clusters: list[dict], first: str = "rows") -> str:
     rows = "".join(
-        f"<tr><td class=\"num\">{c['size']:,}</td>"
+        f"<tr><td class=\"num\">{format(c['size'], ',') if 'size' in c else format(c['score'], 'g')}</td>"
         f"<td class=\"sample\"><b>{html.escape(c['kept_id'])}</b>\n{html.escape(clip(c['kept_text']))}</td>"
         f"<td class=\"sample\"><b>{html.escape(c['member_id'])}</b> — {html.escape(c['detail'] or '')}\n"
         f"{html.escape(clip(c['member_text']))}</td></tr>" for c in clusters)
-    return ("<table class=\"clusters\"><tr><th>rows</th><th>the row the others duplicate</th>"
+    return (f"<table class=\"clusters\"><tr><th>{first}</th><th>the row the others duplicate</th>"
             f"<th>one row removed as its duplicate</th></tr>{rows}</table>")
 
 
@@ -90,6 +133,21 @@ def _figure(go, step: str, n: int, counts: list[tuple[int, int]]) -> str:
     fig.update_layout(title=f"{step}: clusters by size", xaxis=dict(title="rows in the cluster", type="category"),
                       yaxis_title="clusters")
     return f"<div class=\"hist\">{figure(fig, f'dup-sizes-{n}', 280)}</div>"
+
+
+def _score_figure(go, step: str, n: int, bins: list[tuple[float, int]]) -> str:
+    fig = go.Figure(go.Bar(x=[f"{edge:g}" for edge, _ in bins], y=[c for _, c in bins], marker_color="#ff7f0e"))
+    fig.update_layout(title=f"{step}: score of the rows removed", xaxis=dict(title="score (from)", type="category"),
+                      yaxis_title="rows removed")
+    return f"<div class=\"hist\">{figure(fig, f'dup-scores-{n}', 280)}</div>"
+
+
+def _near(go, step: str, n: int, run: Run) -> str:
+    bins = score_bins(run, step)
+    if not bins:
+        return ""
+    return (f"{_score_figure(go, step, n, bins)}<h4>the {LARGEST} rows removed nearest the threshold "
+            f"(lowest score)</h4>{_side_by_side(nearest_threshold(run, step), 'score')}")
 
 
 def render(go, run: Run) -> str:
@@ -101,7 +159,8 @@ def render(go, run: Run) -> str:
         summary = table(["cluster size", "clusters"], counts[:40], numeric={0, 1}) if len(counts) <= 40 else ""
         parts.append(f"<h3>{html.escape(step)}</h3><p>{clusters:,} clusters; {removed:,} rows removed as duplicates "
                      f"of another row.</p>{summary}{_figure(go, step, n, counts) if len(counts) > 1 else ''}"
-                     f"<h4>the {LARGEST} largest clusters</h4>{_side_by_side(largest(run, step))}")
+                     f"<h4>the {LARGEST} largest clusters</h4>{_side_by_side(largest(run, step))}"
+                     f"{_near(go, step, n, run)}")
     if not parts:
         return ""
     return section("duplicates", "Duplicate clusters", "".join(parts))
