@@ -46,15 +46,3 @@ def cli():
 
     return invoke
 
-
-# Tests that share a cluster started once (a Ray cluster per module, one Slurm for the session)
-# run on one xdist worker (the test command's --dist loadgroup): on two, each would start its own.
-SHARED_CLUSTERS = ("ray", "slurm")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for name in SHARED_CLUSTERS:
-            if item.get_closest_marker(name) is not None and item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(name))

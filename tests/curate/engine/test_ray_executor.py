@@ -37,7 +37,8 @@ from tests.curate.io.motokit import s3_server  # noqa: E402,F401 (a fixture)
 from tests.curate.io.test_output_options import locked_store  # noqa: E402,F401 (a fixture)
 from tests.recipes.offline import demo_args as _demo_args, recipe_args  # noqa: E402
 
-pytestmark = pytest.mark.ray
+# one worker of the test command (--dist loadgroup) runs them all: the cluster is started once
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 RECIPES = REPO / "recipes"
 @pytest.fixture(scope="module")
 def cluster():

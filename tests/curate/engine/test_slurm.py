@@ -24,6 +24,9 @@ from curate.engine import slurm
 from tests.curate.engine.faultkit import REPO, wait_for_failpoint
 from tests.curate.engine.slurmkit import MAX_ARRAY_SIZE, slurm_cluster  # noqa: F401 (a fixture)
 
+# One worker of the test command (--dist loadgroup) runs them all: one Slurm for the session.
+pytestmark = pytest.mark.xdist_group("slurm")
+
 RECIPES = REPO / "recipes"
 FAST = ["--set", "slurm.poll_seconds=0.2"]
 
