@@ -42,6 +42,9 @@ class Cluster:
 
         port = free_port()
         self.address = f"127.0.0.1:{port}"
+        # before any node: a test process killed while the nodes start leaves none behind either
+        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.temp)],
+                                         env=self.env, start_new_session=True)
         self._node(["--head", f"--port={port}", f"--ray-client-server-port={free_port()}",
                     f"--dashboard-port={free_port()}", "--include-dashboard=false"], "head", cpus[0])
         if private_worker and os.geteuid() == 0 and shutil.which("unshare"):
@@ -49,8 +52,6 @@ class Cluster:
             self.private.mkdir()
         for i, n in enumerate(cpus[1:]):
             self._node([f"--address={self.address}"], f"worker{i}", n, private=self.private)
-        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.temp),
-                                          *map(str, self.groups)], env=self.env, start_new_session=True)
         deadline = time.monotonic() + 60
         ray.init(address=self.address, logging_level="ERROR")
         try:
@@ -69,6 +70,7 @@ class Cluster:
         proc = subprocess.Popen(command, env=self.env, start_new_session=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         self.groups.append(proc.pid)
+        (self.temp / "groups").write_text(" ".join(map(str, self.groups)))  # for the watchdog
         output, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
 
@@ -99,9 +101,10 @@ class Cluster:
 
 
 def kill_cluster(groups: list[int], temp: Path) -> None:
-    """SIGKILL to the nodes' process groups and every process below them; their temp dir removed."""
+    """SIGKILL to the nodes' process groups, every process below them and any other whose command
+    line names the cluster's temp dir (a Ray daemon whose parent is gone); the temp dir removed."""
     pids = sorted(set(p for g in groups for p in _group(g)) | {d for g in groups for p in _group(g)
-                                                                  for d in descendants(p)})
+                                                                  for d in descendants(p)} | set(_naming(temp)))
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -111,18 +114,35 @@ def kill_cluster(groups: list[int], temp: Path) -> None:
     shutil.rmtree(temp, ignore_errors=True)
 
 
-# Run as `python -c WATCHDOG TEST_PID TEMP GROUP...`: waits for the test process to end (or the
-# cluster's temp dir to go, as stop() removes it), then kills what is left of the cluster.
+# Run as `python -c WATCHDOG TEST_PID TEMP`: waits for the test process to end (or the cluster's
+# temp dir to go, as stop() removes it), then kills what is left of the cluster (its nodes'
+# process groups are in TEMP/groups as they start).
 WATCHDOG = """
 import sys, time
 from pathlib import Path
 from tests.curate.engine.faultkit import alive
 from tests.curate.engine.raykit import kill_cluster
-test, temp, groups = int(sys.argv[1]), Path(sys.argv[2]), [int(g) for g in sys.argv[3:]]
+test, temp = int(sys.argv[1]), Path(sys.argv[2])
+groups = []
 while temp.exists() and alive([test], within=0):
+    if (temp / "groups").exists():
+        groups = [int(g) for g in (temp / "groups").read_text().split()]
     time.sleep(0.5)
 kill_cluster(groups, temp)
 """
+
+
+def _naming(temp: Path) -> list[int]:
+    """The processes whose command line holds `temp` (Ray's daemons carry their session dir there)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if str(temp).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
 
 
 def _group(pgid: int) -> list[int]:
