@@ -209,7 +209,7 @@ def upload(out: Path, uri: str, options: dict | None = None) -> None:
     remote_manifest = f"{root}/manifest.json"
     if fs.exists(remote_manifest) and fs.cat_file(remote_manifest) == manifest:
         return
-    for name in ("manifest.json", "data", "trace"):  # an earlier copy goes first: the manifest before all
+    for name in ("manifest.json", "data", "trace", "README.md"):  # an earlier copy goes first: the manifest first
         if fs.exists(f"{root}/{name}"):
             fs.rm(f"{root}/{name}", recursive=True)
     made = set()
@@ -221,5 +221,7 @@ def upload(out: Path, uri: str, options: dict | None = None) -> None:
                 fs.makedirs(posixpath.dirname(target), exist_ok=True)
                 made.add(posixpath.dirname(target))
             fs.put_file(str(path), target, **store.upload_options(fs, [path.stat().st_size]))
+    if (out / "README.md").is_file():  # the run's card (curate/card.py), so the copy loads as a dataset too
+        fs.pipe_file(f"{root}/README.md", (out / "README.md").read_bytes())
     failpoint("uploaded-data")
     fs.pipe_file(remote_manifest, manifest)

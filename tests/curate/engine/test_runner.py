@@ -118,9 +118,11 @@ def test_unparseable_rows_go_to_the_read_trace(tmp_path):
 
 def test_failed_run_leaves_no_half_written_output(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "x", "n": 1}])
-    (tmp_path / "in" / "b.jsonl").write_bytes(b"")
+    (tmp_path / "in" / "b.jsonl").write_bytes(b"")  # an empty file is skipped, but refused under on_bad_row: fail
+    strict = recipe.load(text=f"input: {{path: '{tmp_path / 'in' / '*.jsonl'}', on_bad_row: fail}}\n"
+                              f"output: {{path: '{tmp_path / 'o'}'}}\n{STEPS}")
     with pytest.raises(InputError, match="empty"):
-        run(load(str(tmp_path / "in" / "*.jsonl"), tmp_path / "o"), RunOptions(workers=1))
+        run(strict, RunOptions(workers=1))
     out = tmp_path / "o"
     assert not (out / "data").exists() and not (out / "manifest.json").exists()
     assert not list(out.rglob("*.tmp"))
