@@ -315,17 +315,11 @@ class SlurmEngine(Engine):
             return self._run_steps(batch, parallel, describe, on_result)
         self.submit(batch, list(range(batch.total)), parallel)
         retries = self.spec.retries
-        poll = self.spec.poll_seconds
         reported, last_status = None, 0.0
         seen_progress: dict[str, tuple] = {}
         unreachable = 0.0  # since when squeue has been failing
         while len(batch.results) < batch.total:
-            time.sleep(poll)
-            self._relay(batch, seen_progress)
-            for item in self._finished(batch):
-                batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
-                on_result(item, batch.results[item])
-            self._raise_errors(batch)
+            self._poll(batch, seen_progress, on_result)
             open_items = [i for i in range(batch.total) if i not in batch.results]
             if not open_items:
                 break
@@ -383,7 +377,7 @@ class SlurmEngine(Engine):
         number in CURATE_SLURM_OFFSET), at most `parallel` at once; a step that ends without a
         result is run again up to `slurm.retries` times."""
         queued = list(range(batch.total))
-        retries, poll = self.spec.retries, self.spec.poll_seconds
+        retries = self.spec.retries
         seen_progress: dict[str, tuple] = {}
         options = [o for o in batch.options if o.startswith(("--job-name", "--cpus-per-task", "--gres", "--mem"))]
         while len(batch.results) < batch.total:
@@ -401,12 +395,7 @@ class SlurmEngine(Engine):
                 with open(batch.directory / "submissions.jsonl", "a") as f:
                     f.write(json.dumps({"step": item, "attempt": batch.runs[item], "items": [item],
                                         "command": command}) + "\n")
-            time.sleep(poll)
-            self._relay(batch, seen_progress)
-            for item in self._finished(batch):
-                batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
-                on_result(item, batch.results[item])
-            self._raise_errors(batch)
+            self._poll(batch, seen_progress, on_result)
             for item, proc in list(self.steps.items()):
                 if proc.poll() is None:
                     continue
@@ -456,6 +445,16 @@ class SlurmEngine(Engine):
             if not name.endswith(".pkl"):
                 continue
             raise pickle.loads((batch.directory / "errors" / name).read_bytes())
+
+    def _poll(self, batch, seen_progress: dict, on_result) -> None:
+        """One look at the batch after a poll interval: progress passed on, new results taken
+        (each handed to `on_result`), a task's own error raised."""
+        time.sleep(self.spec.poll_seconds)
+        self._relay(batch, seen_progress)
+        for item in self._finished(batch):
+            batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
+            on_result(item, batch.results[item])
+        self._raise_errors(batch)
 
     def _relay(self, batch: Batch, seen: dict[str, tuple]) -> None:
         """The rows counts array tasks have written since the last look (each task keeps its totals
