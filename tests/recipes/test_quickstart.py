@@ -34,5 +34,5 @@ def test_quickstart_runs_conserves_rows_and_repeats_byte_for_byte(cli, tmp_path)
     assert digests(tmp_path / "a") == digests(tmp_path / "b")
     # The README's run-directory listing names files this run wrote.
     readme = (RECIPE.parents[1] / "README.md").read_text()
-    listed = set(re.findall(r"^  (trace/\d\d_\w+\.parquet)", readme, re.M)) - {"trace/00_read.parquet"}
+    listed = set(re.findall(r"^ *(trace/\d\d_\w+\.parquet)", readme, re.M)) - {"trace/00_read.parquet"}
     assert listed and all((out / name).is_file() for name in listed), listed
