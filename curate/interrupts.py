@@ -41,6 +41,17 @@ def install() -> None:
     for signum in EXIT_CODES:
         signal.signal(signum, _raise)
     threading.Thread(target=_watch, args=(read,), daemon=True, name="curate-interrupts").start()
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _forked() -> None:
+    """In a forked child (a fork pool's worker): its signals must not reach the parent's watcher
+    through the wakeup fd it inherited. A pool's terminate() sends its workers SIGTERM, which
+    the watcher took for the command's own, and ended the process 5 s later with 143."""
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # forked from another thread than the main one: no wakeup fd to undo there
+        pass
 
 
 def _raise(signum, frame) -> None:

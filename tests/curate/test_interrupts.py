@@ -60,3 +60,23 @@ def test_a_second_signal_ends_the_command_at_once():
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 143  # the first signal's code
     assert time.monotonic() - sent < interrupts.GRACE_SECONDS
+
+
+# A fork pool after install(): terminate() sends its workers SIGTERM, which they wrote to the
+# wakeup fd they inherited, so the parent's watcher ended the process (`curate demo -w 2` exited
+# 143 five seconds after its pool closed; an xdist worker running the demo's test died).
+FORK_POOL = """
+import multiprocessing, time
+from curate import interrupts
+interrupts.install()
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    assert pool.map(abs, [-1, -2]) == [1, 2]
+time.sleep(interrupts.GRACE_SECONDS + 1)
+print("alive", flush=True)
+"""
+
+
+def test_a_fork_pools_terminated_workers_do_not_end_the_command():
+    done = subprocess.run([sys.executable, "-c", FORK_POOL], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr)
