@@ -445,9 +445,14 @@ def _blocks(source: Source, meter: ReadMeter | None, on_truncated: str) -> Itera
                          f"text were read: {error}); set input.on_truncated: keep to keep the rows before the cut "
                          f"(the cut goes to the trace), or replace the file")
     with _input_stream(source) as stream:
+        skip = done  # given already, in the blocks before the cut
         try:
             while piece := stream.read(PIECE_BYTES):
-                yield piece  # the caller knows what it had: `done` bytes; the first pieces repeat them
+                if skip >= len(piece):
+                    skip -= len(piece)
+                    continue
+                yield piece[skip:]
+                skip = 0
         except (OSError, EOFError):
             pass
     yield _Cut(error)
@@ -458,7 +463,7 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
     """(whole lines, the line number of the first, the cut) of the file: blocks of about
     CHUNK_BYTES cut after a newline; at a cut (a truncated compressed file read on), the last
     piece of a line before it is a bad row of reason `truncated`."""
-    rest, line_no, seen, given = b"", 1, 0, 0
+    rest, line_no = b"", 1
     for block in _blocks(source, meter, on_truncated):
         if isinstance(block, _Cut):
             bad = BadRows()
@@ -466,14 +471,6 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
                     f"followed is lost", reason="truncated")
             yield b"", line_no, bad  # `rest` is the line the cut went through: it is in `bad`
             return
-        if seen < given:  # a re-read after a cut: skip what was given already
-            skip = min(len(block), given - seen)
-            seen += skip
-            block = block[skip:]
-            if not block:
-                continue
-        seen += len(block)
-        given = max(given, seen)
         data = rest + block
         end = data.rfind(b"\n") + 1
         if end == 0:

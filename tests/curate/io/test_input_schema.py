@@ -213,3 +213,20 @@ def test_every_valid_line_is_kept_and_the_bytes_do_not_depend_on_files_or_batche
         assert table.column("_id").to_pylist() == [r["id"] for r in rows]  # every line, in order
         assert table.schema == tables[("whole", batch_rows)].schema
         assert table.column("extra").to_pylist() == tables[("whole", batch_rows)].column("extra").to_pylist()
+
+
+def test_rows_before_a_cut_after_the_first_block_are_kept_once(tmp_path, monkeypatch):
+    from curate.io import readers
+    from curate.io.sources import discover
+
+    monkeypatch.setattr(readers, "CHUNK_BYTES", 1 << 16)  # several blocks read whole before the cut
+    lines = b"".join(b'{"text": "row %d with some words"}\n' % i for i in range(100_000))
+    body = gzip.compress(lines, mtime=0)
+    (tmp_path / "cut.jsonl.gz").write_bytes(body[: len(body) // 2])
+    [source] = discover(str(tmp_path / "cut.jsonl.gz"))
+    kept, cuts = [], []
+    for batch, bad in readers.read_source(source, schema=pa.schema([("text", pa.string())]), on_truncated="keep"):
+        kept += batch.column("text").to_pylist() if batch is not None else []
+        cuts += bad.reason if bad is not None else []
+    assert len(kept) > 20_000 and kept == [f"row {i} with some words" for i in range(len(kept))]
+    assert cuts == ["truncated"]
