@@ -120,7 +120,9 @@ class Merge:
             self.modes[name] = mode
         self.types.setdefault(name, pa.string())
 
-    def schema(self) -> pa.Schema:
+    def schema(self, keep_null: bool = False) -> pa.Schema:
+        """The merged schema; a field null everywhere is text, unless `keep_null` (one file's
+        schema, merged later with the others': another file may say what the field is)."""
         fields = []
         for name, type_ in self.types.items():
             if name in self.modes:
@@ -129,7 +131,8 @@ class Merge:
                     meta[FIRST] = str(self.first[name]).encode()
                 fields.append(pa.field(name, pa.string(), metadata=meta))
             else:
-                fields.append(pa.field(name, pa.string() if pa.types.is_null(type_) else type_))
+                null_as_text = pa.types.is_null(type_) and not keep_null
+                fields.append(pa.field(name, pa.string() if null_as_text else type_))
         return pa.schema(fields)
 
 

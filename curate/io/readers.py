@@ -87,7 +87,7 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
             reader = raw_json.reader(raw_column)
         else:
             if schema is None:
-                schema = scan_schema(source, on_truncated=on_truncated)[0] or pa.schema([])
+                schema = input_schema.merge([scan_schema(source, on_truncated=on_truncated)[0]])
             reader = functools.partial(readers[source.format], schema=schema, on_truncated=on_truncated)
             if source.format == "warc" and mime_types is not None:
                 reader = functools.partial(reader, selection=warc.Selection(mime_types=tuple(mime_types)))
@@ -609,7 +609,7 @@ def scan_schema(source: Source, raw_column: str | None = None,
             for data, _, _ in _line_blocks(source, None, on_truncated):
                 for schema in _chunk_schemas(memoryview(data)):
                     merged.add(schema)
-        return (merged.schema() if merged.types else None), None
+        return (merged.schema(keep_null=True) if merged.types else None), None
 
 
 def _chunk_schemas(data: memoryview) -> Iterator[pa.Schema]:

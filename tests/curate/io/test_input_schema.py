@@ -186,6 +186,7 @@ def _value(kind: str, i: int):
        cuts=st.lists(st.integers(1, 59), max_size=3, unique=True), batch_rows=st.integers(1, 64))
 @example(kinds=[(0, "int"), (59, "obj")], cuts=[], batch_rows=64)  # a change on the very last line
 @example(kinds=[(30, "str")], cuts=[30], batch_rows=1)  # a change where a file starts, a row a batch
+@example(kinds=[(1, "null")], cuts=[1], batch_rows=1)  # a file where the field is null in every line
 def test_every_valid_line_is_kept_and_the_bytes_do_not_depend_on_files_or_batches(cli, tmp_path_factory, kinds,
                                                                                   cuts, batch_rows):
     tmp_path = tmp_path_factory.mktemp("prop")
