@@ -28,9 +28,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from operators.agent import converters, environments  # noqa: E402
-from operators.agent.exporters import Exporter, Skip  # noqa: E402
-from operators.agent.schema import validate_trajectory  # noqa: E402
+from curate_operators.agent import converters, environments  # noqa: E402
+from curate_operators.agent.exporters import Exporter, Skip  # noqa: E402
+from curate_operators.agent.schema import validate_trajectory  # noqa: E402
 
 
 class NullSink:

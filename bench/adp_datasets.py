@@ -20,9 +20,9 @@ import harness as h
 
 sys.path.insert(0, str(h.REPO))
 
-from operators.agent import converters, environments  # noqa: E402
-from operators.agent.exporters import Exporter, Skip  # noqa: E402
-from operators.agent.schema import validate_trajectory  # noqa: E402
+from curate_operators.agent import converters, environments  # noqa: E402
+from curate_operators.agent.exporters import Exporter, Skip  # noqa: E402
+from curate_operators.agent.schema import validate_trajectory  # noqa: E402
 from tests.operators.agent import adp_fixtures as fx  # noqa: E402
 
 

@@ -33,7 +33,7 @@ def ours(docs_path: str, out_path: str, batch_size: int) -> None:
     import pyarrow as pa
 
     sys.path.insert(0, str(ROOT))
-    from operators.filters.gopher import GopherQuality
+    from curate_operators.filters.gopher import GopherQuality
 
     with open(docs_path) as f:
         texts = [json.loads(line)["text"] for line in f]

@@ -43,7 +43,7 @@ def main() -> None:
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     from gopher_webtext import make_documents
-    from operators.filters.language_id import LanguageId
+    from curate_operators.filters.language_id import LanguageId
     from tests.operators.filters.udhr import udhr_sample
 
     sample = udhr_sample(set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes))

@@ -21,7 +21,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 ANCHOR = {"c4": "datatrove C4QualityFilter", "fineweb": "datatrove FineWebQualityFilter"}
-OURS = {"c4": "operators.filters.c4:C4Quality", "fineweb": "operators.filters.fineweb:FineWebQuality"}
+OURS = {"c4": "curate_operators.filters.c4:C4Quality", "fineweb": "curate_operators.filters.fineweb:FineWebQuality"}
 
 
 def ours(which: str, docs_path: str, out_path: str, batch_size: int) -> None:

@@ -41,7 +41,7 @@ from clip_throughput import add_image_bench_args, gpu_note, images, median_rows 
 from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
 from curate.engine.plan import available_cores  # noqa: E402
-from operators.embed.decoding import decode_workers  # noqa: E402
+from curate_operators.embed.decoding import decode_workers  # noqa: E402
 
 WORDS = "a photo of the red blue green dog cat house tree car sky round square shape on noise".split()
 

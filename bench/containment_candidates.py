@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 import global_memory as gm
 import harness as h
-from operators.dedup import containment
-from operators.dedup.lsh import ContainmentPlan
+from curate_operators.dedup import containment
+from curate_operators.dedup.lsh import ContainmentPlan
 
 RULES = {"two shared bands (default)": 2, "one shared band (before)": 1}
 

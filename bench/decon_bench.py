@@ -62,7 +62,7 @@ def benchmark(texts: list[str], items: int, seed: int = 0) -> list[dict]:
 
 
 def run_curate(texts: list[str], bench: Path, n: int) -> dict:
-    from operators.decon.decontaminate import Decontaminate
+    from curate_operators.decon.decontaminate import Decontaminate
     op = Decontaminate(Decontaminate.Params(benchmarks=[{"name": "bench", "path": str(bench),
                                                           "columns": ["question", "answer"], "id_column": "id"}], ngram=n))
     table = pa.table({"text": texts, "_id": [str(i) for i in range(len(texts))], "_ord": list(range(len(texts)))})
@@ -80,8 +80,8 @@ def run_curate(texts: list[str], bench: Path, n: int) -> dict:
 
 def scale_one(k: int, items: int) -> dict:
     """Build the index of k benchmarks of `items` items each (this process: its peak RSS is the build's)."""
-    from operators.decon import index
-    from operators.decon.benchmarks import Benchmark
+    from curate_operators.decon import index
+    from curate_operators.decon.benchmarks import Benchmark
     rnd = random.Random(k)
     vocab = [f"w{i}" for i in range(50_000)]
     with tempfile.TemporaryDirectory() as tmp:

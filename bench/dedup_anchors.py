@@ -153,7 +153,7 @@ def check_tokens(data: Path, docs: int) -> dict:
     from datatrove.utils.text import TextNormConfig, simplify_text
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from operators.dedup.shingles import ShingleSpec, tokens
+    from curate_operators.dedup.shingles import ShingleSpec, tokens
 
     texts = ds.dataset(str(data), format="parquet").head(docs, columns=["text"]).column("text").to_pylist()
     ours = tokens(pl.Series(texts), ShingleSpec()).to_list()

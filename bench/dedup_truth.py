@@ -18,7 +18,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from operators.dedup.shingles import ShingleSpec, shingle_sets  # noqa: E402
+from curate_operators.dedup.shingles import ShingleSpec, shingle_sets  # noqa: E402
 
 
 def contained_ids(table: pa.Table, tau: float = 0.8, spec: ShingleSpec = ShingleSpec(), batch: int = 8192) -> set[str]:

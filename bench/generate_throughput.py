@@ -77,7 +77,7 @@ def build_model(path: Path, texts: list[str], hidden: int, layers: int) -> Path:
 def prompts_of(texts: list[str]) -> list[str]:
     """rephrase's prompts (medium style, no system message), as its transformers backend writes them for a
     model without a chat template."""
-    from operators.synth.prompts import PROMPTS, TEMPLATE
+    from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 
     return [TEMPLATE.format(prompt=PROMPTS["medium"], text=t) + "\n\n" for t in texts]
 

@@ -33,14 +33,14 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lake.apply import apply_plan  # noqa: E402
-from lake.plan_file import make_plan  # noqa: E402
-from lake.quarantine import Quarantine  # noqa: E402
-from lake.reader import TableReadError, read_table  # noqa: E402
-from lake.restore import restore_tables  # noqa: E402
-from lake.tables import discover  # noqa: E402
-from lake.scan import ScanOptions, scan_lake  # noqa: E402
-from lake.scan_output import write_scan  # noqa: E402
+from curate_lake.apply import apply_plan  # noqa: E402
+from curate_lake.plan_file import make_plan  # noqa: E402
+from curate_lake.quarantine import Quarantine  # noqa: E402
+from curate_lake.reader import TableReadError, read_table  # noqa: E402
+from curate_lake.restore import restore_tables  # noqa: E402
+from curate_lake.tables import discover  # noqa: E402
+from curate_lake.scan import ScanOptions, scan_lake  # noqa: E402
+from curate_lake.scan_output import write_scan  # noqa: E402
 from tests.lake.brute_force import contained_pairs  # noqa: E402  (the tests' oracle, not part of the product)
 from tests.lake.lake_testkit import WRITERS  # noqa: E402  (the CSV writers the tests use)
 

@@ -23,9 +23,9 @@ import pyarrow.json as pj
 
 import global_memory as gm
 import harness as h
-from operators.dedup.minhash import EMPTY, signatures
-from operators.dedup.minhash import permutations as make_permutations
-from operators.dedup.shingles import ShingleSpec, shingle_sets
+from curate_operators.dedup.minhash import EMPTY, signatures
+from curate_operators.dedup.minhash import permutations as make_permutations
+from curate_operators.dedup.shingles import ShingleSpec, shingle_sets
 
 
 def whole_batch_signatures(sets, a, b):

@@ -41,8 +41,8 @@ sys.path.insert(0, str(h.REPO))
 def part_select(work: Path) -> tuple[str, list]:
     import pyarrow as pa
 
-    from operators.score import metrics
-    from operators.score.qdc_select import QdcSelect
+    from curate_operators.score import metrics
+    from curate_operators.score.qdc_select import QdcSelect
     from tests.operators.score.planted import planted
 
     x, q, kind = planted(seed=0, topics=200, per_topic=20, copies=1000, spam=1000, dim=256)

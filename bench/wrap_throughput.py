@@ -59,7 +59,7 @@ def bare(url: str, n: int, concurrency: int) -> None:
     import aiohttp
     import orjson
 
-    from operators.synth.prompts import PROMPTS, TEMPLATE
+    from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 
     async def main() -> int:
         ok = 0

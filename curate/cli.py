@@ -484,7 +484,7 @@ def _log_level() -> None:
               file=sys.stderr)
         raise SystemExit(2)
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    for name in ("curate", "operators", "lake"):
+    for name in ("curate", "curate_operators", "curate_lake"):
         logging.getLogger(name).setLevel(level)
 
 

@@ -35,6 +35,6 @@ def registered(group: str) -> dict[str, EntryPoint]:
 
 
 def origin(ep: EntryPoint) -> str:
-    """`lake.cli:app (registered by curate 0.1.0)`: where an entry point comes from, for messages."""
+    """`curate_lake.cli:app (registered by curate 0.1.0)`: where an entry point comes from, for messages."""
     who = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "an unknown package"
     return f"{ep.value} (registered by {who})"

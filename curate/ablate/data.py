@@ -63,7 +63,7 @@ def write_byte_tokenizer(path: Path) -> Path:
 class Tokens:
     """The tokenizer as the `tokenize` operator runs it, with an EOS after every document."""
 
-    op: object  # operators.text.tokenize.Tokenize
+    op: object  # curate_operators.text.tokenize.Tokenize
     vocab: int
     eos_id: int
     where: str

@@ -33,7 +33,7 @@ class InvalidTrajectories(CurateError):
 
 
 def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> dict | None:
-    from operators.agent.commands import as_yaml, check_output, run
+    from curate_operators.agent.commands import as_yaml, check_output, run
 
     if show:
         print(as_yaml(doc), end="")
@@ -44,7 +44,7 @@ def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> dict | N
 
 def _report(manifest: dict, output: Path, what: str) -> int:
     """Print what the run read, wrote and rejected; returns the number rejected."""
-    from operators.agent.commands import removed
+    from curate_operators.agent.commands import removed
 
     _, reasons = removed(manifest)
     joined = reasons.pop("merged", 0)  # per-step records joined into their trajectory: not rejected
@@ -67,7 +67,7 @@ def convert(
     overwrite: bool = _OVERWRITE, show_recipe: bool = _SHOW,
 ):
     """Convert a raw agent dataset to ADP trajectories (validated)."""
-    from operators.agent.commands import convert_recipe
+    from curate_operators.agent.commands import convert_recipe
 
     manifest = _go(convert_recipe(source, input, output, fmt, batch_rows), show_recipe, workers, overwrite)
     if manifest is not None:
@@ -89,7 +89,7 @@ def export(
     overwrite: bool = _OVERWRITE, show_recipe: bool = _SHOW,
 ):
     """Render ADP trajectories as SFT conversations in a framework's style."""
-    from operators.agent.commands import export_recipe
+    from curate_operators.agent.commands import export_recipe
 
     doc = export_recipe(input, output, fmt, batch_rows, style, str(system_prompt) if system_prompt else None,
                         environment, web)
@@ -111,7 +111,7 @@ def validate(
     import shutil
     import tempfile
 
-    from operators.agent.commands import first_removed, removed, validate_recipe
+    from curate_operators.agent.commands import first_removed, removed, validate_recipe
 
     run_dir = output or Path(tempfile.mkdtemp(prefix="curate-adp-validate-")) / "run"
     try:
@@ -140,7 +140,7 @@ def demo(
     seed: int = typer.Option(0, help="Random seed."),
 ):
     """Write demo agent trajectories (raw AgentInstruct OS records, made up) for recipes/agent-sft.yaml."""
-    from operators.agent.demo import generate
+    from curate_operators.agent.demo import generate
 
     path = generate(directory, trajectories=trajectories, seed=seed)
     _out.print(f"wrote {trajectories:,} agent sessions (and planted copies and empty records) to {path}",
@@ -150,8 +150,8 @@ def demo(
 @app.command()
 def sources():
     """List the source converters with what each needs, the SFT styles and shipped API environments."""
-    from operators.agent import converters, environments
-    from operators.agent.exporters import STYLES
+    from curate_operators.agent import converters, environments
+    from curate_operators.agent.exporters import STYLES
 
     _out.print("sources (--from), and what each needs:", highlight=False)
     for name in converters.names():

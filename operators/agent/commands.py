@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from curate.errors import InputError
-from operators.agent import converters
+from curate_operators.agent import converters
 
 RAW = "raw"
 

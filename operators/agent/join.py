@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.ops import SERIAL, Global, Parallel, Verdict
-from operators.agent import converters
-from operators.agent.ops import AdpConvertParams
-from operators.agent.rows import JOINED, raw_records
+from curate_operators.agent import converters
+from curate_operators.agent.ops import AdpConvertParams
+from curate_operators.agent.rows import JOINED, raw_records
 
 GROUP_SCHEMA = pa.schema([("first_id", pa.string()), ("records", pa.string())])
 ROW_GROUP_BYTES = 8 << 20  # records per row group of the groups file, in bytes: about what one `apply` reads

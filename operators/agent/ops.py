@@ -19,10 +19,10 @@ from pydantic import Field, field_validator
 
 from curate.errors import RecipeError
 from curate.ops import Filter, Map, Params, Verdict, reads_column
-from operators.agent import converters
-from operators.agent.exporters import STYLES, Exporter, Skip
-from operators.agent.rows import JOINED, TRAJECTORY_SCHEMA, raw_records, sft_schema, trajectory_doc, trajectory_row
-from operators.agent.schema import TrajectoryError, validate_trajectory
+from curate_operators.agent import converters
+from curate_operators.agent.exporters import STYLES, Exporter, Skip
+from curate_operators.agent.rows import JOINED, TRAJECTORY_SCHEMA, raw_records, sft_schema, trajectory_doc, trajectory_row
+from curate_operators.agent.schema import TrajectoryError, validate_trajectory
 
 
 class AdpConvertParams(Params):

@@ -24,12 +24,12 @@ from pydantic import Field
 from curate.columns import put
 from curate.errors import RecipeError
 from curate.ops import SERIAL, Global, Params, Parallel, Verdict, reads_column
-from operators.decon import benchmarks as bm
-from operators.decon import index as idx
-from operators.decon.match import best, find, joined, pairs
-from operators.decon.redact import redact
-from operators.decon.text import word_spans
-from operators.dedup.decisions import ROW_GROUP_ROWS
+from curate_operators.decon import benchmarks as bm
+from curate_operators.decon import index as idx
+from curate_operators.decon.match import best, find, joined, pairs
+from curate_operators.decon.redact import redact
+from curate_operators.decon.text import word_spans
+from curate_operators.dedup.decisions import ROW_GROUP_ROWS
 
 REASON = "contaminated"
 MARK_COLUMNS = {"contamination_benchmark": pa.string(), "contamination_item": pa.string(),

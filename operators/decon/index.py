@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from operators.decon import benchmarks as bm
-from operators.decon.text import BatchWords, batch_words, window_hash
+from curate_operators.decon import benchmarks as bm
+from curate_operators.decon.text import BatchWords, batch_words, window_hash
 
 # Items hashed at once while building (bounds the build's memory, whatever a benchmark's size).
 BUILD_ITEMS = 20_000

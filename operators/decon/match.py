@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from operators.decon.benchmarks import JOIN
-from operators.decon.index import Index
-from operators.decon.text import batch_words
-from operators.dedup.store import ranges
+from curate_operators.decon.benchmarks import JOIN
+from curate_operators.decon.index import Index
+from curate_operators.decon.text import batch_words
+from curate_operators.dedup.store import ranges
 
 
 @dataclass

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from operators.dedup.shingles import ShingleSpec, fmix64, normalize, tokens
+from curate_operators.dedup.shingles import ShingleSpec, fmix64, normalize, tokens
 
 # The one normalisation both sides share: the same as near-dedup's word shingles.
 WORDS = ShingleSpec("word", 1, lowercase=True)

@@ -26,15 +26,15 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from curate.ops import SERIAL, Parallel, Verdict
-from operators.dedup import resolve, signature_pass
-from operators.dedup.db import FLOOR_MB, connect
-from operators.dedup.decisions import Decisions
-from operators.dedup.near import NearDedup, NearDedupParams
-from operators.dedup.lsh import ContainmentPlan
-from operators.dedup.shingles import ShingleSpec
-from operators.dedup.store import RowStore
-from operators.dedup.threads import default_workers
-from operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, screened_containment
+from curate_operators.dedup import resolve, signature_pass
+from curate_operators.dedup.db import FLOOR_MB, connect
+from curate_operators.dedup.decisions import Decisions
+from curate_operators.dedup.near import NearDedup, NearDedupParams
+from curate_operators.dedup.lsh import ContainmentPlan
+from curate_operators.dedup.shingles import ShingleSpec
+from curate_operators.dedup.store import RowStore
+from curate_operators.dedup.threads import default_workers
+from curate_operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
 

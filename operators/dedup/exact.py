@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from operators.dedup.db import FLOOR_MB
-from operators.dedup.decisions import COPY_OPTIONS, Decisions
+from curate_operators.dedup.db import FLOOR_MB
+from curate_operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
 class ExactDedupParams(Params):

@@ -16,8 +16,8 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.ops import Params, reads_column
-from operators.dedup.exact import ExactDedup
-from operators.dedup.image_hash import encoded_images, pixel_hash
+from curate_operators.dedup.exact import ExactDedup
+from curate_operators.dedup.image_hash import encoded_images, pixel_hash
 
 
 class ImageExactDedupParams(Params):

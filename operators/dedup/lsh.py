@@ -27,7 +27,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from operators.dedup.minhash import band_keys
+from curate_operators.dedup.minhash import band_keys
 
 # Documents are assumed to have fewer than 2^32 shingles; that bounds the partition index.
 MAX_SET_SIZE = 2**32

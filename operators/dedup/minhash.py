@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from operators.dedup.shingles import ShingleSets, _POSITION_MULTIPLIERS, fmix64
+from curate_operators.dedup.shingles import ShingleSets, _POSITION_MULTIPLIERS, fmix64
 
 EMPTY = np.iinfo(np.uint64).max  # signature value of a row with no shingles
 

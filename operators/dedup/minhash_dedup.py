@@ -24,15 +24,15 @@ import pyarrow.parquet as pq
 from pydantic import Field, model_validator
 
 from curate.ops import SERIAL, Parallel, Verdict
-from operators.dedup import components, resolve, signature_pass
-from operators.dedup.db import connect
-from operators.dedup.decisions import COPY_OPTIONS, Decisions
-from operators.dedup.jaccard_bands import optimal_bands
-from operators.dedup.near import NearDedup, NearDedupParams
-from operators.dedup.lsh import JaccardPlan
-from operators.dedup.minhash import estimated_jaccard
-from operators.dedup.shingles import ShingleSpec
-from operators.dedup.threads import default_workers
+from curate_operators.dedup import components, resolve, signature_pass
+from curate_operators.dedup.db import connect
+from curate_operators.dedup.decisions import COPY_OPTIONS, Decisions
+from curate_operators.dedup.jaccard_bands import optimal_bands
+from curate_operators.dedup.near import NearDedup, NearDedupParams
+from curate_operators.dedup.lsh import JaccardPlan
+from curate_operators.dedup.minhash import estimated_jaccard
+from curate_operators.dedup.shingles import ShingleSpec
+from curate_operators.dedup.threads import default_workers
 
 
 DEFAULT_NUM_PERM = 112  # datatrove's signature: 14 bands x 8 rows

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from curate.ops import TEXT, Global, Params, reads_column
-from operators.dedup.shingles import MAX_NGRAM
+from curate_operators.dedup.shingles import MAX_NGRAM
 
 
 class NearDedupParams(Params):

@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
-from operators.dedup.image_hash import encoded_images, phash, popcount64
-from operators.dedup.resolve import union_find
+from curate_operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
+from curate_operators.dedup.image_hash import encoded_images, phash, popcount64
+from curate_operators.dedup.resolve import union_find
 
 PAIR_CHUNK = 1 << 20  # candidate pairs verified at a time
 

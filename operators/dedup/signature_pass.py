@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.ops import Parallel
-from operators.dedup.minhash import permutations, signatures
-from operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
-from operators.dedup.store import RowStore, RowStoreWriter, ranges
-from operators.dedup.verify import SAMPLE_DTYPE, sample_values
+from curate_operators.dedup.minhash import permutations, signatures
+from curate_operators.dedup.shingles import ShingleSets, ShingleSpec, shingle_sets
+from curate_operators.dedup.store import RowStore, RowStoreWriter, ranges
+from curate_operators.dedup.verify import SAMPLE_DTYPE, sample_values
 
 # Bands per on-disk group: a group of 8 bands holds 8 rows per document, small enough for
 # duckdb to join in memory at millions of documents.

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from operators.dedup.shingles import HASH_BITS
-from operators.dedup.store import RowStore, ranges
+from curate_operators.dedup.shingles import HASH_BITS
+from curate_operators.dedup.store import RowStore, ranges
 
 SAMPLE_DTYPE = np.uint32
 UNCUT = np.iinfo(SAMPLE_DTYPE).max

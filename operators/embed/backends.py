@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
-from operators.embed.batching import Batcher
+from curate_operators.embed.batching import Batcher
 
 if TYPE_CHECKING:
-    from operators.embed.embed import EmbedParams
+    from curate_operators.embed.embed import EmbedParams
 
 
 class Backend:
@@ -133,7 +133,7 @@ class HoldsBackend:
 def load_backend(params: "EmbedParams") -> Backend:
     """The backend the params name, loaded (model files resolved offline, weights read)."""
     if params.backend == "hash":
-        from operators.embed.hashing import HashBackend
+        from curate_operators.embed.hashing import HashBackend
 
         return HashBackend(dim=params.dim, ngram=params.ngram)
     try:
@@ -142,14 +142,14 @@ def load_backend(params: "EmbedParams") -> Backend:
         raise CurateError(f"embed: backend {params.backend} needs torch, which is not installed: "
                           f"pip install 'curate[embed]' (or use backend: hash, which needs no model)") from None
     if params.backend == "sentence_transformers":
-        from operators.embed.text_models import SentenceTransformersBackend
+        from curate_operators.embed.text_models import SentenceTransformersBackend
 
         return SentenceTransformersBackend(params)
     if params.backend == "transformers":
-        from operators.embed.text_models import TransformersBackend
+        from curate_operators.embed.text_models import TransformersBackend
 
         return TransformersBackend(params)
-    from operators.embed.clip import OpenClipBackend
+    from curate_operators.embed.clip import OpenClipBackend
 
     return OpenClipBackend(params)
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from curate.errors import CurateError
-from operators.embed.backends import ModelBackend, require
-from operators.embed.decoding import CHUNK, DecodePool, InlineFeed, decode_workers
+from curate_operators.embed.backends import ModelBackend, require
+from curate_operators.embed.decoding import CHUNK, DecodePool, InlineFeed, decode_workers
 from curate.paths import looks_like_path
-from operators.embed.resolve import cached_snapshot, hub_cache_dir, set_offline
+from curate_operators.embed.resolve import cached_snapshot, hub_cache_dir, set_offline
 
 _WEIGHTS = ("*.safetensors", "*.bin", "*.pth", "*.pt")
 _PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}

@@ -32,7 +32,7 @@ import numpy as np
 
 from curate.errors import CurateError
 from curate.lifetime import die_with_parent
-from operators.embed.images import ImageError, open_image
+from curate_operators.embed.images import ImageError, open_image
 
 CHUNK = 8  # images per worker task: small, so the first batch is ready soon and workers share it evenly
 WAIT_SECONDS = 1.0  # how often a waiting model process checks that its workers are alive

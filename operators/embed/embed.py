@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 from curate.columns import put, text_array
 from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
 from curate.paths import local_path
-from operators.embed.backends import HoldsBackend
+from curate_operators.embed.backends import HoldsBackend
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -116,8 +116,8 @@ class Embed(HoldsBackend, Map):
     def preflight(self) -> None:
         """A text model (a local folder, or a hub id in the local cache) is on this machine: the model
         pool would otherwise refuse it only when it loads it, after the stages before it ran."""
-        from operators.embed.resolve import local_model
-        from operators.embed.text_models import DEFAULT_TEXT_MODEL
+        from curate_operators.embed.resolve import local_model
+        from curate_operators.embed.text_models import DEFAULT_TEXT_MODEL
 
         p = self.backend_params()
         if p.backend not in ("sentence_transformers", "transformers"):
@@ -129,7 +129,7 @@ class Embed(HoldsBackend, Map):
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
         self.setup()
         if self.params.modality == "image":
-            from operators.embed.images import check_image_column, unreadable_detail
+            from curate_operators.embed.images import check_image_column, unreadable_detail
 
             values = batch.column(self.column)
             check_image_column(self.column, values.type)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from operators.embed.backends import Backend
+from curate_operators.embed.backends import Backend
 
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _FNV_PRIME = np.uint64(0x100000001B3)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from curate.errors import CurateError
-from operators.embed.backends import ModelBackend, require
-from operators.embed.resolve import local_model, set_offline
+from curate_operators.embed.backends import ModelBackend, require
+from curate_operators.embed.resolve import local_model, set_offline
 
 DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 
 from curate.columns import put, text_array
 from curate.ops import TEXT, Filter, Params, Verdict
-from operators.filters import gopher_metrics as gm
+from curate_operators.filters import gopher_metrics as gm
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 SCORE_PREFIX = "quality_gopher_"

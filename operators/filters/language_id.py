@@ -23,7 +23,7 @@ from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
 from curate.ops import TEXT, Map, Params, Verdict, writes_column
 from curate.paths import local_path
-from operators.filters.language_codes import unknown_code_message
+from curate_operators.filters.language_codes import unknown_code_message
 
 
 class LanguageIdParams(Params):

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from curate.columns import put
 from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
-from operators.embed.backends import HoldsBackend
+from curate_operators.embed.backends import HoldsBackend
 
 
 class ClipScoreParams(Params):
@@ -70,7 +70,7 @@ class ClipScore(HoldsBackend, Map):
 
     def backend_params(self):
         """One open_clip model for both towers."""
-        from operators.embed.embed import EmbedParams
+        from curate_operators.embed.embed import EmbedParams
 
         p = self.params
         return EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained, modality="image",
@@ -78,8 +78,8 @@ class ClipScore(HoldsBackend, Map):
                            decode_workers=p.decode_workers)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
-        from operators.embed.backends import ModelBackend
-        from operators.embed.images import check_image_column, unreadable_detail
+        from curate_operators.embed.backends import ModelBackend
+        from curate_operators.embed.images import check_image_column, unreadable_detail
 
         self.setup()
         images = batch.column(self.params.image_column)

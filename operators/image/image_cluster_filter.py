@@ -33,10 +33,10 @@ from pydantic import Field, model_validator
 from curate.errors import CurateError
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from curate.paths import local_path
-from operators.image.clip_score_select import threshold_from_fraction
-from operators.image.datacomp_caption import caption_failures
-from operators.prune import kmeans
-from operators.prune.embeddings import embedding_matrix, spill
+from curate_operators.image.clip_score_select import threshold_from_fraction
+from curate_operators.image.datacomp_caption import caption_failures
+from curate_operators.prune import kmeans
+from curate_operators.prune.embeddings import embedding_matrix, spill
 
 PAPER_K = 100_000
 

@@ -31,7 +31,7 @@ from pydantic import Field
 
 from curate.errors import RecipeError
 from curate.ops import Filter, Params, Verdict
-from operators.embed.images import image_name
+from curate_operators.embed.images import image_name
 
 DATACOMP_BASIC = {"min_side": 200, "max_aspect_ratio": 3.0, "min_caption_words": 3, "min_caption_chars": 6}
 

@@ -17,9 +17,9 @@ from typing import Literal
 
 import numpy as np
 
-from operators.prune.embeddings import unit64
-from operators.prune.order import Mode, centroid_distances, cluster_order, cluster_starts
-from operators.prune.quotas import quotas
+from curate_operators.prune.embeddings import unit64
+from curate_operators.prune.order import Mode, centroid_distances, cluster_order, cluster_starts
+from curate_operators.prune.quotas import quotas
 
 Complexity = Literal["dintra*dinter", "uniform", "clustersize"]
 _CENTROID_BLOCK = 256

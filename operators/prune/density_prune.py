@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.ops import Parallel
-from operators.prune.dbp import Complexity, dbp
-from operators.prune.embeddings import EmbeddingStore
-from operators.prune.order import Mode
-from operators.prune.step import ClusterParams, ClusterStep, Decided
+from curate_operators.prune.dbp import Complexity, dbp
+from curate_operators.prune.embeddings import EmbeddingStore
+from curate_operators.prune.order import Mode
+from curate_operators.prune.step import ClusterParams, ClusterStep, Decided
 
 
 class DensityPruneParams(ClusterParams):

@@ -17,7 +17,7 @@ from typing import Union
 
 import numpy as np
 
-from operators.prune.embeddings import EmbeddingStore
+from curate_operators.prune.embeddings import EmbeddingStore
 
 GROUP_BYTES = 128 << 20  # a worker holds one group at a time
 _CHUNK = 1 << 16

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from curate.ops import SERIAL, Parallel
-from operators.prune.embeddings import unit32
+from curate_operators.prune.embeddings import unit32
 
 ASSIGN_CHUNK = 1 << 14
 PIECE_CHUNKS = 8  # chunks per piece of a parallel assignment

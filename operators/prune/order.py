@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from operators.prune.embeddings import unit64
+from curate_operators.prune.embeddings import unit64
 
 Mode = Literal["hard", "easy", "random"]
 _CHUNK = 1 << 13

@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curate.ops import Parallel
-from operators.prune import semdedup
-from operators.prune.embeddings import EmbeddingStore, ids_at
-from operators.prune.order import Mode
-from operators.prune.step import ClusterParams, ClusterStep, Decided
+from curate_operators.prune import semdedup
+from curate_operators.prune.embeddings import EmbeddingStore, ids_at
+from curate_operators.prune.order import Mode
+from curate_operators.prune.step import ClusterParams, ClusterStep, Decided
 
 MAX_DEFAULT_K = 50_000  # the SemDeDup paper's k for LAION-440M
 EPS_REPORT = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]

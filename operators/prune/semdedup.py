@@ -21,9 +21,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from curate.ops import SERIAL, Parallel
-from operators.prune.embeddings import unit32
-from operators.prune.groups import GROUP_BYTES, Group, cluster_groups, discard_groups, read_group, write_groups
-from operators.prune.order import Mode, centroid_distances, cluster_order, cluster_starts
+from curate_operators.prune.embeddings import unit32
+from curate_operators.prune.groups import GROUP_BYTES, Group, cluster_groups, discard_groups, read_group, write_groups
+from curate_operators.prune.order import Mode, centroid_distances, cluster_order, cluster_starts
 
 BLOCK = 1 << 23  # float32 values of one similarity block: 32 MB
 

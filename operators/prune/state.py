@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from curate.columns import put
 from curate.ops import Verdict
-from operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
+from curate_operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
 
 CLUSTER_COLUMN = "_cluster"
 DIST_COLUMN = "prune_dist_to_centroid"

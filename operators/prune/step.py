@@ -15,9 +15,9 @@ from pydantic import Field
 
 from curate.errors import RecipeError
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from operators.prune import kmeans
-from operators.prune.embeddings import EmbeddingStore, embedding_type_problem, spill
-from operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
+from curate_operators.prune import kmeans
+from curate_operators.prune.embeddings import EmbeddingStore, embedding_type_problem, spill
+from curate_operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
 
 
 class ClusterParams(Params):

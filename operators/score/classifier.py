@@ -14,7 +14,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values, with_nulls
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.model_params import ModelScoreParams
+from curate_operators.score.model_params import ModelScoreParams
 
 
 class ClassifierParams(ModelScoreParams):
@@ -39,7 +39,7 @@ class ClassifierScore(Map):
         if self.model is not None:
             return
         from curate.errors import CurateError
-        from operators.score.lm import Classifier
+        from curate_operators.score.lm import Classifier
 
         p = self.params
         self.model = Classifier(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,

@@ -22,8 +22,8 @@ from curate.columns import put, text_array
 from curate.errors import RecipeError
 from curate.ops import Map, Params, reads_column
 from curate.paths import local_path
-from operators.score import text_stats
-from operators.score.code_ast import CodeShapes, grammar_package, language_name
+from curate_operators.score import text_stats
+from curate_operators.score.code_ast import CodeShapes, grammar_package, language_name
 
 Metric = Literal["words", "sentences", "mean_sentence_length", "mattr", "compression_ratio"]
 METRICS = get_args(Metric)
@@ -97,7 +97,7 @@ class Complexity(Map):
 
     def _tokens(self, values: pa.Array) -> np.ndarray:
         if self._tokenizer is None:
-            from operators.score.lm import load_tokenizer
+            from curate_operators.score.lm import load_tokenizer
 
             self._tokenizer = load_tokenizer(self.params.tokenizer, self.name)
         texts = values.fill_null("").to_pylist()

@@ -21,9 +21,9 @@ from pydantic import Field
 
 from curate.columns import text_array
 from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict, reads_column
-from operators.score import metrics
-from operators.score.sample import bottom_k
-from operators.score.scores import ScoreSummary
+from curate_operators.score import metrics
+from curate_operators.score.sample import bottom_k
+from curate_operators.score.scores import ScoreSummary
 
 
 class DatasetMetricsParams(Params):
@@ -66,7 +66,7 @@ class DatasetMetrics(Global):
         texts = [t or "" for t in sample.column(self.text_column).to_pylist()]
         embeddings = None
         if p.embedding_column:
-            from operators.prune.embeddings import embedding_matrix
+            from curate_operators.prune.embeddings import embedding_matrix
 
             embeddings = (embedding_matrix(sample.combine_chunks().to_batches()[0], p.embedding_column, self.name)
                           if sample.num_rows else np.zeros((0, 1), np.float32))

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from curate.columns import put, text_values
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.model_params import ModelScoreParams
+from curate_operators.score.model_params import ModelScoreParams
 
 PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
           "##Query: {instruction}  \n##Complexity: ")
@@ -47,7 +47,7 @@ class DeitaComplexity(Map):
     def setup(self) -> None:
         if self.lm is None:
             from curate.errors import CurateError
-            from operators.score.lm import CausalLM
+            from curate_operators.score.lm import CausalLM
 
             p = self.params
             self.lm = CausalLM(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from curate.errors import CurateError
-from operators.embed.backends import free_gpu_memory, is_oom, pick_device, pick_precision, require
-from operators.embed.batching import Batcher
-from operators.embed.resolve import local_model, set_offline
+from curate_operators.embed.backends import free_gpu_memory, is_oom, pick_device, pick_precision, require
+from curate_operators.embed.batching import Batcher
+from curate_operators.embed.resolve import local_model, set_offline
 
 
 def _load(kind: str, name: str, step: str, device: str = "auto", precision: str = "auto"):
     set_offline()
     transformers = require("transformers", "transformers")
-    from operators.embed.text_models import quiet_hf
+    from curate_operators.embed.text_models import quiet_hf
 
     quiet_hf()
     path = local_model(name, "transformers")

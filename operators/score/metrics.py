@@ -39,7 +39,7 @@ def words_of(texts) -> tuple[np.ndarray, np.ndarray]:
     """(text index, hash) of every word of `texts` (gopher_metrics' split); nulls have none."""
     import polars as pl
 
-    from operators.filters.gopher_metrics import word_hashes
+    from curate_operators.filters.gopher_metrics import word_hashes
 
     return word_hashes(pl.Series(texts, dtype=pl.String).fill_null(""))
 
@@ -89,7 +89,7 @@ def vendi(x: np.ndarray) -> float:
 
 
 def cluster_entropy(x: np.ndarray, k: int, seed: int) -> dict:
-    from operators.prune.kmeans import assign, train
+    from curate_operators.prune.kmeans import assign, train
 
     n = len(x)
     k = max(1, min(k, n))

@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-from operators.prune.embeddings import UnitRows
+from curate_operators.prune.embeddings import UnitRows
 
 QUERY_CHUNK = 1 << 14
 TILE = 1024  # faiss's distance_compute_blas_database_bs

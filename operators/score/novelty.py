@@ -22,9 +22,9 @@ from pydantic import Field
 
 from curate.columns import put
 from curate.ops import SERIAL, Global, Parallel, Params, reads_column, writes_column
-from operators.prune.embeddings import EmbeddingStore, UnitRows, spill, unit32
-from operators.prune.kmeans import available_cores
-from operators.score import nearest
+from curate_operators.prune.embeddings import EmbeddingStore, UnitRows, spill, unit32
+from curate_operators.prune.kmeans import available_cores
+from curate_operators.score import nearest
 
 # Bytes a row of the index in memory takes per dimension: the rows read, their float32 unit
 # vectors and faiss's copy of them.
@@ -48,7 +48,7 @@ class NoveltyState:
         return [self.path]
 
     def summary(self) -> dict:
-        from operators.score.score_file import ScoreFile
+        from curate_operators.score.score_file import ScoreFile
 
         return ScoreFile.of_npy(self.path).describe()
 

@@ -16,7 +16,7 @@ from pydantic import model_validator
 
 from curate.columns import put, text_values, with_nulls
 from curate.ops import Map, Resources, reads_column, writes_column
-from operators.score.model_params import ModelScoreParams
+from curate_operators.score.model_params import ModelScoreParams
 
 
 class PerplexityParams(ModelScoreParams):
@@ -46,7 +46,7 @@ class Perplexity(Map):
 
     def setup(self) -> None:
         if self.lm is None:
-            from operators.score.lm import CausalLM
+            from curate_operators.score.lm import CausalLM
 
             p = self.params
             self.lm = CausalLM(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,

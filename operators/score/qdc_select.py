@@ -25,8 +25,8 @@ from pydantic import Field, model_validator
 
 from curate.errors import CurateError
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from operators.prune.embeddings import UnitRows, spill
-from operators.score import metrics, selection
+from curate_operators.prune.embeddings import UnitRows, spill
+from curate_operators.score import metrics, selection
 
 
 class QdcSelectParams(Params):

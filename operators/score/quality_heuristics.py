@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 
 from curate.columns import put, text_array
 from curate.ops import TEXT, Map, Params
-from operators.filters.gopher import GopherQuality, GopherQualityParams, _rules
+from curate_operators.filters.gopher import GopherQuality, GopherQualityParams, _rules
 
 CHEAP = ("word_count", "mean_word_length", "hash_word_ratio", "ellipsis_word_ratio", "bullet_line_frac",
          "ellipsis_line_frac", "alpha_word_frac", "stop_words", "dup_line_frac", "dup_para_frac",

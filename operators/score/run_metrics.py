@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from curate.columns import text_array
 from curate.observers import RunObserver
-from operators.score import metrics
+from curate_operators.score import metrics
 
 NGRAMS = (1, 2, 3, 4)
 _WHERE = "metrics"  # how errors name this feature: the recipe's `metrics:` section
@@ -156,7 +156,7 @@ class Side:
             texts = [t or "" for t in sample.column(self.text_column).to_pylist()]
         embeddings = None
         if self.embedding_column in sample.column_names and sample.num_rows:
-            from operators.prune.embeddings import embedding_matrix
+            from curate_operators.prune.embeddings import embedding_matrix
 
             batch = sample.select([self.embedding_column]).combine_chunks().to_batches()[0]
             embeddings = embedding_matrix(batch, self.embedding_column, _WHERE)

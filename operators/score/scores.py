@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
-from operators.score.score_file import ScoreFile
+from curate_operators.score.score_file import ScoreFile
 
 
 class ScoreSummary:

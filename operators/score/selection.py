@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from operators.score.nearest import TILE
-from operators.score.taken import Taken, any_above, largest
+from curate_operators.score.nearest import TILE
+from curate_operators.score.taken import Taken, any_above, largest
 
 CHUNK = 1024
 

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import numpy as np
 
-from operators.score.nearest import TILE
+from curate_operators.score.nearest import TILE
 
 
 class Taken:

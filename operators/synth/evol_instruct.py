@@ -37,8 +37,8 @@ from pydantic import Field, model_validator
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
 from curate.ops import TEXT, Map, Params, Verdict
-from operators.synth.cleaning import clean
-from operators.synth.instruct import (EVOL_BREADTH, EVOL_DEPTH, EVOL_EQUAL, EVOL_METHODS, copies_prompt,
+from curate_operators.synth.cleaning import clean
+from curate_operators.synth.instruct import (EVOL_BREADTH, EVOL_DEPTH, EVOL_EQUAL, EVOL_METHODS, copies_prompt,
                                       evolved_text, judged_equal, load_prompt, only_stop_words, refuses)
 
 OPERATIONS = (*EVOL_METHODS, "breadth")

@@ -26,8 +26,8 @@ from pydantic import Field, field_validator
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
 from curate.ops import TEXT, Map, Params, Verdict
-from operators.synth.cleaning import clean
-from operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
+from curate_operators.synth.cleaning import clean
+from curate_operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
 
 DETAIL_CHARS = 4000  # of a raw answer kept in the trace's detail
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from operators.synth.prompts import PROMPTS as WRAP_PROMPTS
+from curate_operators.synth.prompts import PROMPTS as WRAP_PROMPTS
 
 NEMOTRON_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
                    "helpful, detailed, and polite answers to the questions.")

@@ -25,8 +25,8 @@ from pydantic import Field, field_validator, model_validator
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
 from curate.ops import TEXT, Map, Params, Verdict
-from operators.synth.cleaning import clean
-from operators.synth.prompts import PROMPTS, TEMPLATE
+from curate_operators.synth.cleaning import clean
+from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 
 
 class RephraseParams(Params):

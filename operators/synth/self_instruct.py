@@ -42,7 +42,7 @@ from pydantic import Field, field_validator
 from curate.llm import LLMConfig, Request, open_backend
 from curate.llm.step import LLMBacked
 from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict
-from operators.synth.instruct import instruction_filter, load_prompt, self_instruct_prompt, split_instructions
+from curate_operators.synth.instruct import instruction_filter, load_prompt, self_instruct_prompt, split_instructions
 
 
 class SelfInstructParams(Params):

@@ -24,7 +24,7 @@ from pydantic import Field
 from curate.columns import put, text_values
 from curate.errors import RecipeError
 from curate.ops import TEXT, Map, Params, writes_column
-from operators.text.token_count import load_tokenizer
+from curate_operators.text.token_count import load_tokenizer
 
 MEGATRON_UINT16_LIMIT = 65_500  # Megatron picks uint16 for vocabularies below this size
 DTYPES = {"uint16": pa.uint16(), "int32": pa.int32(), "int64": pa.int64()}

@@ -184,7 +184,7 @@ def test_curate_log_level_shows_a_fits_phases_and_a_bad_level_exits_2(tmp_path):
     command = [sys.executable, "-m", "curate.cli", "run", str(recipe), "-w", "1", "--no-report", "--overwrite"]
     shown = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "CURATE_LOG_LEVEL": "info"})
     assert shown.returncode == 0, shown.stderr
-    assert "operators.dedup.containment: containment_dedup: signed" in shown.stderr
+    assert "curate_operators.dedup.containment: containment_dedup: signed" in shown.stderr
     quiet = subprocess.run(command, capture_output=True, text=True,
                            env={k: v for k, v in os.environ.items() if k != "CURATE_LOG_LEVEL"})
     assert quiet.returncode == 0 and "containment_dedup: signed" not in quiet.stderr + quiet.stdout

@@ -146,7 +146,7 @@ def test_each_low_quality_kind_breaks_its_rule(corpus, kind):
 
 
 def test_curate_gopher_quality_removes_the_low_quality_rows_and_only_them(corpus):
-    gopher = pytest.importorskip("operators.filters.gopher")
+    gopher = pytest.importorskip("curate_operators.filters.gopher")
     paths, _ = corpus
     table = pjson.read_json(paths[0])
     verdict = gopher.GopherQuality().keep(table.combine_chunks().to_batches()[0])

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OUTSIDE = ("operators", "lake")  # top-level packages beside curate/
+OUTSIDE = ("curate_operators", "curate_lake", "operators", "lake")  # the packages beside curate/ (and their old names)
 
 
 def _imported(tree: ast.AST):
@@ -33,8 +33,18 @@ def test_nothing_under_curate_imports_an_operator_or_the_lake():
 
 
 def test_the_check_sees_every_form_of_import():
-    code = ("import operators.score\nfrom lake.cli import app\nimport importlib\n"
-            "def f():\n    from operators import x\n    importlib.import_module('lake.scan')\n"
+    code = ("import curate_operators.score\nfrom curate_lake.cli import app\nimport importlib\n"
+            "def f():\n    from curate_operators import x\n    importlib.import_module('curate_lake.scan')\n"
             "from . import lake\nimport lakeside\n")
     modules = [m for _, m in _imported(ast.parse(code))]
-    assert [m for m in modules if m.split(".")[0] in OUTSIDE] == ["operators.score", "lake.cli", "operators", "lake.scan"]
+    assert [m for m in modules if m.split(".")[0] in OUTSIDE] == [
+        "curate_operators.score", "curate_lake.cli", "curate_operators", "curate_lake.scan"]
+
+
+def test_the_distribution_installs_no_generic_top_level_name():
+    # operators/ and lake/ install as curate_operators and curate_lake (setup.py): a package
+    # named `operators` or `lake` in a user's environment would collide with ours.
+    from importlib.metadata import packages_distributions
+
+    ours = sorted(name for name, dists in packages_distributions().items() if "curate" in dists)
+    assert ours == ["curate", "curate_lake", "curate_operators"]

@@ -45,7 +45,7 @@ def test_the_built_in_operators_and_groups_are_registered_as_in_pyproject():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     assert registry.catalog() == declared[plugins.OPERATORS]
     assert {name: ep.value for name, ep in plugins.registered(plugins.COMMANDS).items()} == {
-        "adp": "operators.agent.cli:app", "lake": "lake.cli:app"}
+        "adp": "curate_operators.agent.cli:app", "lake": "curate_lake.cli:app"}
     for name in registry.names():  # every entry names its operator's class
         try:
             assert registry.get(name).name == name
@@ -80,7 +80,7 @@ def test_a_package_adds_operators_and_a_command_group(cli, package):
         [curate.commands]
         hello = curate_test_plugin:app
         [curate.operators]
-        my_filter = operators.filters.sql:SqlFilter
+        my_filter = curate_operators.filters.sql:SqlFilter
         """, """\
         import typer
         app = typer.Typer(help="Says hello.")
@@ -93,7 +93,7 @@ def test_a_package_adds_operators_and_a_command_group(cli, package):
         def moon():
             print("hello, moon")
         """)
-    assert registry.catalog()["my_filter"] == "operators.filters.sql:SqlFilter"
+    assert registry.catalog()["my_filter"] == "curate_operators.filters.sql:SqlFilter"
     assert "hello" in cli("--help").stdout and "Says hello." in cli("--help").stdout
     res = cli("hello", "world")
     assert res.exit_code == 0 and res.stdout == "hello, world\n"
@@ -107,8 +107,8 @@ def test_a_package_cannot_replace_curate_s_own(cli, package):
         [curate.operators]
         exact_dedup = json:dumps
         """)
-    assert registry.catalog()["exact_dedup"] == "operators.dedup.exact:ExactDedup"
-    assert plugins.registered(plugins.COMMANDS)["lake"].value == "lake.cli:app"
+    assert registry.catalog()["exact_dedup"] == "curate_operators.dedup.exact:ExactDedup"
+    assert plugins.registered(plugins.COMMANDS)["lake"].value == "curate_lake.cli:app"
     assert "--resume" in cli("run", "--help").stdout
     assert cli("lake", "--help").exit_code == 0
 
@@ -134,7 +134,7 @@ def test_a_broken_command_group_says_why_without_a_traceback(cli, package, targe
 
 def test_only_the_command_run_is_imported():
     code = ("import atexit, sys; sys.argv=['curate', 'run', '--help']\n"
-            "atexit.register(lambda: print('LOADED', [m for m in ('lake.cli', 'operators.agent.cli') if m in sys.modules]))\n"
+            "atexit.register(lambda: print('LOADED', [m for m in ('curate_lake.cli', 'curate_operators.agent.cli') if m in sys.modules]))\n"
             "from curate.cli import main\nmain()\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
     assert "LOADED []" in out

@@ -134,7 +134,7 @@ def test_gopher_reports_null_or_blank_text_as_no_text():
     gopher_word_count ("word_count=0 < 50"): its own reason says what is wrong."""
     import pyarrow as pa
 
-    from operators.filters.gopher import GopherQuality
+    from curate_operators.filters.gopher import GopherQuality
 
     batch = pa.RecordBatch.from_pydict({"text": [None, "   ", "too short"], "_id": list("abc")})
     verdict = GopherQuality().keep(batch)
@@ -147,7 +147,7 @@ def test_containment_trace_detail_reads_as_words(tmp_path):
     """It was raw JSON ({"container": "id0000", "containment": 1.0}); the report still finds the cluster."""
     import random
 
-    from operators.dedup.containment import ContainmentDedup
+    from curate_operators.dedup.containment import ContainmentDedup
     from tests.operators.dedup.helpers import run
 
     words = [f"w{random.Random(1).randint(0, 400)}{i}" for i in range(300)]

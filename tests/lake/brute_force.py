@@ -32,7 +32,7 @@ import pyarrow.dataset as ds
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from lake.tables import Table
+from curate_lake.tables import Table
 
 TEXT = "text"
 # Families a CSV column may be read as, most specific first.

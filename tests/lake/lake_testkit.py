@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from lake.scan import ScanResult
+from curate_lake.scan import ScanResult
 
 # (container, contained) pairs planted on purpose; brute force decides the rest.
 PLANTED = {

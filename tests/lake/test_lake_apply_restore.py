@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import CurateError
-from lake.apply import apply_plan
-from lake.plan_file import make_plan
-from lake.quarantine import Quarantine
-from lake.reader import read_table
-from lake.restore import restore_tables
-from lake.scan import ScanOptions, scan_lake
-from lake.scan_output import write_scan
-from lake.tables import discover
+from curate_lake.apply import apply_plan
+from curate_lake.plan_file import make_plan
+from curate_lake.quarantine import Quarantine
+from curate_lake.reader import read_table
+from curate_lake.restore import restore_tables
+from curate_lake.scan import ScanOptions, scan_lake
+from curate_lake.scan_output import write_scan
+from curate_lake.tables import discover
 
 
 @pytest.fixture

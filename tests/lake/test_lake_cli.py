@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from lake.cli import app
+from curate_lake.cli import app
 
 runner = CliRunner()
 

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from lake.scan import ScanOptions, scan_lake
-from lake.text import TEXT_FAMILIES, parsed_sql
+from curate_lake.scan import ScanOptions, scan_lake
+from curate_lake.text import TEXT_FAMILIES, parsed_sql
 from tests.lake import brute_force
 from tests.lake.brute_force import contained_pairs
 from tests.lake.lake_testkit import WRITERS, confirmed_names, write_csv

@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake.planner import PlanInput, allowed_edges, is_valid, objective, solve
+from curate_lake.planner import PlanInput, allowed_edges, is_valid, objective, solve
 
 
 @st.composite

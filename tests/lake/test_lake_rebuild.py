@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curate.errors import CurateError
-from lake.rebuild import rebuild, row_positions
+from curate_lake.rebuild import rebuild, row_positions
 
 rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(-5, 5)), st.one_of(st.none(), st.sampled_from("abc"))), min_size=1, max_size=40)
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from lake import content, scan as scan_mod
-from lake.columns import normalize_name
-from lake.scan import ScanOptions, scan_lake
-from lake.scan_output import write_scan
+from curate_lake import content, scan as scan_mod
+from curate_lake.columns import normalize_name
+from curate_lake.scan import ScanOptions, scan_lake
+from curate_lake.scan_output import write_scan
 from tests.lake import brute_force
 from tests.lake.brute_force import contained_pairs
 from tests.lake.lake_testkit import NEAR_MISSES, PLANTED, confirmed_names
@@ -45,9 +45,9 @@ def test_the_oracle_reads_and_normalizes_on_its_own():
     # of the lake package, the oracle uses only the list of tables.
     tree = ast.parse(Path(brute_force.__file__).read_text())
     from_lake = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                 and (node.level or node.module.split(".")[0] == "lake")}
+                 and (node.level or node.module.split(".")[0] == "curate_lake")}
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert from_lake == {"lake.tables"} and not any(m.split(".")[0] == "lake" for m in imported)
+    assert from_lake == {"curate_lake.tables"} and not any(m.split(".")[0] == "curate_lake" for m in imported)
 
 
 @given(st.text())

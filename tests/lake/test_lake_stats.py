@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake.stats import comparable, compute_stats
-from lake.tables import discover
+from curate_lake.stats import comparable, compute_stats
+from curate_lake.tables import discover
 
 ints = st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), min_size=1, max_size=60)
 texts = st.lists(st.one_of(st.none(), st.text(max_size=8)), min_size=1, max_size=60)

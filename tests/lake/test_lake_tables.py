@@ -7,8 +7,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lake.reader import read_table
-from lake.tables import discover, same_data, table_at
+from curate_lake.reader import read_table
+from curate_lake.tables import discover, same_data, table_at
 
 
 def write(path, **cols):

@@ -152,7 +152,7 @@ def test_no_init_computes_columns(name):
     an operator's own __init__, if any, sets other state."""
     for cls in _operator(name).__mro__:
         init = cls.__dict__.get("__init__")
-        if init is None or not cls.__module__.startswith("operators."):
+        if init is None or not cls.__module__.startswith("curate_operators."):
             continue
         tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
         assigned = {t.attr for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))

@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from curate.engine.layout import RunLayout
 from curate.engine.local import LocalExecutor
 from curate.ops import SERIAL, Parallel, serial_map
-from operators.dedup import resolve
-from operators.dedup.containment import ContainmentDedup
-from operators.dedup.exact import ExactDedup
-from operators.dedup.minhash_dedup import MinhashDedup
-from operators.prune import kmeans, semdedup
-from operators.prune.density_prune import DensityPrune
-from operators.prune.embeddings import EmbeddingStore, spill
-from operators.prune.semantic_dedup import SemanticDedup
+from curate_operators.dedup import resolve
+from curate_operators.dedup.containment import ContainmentDedup
+from curate_operators.dedup.exact import ExactDedup
+from curate_operators.dedup.minhash_dedup import MinhashDedup
+from curate_operators.prune import kmeans, semdedup
+from curate_operators.prune.density_prune import DensityPrune
+from curate_operators.prune.embeddings import EmbeddingStore, spill
+from curate_operators.prune.semantic_dedup import SemanticDedup
 from tests.operators.prune.data import batches, clustered, grid_dataset
 
 VOCAB = [f"w{i}" for i in range(300)]

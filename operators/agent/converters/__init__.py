@@ -20,8 +20,8 @@ from itertools import groupby
 from typing import Any, Callable, Iterable, Iterator
 
 from curate.errors import CurateError
-from operators.agent.converters._events import Unconvertible
-from operators.agent.converters._model_text import unwrapped
+from curate_operators.agent.converters._events import Unconvertible
+from curate_operators.agent.converters._model_text import unwrapped
 
 CONVERTERS: dict[str, str] = {
     # AgentInstruct (AgentTuning)

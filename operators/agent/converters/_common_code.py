@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import closing, code, message
+from curate_operators.agent.converters._events import closing, code, message
 
 _FENCE = re.compile(r"```(?P<lang>[\w+#-]*)\n(?P<code>.*?)\n```", re.DOTALL)
 _LANG_ALIASES = {"": "python", "py": "python", "c++": "cpp", "js": "javascript", "sh": "bash", "shell": "bash"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate.errors import CurateError
-from operators.agent.converters._events import Unconvertible
+from curate_operators.agent.converters._events import Unconvertible
 
 # Inputs a worker does not type or choose in: set by the page's scripts, or buttons.
 NOT_ANSWERED = {"hidden", "submit", "button", "reset", "image", "file"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from operators.agent.converters._events import api, code
+from curate_operators.agent.converters._events import api, code
 
 _FUNCTION = re.compile(r"<function=(?P<name>[\w.-]+)>(?P<body>.*?)(?:</function>|$)", re.DOTALL)
 _CLOSED_FUNCTION = re.compile(r"<function=(?P<name>[\w.-]+)>(?P<body>.*?)</function>", re.DOTALL)

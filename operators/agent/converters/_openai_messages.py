@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from operators.agent.converters._events import Unconvertible, api, code, message, text_obs
+from curate_operators.agent.converters._events import Unconvertible, api, code, message, text_obs
 
 BASH_TOOLS = ("execute_bash", "bash")
 PYTHON_TOOLS = ("execute_ipython_cell",)

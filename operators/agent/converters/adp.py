@@ -4,8 +4,8 @@ validate` and `export` read them with the same steps as any source; adp_validate
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible
-from operators.agent.rows import trajectory_doc
+from curate_operators.agent.converters._events import Unconvertible
+from curate_operators.agent.rows import trajectory_doc
 
 NEEDS = "ADP trajectories (what `curate adp validate` and `export` read)"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import code, message, text_obs, trajectory, turns
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import (Unconvertible, api, closing, marked_action, message, text_obs,
+from curate_operators.agent.converters._events import (Unconvertible, api, closing, marked_action, message, text_obs,
                                                 trajectory, turns)
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
 

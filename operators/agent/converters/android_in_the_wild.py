@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
+from curate_operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
 
 NEEDS = "screenshots on disk: the trajectories name `<image/encoded>.png`"
 

@@ -12,7 +12,7 @@ the screenshot after the last action. `navigate_back` / `navigate_home` are `bac
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
+from curate_operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory
 
 NEEDS = "screenshots on disk: the trajectories name the `screenshots` paths"
 

@@ -7,9 +7,9 @@ a final prose turn is the finish message, else a success closing is appended.
 
 from __future__ import annotations
 
-from operators.agent.converters._common_code import assistant_event, finish_or_close
-from operators.agent.converters._events import text_obs, trajectory, turns
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._common_code import assistant_event, finish_or_close
+from curate_operators.agent.converters._events import text_obs, trajectory, turns
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

@@ -4,10 +4,10 @@ ShareGPT form) -> ADP: human turns are user observations, gpt turns messages wit
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
-from operators.agent.converters.openai_chat import mark_finish
-from operators.agent.converters.sharegpt import turns
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
+from curate_operators.agent.converters.openai_chat import mark_finish
+from curate_operators.agent.converters.sharegpt import turns
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations", text="value", role="from", model=("gpt",))
 

@@ -9,9 +9,9 @@ api_action per tool call (`API_name`, `API_params`). The reference marks no fini
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory, unnamed_obs
-from operators.agent.converters._model_text import Turns
-from operators.agent.converters.sharegpt import turns
+from curate_operators.agent.converters._events import Unconvertible, api, image_obs, message, trajectory, unnamed_obs
+from curate_operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters.sharegpt import turns
 
 NEEDS = "images on disk: the trajectories name `images/<data_source>/<image>`"
 

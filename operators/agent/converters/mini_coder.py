@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import closing, code, message, text_obs, trajectory, turns
-from operators.agent.converters._function_calls import call_event, split_call
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import closing, code, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._function_calls import call_event, split_call
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import Unconvertible, api, closing, code, message, text_obs, trajectory
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import Unconvertible, api, closing, code, message, text_obs, trajectory
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("trajectory", text="text", model=("ai",))
 

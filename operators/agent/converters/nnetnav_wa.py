@@ -1,6 +1,6 @@
 """NNetNav-WA (WebArena browsing; same raw format as NNetNav-Live) -> ADP; see _nnetnav for the rules."""
 
-from operators.agent.converters._nnetnav import MODEL_TEXT, make  # noqa: F401 (the registry reads it here)
+from curate_operators.agent.converters._nnetnav import MODEL_TEXT, make  # noqa: F401 (the registry reads it here)
 
 GROUP_BY = "id"
 convert = make("nnetnav-wa")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from operators.agent.converters._events import Unconvertible, code, image_obs, trajectory, unnamed_obs
+from curate_operators.agent.converters._events import Unconvertible, code, image_obs, trajectory, unnamed_obs
 
 NEEDS = "the screenshot on disk: the trajectories name the record's `image` path"
 

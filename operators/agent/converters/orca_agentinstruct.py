@@ -3,9 +3,9 @@ the last assistant message is the finish message."""
 
 from __future__ import annotations
 
-from operators.agent.converters._common_code import finish_or_close
-from operators.agent.converters._events import message, text_obs, trajectory, turns
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._common_code import finish_or_close
+from curate_operators.agent.converters._events import message, text_obs, trajectory, turns
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
 

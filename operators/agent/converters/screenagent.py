@@ -7,8 +7,8 @@ action JSON in a fence, with the reasoning around it). The Chinese fields and th
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
-from operators.agent.converters._model_text import Field
+from curate_operators.agent.converters._events import Unconvertible, message, trajectory, unnamed_obs
+from curate_operators.agent.converters._model_text import Field
 
 RECORD = list
 MODEL_TEXT = Field("LLM_response_editer_en")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-from operators.agent.converters._events import Unconvertible, message, text_obs, trajectory
-from operators.agent.converters._openai_messages import tool_call_event
-from operators.agent.converters.openai_chat import mark_finish
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import Unconvertible, message, text_obs, trajectory
+from curate_operators.agent.converters._openai_messages import tool_call_event
+from curate_operators.agent.converters.openai_chat import mark_finish
+from curate_operators.agent.converters._model_text import Turns
 
 _USER, _AGENT, _ENV = ("human", "user", "system"), ("gpt", "assistant", "chatgpt", "bing"), ("observation", "tool")
 MODEL_TEXT = Turns("conversations", text="value", role="from", model=_AGENT)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from operators.agent.converters._events import closing, trajectory
-from operators.agent.converters._openai_messages import messages_to_events
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import closing, trajectory
+from curate_operators.agent.converters._openai_messages import messages_to_events
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

@@ -9,9 +9,9 @@ is a message. The record's category and source go to `details`.
 
 from __future__ import annotations
 
-from operators.agent.converters._events import message, text_obs, trajectory, turns
-from operators.agent.converters._function_calls import call_event, split_call
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import message, text_obs, trajectory, turns
+from curate_operators.agent.converters._function_calls import call_event, split_call
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

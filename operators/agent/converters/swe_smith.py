@@ -6,9 +6,9 @@ environment output; a success closing follows the final submit.
 
 from __future__ import annotations
 
-from operators.agent.converters._events import closing, message, text_obs, trajectory, turns
-from operators.agent.converters._function_calls import call_event, split_call
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import closing, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._function_calls import call_event, split_call
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

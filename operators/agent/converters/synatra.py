@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 import re
 
-from operators.agent.converters._events import Unconvertible, api, text_obs, trajectory, web_obs
-from operators.agent.converters._model_text import Field
+from curate_operators.agent.converters._events import Unconvertible, api, text_obs, trajectory, web_obs
+from curate_operators.agent.converters._model_text import Field
 
 MODEL_TEXT = Field("response")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from operators.agent.converters._events import Unconvertible, api, message, text_obs, trajectory, turns
-from operators.agent.converters.openai_chat import mark_finish
-from operators.agent.converters._model_text import Turns
+from curate_operators.agent.converters._events import Unconvertible, api, message, text_obs, trajectory, turns
+from curate_operators.agent.converters.openai_chat import mark_finish
+from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("messages")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from operators.agent.converters import _form_page as form
-from operators.agent.converters._events import Unconvertible, api, trajectory, unnamed_obs, web_obs
+from curate_operators.agent.converters import _form_page as form
+from curate_operators.agent.converters._events import Unconvertible, api, trajectory, unnamed_obs, web_obs
 
 NEEDS = "the lxml package (pip install 'curate[adp]'): the pages after each action are its HTML parser's"
 

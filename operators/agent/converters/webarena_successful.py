@@ -9,7 +9,7 @@ as its description.
 
 from __future__ import annotations
 
-from operators.agent.converters._events import Unconvertible, api, image_obs, trajectory, unnamed_obs, web_obs
+from curate_operators.agent.converters._events import Unconvertible, api, image_obs, trajectory, unnamed_obs, web_obs
 
 NEEDS = "screenshots on disk: the trajectories name each step's `screenshot_path`"
 

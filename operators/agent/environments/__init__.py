@@ -48,7 +48,7 @@ def load(name_or_path: str | None) -> Environment:
     None, or the name of a source dataset that has no API (e.g. agenttuning_os), gives the
     plain environment: no API documentation, not web.
     """
-    from operators.agent.converters import CONVERTERS
+    from curate_operators.agent.converters import CONVERTERS
 
     if not name_or_path or (name_or_path in CONVERTERS and not (_HERE / f"{name_or_path}.json").is_file()):
         return Environment()

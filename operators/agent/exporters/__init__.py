@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from curate.errors import CurateError
-from operators.agent import environments
-from operators.agent.exporters import agentlab, openhands, sweagent
-from operators.agent.exporters._common import Skip
+from curate_operators.agent import environments
+from curate_operators.agent.exporters import agentlab, openhands, sweagent
+from curate_operators.agent.exporters._common import Skip
 
 STYLES = {"openhands": openhands, "sweagent": sweagent, "agentlab": agentlab}
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"

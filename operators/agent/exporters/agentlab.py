@@ -14,8 +14,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from operators.agent.environments import Environment
-from operators.agent.exporters._common import Skip, call_source, finish_text
+from curate_operators.agent.environments import Environment
+from curate_operators.agent.exporters._common import Skip, call_source, finish_text
 
 _PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 

@@ -9,8 +9,8 @@ message -> `finish`. Observations that answer an action are prefixed with
 
 from __future__ import annotations
 
-from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
+from curate_operators.agent.environments import Environment, api_intro
+from curate_operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal, with_thought)
 
 # Tools OpenHands has natively: their calls keep their own name and parameters.

@@ -9,8 +9,8 @@ languages cannot be rendered and are skipped with the reason.
 
 from __future__ import annotations
 
-from operators.agent.environments import Environment, api_intro
-from operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
+from curate_operators.agent.environments import Environment, api_intro
+from curate_operators.agent.exporters._common import (Skip, Turns, observation_text, call_source, finish_text, function_block, is_action,
                                               literal)
 
 NATIVE_TOOLS = {"bash", "str_replace_editor", "submit"}

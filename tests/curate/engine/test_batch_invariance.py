@@ -202,7 +202,7 @@ def write_inputs(root: Path) -> dict[str, Path]:
     for k in range(len(FILE_ROWS)):
         write_jsonl(root / "text" / f"part{k}.jsonl", rows[starts[k]:starts[k + 1]])
 
-    from operators.embed.embed import Embed
+    from curate_operators.embed.embed import Embed
 
     embed = Embed(Embed.Params(backend="hash", dim=16, on_empty="embed", output_column="emb"))
     table = pa.Table.from_batches([embed.process(pa.RecordBatch.from_pylist(rows))])

@@ -10,7 +10,7 @@ import pytest
 
 from curate import recipe
 from curate.engine.runner import RunOptions, run
-from operators.score import metrics
+from curate_operators.score import metrics
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
 

@@ -9,7 +9,7 @@ import pytest
 from curate.engine import engines
 from curate.engine import local as local_engine
 from curate.errors import CurateError
-from operators.dedup.exact import ExactDedup
+from curate_operators.dedup.exact import ExactDedup
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
 from tests.curate.io.motokit import s3_server  # noqa: F401 (a fixture)

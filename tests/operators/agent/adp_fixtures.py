@@ -63,7 +63,7 @@ def equal_to_reference(dataset: str, mine: dict, ref: dict) -> bool:
     """The acceptance comparison: every field and event equal, except the last two events of a
     RANDOM_CLOSING trajectory that closes with the reference's random pair, which must be one of
     the same fixed variants."""
-    from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
+    from curate_operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
 
     if mine["id"] != ref["id"] or mine["details"] != ref["details"] or len(mine["content"]) != len(ref["content"]):
         return False
@@ -104,13 +104,13 @@ def sft_cases() -> list[tuple[str, str]]:
 
 
 def environment_for(dataset: str) -> str | None:
-    from operators.agent import environments
+    from curate_operators.agent import environments
 
     return dataset if dataset in environments.names() else None
 
 
 def intro_pattern() -> re.Pattern:
-    from operators.agent.environments import ALSO_INTROS, INTROS
+    from curate_operators.agent.environments import ALSO_INTROS, INTROS
 
     alts = [re.escape(t).replace(re.escape("{tool}"), r"\w+") for t in INTROS + ALSO_INTROS]
     return re.compile("^(?:" + "|".join(alts) + ")")

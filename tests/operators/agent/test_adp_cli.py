@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.operators.agent.adp_fixtures import FIXTURES, load, needs_fixtures
-from operators.agent.cli import app
+from curate_operators.agent.cli import app
 
 pytestmark = needs_fixtures
 
@@ -163,7 +163,7 @@ def test_convert_equals_curate_run_of_its_recipe_whatever_the_batch_rows(cli, tm
 
 
 def test_sources_lists_every_converter_with_what_it_needs():
-    from operators.agent import converters
+    from curate_operators.agent import converters
 
     out = run("sources").output
     listed = {line.strip().split(":")[0] for line in out.splitlines() if line.startswith("  ")}
@@ -178,7 +178,7 @@ def test_sources_lists_every_converter_with_what_it_needs():
 def test_records_without_an_id_get_the_converters_and_the_references_ids(tmp_path, dataset):
     """Synatra's records carry no id: the command names them by their position in the file, as
     the converter (iter_convert) and the ADP reference do (`0`, `1`, ...), not by curate's row id."""
-    from operators.agent import converters
+    from curate_operators.agent import converters
 
     src = FIXTURES / dataset / "sample_raw.json"
     assert run("convert", "--from", dataset, src, "-o", tmp_path / "out").exit_code == 0

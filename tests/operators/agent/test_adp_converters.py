@@ -6,8 +6,8 @@ import pytest
 
 from tests.operators.agent.adp_fixtures import (REPEATED_STD, equal_to_reference, load, needs_fixtures, reference_std,
                                                 std_runs, with_raw)
-from operators.agent import converters
-from operators.agent.schema import validate_trajectory
+from curate_operators.agent import converters
+from curate_operators.agent.schema import validate_trajectory
 
 pytestmark = needs_fixtures
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from curate.errors import CurateError
-from operators.agent import converters
-from operators.agent.demo import generate
-from operators.agent.schema import validate_trajectory
+from curate_operators.agent import converters
+from curate_operators.agent.demo import generate
+from curate_operators.agent.schema import validate_trajectory
 
 
 def test_demo_records_convert_to_valid_adp_except_the_planted_ones(tmp_path):

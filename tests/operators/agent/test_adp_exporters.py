@@ -17,8 +17,8 @@ import re
 import pytest
 
 from tests.operators.agent.adp_fixtures import RANDOM_CLOSING, environment_for, intro_pattern, load, needs_fixtures, sft_cases
-from operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
-from operators.agent.exporters import Exporter, Skip
+from curate_operators.agent.converters._events import CLOSING_MESSAGES, CLOSING_OBSERVATIONS
+from curate_operators.agent.exporters import Exporter, Skip
 
 pytestmark = needs_fixtures
 _FOCUS = re.compile(r"\[Focused element bid: [^\]]*\]")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from tests.operators.agent.adp_fixtures import load, needs_fixtures
-from operators.agent import converters
+from curate_operators.agent import converters
 
 pytestmark = needs_fixtures
 

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from operators.agent import converters
-from operators.agent.schema import validate_trajectory
+from curate_operators.agent import converters
+from curate_operators.agent.schema import validate_trajectory
 
 
 def _convert(name, records):

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.operators.agent.adp_fixtures import load, needs_fixtures, with_raw
-from operators.agent import converters
-from operators.agent.converters._model_text import unwrap
+from curate_operators.agent import converters
+from curate_operators.agent.converters._model_text import unwrap
 
 pytestmark = needs_fixtures
 

@@ -15,9 +15,9 @@ from tests.operators.agent.adp_fixtures import load, needs_fixtures
 from curate import recipe as recipes
 from curate.engine.runner import RunOptions, run
 from curate.errors import RecipeError
-from operators.agent import converters
-from operators.agent.ops import AdpConvert, AdpExport, AdpValidate
-from operators.agent.rows import trajectory_row
+from curate_operators.agent import converters
+from curate_operators.agent.ops import AdpConvert, AdpExport, AdpValidate
+from curate_operators.agent.rows import trajectory_row
 
 RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "agent-sft.yaml"
 

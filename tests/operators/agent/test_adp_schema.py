@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from operators.agent.schema import EVENT_CLASSES, TrajectoryError, validate_trajectory
+from curate_operators.agent.schema import EVENT_CLASSES, TrajectoryError, validate_trajectory
 
 TRAJ = {
     "id": "t1",

@@ -12,8 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.errors import CurateError
-from operators.agent import converters
-from operators.agent.converters import _form_page as form
+from curate_operators.agent import converters
+from curate_operators.agent.converters import _form_page as form
 
 
 def hit(template: str, answer: dict, **fields) -> dict:

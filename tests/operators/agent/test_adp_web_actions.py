@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.operators.agent.adp_fixtures import load, needs_fixtures
-from operators.agent import converters
+from curate_operators.agent import converters
 
 pytestmark = needs_fixtures
 

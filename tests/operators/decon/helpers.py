@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.ops import Verdict
-from operators.decon.decontaminate import Decontaminate
+from curate_operators.decon.decontaminate import Decontaminate
 
 
 def run(items: list[str], docs: list[str], batch_rows: int = 3, extra: dict | None = None, **params):

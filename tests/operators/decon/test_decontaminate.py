@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import InputError, RecipeError
-from operators.decon import decontaminate
-from operators.decon.decontaminate import Decontaminate
-from operators.decon.text import word_spans
+from curate_operators.decon import decontaminate
+from curate_operators.decon.decontaminate import Decontaminate
+from curate_operators.decon.text import word_spans
 from tests.operators.decon.helpers import run
 
 ITEM = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat"  # 17 words

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import example, given, settings, strategies as st
 
-from operators.dedup.components import smallest_members
-from operators.dedup.resolve import union_find
+from curate_operators.dedup.components import smallest_members
+from curate_operators.dedup.resolve import union_find
 
 graphs = st.integers(1, 40).flatmap(
     lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60)))

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import ValidationError
 
-from operators.dedup import containment
-from operators.dedup.containment import ContainmentDedup
+from curate_operators.dedup import containment
+from curate_operators.dedup.containment import ContainmentDedup
 from tests.operators.dedup.helpers import brute_force_removed, run
 
 VOCAB = [f"w{i}" for i in range(400)]
@@ -172,8 +172,8 @@ def test_the_heads_the_screen_reads_are_each_samples_first_values(tmp_path):
     own (read for every candidate pair); they are the samples' first values, row by row."""
     import numpy as np
 
-    from operators.dedup.store import RowStore
-    from operators.dedup.verify import SAMPLE_DTYPE
+    from curate_operators.dedup.store import RowStore
+    from curate_operators.dedup.verify import SAMPLE_DTYPE
 
     rnd = random.Random(3)
     texts = [" ".join(doc(rnd, rnd.randint(1, 150))) for _ in range(40)] + [""]
@@ -204,9 +204,9 @@ def candidate_pairs(tmp_path, rows: list[tuple[int, int, int, int, int]], max_bu
     import pyarrow as pa
 
     from curate.ops import SERIAL
-    from operators.dedup.db import connect
-    from operators.dedup.lsh import ContainmentPlan
-    from operators.dedup.signature_pass import PassOutput
+    from curate_operators.dedup.db import connect
+    from curate_operators.dedup.lsh import ContainmentPlan
+    from curate_operators.dedup.signature_pass import PassOutput
 
     groups = sorted({row[0] for row in rows})
     for group in groups:
@@ -226,7 +226,7 @@ def test_a_single_shared_minimum_is_no_candidate_where_the_plan_asks_two(tmp_pat
     """Where the plan bands a partition pair one row a band, a pair must share two bands (one
     shared minimum is what any common phrase gives); a pair sharing two is a candidate, and so is
     one sharing a single band where the plan asks one (a pair of the same partition, r = 3)."""
-    from operators.dedup.lsh import ContainmentPlan
+    from curate_operators.dedup.lsh import ContainmentPlan
 
     plan = ContainmentPlan(128, 0.8, 0.01, 1.41)
     r, _, hits = plan.gap_banding[4]

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from operators.dedup.exact import ExactDedup
+from curate_operators.dedup.exact import ExactDedup
 
 
 def dedup(rows: dict, tmp_path, **params):

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from curate.errors import InputError
-from operators.dedup.image_exact_dedup import ImageExactDedup, ImageExactDedupParams
-from operators.dedup.image_hash import phash
-from operators.dedup.phash_dedup import PhashDedup, PhashDedupParams
+from curate_operators.dedup.image_exact_dedup import ImageExactDedup, ImageExactDedupParams
+from curate_operators.dedup.image_hash import phash
+from curate_operators.dedup.phash_dedup import PhashDedup, PhashDedupParams
 
 Image = pytest.importorskip("PIL.Image")
 

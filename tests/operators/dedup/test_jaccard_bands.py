@@ -4,7 +4,7 @@ choice (text-dedup uses it), computed here by its own loops over scipy's adaptiv
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from operators.dedup.jaccard_bands import optimal_bands
+from curate_operators.dedup.jaccard_bands import optimal_bands
 
 
 def datasketch_optimal_param(threshold: float, num_perm: int, fp_weight=0.5, fn_weight=0.5):

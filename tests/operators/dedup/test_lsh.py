@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from operators.dedup.lsh import ContainmentPlan, JaccardPlan, miss_probability, size_partition
+from curate_operators.dedup.lsh import ContainmentPlan, JaccardPlan, miss_probability, size_partition
 
 
 @settings(max_examples=50, deadline=None)

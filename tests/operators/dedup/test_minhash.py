@@ -4,9 +4,9 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.dedup import minhash
-from operators.dedup.minhash import EMPTY, band_keys, estimated_jaccard, permutations, signatures
-from operators.dedup.shingles import ShingleSets
+from curate_operators.dedup import minhash
+from curate_operators.dedup.minhash import EMPTY, band_keys, estimated_jaccard, permutations, signatures
+from curate_operators.dedup.shingles import ShingleSets
 
 
 def sets(*rows):

@@ -3,8 +3,8 @@
 import json
 import random
 
-from operators.dedup import minhash_dedup
-from operators.dedup.minhash_dedup import MinhashDedup
+from curate_operators.dedup import minhash_dedup
+from curate_operators.dedup.minhash_dedup import MinhashDedup
 from tests.operators.dedup.helpers import run
 
 VOCAB = [f"w{i}" for i in range(400)]

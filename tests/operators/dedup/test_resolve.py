@@ -1,7 +1,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from operators.dedup.resolve import union_find
+from curate_operators.dedup.resolve import union_find
 
 
 def naive_roots(n, edges):

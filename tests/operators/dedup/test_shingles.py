@@ -3,7 +3,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.dedup.shingles import ShingleSpec, shingle_sets
+from curate_operators.dedup.shingles import ShingleSpec, shingle_sets
 from tests.operators.dedup.helpers import word_shingles
 
 words = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "Éta", "x1"]), max_size=30)

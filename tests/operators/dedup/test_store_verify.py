@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from operators.dedup import store as store_module
-from operators.dedup.store import RowStoreWriter, ranges
-from operators.dedup.verify import SAMPLE_DTYPE, UNCUT, containment, cutoffs, sample_values, screened_containment
+from curate_operators.dedup import store as store_module
+from curate_operators.dedup.store import RowStoreWriter, ranges
+from curate_operators.dedup.verify import SAMPLE_DTYPE, UNCUT, containment, cutoffs, sample_values, screened_containment
 
 # Sample values as the signature pass stores them (sorted 32-bit values).
 hashes = st.lists(st.integers(0, 2**32 - 2), max_size=40, unique=True).map(lambda v: np.sort(np.array(v, SAMPLE_DTYPE)))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from curate.errors import CurateError
-from operators.embed.batching import Batcher
+from curate_operators.embed.batching import Batcher
 
 
 class FakeOOM(RuntimeError):
@@ -90,7 +90,7 @@ def test_other_errors_are_not_retried():
 
 def test_torch_oom_is_recognised():
     torch = pytest.importorskip("torch")
-    from operators.embed.backends import is_oom
+    from curate_operators.embed.backends import is_oom
 
     assert is_oom(torch.cuda.OutOfMemoryError("CUDA out of memory"))
     assert is_oom(RuntimeError("CUDA error: out of memory"))

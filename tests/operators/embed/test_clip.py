@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import CurateError
-from operators.embed.embed import Embed, EmbedParams
+from curate_operators.embed.embed import Embed, EmbedParams
 from tests.conftest import write_jsonl
 from tests.operators.embed.conftest import read_out
 from tests.operators.embed.tiny_clip import TINY_CFG, png

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from curate.errors import CurateError
-from operators.embed.decoding import CHUNK, DecodePool, InlineFeed, decode_workers
+from curate_operators.embed.decoding import CHUNK, DecodePool, InlineFeed, decode_workers
 from tests.curate.io.wds_shards import image_bytes
 
 pytest.importorskip("torch")
@@ -118,7 +118,7 @@ def test_workers_left_running_end_with_their_process(tmp_path):
 
     script = tmp_path / "left.py"
     script.write_text("from tests.operators.embed.test_decoding import SHAPE, small\n"
-                      "from operators.embed.decoding import DecodePool\n"
+                      "from curate_operators.embed.decoding import DecodePool\n"
                       "if __name__ == '__main__':\n"
                       "    DecodePool(1).configure(small, SHAPE, slots=8)\n")
     root = str(__import__("pathlib").Path(__file__).resolve().parents[3])
@@ -130,7 +130,7 @@ def test_workers_left_running_end_with_their_process(tmp_path):
 def test_decode_workers_is_for_images():
     from pydantic import ValidationError
 
-    from operators.embed.embed import EmbedParams
+    from curate_operators.embed.embed import EmbedParams
 
     assert EmbedParams(backend="open_clip", model="m", modality="image", decode_workers=3).decode_workers == 3
     with pytest.raises(ValidationError, match="decode_workers is for modality: image"):

@@ -12,7 +12,7 @@ import pytest
 
 from curate import recipe
 from curate.errors import InputError, RecipeError
-from operators.embed.embed import Embed, EmbedParams
+from curate_operators.embed.embed import Embed, EmbedParams
 from tests.conftest import write_jsonl
 from tests.operators.embed.conftest import read_out, recipe_text
 
@@ -156,7 +156,7 @@ def test_describing_and_validating_imports_no_model_library(tmp_path):
 
 def test_without_torch_hash_runs_and_model_backends_say_what_to_install():
     code = ("import sys\nsys.modules['torch'] = None\n"  # importing torch would now fail
-            "import pyarrow as pa\nfrom operators.embed.embed import Embed, EmbedParams\n"
+            "import pyarrow as pa\nfrom curate_operators.embed.embed import Embed, EmbedParams\n"
             "from curate.errors import CurateError\n"
             "op = Embed(EmbedParams(backend='hash')); op.setup()\n"
             "out = op.process(pa.RecordBatch.from_pydict({'_id': ['a'], 'text': ['x y']}))\n"

@@ -4,8 +4,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.embed import hashing
-from operators.embed.hashing import HashBackend
+from curate_operators.embed import hashing
+from curate_operators.embed.hashing import HashBackend
 
 
 def unit(m):

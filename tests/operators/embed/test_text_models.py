@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import CurateError
-from operators.embed.embed import Embed, EmbedParams
+from curate_operators.embed.embed import Embed, EmbedParams
 from tests.conftest import write_jsonl
 from tests.operators.embed.conftest import read_out, recipe_text
 
@@ -206,7 +206,7 @@ def test_float16_on_gpu_is_close_to_float32_on_cpu(st_op, minilm):
 def test_bucketing_tokenizes_only_under_a_token_budget():
     """Without max_batch_tokens the order alone matters, and characters give it without a tokenizer pass
     (a third of the step on a GPU); a token budget needs real token counts."""
-    from operators.embed.text_models import token_lengths
+    from curate_operators.embed.text_models import token_lengths
 
     class Tokenizer:
         calls = 0

@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import InputError, RecipeError
-from operators.filters.c4 import C4Quality
+from curate_operators.filters.c4 import C4Quality
 
 PROSE = [
     "The harbour was quiet in the early morning light.",

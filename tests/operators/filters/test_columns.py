@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from curate.errors import CurateError
-from operators.filters.columns import Cast, Rename, Select
+from curate_operators.filters.columns import Cast, Rename, Select
 
 BATCH = pa.record_batch({"a": [1, 2], "b": ["x", "y"], "_id": ["i", "j"]})
 

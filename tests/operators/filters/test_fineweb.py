@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import example, given, strategies as st
 
-from operators.filters.fineweb import FineWebQuality, measure
+from curate_operators.filters.fineweb import FineWebQuality, measure
 
 PROSE = ("The committee met on Tuesday to review the budget for the coming year and agreed on most items.\n"
          "Several members asked for more detail on the maintenance costs of the old library building.\n"

@@ -9,8 +9,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from curate.errors import InputError
 from tests.operators.filters.gopher_reference import reference_metrics
-from operators.filters import gopher_metrics as gm
-from operators.filters.gopher import GopherQuality
+from curate_operators.filters import gopher_metrics as gm
+from curate_operators.filters.gopher import GopherQuality
 
 GOOD = ("The old lighthouse on the northern cape has guided fishing boats home for more than a century. "
         "Its keeper, a retired schoolteacher named Marta, climbs the spiral stairs every evening to check the lamp "

@@ -3,7 +3,7 @@ import pytest
 from pydantic import ValidationError
 
 from curate.errors import RecipeError
-from operators.filters.language_id import LanguageId
+from curate_operators.filters.language_id import LanguageId
 from tests.operators.filters.udhr import udhr_sample
 
 pytest.importorskip("py3langid")
@@ -91,7 +91,7 @@ def test_fasttext_backend_with_a_user_model(tmp_path, sample):
 def test_the_static_code_list_is_py3langids_label_set():
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-    from operators.filters.language_codes import LANGID, LID176, NAMES
+    from curate_operators.filters.language_codes import LANGID, LID176, NAMES
 
     assert LANGID == set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes)
     assert len(LID176) == 176  # fastText's lid.176: no model here to compare with, so its count

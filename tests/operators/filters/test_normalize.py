@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from curate.errors import InputError
-from operators.filters.normalize import NormalizeText
+from curate_operators.filters.normalize import NormalizeText
 
 
 def run(texts, **params):

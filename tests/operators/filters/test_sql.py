@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from curate.errors import CurateError
-from operators.filters.sql import SqlFilter
+from curate_operators.filters.sql import SqlFilter
 
 
 def test_predicate_selects_rows_in_order():

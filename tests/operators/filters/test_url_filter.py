@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import InputError, RecipeError
-from operators.filters.url_filter import UrlFilter, host_of
+from curate_operators.filters.url_filter import UrlFilter, host_of
 
 
 @pytest.fixture

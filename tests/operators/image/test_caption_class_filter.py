@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from curate.errors import CurateError
-from operators.image.caption_class_filter import CaptionClassFilter, CaptionClassFilterParams
+from curate_operators.image.caption_class_filter import CaptionClassFilter, CaptionClassFilterParams
 
 CLASSES = "dog, domestic dog\nCat\ngolden retriever\n\nbird ,  Vogel\n"
 NAMES = {"dog", "cat", "bird", "vogel"}  # "domestic dog", "golden retriever": several words, never one word

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import example, given, strategies as st
 
-from operators.image.clip_score import ClipScore, ClipScoreParams
-from operators.image.clip_score_select import ClipScoreSelect, ClipScoreSelectParams
+from curate_operators.image.clip_score import ClipScore, ClipScoreParams
+from curate_operators.image.clip_score_select import ClipScoreSelect, ClipScoreSelectParams
 from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 from tests.operators.embed.conftest import tiny_clip  # noqa: F401  (the fixture)
 
@@ -136,7 +136,7 @@ def test_clip_score_on_gpu_matches_cpu(tiny_clip):
 def test_decode_workers_give_the_scores_decoding_in_the_model_process_gives(tiny_clip):
     import torch
 
-    from operators.embed.decoding import decode_workers
+    from curate_operators.embed.decoding import decode_workers
 
     images, captions = pairs()
     images = (images * 4)[:22]

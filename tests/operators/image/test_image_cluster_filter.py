@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from curate.errors import CurateError
-from operators.image.datacomp_caption import fasttext_token_counts
-from operators.image.image_cluster_filter import ImageClusterFilter, ImageClusterFilterParams
+from curate_operators.image.datacomp_caption import fasttext_token_counts
+from curate_operators.image.image_cluster_filter import ImageClusterFilter, ImageClusterFilterParams
 
 pytest.importorskip("faiss")
 WORDS = ["a", "dog", "cat\n", "on", "the", "grass", "x", "photo of", "\tsky", "tree\r\n", ""]

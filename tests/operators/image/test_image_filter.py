@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import example, given, settings, strategies as st
 
-from operators.image.image_filter import ImageFilter, ImageFilterParams
+from curate_operators.image.image_filter import ImageFilter, ImageFilterParams
 from tests.curate.io.wds_shards import image_bytes, run_on_shards, sample, write_tar
 
 

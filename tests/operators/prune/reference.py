@@ -1,6 +1,6 @@
 """Straightforward implementations of the SemDeDup and DBP specs (/work/shared/specs), written
 from the formulas with plain loops and full matrices, to check the product against. Nothing
-here imports operators.prune.
+here imports curate_operators.prune.
 
 Conventions the specs leave open, as the product documents them:
 - within a cluster, ties of the order key go to the lower row (_ord);

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from operators.prune.dbp import dbp
+from curate_operators.prune.dbp import dbp
 from tests.operators.prune import reference
 from tests.operators.prune.data import clustered, grid_dataset
 

@@ -5,8 +5,8 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import CurateError
-from operators.prune import kmeans
-from operators.prune.embeddings import embedding_matrix, ids_at, spill
+from curate_operators.prune import kmeans
+from curate_operators.prune.embeddings import embedding_matrix, ids_at, spill
 from tests.operators.prune.data import batches, clustered
 
 

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
-from operators.prune import kmeans
-from operators.prune.density_prune import DensityPrune
-from operators.prune.semantic_dedup import SemanticDedup, default_k
+from curate_operators.prune import kmeans
+from curate_operators.prune.density_prune import DensityPrune
+from curate_operators.prune.semantic_dedup import SemanticDedup, default_k
 from tests.operators.prune import reference
 from tests.operators.prune.data import batches, clustered
 

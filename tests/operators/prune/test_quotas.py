@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.prune.quotas import lower_bounds, project, quotas
+from curate_operators.prune.quotas import lower_bounds, project, quotas
 from tests.operators.prune import reference
 
 SIZES = st.lists(st.integers(0, 50), min_size=1, max_size=30).filter(lambda s: sum(s) > 0)

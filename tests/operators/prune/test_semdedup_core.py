@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from operators.prune.semdedup import scores
+from curate_operators.prune.semdedup import scores
 from tests.operators.prune import reference
-from operators.prune.embeddings import spill
+from curate_operators.prune.embeddings import spill
 from tests.operators.prune.data import batches, clustered, grid_dataset
 
 # Around the grid's similarities (multiples of 1/16) and exactly on some (0.25: 1 - eps = 12/16).
@@ -87,7 +87,7 @@ def test_exact_copies_keep_one_by_order_then_ord():
 
 def test_a_large_cluster_is_computed_in_bounded_blocks(monkeypatch):
     """A 3000-row cluster with a 64k-value block budget: no product larger than the budget."""
-    import operators.prune.semdedup as mod
+    import curate_operators.prune.semdedup as mod
 
     X = clustered(0, 3000, 16, centers=1, spread=0.01)
     seen = []

@@ -9,8 +9,8 @@ from curate.engine.runner import RunOptions, run
 from curate.errors import RecipeError
 from tests.conftest import write_jsonl
 
-from operators.sample.sample import Sample
-from operators.sample.shuffle import Shuffle
+from curate_operators.sample.sample import Sample
+from curate_operators.sample.shuffle import Shuffle
 
 
 def ids(n, prefix="f.jsonl"):

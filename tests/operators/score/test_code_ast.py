@@ -12,8 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.errors import RecipeError
-from operators.score.code_ast import CodeShapes, language_name, load_grammar, python_shape, tree_shape
-from operators.score.complexity import Complexity
+from curate_operators.score.code_ast import CodeShapes, language_name, load_grammar, python_shape, tree_shape
+from curate_operators.score.complexity import Complexity
 
 tree_sitter = pytest.importorskip("tree_sitter")  # the qdc extra installs it and the common grammars
 

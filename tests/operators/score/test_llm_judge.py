@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from operators.score.llm_judge import parse_score
+from curate_operators.score.llm_judge import parse_score
 from tests.conftest import write_jsonl
 
 

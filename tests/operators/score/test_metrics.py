@@ -5,7 +5,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.score import metrics
+from curate_operators.score import metrics
 
 sentence = st.lists(st.sampled_from(["a", "b", "c", "the", "dog", "ran", "ran.", "A"]), max_size=30).map(" ".join)
 

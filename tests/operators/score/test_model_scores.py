@@ -4,9 +4,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.score.classifier import ClassifierScore
-from operators.score.deita import DeitaComplexity
-from operators.score.perplexity import Perplexity
+from curate_operators.score.classifier import ClassifierScore
+from curate_operators.score.deita import DeitaComplexity
+from curate_operators.score.perplexity import Perplexity
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park and the cat sat", "explain why", "", "x"]
 

@@ -6,8 +6,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.ops import SERIAL, Parallel
-from operators.score import nearest
-from operators.score.novelty import Novelty, NoveltyParams, nearest_novelty
+from curate_operators.score import nearest
+from curate_operators.score.novelty import Novelty, NoveltyParams, nearest_novelty
 
 SPILL = 1e-9  # GB: a budget so small that every fit takes its on-disk path
 

@@ -4,9 +4,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.filters.gopher import GopherQuality, GopherQualityParams
-from operators.score.complexity import Complexity
-from operators.score.quality_heuristics import QualityHeuristics
+from curate_operators.filters.gopher import GopherQuality, GopherQualityParams
+from curate_operators.score.complexity import Complexity
+from curate_operators.score.quality_heuristics import QualityHeuristics
 
 PROSE = ("The river town grew slowly over the centuries, and its people learned to read the water. In spring "
          "the floods came with the melting snow from the northern hills, so the farmers built their houses on "

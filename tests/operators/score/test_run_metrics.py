@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from curate.errors import InputError
-from operators.score import metrics
-from operators.score.run_metrics import NGRAMS, Side, Sketch, smallest_distinct
+from curate_operators.score import metrics
+from curate_operators.score.run_metrics import NGRAMS, Side, Sketch, smallest_distinct
 
 
 def corpus(n: int, seed: int = 0, vocab: int = 40) -> list[str]:

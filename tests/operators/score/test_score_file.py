@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.score import score_file
-from operators.score.score_file import ScoreFile
+from curate_operators.score import score_file
+from curate_operators.score.score_file import ScoreFile
 
 
 def in_memory(values: np.ndarray) -> dict:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.score import metrics, selection
-from operators.score.qdc_select import QdcSelect, percentile_rank
+from curate_operators.score import metrics, selection
+from curate_operators.score.qdc_select import QdcSelect, percentile_rank
 from tests.operators.score.planted import planted
 
 pytest.importorskip("faiss")
@@ -127,7 +127,7 @@ def test_params_need_a_size_and_a_weight():
 def test_selection_reads_the_embeddings_in_pieces_and_decides_as_in_memory(tmp_path, monkeypatch, method):
     """The fit never holds the (n, d) matrix: no read of the spilled embeddings takes more than a
     chunk of rows, and the rows chosen are those the whole matrix in memory gives."""
-    from operators.prune.embeddings import EmbeddingStore, unit32
+    from curate_operators.prune.embeddings import EmbeddingStore, unit32
 
     x, q, _ = planted(topics=40, per_topic=50, copies=20, spam=400, seed=2)
     assert len(q) > 2 * selection.CHUNK

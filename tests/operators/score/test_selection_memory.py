@@ -8,9 +8,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.ops import SERIAL, Parallel
-from operators.score import selection, taken
-from operators.score.nearest import TILE
-from operators.score.qdc_select import QdcSelect
+from curate_operators.score import selection, taken
+from curate_operators.score.nearest import TILE
+from curate_operators.score.qdc_select import QdcSelect
 from tests.operators.score.test_selection import batches
 
 pytest.importorskip("faiss")

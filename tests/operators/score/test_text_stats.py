@@ -10,8 +10,8 @@ import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.score import text_stats
-from operators.score.code_ast import python_shape
+from curate_operators.score import text_stats
+from curate_operators.score.code_ast import python_shape
 
 words = st.lists(st.sampled_from(["a", "b", "c", "the", "cat", "Cat", "dog", "x1"]), max_size=80)
 texts = st.lists(words.map(" ".join), min_size=1, max_size=6)

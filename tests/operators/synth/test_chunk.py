@@ -6,7 +6,7 @@ import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from operators.synth.chunk import Chunk, ChunkParams
+from curate_operators.synth.chunk import Chunk, ChunkParams
 
 
 def _chunker(**kw):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from curate.llm import Answer
-from operators.synth.cleaning import clean
+from curate_operators.synth.cleaning import clean
 
 
 @pytest.mark.parametrize("raw", ["Here is a paraphrase:\n\nThe cat sat.", "Sure! Here's a paraphrase of the paragraph:"

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.llm import Answer
-from operators.synth.evol_instruct import EvolInstruct, EvolInstructParams
-from operators.synth.instruct import (EVOL_BREADTH, EVOL_DEPTH, EVOL_EQUAL, copies_prompt, evolved_text,
+from curate_operators.synth.evol_instruct import EvolInstruct, EvolInstructParams
+from curate_operators.synth.instruct import (EVOL_BREADTH, EVOL_DEPTH, EVOL_EQUAL, copies_prompt, evolved_text,
                                       judged_equal, only_stop_words, refuses)
 from tests.conftest import write_jsonl
 from tests.operators.synth.scripted import Scripted

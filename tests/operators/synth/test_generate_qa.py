@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.llm import Answer
-from operators.synth.generate_qa import GenerateQA, GenerateQAParams
-from operators.synth.instruct import DIVERSE_QA, QA_PRESETS, parse_qa
-from operators.synth.prompts import PROMPTS
+from curate_operators.synth.generate_qa import GenerateQA, GenerateQAParams
+from curate_operators.synth.instruct import DIVERSE_QA, QA_PRESETS, parse_qa
+from curate_operators.synth.prompts import PROMPTS
 from tests.conftest import write_jsonl
 from tests.operators.synth.scripted import Scripted
 

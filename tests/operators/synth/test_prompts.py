@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from operators.synth.prompts import PROMPTS
+from curate_operators.synth.prompts import PROMPTS
 
 PAPER = {
     "easy": "For the following paragraph give me a paraphrase of the same using a very small vocabulary and "

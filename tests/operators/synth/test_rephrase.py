@@ -14,7 +14,7 @@ import pytest
 from curate import recipe as recipes
 from curate.errors import RecipeError
 from curate.llm.mock_server import prompt_key, reply_to
-from operators.synth.prompts import PROMPTS, TEMPLATE
+from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
 from tests.curate.llm.mockkit import RunningMock

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 from rouge_score import rouge_scorer
 
 from curate.llm import Answer
-from operators.synth.instruct import instruction_filter, self_instruct_prompt, split_instructions
-from operators.synth.self_instruct import Pool, SelfInstruct, SelfInstructParams
+from curate_operators.synth.instruct import instruction_filter, self_instruct_prompt, split_instructions
+from curate_operators.synth.self_instruct import Pool, SelfInstruct, SelfInstructParams
 from tests.conftest import write_jsonl
 from tests.operators.synth.scripted import Scripted
 
@@ -35,7 +35,7 @@ def test_bulk_rouge_l_equals_rouge_score():
     for t in texts[:40]:
         pool.add(pool.tokens(t))
     for candidate in texts[40:]:
-        from operators.synth.self_instruct import rouge_l_against
+        from curate_operators.synth.self_instruct import rouge_l_against
 
         bulk = rouge_l_against(pool.tokens(candidate), pool.ids, pool.lengths)
         direct = [scorer.score(p, candidate)["rougeL"].fmeasure for p in texts[:40]]

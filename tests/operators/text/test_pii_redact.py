@@ -3,7 +3,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from curate.errors import InputError
-from operators.text.pii_redact import PiiRedact, luhn
+from curate_operators.text.pii_redact import PiiRedact, luhn
 
 
 def redact(texts, **params):

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import RecipeError
-from operators.text.token_count import TokenCount
+from curate_operators.text.token_count import TokenCount
 
 pytest.importorskip("tokenizers")
 

@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.errors import RecipeError
-from operators.text.tokenize import Tokenize
+from curate_operators.text.tokenize import Tokenize
 from tests.operators.text.tiny_tokenizer import minilm, word_tokenizer
 
 pytest.importorskip("tokenizers")

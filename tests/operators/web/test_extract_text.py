@@ -12,7 +12,7 @@ import pytest
 
 trafilatura = pytest.importorskip("trafilatura")
 
-from operators.web.extract_text import ExtractText  # noqa: E402
+from curate_operators.web.extract_text import ExtractText  # noqa: E402
 from tests.operators.web.warcs import hard_cases, real_pages, real_records, wet_records, write_warc  # noqa: E402
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from operators.web.url_normalize import UrlNormalize, epoch_seconds, normalize
+from curate_operators.web.url_normalize import UrlNormalize, epoch_seconds, normalize
 
 
 @pytest.mark.parametrize("raw, url, domain", [
