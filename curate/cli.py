@@ -170,6 +170,10 @@ def run(
                                              "with an output at a URI, so that --resume continues the run on "
                                              "another machine."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
+    submit: bool = typer.Option(False, "--submit", help="With --engine slurm: send the run's driver to Slurm as a "
+                                "small job (sbatch; its script and log in ./curate-slurm/) and return, so that "
+                                "this machine (a login node) runs nothing heavy; inside an allocation "
+                                "(SLURM_JOB_ID set), run it as an srun step of it instead and wait."),
     progress_seconds: float = typer.Option(30.0, "--progress-seconds", min=0.1, envvar="CURATE_PROGRESS_SECONDS",
                                            help="When stderr is no terminal (nohup, Slurm): a progress line every "
                                                 "this many seconds."),
@@ -182,13 +186,25 @@ def run(
         raise typer.BadParameter(f"'{engine}': choose one of {', '.join(ENGINES)}", param_hint="--engine")
     if address and engine != "ray":
         raise typer.BadParameter("--address is for --engine ray", param_hint="--address")
+    if submit and engine != "slurm":
+        raise typer.BadParameter("--submit sends the driver to Slurm: it is for --engine slurm", param_hint="--submit")
     r = _load(recipe, set_, input, output)
+    if submit and not dry_run:
+        _submit_driver(r, [str(recipe), *(["--input", input] if input else []),
+                           *(["--output", output] if output else []), *[a for s in set_ or [] for a in ("--set", s)],
+                           *(["--resume"] if resume else []), *(["--overwrite"] if overwrite else []),
+                           *(["--workers", str(workers)] if workers else []),
+                           *(["--limit", str(limit)] if limit else []), *(["--keep-work"] if keep_work else []),
+                           *(["--work-store", work_store] if work_store else []),
+                           *(["--no-report"] if no_report else []), "--progress-seconds", str(progress_seconds),
+                           "--engine", "slurm"])
+        return
     if resume and not _to_hub(r) and _finished(r):  # a Hub output's finished run is published by the runner
         if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():
             _report_after_run(Path(r.output.path))  # the run was interrupted while it was written
         return
     if dry_run:
-        _show_plan(r, preflight.check(r), limit, as_json, workers or 0)
+        _show_plan(r, preflight.check(r), limit, as_json, workers or 0, engine)
         return
     from curate.api import execute
     from curate.engine.runner import RunOptions
@@ -231,6 +247,20 @@ def run(
         _report_after_run(Path(r.output.path))
 
 
+def _submit_driver(r, run_args: list[str]) -> None:
+    """--submit: the driver as a Slurm job (or, inside an allocation, an srun step of it, waited for)."""
+    from curate.engine.slurm import submit_driver
+
+    job, log = submit_driver(r, run_args, lambda line: cli_errors.err.print(line, markup=False, highlight=False))
+    if log is None:  # ran here, as a step of the allocation: its exit status is the run's
+        if job != "0":
+            raise typer.Exit(int(job))
+        return
+    out.print(f"submitted the driver of {r.name} as Slurm job {job}; its log: {log} (tail -f it); its script: "
+              f"{log.parent / 'driver.sh'}; scancel {job} stops the run and cancels its tasks", soft_wrap=True,
+              markup=False, highlight=False)
+
+
 def _on_store(r) -> bool:
     from curate.api import output_on_store
 
@@ -269,7 +299,7 @@ def _finished(r) -> bool:
     return True
 
 
-def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> None:
+def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engine: str = "local") -> None:
     import json
 
     from curate import memory
@@ -277,8 +307,14 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> No
     from curate.words import count
 
     the_plan = plan.make(r.steps, checked.sources, limit, workers)
+    on_slurm = None
+    if engine == "slurm":  # what it would submit: its scripts and job arrays (sinfo, scontrol: nothing sent)
+        from curate.engine.slurm import dry_run
+
+        on_slurm = dry_run(r, checked.sources, limit, workers)
     if as_json:
-        print(json.dumps({**the_plan.describe(), "memory_gb": memory.budget_gb(r.memory_gb)}, indent=1))
+        print(json.dumps({**the_plan.describe(), "memory_gb": memory.budget_gb(r.memory_gb),
+                          **({"slurm": on_slurm} if on_slurm else {})}, indent=1))
         return
     sources = checked.sources
     out.print(f"[bold]{r.name}[/]: {count(len(sources), 'input file')} ({sources[0].format}, first: {sources[0].path})")
@@ -293,6 +329,10 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int) -> No
             out.print(f"    fit of {stage.global_step.label}: memory budget {memory.describe(r.memory_gb)}, "
                       f"spilling to disk past it")
     out.print(f"  output: {r.output.path}")
+    if on_slurm:
+        from curate.engine.slurm import show_dry_run
+
+        show_dry_run(on_slurm, lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True))
     out.print("  (--dry-run --json prints the whole plan: every task, its inputs and _ord offset)")
 
 

@@ -1,6 +1,6 @@
 """The manifest: a finished run's record (manifest.json), as a typed model.
 
-The runner writes it last, as the run's commit marker (curate/engine/publish.py); everything that
+The runner writes it last, as the run's commit marker (curate/engine/run/publish.py); everything that
 reads a run (`curate report`, `curate inspect`, `curate card`, the Python API, `--resume` of a
 finished run) reads it through `read`, which checks its `format_version`: a manifest of an
 older curate (before the field existed) is read as version 1, one of a newer format is refused
@@ -56,6 +56,41 @@ class OutputEntry(_Open):
     rows: int | None = None
 
 
+class SlurmJobEntry(_Open):
+    """One submission of `--engine slurm`: a job array (sbatch), or an srun step inside an allocation."""
+
+    job: str = Field(description="Slurm's job id: the array's, or the allocation's for an srun step.")
+    batch: str = Field(description="What it ran: a stage's tasks (`stage0`) or a fit's pieces (`map1-...`).")
+    array: str | None = Field(None, description="Its --array indices and %throttle (`0-999%16`); none for a step.")
+    offset: int = Field(0, description="The batch's item number of the array's index 0.")
+    items: list[int] = Field(description="The batch's items it ran.")
+    attempt: int = Field(1, description="1, or how many times these items had been submitted, this one included.")
+    run_attempt: int = Field(1, description="The run's attempt (a --resume is the next).")
+
+
+class SlurmTaskEntry(_Open):
+    """Where one item of a batch (a stage's task, a share of a fit's pieces) ran to its result."""
+
+    batch: str
+    item: int
+    task: str | None = Field(None, description="The stage's task (`part-00000`); none for a fit's pieces.")
+    job: str = Field(description="The Slurm job that gave the result: array task `ARRAY_INDEX` or step `JOB.STEP`.")
+    node: str = Field(description="The node it ran on.")
+    runs: int = Field(1, description="Times it was submitted in its run attempt (more than 1: retried).")
+    run_attempt: int = Field(1, description="The run's attempt that ran it.")
+
+
+class SlurmEntry(_Open):
+    """`--engine slurm`: what Slurm ran for the run, every attempt of it (`--resume`) included."""
+
+    driver_job: str | None = Field(None, description="The job the driver itself ran in (`--submit`, or inside an "
+                                                     "allocation), if any.")
+    allocation: str | None = Field(None, description="The allocation whose srun steps ran the tasks, if any.")
+    jobs: list[SlurmJobEntry] = Field(default_factory=list, description="Every array or step submitted, in order.")
+    tasks: list[SlurmTaskEntry] = Field(default_factory=list, description="Per item: the job and node that gave "
+                                                                             "its result.")
+
+
 class Manifest(_Open):
     """manifest.json: what was run on what, what came out, and where each removed row went."""
 
@@ -76,6 +111,7 @@ class Manifest(_Open):
     data_files: int
     outputs: list[OutputEntry]
     seconds: float = Field(description="The run's wall time.")
+    slurm: SlurmEntry | None = Field(None, description="`--engine slurm`: its job ids and each task's node.")
 
     def to_bytes(self) -> bytes:
         """The manifest's JSON, as written: the fields it was given, in their order."""

@@ -273,8 +273,14 @@ class SlurmSpec(_Strict):
     retries: int = Field(2, ge=0, description="Resubmissions of an array task that Slurm ended without a result "
                                               "(cancelled, preempted, node lost, out of time or memory).")
     poll_seconds: float = Field(2.0, gt=0, description="How often the driver looks at squeue and the done markers.")
+    driver_cpus: int = Field(1, gt=0, description="--submit: --cpus-per-task of the driver's own job (it waits on "
+                                                  "the tasks; a Global fit's serial part runs in it).")
+    driver_mem: str | None = Field(None, pattern=r"^[0-9]+[KMGT]?$",
+                                   description="--submit: --mem of the driver's job (default: the partition's).")
+    driver_time: str | None = Field(None, description="--submit: --time of the driver's job, which lasts the whole "
+                                                      "run (default: the partition's).")
 
-    @field_validator("time", mode="before")
+    @field_validator("time", "driver_time", mode="before")
     @classmethod
     def _time_text(cls, value):
         if isinstance(value, (int, float)) and not isinstance(value, bool):  # YAML reads 4:00:00 as 14400

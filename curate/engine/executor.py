@@ -60,5 +60,8 @@ class Engine(ABC):
     def receive(self, ctx: StageContext, result: TaskResult) -> None:
         """Bring a finished task's files into the run's `_work/`. Default: they are there."""
 
+    def manifest_entries(self) -> dict:
+        return {}
+
     def close(self, discard_work: bool = False) -> None:
         """End the engine; `discard_work`: the run finished, its work files are not needed again."""

@@ -222,7 +222,7 @@ class _Run:
             engine.close()
             raise
         held = work_store.held_copies(engine.store, linked) if self.layout.remote else {}
-        manifest = self._finish(the_plan, entries, held)
+        manifest = self._finish(the_plan, {**entries, **engine.manifest_entries()}, held)
         engine.close(discard_work=not self.opts.keep_work)  # the work files are gone from _work/ too
         return manifest
 

@@ -27,9 +27,16 @@ local engine's do).
   driver that submitted it still holds the run's lock, and exits otherwise (as local workers
   die with their parent); a `--resume` also cancels what the earlier attempt left queued, and
   the runner submits only the tasks without a done marker.
-- Not here yet: the driver itself sent as a job from a login node (`--submit`), nodes that share
-  no filesystem (a work store is used only as the local engine uses it: for an output at a URI),
-  and the Slurm job ids and nodes in the manifest (they are in submissions.jsonl and the logs).
+- `--dry-run` prints each stage's launch script and job arrays (dry_run: sinfo and scontrol are
+  asked, nothing is submitted); the manifest's `slurm` records every submission's job id and, per
+  task, the array task (or step) and node that gave its result (manifest_entries, from the
+  `where/ITEM.json` each task writes beside its result).
+- `--submit` (submit_driver) sends the driver itself as a small job (its script and log under
+  ./curate-slurm/), which then submits the arrays (CURATE_SLURM_DRIVER in its environment: it is a
+  job, not an allocation to run steps in); inside an allocation it runs the driver as an srun step
+  of it instead, and its tasks as steps.
+- Not here yet: nodes that share no filesystem (a work store is used only as the local engine
+  uses it: for an output at a URI).
 """
 
 from __future__ import annotations
@@ -141,6 +148,49 @@ def _mem(gb: float | None) -> str | None:
     return f"{math.ceil(gb * 1024)}M" if gb else None
 
 
+def sbatch_options(spec, job_name: str, directory: str, cpus: int, mem: str | None, gres: str | None,
+                   cwd: str) -> list[str]:
+    """The #SBATCH options of a batch's launch script: the job's name, its logs under
+    `directory`, its cores, then the recipe's `slurm:` settings (`slurm.mem` over the stage's own)."""
+    options = [f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', job_name)}", f"--output={directory}/logs/%A_%a.out",
+               f"--cpus-per-task={cpus}", "--ntasks=1", f"--chdir={cwd}"]
+    for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
+                        ("time", spec.time), ("mem", spec.mem or mem), ("gres", gres),
+                        ("constraint", spec.constraint)):
+        if value:
+            options.append(f"--{flag}={value}")
+    return options + list(spec.extra_sbatch)
+
+
+def launch_script(spec, name: str, items: int | None, directory: str, options: list[str]) -> str:
+    """A batch's launch script: array task N runs item N + CURATE_SLURM_OFFSET (slurm_task.py)."""
+    python = spec.python or sys.executable
+    script = ["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
+              f"# curate: {name}, {count(items, 'item') if items is not None else 'its items'}; run with "
+              f"sbatch --array=INDICES "
+              f"--export=ALL,CURATE_SLURM_OFFSET=N", spec.env_setup or "", "export PYTHONUNBUFFERED=1",
+              f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(directory)} "
+              f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"', ""]
+    return "\n".join(script)
+
+
+def stage_resources(spec, policy, model: bool, model_workers: int) -> tuple[int, int, str | None, str | None]:
+    """A stage's array tasks: (cpus each, at most this many at once, --gres, --mem) from its policy
+    (plan.py) and `slurm:`; a model stage's ask for `slurm.gres`, or without GPUs run as
+    `model_workers` CPU model workers."""
+    cpus = spec.cpus_per_task or max(1, math.ceil(policy.cpus))
+    parallel = max(1, model_workers) if model and not spec.gres else policy.parallel
+    return cpus, parallel, spec.gres if model else None, _mem(policy.memory_gb)
+
+
+def windows(items: list[int], max_array: int) -> list[tuple[int, list[int]]]:
+    """`items` cut into arrays: (offset, indices) per window of `max_array` item numbers."""
+    out: dict[int, list[int]] = {}
+    for item in items:
+        out.setdefault(item // max_array * max_array, []).append(item - item // max_array * max_array)
+    return sorted(out.items())
+
+
 @dataclass
 class Submission:
     """One sbatch of an array: its job id, the item number of index 0 and the indices given."""
@@ -209,7 +259,9 @@ class SlurmEngine(Engine):
         if store:
             self.store = work_store.for_run(store, layout)
             self.store.start(resume)
-        self.allocation = os.environ.get("SLURM_JOB_ID")  # inside one: its srun steps, no sbatch
+        # Inside an allocation: its srun steps, no sbatch; but a driver sent by --submit is a small
+        # job of its own that submits the arrays
+        self.allocation = None if os.environ.get(DRIVER_ENV) else os.environ.get("SLURM_JOB_ID")
         self.steps: dict[int, subprocess.Popen] = {}  # srun steps running, by item (of the current batch)
         if self.allocation:
             self.cores = allocation_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")) or self.cores
@@ -247,7 +299,7 @@ class SlurmEngine(Engine):
         """A directory for `items` (pickled one a file), `shared` (batch.json) and its launch script."""
         self.batches += 1
         directory = self.attempt / f"{self.batches:03d}-{name}"
-        for sub in ("items", "results", "errors", "progress", "logs"):
+        for sub in ("items", "results", "errors", "progress", "logs", "where"):
             (directory / sub).mkdir(parents=True)
         for i, item in enumerate(items):
             (directory / "items" / f"{i}.pkl").write_bytes(pickle.dumps(item))
@@ -256,34 +308,17 @@ class SlurmEngine(Engine):
             **shared, "cwd": self.cwd, "threads": cpus, "lock": self.layout.lock,
             "workers_lock": self.layout.workers_lock, "driver": {"pid": lock.get("pid", os.getpid()),
                                                                  "host": lock.get("host", socket.gethostname())}}))
-        spec = self.spec
-        job_name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"curate.{self.run_name}.{name}")
-        options = [f"--job-name={job_name}", f"--output={directory}/logs/%A_%a.out", f"--cpus-per-task={cpus}",
-                   "--ntasks=1", f"--chdir={self.cwd}"]
-        for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
-                            ("time", spec.time), ("mem", spec.mem or mem), ("gres", gres),
-                            ("constraint", spec.constraint)):
-            if value:
-                options.append(f"--{flag}={value}")
-        options += list(spec.extra_sbatch)
-        python = spec.python or sys.executable
-        script = ["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
-                  f"# curate: {name}, {count(len(items), 'item')}; run with sbatch --array=INDICES "
-                  f"--export=ALL,CURATE_SLURM_OFFSET=N", spec.env_setup or "", "export PYTHONUNBUFFERED=1",
-                  f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(str(directory))} "
-                  f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"', ""]
-        (directory / "launch.sh").write_text("\n".join(script))
+        options = sbatch_options(self.spec, f"curate.{self.run_name}.{name}", str(directory), cpus, mem, gres,
+                                 self.cwd)
+        (directory / "launch.sh").write_text(launch_script(self.spec, name, len(items), str(directory), options))
         return Batch(name, directory, len(items), cpus, options)
 
     def submit(self, batch: Batch, items: list[int], parallel: int | None) -> None:
         """sbatch arrays for `items`: one per window of `max_array` item numbers, each after the
         one before (afterany), so that `%parallel` holds over them all."""
-        windows: dict[int, list[int]] = {}
-        for item in items:
-            windows.setdefault(item // self.max_array * self.max_array, []).append(item)
         previous = None
-        for offset, members in sorted(windows.items()):
-            indices = [m - offset for m in members]
+        for offset, indices in windows(items, self.max_array):
+            members = [offset + i for i in indices]
             command = ["sbatch", "--parsable", f"--array={array_spec(indices, parallel)}",
                        f"--export=ALL,CURATE_SLURM_OFFSET={offset}"]
             if previous:
@@ -393,8 +428,8 @@ class SlurmEngine(Engine):
                     self.steps[item] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
                                                         stdout=subprocess.DEVNULL, stderr=said)
                 with open(batch.directory / "submissions.jsonl", "a") as f:
-                    f.write(json.dumps({"step": item, "attempt": batch.runs[item], "items": [item],
-                                        "command": command}) + "\n")
+                    f.write(json.dumps({"step": item, "allocation": self.allocation, "attempt": batch.runs[item],
+                                        "items": [item], "command": command}) + "\n")
             self._poll(batch, seen_progress, on_result)
             for item, proc in list(self.steps.items()):
                 if proc.poll() is None:
@@ -480,6 +515,40 @@ class SlurmEngine(Engine):
     def _forget(self, batch: Batch) -> None:
         done = {job for job, _ in batch.element.values()}
         self.live = [j for j in self.live if j not in done]
+
+    def manifest_entries(self) -> dict:
+        """The manifest's `slurm` (manifest.SlurmEntry), for the runner to write: every attempt's
+        submissions (job ids), and for each item that gave a result the job and node that ran it
+        (its task's `where/ITEM.json`)."""
+        jobs, tasks = [], []
+        attempts = sorted((int(p.name.removeprefix("attempt-")), p) for p in self.root.glob("attempt-*")
+                          if p.name.removeprefix("attempt-").isdigit())
+        for number, attempt in attempts:
+            for directory in sorted(p for p in attempt.iterdir() if (p / "batch.json").is_file()):
+                name = directory.name.partition("-")[2]
+                names = json.loads((directory / "batch.json").read_text()).get("tasks")
+                runs: dict[int, int] = {}
+                try:
+                    lines = (directory / "submissions.jsonl").read_text().splitlines()
+                except FileNotFoundError:
+                    lines = []
+                for line in lines:
+                    sent = json.loads(line)
+                    for m in sent["items"]:
+                        runs[m] = runs.get(m, 0) + 1
+                    jobs.append({"job": sent.get("job") or sent.get("allocation", "?"), "batch": name,
+                                 "array": sent.get("array"), "offset": sent.get("offset", 0), "items": sent["items"],
+                                 "attempt": sent.get("attempt", 1), "run_attempt": number})
+                for where in sorted((directory / "where").glob("*.json"), key=lambda p: int(p.stem)):
+                    item = int(where.stem)
+                    if not (directory / "results" / f"{item}.pkl").exists():
+                        continue
+                    ran = json.loads(where.read_text())
+                    tasks.append({"batch": name, "item": item, "task": names[item] if names else None,
+                                  "job": ran["job"], "node": ran["node"], "runs": runs.get(item, 1),
+                                  "run_attempt": number})
+        return {"slurm": {"driver_job": os.environ.get("SLURM_JOB_ID"), "allocation": self.allocation,
+                          "jobs": jobs, "tasks": tasks}}
 
     def cancel(self) -> None:
         """scancel every job this driver submitted that may still run (inside an allocation: stop
@@ -576,15 +645,12 @@ class SlurmExecutor(Executor):
         self.maps = 0
 
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
-        policy = ctx.stage.policy
-        spec = self.engine.spec
         self.engine.run_name = ctx.recipe.name
-        cpus = spec.cpus_per_task or max(1, math.ceil(policy.cpus))
-        parallel = len(self.workers) if self.model and not spec.gres else policy.parallel
-        gres = spec.gres if self.model else None
+        cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model,
+                                                    len(self.workers))
         name = f"stage{ctx.stage.index}"
-        batch = self.engine.new_batch(name, [("task", task) for task in tasks], {"ctx": "ctx.pkl"},
-                                      cpus, parallel, _mem(policy.memory_gb), gres)
+        batch = self.engine.new_batch(name, [("task", task) for task in tasks],
+                                      {"ctx": "ctx.pkl", "tasks": [t.name for t in tasks]}, cpus, parallel, mem, gres)
         (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
         self.engine.status(f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
                            f"{'srun steps' if self.engine.allocation else 'a job array'} "
@@ -623,3 +689,150 @@ class SlurmExecutor(Executor):
     def close(self, kill: bool = False) -> None:
         if kill:
             self.engine.cancel()
+
+
+def dry_run(recipe, sources: list, limit: int | None, workers: int, model_workers: int = 1) -> dict:
+    """What `--engine slurm` would submit for `recipe`, submitting nothing (`curate run --dry-run`):
+    the cluster's figures it plans with, and per stage its tasks' resources, its launch script and
+    its job arrays (the first stage's; a later stage has a task per shard of the one before, known
+    once that one ends). Asks Slurm (sinfo, scontrol) where its commands are on PATH; else plans
+    with MaxArraySize's default and this machine's cores, and says so."""
+    from curate.engine import plan
+    from curate.recipe import SlurmSpec
+
+    spec = recipe.slurm or SlurmSpec()
+    notes = []
+    try:
+        max_array = max_array_size()
+        cores = cluster_cpus(spec.partition)
+    except CurateError as e:
+        max_array, cores = 1001, plan.available_cores()
+        notes.append(f"Slurm not reachable here ({str(e).strip().splitlines()[-1]}): planned with MaxArraySize "
+                     f"1001 and this machine's "
+                     f"{count(cores, 'CPU')}")
+    allocation = None if os.environ.get(DRIVER_ENV) else os.environ.get("SLURM_JOB_ID")
+    if allocation:
+        cores = allocation_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")) or cores
+    the_plan = plan.make(recipe.steps, sources, limit, workers or cores, cores)
+    directory = "BATCH_DIR"  # _work/slurm/attempt-N/NNN-stageK under the run directory, when it runs
+    stages = []
+    for stage, tasks in zip(the_plan.stages, the_plan.tasks):
+        cpus, parallel, gres, mem = stage_resources(spec, stage.policy, stage.resource_class == "model",
+                                                    model_workers)
+        name = f"stage{stage.index}"
+        n = len(tasks) if tasks is not None else None
+        options = sbatch_options(spec, f"curate.{recipe.name}.{name}", directory, cpus, mem, gres, os.getcwd())
+        entry = {"stage": stage.index, "tasks": n, "cpus_per_task": cpus, "parallel": parallel, "gres": gres,
+                 "mem": spec.mem or mem, "script": launch_script(spec, name, n, directory, options)}
+        if n is not None and allocation:
+            entry["steps"] = n
+        elif n is not None:
+            entry["arrays"] = [{"array": array_spec(indices, parallel), "offset": offset, "tasks": len(indices)}
+                               for offset, indices in windows(list(range(n)), max_array)]
+        if stage.global_step is not None:
+            entry["fit"] = {"step": stage.global_step.label, "pieces_parallel": max(1, cores // (spec.cpus_per_task
+                                                                                                 or 1))}
+        stages.append(entry)
+    return {"max_array_size": max_array, "cpus": cores, "partition": spec.partition, "allocation": allocation,
+            "stages": stages, "notes": notes}
+
+
+def show_dry_run(planned: dict, print_line: Callable[[str], None]) -> None:
+    """`dry_run`'s plan as lines for the terminal: the array sizes per stage, then each launch script."""
+    where = planned["partition"] or "the default partition"
+    if planned["allocation"]:
+        print_line(f"Slurm (nothing submitted): inside allocation {planned['allocation']} ({planned['cpus']} CPUs): "
+                   f"each task would run as an srun step of it")
+    else:
+        print_line(f"Slurm (nothing submitted): {planned['cpus']} CPUs in {where}, MaxArraySize "
+                   f"{planned['max_array_size']}")
+    for note in planned["notes"]:
+        print_line(f"  note: {note}")
+    for s in planned["stages"]:
+        asks = [f"{count(s['cpus_per_task'], 'CPU')} each"] + [f"--{k}={s[k]}" for k in ("gres", "mem") if s[k]]
+        each = f"{', '.join(asks)}, at most {s['parallel']} at once"
+        if "fit" in s:
+            print_line(f"  stage {s['stage']}: fit of {s['fit']['step']} first, its parallel pieces as arrays of at "
+                       f"most {s['fit']['pieces_parallel']} tasks")
+        if s["tasks"] is None:
+            print_line(f"  stage {s['stage']}: a task per shard of stage {s['stage'] - 1} (known when it ends), "
+                       f"{each}")
+        elif "steps" in s:
+            print_line(f"  stage {s['stage']}: {count(s['tasks'], 'srun step')}, {each}")
+        else:
+            arrays = ", ".join(f"--array={a['array']}" + (f" (offset {a['offset']})" if a["offset"] else "")
+                               for a in s["arrays"])
+            print_line(f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(len(s['arrays']), 'job array')}"
+                       f" ({each}): {arrays}")
+    for s in planned["stages"]:
+        print_line(f"  launch script of stage {s['stage']} (BATCH_DIR: _work/slurm/attempt-N/NNN-stage{s['stage']} "
+                   f"in the run directory):")
+        for line in s["script"].rstrip("\n").splitlines():
+            print_line(f"    {line}")
+
+
+DRIVER_ENV = "CURATE_SLURM_DRIVER"  # set in a --submit driver's job: it submits arrays, though SLURM_JOB_ID is set
+
+
+def driver_script(spec, name: str, run_args: list[str], directory: str, cwd: str) -> str:
+    """The sbatch script of `--submit`: `curate run RUN_ARGS` as a small job of its own (the
+    driver only waits on its tasks' arrays, submitted from the job; a Global fit's serial part and
+    the publishing run in it), its log `driver-%j.out` in `directory`."""
+    options = [f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', f'curate.{name}.driver')}",
+               f"--output={directory}/driver-%j.out", f"--cpus-per-task={spec.driver_cpus}", "--ntasks=1",
+               f"--chdir={cwd}"]
+    for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
+                        ("time", spec.driver_time), ("mem", spec.driver_mem), ("constraint", spec.constraint)):
+        if value:
+            options.append(f"--{flag}={value}")
+    python = spec.python or sys.executable
+    command = " ".join(shlex.quote(a) for a in [python, "-m", "curate.cli", "run", *run_args])
+    return "\n".join(["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
+                      f"# curate: the driver of {name}: it submits each stage's job arrays and waits on them",
+                      spec.env_setup or "", "export PYTHONUNBUFFERED=1", f"export {DRIVER_ENV}=1",
+                      f"exec {command}", ""])
+
+
+def submit_driver(recipe, run_args: list[str], status: Callable[[str], None]) -> tuple[str, Path | None]:
+    """`curate run --submit`: the driver sent to Slurm, so that the machine this runs on (a login
+    node) runs nothing heavy. Outside an allocation, sbatch of driver_script (returns at once: the
+    job id and its log); inside one (SLURM_JOB_ID set), nothing is submitted: the driver runs as an
+    srun step of it on its first node (--overlap: the tasks' steps may use its CPU), its tasks as
+    steps too, and this waits for it (returns its exit status as text, no log: it went here)."""
+    from curate.recipe import SlurmSpec
+
+    spec = recipe.slurm or SlurmSpec()
+    cwd = os.getcwd()
+    python = spec.python or sys.executable
+    allocation = os.environ.get("SLURM_JOB_ID")
+    if allocation:
+        if shutil.which("srun") is None:
+            raise CurateError("--submit inside an allocation runs the driver as an srun step: srun is not on PATH")
+        command = ["srun", "--overlap", "--ntasks=1", "--nodes=1", f"--cpus-per-task={spec.driver_cpus}",
+                   f"--job-name=curate.{re.sub(r'[^A-Za-z0-9_.-]', '_', recipe.name)}.driver",
+                   python, "-m", "curate.cli", "run", *run_args]
+        status(f"Slurm: inside allocation {allocation}: the driver runs as an srun step of it, its tasks as steps "
+               f"too (nothing submitted)")
+        env = {k: v for k, v in os.environ.items() if k != DRIVER_ENV}
+        return str(subprocess.run(command, env=env, stdin=subprocess.DEVNULL).returncode), None
+    missing = [c for c in COMMANDS if shutil.which(c) is None]
+    if missing:
+        raise CurateError(f"--submit needs Slurm's client commands on PATH; not found: {', '.join(missing)}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    directory = Path(cwd) / "curate-slurm" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', recipe.name)}-{stamp}"
+    base, n = directory, 1
+    while directory.exists():
+        n += 1
+        directory = base.with_name(f"{base.name}.{n}")
+    directory.mkdir(parents=True)
+    script = directory / "driver.sh"
+    script.write_text(driver_script(spec, recipe.name, run_args, str(directory), cwd))
+    command = ["sbatch", "--parsable", str(script)]
+    res = slurm(command)
+    if res.returncode:
+        raise _slurm_error(command, res)
+    job = res.stdout.strip().split(";")[0]
+    if not job.isdigit():
+        raise CurateError(f"--submit: sbatch printed {res.stdout.strip()!r}, not a job id")
+    (directory / "job").write_text(job + "\n")
+    return job, directory / f"driver-{job}.out"

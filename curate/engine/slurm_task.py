@@ -5,7 +5,8 @@ lock files, the driver that submitted it, the working directory, the task's core
 (the stage's context and work store, for a stage's tasks) and `items/ITEM.pkl`: a task of the
 stage (run by task.py's run_task, as a local worker runs it: same shards, trace, done marker)
 or pieces of `map` work (a function and the arguments of each piece). The result is written to
-`results/ITEM.pkl` whole (a temporary name, then renamed); an error raised by the work to
+`results/ITEM.pkl` whole (a temporary name, then renamed), after the Slurm job and node that ran
+it to `where/ITEM.json` (the manifest's record); an error raised by the work to
 `errors/ITEM.pkl` (the driver stops the run with it); rows counts to `progress/ITEM.json`.
 
 Before any work it checks that the driver that submitted it still holds the run's lock, and
@@ -102,6 +103,18 @@ class _ProgressFile:
         self.written = time.monotonic()
 
 
+def where() -> dict:
+    """This process's Slurm job (`ARRAY_INDEX` for an array task, `JOB.STEP` for an srun step) and node."""
+    env = os.environ
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        job = f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    elif env.get("SLURM_STEP_ID"):
+        job = f"{env.get('SLURM_JOB_ID', '?')}.{env['SLURM_STEP_ID']}"
+    else:
+        job = env.get("SLURM_JOB_ID", "?")
+    return {"job": job, "node": env.get("SLURMD_NODENAME") or os.uname().nodename}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m curate.engine.slurm_task BATCH_DIR ITEM", file=sys.stderr)
@@ -144,6 +157,8 @@ def main(argv: list[str]) -> int:
                 result.append(fn(*args))
                 failpoint("map-piece")
         _finished.set()  # a driver that sees the result may remove _work/ (its lock) before this process exits
+        if (directory / "where").is_dir():  # for the manifest: the job and node that gave the result
+            _write(directory / "where" / f"{item}.json", json.dumps(where()).encode())
         _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
     except Exception as e:  # noqa: BLE001: the driver stops the run with it
         from curate.engine.worker import WorkerError

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from curate.demo import generate
+from curate.manifest import read as read_manifest
 from curate.engine import slurm
 from tests.curate.engine.faultkit import REPO, wait_for_failpoint
 from tests.curate.engine.slurmkit import MAX_ARRAY_SIZE, slurm_cluster  # noqa: F401 (a fixture)
@@ -159,6 +160,16 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
     # Slurm itself ran them as array tasks: JOB_INDEX, one a task, all completed
     ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
     assert ran == {f"{stage0[0]['job']}_{i}": "COMPLETED" for i in range(MAX_ARRAY_SIZE)}
+    # The manifest records the job ids and, per task, the array task and node that ran it
+    record = read_manifest((tmp_path / "slurm" / "manifest.json").read_bytes(), "manifest.json").slurm
+    assert record is not None and record.driver_job is None and record.allocation is None
+    assert [(j.batch, j.job, j.array) for j in record.jobs if j.batch == "stage0"] == \
+        [("stage0", s["job"], s["array"]) for s in stage0]
+    tasks = {t.task: t for t in record.tasks if t.batch == "stage0"}
+    assert sorted(tasks) == [f"part-{i:05d}" for i in range(FILES)]
+    assert {t.job for t in tasks.values()} == {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | \
+        {f"{stage0[1]['job']}_0"}
+    assert {t.node for t in tasks.values()} == {"localhost"} and {t.runs for t in tasks.values()} == {1}
 
 
 def slow_tasks(tmp: Path) -> list[str]:
@@ -217,6 +228,10 @@ def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_clus
     gone = [log for log in (out / "_work" / "slurm" / "attempt-1").glob("*/logs/*.out")
             if "no longer holds" in log.read_text()]
     assert len(gone) == FILES - done  # those the first driver left did not run
+    record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
+    by_attempt = {n: sorted(t.task for t in record.tasks if t.batch == "stage0" and t.run_attempt == n) for n in (1, 2)}
+    assert len(by_attempt[1]) == done and len(by_attempt[2]) == FILES - done
+    assert sorted(by_attempt[1] + by_attempt[2]) == [f"part-{i:05d}" for i in range(FILES)]
 
 
 @pytest.mark.slurm
@@ -288,6 +303,10 @@ def test_inside_an_allocation_the_tasks_run_as_srun_steps_of_it(slurm_cluster, t
     stage0 = submissions(out)["001-stage0"]
     assert sorted(s["step"] for s in stage0) == list(range(FILES)) and all("srun" == s["command"][0] for s in stage0)
     assert [j for j in slurm_cluster.squeue("-t", "all") if int(j[0].split("_")[0]) > int(driver)] == []  # no job
+    record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
+    assert record.driver_job == driver and record.allocation == driver
+    steps = [t for t in record.tasks if t.batch == "stage0"]
+    assert len(steps) == FILES and all(t.job.startswith(f"{driver}.") and t.node == "localhost" for t in steps)
 
 
 @pytest.mark.slurm
@@ -308,3 +327,96 @@ def test_an_embedding_recipe_on_slurm_gives_the_local_engines_bytes(slurm_cluste
     assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
     stage0 = submissions(tmp_path / "slurm")["001-stage0"]
     assert [s["array"] for s in stage0] == ["0-1%1"]
+
+
+@pytest.mark.slurm
+def test_dry_run_prints_the_launch_scripts_and_array_sizes_and_submits_nothing(slurm_cluster, cli, tmp_path, corpus):
+    before = slurm_cluster.squeue("-t", "all")
+    res = cli("run", RECIPES / "near-dedup.yaml", *corpus, "--output", tmp_path / "out", "-w", "2", "--engine",
+              "slurm", "--dry-run", "--set", "slurm.partition=debug", "--set", "slurm.env_setup=module load foo")
+    assert res.exit_code == 0, res.output
+    # FILES tasks, MaxArraySize 3: two arrays, %2 each; the later stages' tasks are known only then
+    assert f"2 CPUs in debug, MaxArraySize {MAX_ARRAY_SIZE}" in res.output
+    assert f"stage 0: {FILES} tasks as 2 job arrays (1 CPU each, at most 2 at once): --array=0-2%2, --array=0%2 " \
+           f"(offset {MAX_ARRAY_SIZE})" in res.output, res.output
+    assert "stage 1: a task per shard of stage 0 (known when it ends)" in res.output
+    assert "fit of 03_containment_dedup first, its parallel pieces as arrays of at most 2 tasks" in res.output
+    for line in ("#SBATCH --partition=debug", "#SBATCH --job-name=curate.near-dedup.stage0", "module load foo",
+                 "-m curate.engine.slurm_task BATCH_DIR"):
+        assert line in res.output
+    assert res.output.count("#!/bin/bash") == 3  # a launch script per stage
+    res = cli("run", RECIPES / "near-dedup.yaml", *corpus, "--output", tmp_path / "out", "-w", "2", "--engine",
+              "slurm", "--dry-run", "--json")
+    assert res.exit_code == 0, res.output
+    planned = json.loads(res.output)["slurm"]
+    assert planned["max_array_size"] == MAX_ARRAY_SIZE and planned["cpus"] == 2
+    assert [a["array"] for a in planned["stages"][0]["arrays"]] == ["0-2%2", "0%2"]
+    assert planned["stages"][1]["tasks"] is None and "#SBATCH --cpus-per-task=1" in planned["stages"][1]["script"]
+    assert slurm_cluster.squeue("-t", "all") == before  # nothing submitted
+    assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_without_slurm_plans_with_defaults_and_says_so(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no Slurm command here
+    res = cli("run", RECIPES / "quickstart.yaml", *demo(tmp_path, 3, 30), "--output", tmp_path / "out",
+              "--engine", "slurm", "--dry-run", "-w", "2")
+    assert res.exit_code == 0, res.output
+    assert "Slurm not reachable here" in res.output and "planned with MaxArraySize 1001" in res.output
+    assert "stage 0: 3 tasks as 1 job array" in res.output and "--array=0-2%2" in res.output
+
+
+def wait_for_driver(slurm_cluster, job: str, log: Path, timeout: float = 180) -> str:
+    """The driver job's log, once Slurm says it ended; asserts it COMPLETED."""
+    wait_for(lambda: not slurm_cluster.squeue(), timeout=timeout, what="the driver's job and its tasks to end")
+    said = log.read_text() if log.exists() else "(no log)"
+    assert dict((j, state) for j, state, _ in slurm_cluster.squeue("-t", "all", "-j", job)) == \
+        {job: "COMPLETED"}, said
+    return said
+
+
+@pytest.mark.slurm
+def test_submit_sends_the_driver_as_a_job_that_submits_the_arrays(slurm_cluster, cli, tmp_path, corpus, local,
+                                                                  monkeypatch):
+    """From a login node: `--submit` returns once the driver is a job; the driver (one CPU) submits
+    each stage's arrays from there, and the bytes are the local engine's."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the driver's job and its tasks import this curate
+    out = tmp_path / "slurm"
+    res = cli("run", RECIPES / "quickstart.yaml", *corpus, "--output", "slurm", "--engine", "slurm", *FAST,
+              "-w", "2", "--keep-work", "--no-report", "--submit", "--set", "slurm.driver_time=\"10:00\"")
+    assert res.exit_code == 0, res.output
+    assert "submitted the driver of quickstart as Slurm job" in res.output, res.output
+    job = res.output.split("as Slurm job ")[1].split(";")[0]
+    [directory] = list((tmp_path / "curate-slurm").iterdir())
+    script = (directory / "driver.sh").read_text()
+    for line in ("#SBATCH --cpus-per-task=1", "#SBATCH --time=10:00", f"#SBATCH --chdir={tmp_path}",
+                 "export CURATE_SLURM_DRIVER=1", "-m curate.cli run", "--engine slurm"):
+        assert line in script, script
+    said = wait_for_driver(slurm_cluster, job, directory / f"driver-{job}.out")
+    assert "wrote" in said and "as a job array" in said, said
+    assert digest(out) == local("quickstart")
+    record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
+    assert record.driver_job == job and record.allocation is None
+    arrays = [j for j in record.jobs if j.batch == "stage0"]
+    assert [j.array for j in arrays] == ["0-2%2", "0%2"] and all(int(j.job) > int(job) for j in arrays)
+
+
+@pytest.mark.slurm
+def test_submit_inside_an_allocation_runs_the_driver_as_an_srun_step(slurm_cluster, tmp_path, corpus, local):
+    """Inside an allocation (a batch job of the node's 2 CPUs), `--submit` submits nothing: the
+    driver runs as an srun step of it, its tasks as steps too; the bytes are the local engine's."""
+    out = tmp_path / "slurm"
+    command = " ".join(shlex.quote(str(a)) for a in [
+        sys.executable, "-m", "curate.cli", "run", str(RECIPES / "quickstart.yaml"), *corpus, "--output", str(out),
+        "--engine", "slurm", *FAST, "-w", "2", "--keep-work", "--no-report", "--submit"])
+    res = subprocess.run(["sbatch", "--parsable", "--cpus-per-task=2", f"--output={tmp_path}/allocation.out",
+                          f"--chdir={tmp_path}", f"--export=ALL,PYTHONPATH={REPO}", "--wrap", command],
+                         capture_output=True, text=True, check=True)
+    job = res.stdout.strip()
+    said = wait_for_driver(slurm_cluster, job, tmp_path / "allocation.out")
+    assert f"inside allocation {job}: the driver runs as an srun step of it" in said and "as srun steps" in said
+    assert digest(out) == local("quickstart")
+    assert not (tmp_path / "curate-slurm").exists()  # no driver job
+    assert [j for j in slurm_cluster.squeue("-t", "all") if int(j[0].split("_")[0]) > int(job)] == []
+    record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
+    assert record.allocation == job and all(t.job.startswith(f"{job}.") for t in record.tasks)
