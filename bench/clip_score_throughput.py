@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clip_throughput import add_image_bench_args, gpu_note, images, median_rows  # noqa: E402
 from harness import (CURATE, RUNS, bare_result, emit, load, machine, require_ok,  # noqa: E402
                      run_measured, step_entry, table)
-from curate.engine.plan import available_cores  # noqa: E402
+from curate.engine.tasks.plan import available_cores  # noqa: E402
 from curate_operators.embed.decoding import decode_workers  # noqa: E402
 
 WORDS = "a photo of the red blue green dog cat house tree car sky round square shape on noise".split()

@@ -83,8 +83,8 @@ def bare(url: str, n: int, concurrency: int) -> None:
 
 
 def io_processes(workers: int) -> int:
-    """How many processes curate gives an io stage (curate/engine/local.py: one per 4 cores)."""
-    from curate.engine.local import available_cores
+    """How many processes curate gives an io stage (curate/engine/local/engine.py: one per 4 cores)."""
+    from curate.engine.local.engine import available_cores
 
     return min(workers, max(1, available_cores() // 4))
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # for annotations only: importing them here would make `impor
     import pyarrow
 
     from curate import recipe as recipe_module
-    from curate.engine.runner import RunOptions
+    from curate.engine.run.runner import RunOptions
 
 
 class CurateWarning(UserWarning):
@@ -234,7 +234,7 @@ def load_recipe(recipe: RecipeLike, set: Mapping[str, Any] | Iterable[str] | Non
 
 def check_engine(engine: str, address: str | None) -> None:
     """`--engine` and `--address` as the command takes them."""
-    from curate.engine.engines import ENGINES
+    from curate.engine.work.engines import ENGINES
 
     if engine not in ENGINES:
         raise CurateError(f"engine '{engine}': choose one of {', '.join(ENGINES)}")
@@ -268,7 +268,8 @@ def _start_workers(opts: "RunOptions", r: "recipe_module.Recipe", sources) -> No
     run process leaves idle while it lists and checks the input, instead of after it. `sources`:
     the input files where already listed; on a store, with fewer objects than workers, the others
     wait idle until a later stage or fit uses them, or the run ends."""
-    from curate.engine import local, plan
+    from curate.engine.local import engine as local
+    from curate.engine.tasks import plan
 
     processes = opts.workers or plan.available_cores()
     busy = plan.first_stage_workers(r.steps, opts.limit, processes, files=None if sources is None else len(sources))
@@ -281,7 +282,7 @@ def execute(r: "recipe_module.Recipe", opts: "RunOptions", console, progress_sec
     the manifest. This is the run of both `curate run` and `curate.run`: the input listed and
     checked before any row is processed, the local workers started while that happens."""
     from curate import preflight
-    from curate.engine.local import stop_workers_ahead
+    from curate.engine.local.engine import stop_workers_ahead
     from curate.progress import run_with_progress
 
     # Local input files are listed first (a glob): they tell how many workers are worth starting
@@ -297,7 +298,7 @@ def execute(r: "recipe_module.Recipe", opts: "RunOptions", console, progress_sec
 def finished_run(r: "recipe_module.Recipe") -> dict | None:
     """The manifest of the finished run of `r` in its output directory (what --resume finds
     there), or None; a finished run of another recipe is a CurateError."""
-    from curate.engine.run_dir import finished_manifest
+    from curate.engine.rundir.run_dir import finished_manifest
 
     return finished_manifest(r.output.path, r.fingerprint(), r.output.storage_options)
 
@@ -318,7 +319,7 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     every progress_seconds elsewhere, on stderr). Raises CurateError for a problem with the recipe
     or the data, before any worker starts where a look at the input shows it.
     """
-    from curate.engine.runner import RunOptions
+    from curate.engine.run.runner import RunOptions
 
     check_engine(engine, address)
     if workers is not None and workers < 1:

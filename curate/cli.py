@@ -180,7 +180,7 @@ def run(
 ) -> None:
     """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
-    from curate.engine.engines import ENGINES
+    from curate.engine.work.engines import ENGINES
 
     if engine not in ENGINES:
         raise typer.BadParameter(f"'{engine}': choose one of {', '.join(ENGINES)}", param_hint="--engine")
@@ -207,7 +207,7 @@ def run(
         _show_plan(r, preflight.check(r), limit, as_json, workers or 0, engine)
         return
     from curate.api import execute
-    from curate.engine.runner import RunOptions
+    from curate.engine.run.runner import RunOptions
     from curate.progress import funnel_table
     from curate.trace import emptied_by
     from curate.words import count
@@ -303,7 +303,7 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engin
     import json
 
     from curate import memory
-    from curate.engine import plan
+    from curate.engine.tasks import plan
     from curate.words import count
 
     the_plan = plan.make(r.steps, checked.sources, limit, workers)

@@ -47,7 +47,7 @@ class RunObserver(ABC):
 
 
 def _registered() -> list[type[RunObserver]]:
-    from curate.engine.duplicate_ids import DuplicateIds  # the framework's own observer
+    from curate.engine.run.duplicate_ids import DuplicateIds  # the framework's own observer
 
     return [DuplicateIds, *(ep.load() for ep in entry_points(group="curate.observers"))]
 

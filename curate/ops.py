@@ -237,7 +237,7 @@ class Map(Operator):
     rephrasings; or several into one): `process` returns (children, Verdict over its *input*
     rows). Each child has `_parent_id`, the `_id` of the input row it came from; an input row
     the verdict keeps must have children, one it drops has none and is traced with its reason.
-    The engine gives children their `_id` and checks all this (curate/engine/expand.py).
+    The engine gives children their `_id` and checks all this (curate/engine/tasks/expand.py).
 
     `process` may be `async def` (I/O-bound operators: resource_class "io"): a worker then
     keeps several batches in flight at once, and their results are written in input order."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from curate.engine.steps import check_columns
+from curate.engine.tasks.steps import check_columns
 from curate.errors import CurateError, InputError, RecipeError, running_as
 from curate.io import output_formats
 from curate.io import input_schema

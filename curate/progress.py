@@ -13,8 +13,8 @@ from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from curate.engine.runner import Reporter, RunOptions, run
-from curate.engine.context import READ_STEP
+from curate.engine.run.runner import Reporter, RunOptions, run
+from curate.engine.tasks.context import READ_STEP
 from curate.preflight import Preflight
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet

@@ -226,7 +226,7 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
 
 
 def _cores() -> int:
-    from curate.engine.plan import available_cores
+    from curate.engine.tasks.plan import available_cores
 
     return max(1, available_cores())
 

@@ -56,12 +56,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from curate.engine import work_store
-from curate.engine.context import Progress, StageContext
-from curate.engine.executor import Engine, Executor
+from curate.engine.work import work_store
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.work.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.layout import RunLayout
-from curate.engine.plan import Task
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
 from curate.errors import CurateError
 from curate.words import count
@@ -697,7 +697,7 @@ def dry_run(recipe, sources: list, limit: int | None, workers: int, model_worker
     its job arrays (the first stage's; a later stage has a task per shard of the one before, known
     once that one ends). Asks Slurm (sinfo, scontrol) where its commands are on PATH; else plans
     with MaxArraySize's default and this machine's cores, and says so."""
-    from curate.engine import plan
+    from curate.engine.tasks import plan
     from curate.recipe import SlurmSpec
 
     spec = recipe.slurm or SlurmSpec()

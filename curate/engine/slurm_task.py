@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     if not item_file.exists():  # a surplus index of an array (never submitted by curate itself)
         print(f"curate: no item {item} in {directory}", file=sys.stderr)
         return 0
-    from curate.engine.run_dir import hold_worker_lock
+    from curate.engine.rundir.run_dir import hold_worker_lock
 
     hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
     if not driver_alive(batch["lock"], batch["driver"]):
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
     if os.path.isdir(batch["cwd"]):
         os.chdir(batch["cwd"])
     from curate.engine.failpoints import failpoint
-    from curate.engine.worker import use_cores
+    from curate.engine.work.worker import use_cores
 
     use_cores(int(batch.get("threads", 1)))
     print(f"curate: item {item} of {directory.name} on {os.uname().nodename} "
@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     work = pickle.loads(item_file.read_bytes())
     try:
         if work[0] == "task":
-            from curate.engine import work_store
+            from curate.engine.work import work_store
 
             ctx, store = pickle.loads((directory / batch["ctx"]).read_bytes())
             progress = _ProgressFile(directory / "progress" / f"{item}.json")
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
             _write(directory / "where" / f"{item}.json", json.dumps(where()).encode())
         _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
     except Exception as e:  # noqa: BLE001: the driver stops the run with it
-        from curate.engine.worker import WorkerError
+        from curate.engine.work.worker import WorkerError
         from curate.errors import CurateError
 
         traceback.print_exc()

@@ -104,7 +104,7 @@ def target_of(output) -> Target:
 def staging_dir(path: str) -> str:
     """The local run directory of a run published to `path`: the same for every run into it on
     this machine (so --resume finds it), another for every other URI."""
-    from curate.engine.layout import work_directory
+    from curate.engine.rundir.layout import work_directory
 
     return work_directory(f"hub:{path}")
 
@@ -278,7 +278,7 @@ def _read(api, repo_id: str, path: str, revision: str, token: str) -> bytes:
 
 
 def _curate_manifest(data: bytes | None) -> dict | None:
-    from curate.engine.layout import MANIFEST_FORMAT
+    from curate.engine.rundir.layout import MANIFEST_FORMAT
 
     try:
         manifest = json.loads(data) if data else None

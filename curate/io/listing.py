@@ -16,7 +16,7 @@ from pathlib import PurePath, PurePosixPath
 from typing import Callable
 from urllib.parse import urlparse
 
-from curate.engine import layout
+from curate.engine.rundir import layout
 from curate.io import s3_listing, store
 
 # The files curate and its peers write beside data, never data: names starting with . or _

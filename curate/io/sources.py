@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 
-from curate.engine import layout
+from curate.engine.rundir import layout
 from curate.errors import InputError
 from curate.io import retries, store
 from curate.io.listing import in_unnamed_run_directory, is_data_name, list_uri

@@ -77,7 +77,7 @@ def run(doc: dict, workers: int | None, overwrite: bool) -> dict:
     """Run the recipe `doc` through the path `curate run` takes (loaded from its YAML text)."""
     from curate import preflight
     from curate import recipe as recipe_module
-    from curate.engine.runner import RunOptions
+    from curate.engine.run.runner import RunOptions
     from curate.progress import run_with_progress
     from curate.cli_errors import err
 
@@ -99,7 +99,7 @@ def first_removed(run_dir: Path, n: int) -> list[str]:
     """The first `n` removed rows of a published run, `step: detail` each, from its trace."""
     import pyarrow.parquet as pq
 
-    from curate.engine.layout import RunLayout
+    from curate.engine.rundir.layout import RunLayout
 
     out: list[str] = []
     for part in sorted(Path(RunLayout.at(str(run_dir)).trace).glob("*.parquet")):

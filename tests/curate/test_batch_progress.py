@@ -94,7 +94,7 @@ def test_the_stage_eta_and_rate_come_from_the_bytes_of_the_tasks_done_in_this_ru
 
 
 def test_terminal_status_lines_carry_no_source_file_link_and_the_bars_end_complete(tmp_path):
-    from curate.engine.runner import RunOptions
+    from curate.engine.run.runner import RunOptions
     from curate.progress import run_with_progress
     from curate import recipe
 

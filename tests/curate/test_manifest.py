@@ -11,7 +11,7 @@ from tests.conftest import write_jsonl
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    from curate.engine.runner import RunOptions, run
+    from curate.engine.run.runner import RunOptions, run
     from curate.recipe import load
 
     tmp = tmp_path_factory.mktemp("run")

@@ -5,7 +5,7 @@ import io
 from rich.console import Console
 
 from curate import preflight, recipe
-from curate.engine.runner import RunOptions
+from curate.engine.run.runner import RunOptions
 from curate.progress import funnel_table, run_with_progress
 from tests.conftest import write_jsonl
 

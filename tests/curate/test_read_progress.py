@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe
-from curate.engine.runner import Reporter, RunOptions, run
+from curate.engine.run.runner import Reporter, RunOptions, run
 from curate.io import readers
 from curate.stage_progress import task_bytes
 from tests.conftest import write_jsonl

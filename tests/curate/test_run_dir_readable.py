@@ -45,7 +45,7 @@ def test_load_dataset_reads_the_run_directory(cli, tmp_path):
 
 
 def test_the_run_directorys_card_marks_it_as_curates(cli, tmp_path):
-    from curate.engine.layout import OUTPUT, PUBLISHED
+    from curate.engine.rundir.layout import OUTPUT, PUBLISHED
 
     assert "README.md" in OUTPUT and "README.md" in PUBLISHED
 

@@ -95,8 +95,8 @@ def recipe(tmp_path, steps="  - exact_dedup: {}\n"):
 
 def test_a_run_into_a_directory_a_live_run_writes_says_to_wait(cli, tmp_path):
     """It suggested --resume or --overwrite, which the live run's lock refuses too."""
-    from curate.engine.layout import RunLayout
-    from curate.engine.run_dir import RunLock
+    from curate.engine.rundir.layout import RunLayout
+    from curate.engine.rundir.run_dir import RunLock
 
     write_jsonl(tmp_path / "in" / "a.jsonl", DOCS)
     live = RunLock(RunLayout.at(tmp_path / "out"))

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from curate.engine.layout import RunLayout
-from curate.engine.local import LocalExecutor
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.local.engine import LocalExecutor
 from curate.ops import SERIAL, Parallel, serial_map
 from curate_operators.dedup import resolve
 from curate_operators.dedup.containment import ContainmentDedup

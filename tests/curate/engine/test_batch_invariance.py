@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curate import recipe, registry
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from tests.conftest import write_jsonl
 from tests.operators.agent import adp_fixtures
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate_operators.score import metrics
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from curate.engine.duplicate_ids import DuplicateIds, _IdHashes
+from curate.engine.run.duplicate_ids import DuplicateIds, _IdHashes
 
 
 def by_hand(pairs: list[tuple[int, int]]) -> tuple[int, int]:

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curate import recipe, registry
-from curate.engine import expand
-from curate.engine.runner import RunOptions, run
+from curate.engine.tasks import expand
+from curate.engine.run.runner import RunOptions, run
 from curate.ops import Map, Verdict
 from tests.conftest import write_jsonl
 

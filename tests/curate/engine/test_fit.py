@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 
 from curate import recipe
-from curate.engine import fit as fit_module
-from curate.engine.fit import drop_unread, work_bytes
-from curate.engine.runner import RunOptions, run
+from curate.engine.run import fit as fit_module
+from curate.engine.run.fit import drop_unread, work_bytes
+from curate.engine.run.runner import RunOptions, run
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit
 

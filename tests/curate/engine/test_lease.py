@@ -12,10 +12,10 @@ import uuid
 import fsspec
 import pytest
 
-from curate.engine import lease as lease_module
-from curate.engine.lease import LeaseLost, StoreLease, stale
-from curate.engine.run_dir import RunLocked
-from curate.engine.store_files import StoreFiles
+from curate.engine.rundir import lease as lease_module
+from curate.engine.rundir.lease import LeaseLost, StoreLease, stale
+from curate.engine.rundir.run_dir import RunLocked
+from curate.engine.rundir.store_files import StoreFiles
 from tests.curate.io import motokit
 
 

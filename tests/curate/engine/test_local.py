@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from curate import recipe
-from curate.engine import local
-from curate.engine.context import READ_STEP
-from curate.engine.layout import RunLayout
-from curate.engine.local import LocalExecutor
-from curate.engine.run_dir import wait_for_workers
-from curate.engine.runner import RunOptions, run
+from curate.engine.local import engine as local
+from curate.engine.tasks.context import READ_STEP
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.local.engine import LocalExecutor
+from curate.engine.rundir.run_dir import wait_for_workers
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError, InputError
 from tests.conftest import write_jsonl, write_recipe
 

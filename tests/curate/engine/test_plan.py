@@ -1,7 +1,7 @@
 """The plan's resource policy: how many tasks of a stage run at once follows what the operators
 declare, decided once for every executor."""
 
-from curate.engine import plan
+from curate.engine.tasks import plan
 from curate.ops import Map, Resources
 from curate.recipe import Step
 

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe, registry
-from curate.engine import plan
-from curate.engine.runner import RunOptions, run
+from curate.engine.tasks import plan
+from curate.engine.run.runner import RunOptions, run
 from tests.curate.engine import faultkit
 from tests.curate.engine.test_runner import corpus
 
@@ -133,7 +133,7 @@ def test_a_task_whose_worker_dies_twice_sends_its_rows_to_the_trace(tmp_path, mo
     ([None], 2, 2),
 ])
 def test_model_workers_share_the_cores_with_or_without_gpus(monkeypatch, devices, cores, threads):
-    from curate.engine import pool
+    from curate.engine.local import pool
 
     monkeypatch.setattr(pool, "available_cores", lambda: cores)
     assert pool.cores_per_worker(devices) == threads

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import registry
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 
 ray = pytest.importorskip("ray")
 
@@ -183,7 +183,7 @@ def test_a_node_that_cannot_see_the_run_directory_is_refused(cluster, ray_env, c
 def test_progress_reaches_the_reporter_as_with_the_local_engine(cluster, ray_env, tmp_path):
     """The bars are fed the same counts: rows per step, summed over the Ray workers."""
     from curate import recipe
-    from curate.engine.runner import Reporter
+    from curate.engine.run.runner import Reporter
     from tests.curate.engine.test_runner import corpus
 
     counts: dict[str, list[int]] = {}
@@ -235,11 +235,11 @@ def test_engine_choices_are_checked(cli, tmp_path, monkeypatch):
 
 
 def test_without_ray_installed_the_error_says_what_to_install(monkeypatch, tmp_path):
-    from curate.engine import engines
+    from curate.engine.work import engines
     from curate.errors import CurateError
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
-    monkeypatch.delitem(sys.modules, "curate.engine.ray_executor", raising=False)
+    monkeypatch.delitem(sys.modules, "curate.engine.ray.engine", raising=False)
     with pytest.raises(CurateError, match=r"pip install 'curate\[ray\]'"):
         engines.make("ray", engines.EngineConfig(lambda *a: None, tmp_path))
 

@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from curate import recipe as recipe_module
-from curate.engine import worker
-from curate.engine.runner import RunOptions, run
-from curate.engine.layout import RunLayout
-from curate.engine.run_dir import RunLock, RunLocked
+from curate.engine.work import worker
+from curate.engine.run.runner import RunOptions, run
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.rundir.run_dir import RunLock, RunLocked
 from curate.errors import CurateError, NoSpace
 from curate.io.writer import ShardWriter
 from tests.conftest import write_jsonl, write_recipe
@@ -69,7 +69,7 @@ def test_resume_of_a_finished_run_says_it_is_finished(tmp_path):
     out = tmp_path / "o"
     run(load(inp, out), RunOptions(workers=1))
     said = []
-    from curate.engine.runner import Reporter
+    from curate.engine.run.runner import Reporter
 
     manifest = run(load(inp, out), RunOptions(workers=1, resume=True), Reporter(status=said.append))
     assert manifest["already_finished"] and said == [f"{out} is already finished; nothing to do"]
@@ -209,7 +209,7 @@ def test_a_failed_start_on_a_store_leaves_no_work_files_of_ray_nodes_there(tmp_p
     """The Ray nodes' copy of the work files under the output's prefix goes with its mark."""
     import uuid
 
-    from curate.engine.run_dir import discard_failed_start
+    from curate.engine.rundir.run_dir import discard_failed_start
 
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     layout = RunLayout.at(f"memory://failed-{uuid.uuid4().hex}/out")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError, InputError
 from tests.conftest import write_jsonl
 
@@ -176,7 +176,7 @@ def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
     files = sorted((tmp_path / "one" / "data").glob("*.parquet"))
     assert [f.name for f in files] == ["part-00000.parquet"]
     assert pq.read_table(files[0]).column("n").to_pylist() == list(range(800))
-    from curate.engine.publish import shard_groups as _shard_groups
+    from curate.engine.run.publish import shard_groups as _shard_groups
 
     run(load(inp, tmp_path / "parts", steps="steps: []"), RunOptions(workers=1, keep_work=True))
     shards = sorted((tmp_path / "parts" / "_work" / "stage-0" / "data").glob("*.parquet"))

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("fsspec")
 
-from curate.engine import shared_dir  # noqa: E402
-from curate.engine.work_store import WorkStore  # noqa: E402
+from curate.engine.work import shared_dir  # noqa: E402
+from curate.engine.work.work_store import WorkStore  # noqa: E402
 
 
 class Counted(WorkStore):

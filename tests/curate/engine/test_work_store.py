@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("fsspec")
 
-from curate.engine import work_store  # noqa: E402
-from curate.engine.layout import StageLayout  # noqa: E402
-from curate.engine.work_store import WorkStore, drop_mirror, mirror, state_files  # noqa: E402
+from curate.engine.work import work_store  # noqa: E402
+from curate.engine.rundir.layout import StageLayout  # noqa: E402
+from curate.engine.work.work_store import WorkStore, drop_mirror, mirror, state_files  # noqa: E402
 from curate.errors import CurateError  # noqa: E402
 
 
@@ -177,7 +177,7 @@ def test_a_work_store_under_the_output_opens_with_the_outputs_storage_options(tm
 def test_a_work_store_named_under_the_output_is_reached_as_the_output_is(tmp_path):
     """--work-store under the output's prefix takes output.storage_options; one elsewhere (even
     beside it, under a longer name) the environment's alone."""
-    from curate.engine.layout import RunLayout
+    from curate.engine.rundir.layout import RunLayout
 
     layout = RunLayout.at(f"file://{tmp_path}/out", {"auto_mkdir": True})
     assert work_store.for_run(f"file://{tmp_path}/out/_work/files", layout).fs.auto_mkdir is True

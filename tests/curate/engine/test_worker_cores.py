@@ -5,7 +5,7 @@ import os
 
 import pyarrow as pa
 
-from curate.engine.worker import use_cores
+from curate.engine.work.worker import use_cores
 
 THREAD_VARIABLES = ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from curate.engine.layout import RunLayout
-from curate.engine.local import LocalExecutor
-from curate.engine.worker import spawn_pool, stop_pool
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.local.engine import LocalExecutor
+from curate.engine.work.worker import spawn_pool, stop_pool
 
 
 def _task(marker: str) -> int:
     """Reports progress, and leaves an atexit hook that would mark a full interpreter shutdown."""
-    from curate.engine import worker
+    from curate.engine.work import worker
 
     worker._queue.put(("read", 3, 3))
     atexit.register(Path(marker).write_text, "shut down")

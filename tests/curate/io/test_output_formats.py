@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError
 from tests.conftest import write_jsonl
 from tests.curate.engine import faultkit

@@ -13,9 +13,9 @@ import fsspec
 import pytest
 
 from curate import demo, recipe
-from curate.engine import local as local_engine
-from curate.engine.runner import RunOptions, run
-from curate.engine.store_files import StoreFiles
+from curate.engine.local import engine as local_engine
+from curate.engine.run.runner import RunOptions, run
+from curate.engine.rundir.store_files import StoreFiles
 from curate.io import retries
 from curate.report import report as report_module
 from tests.curate.io.faultproxy import FaultProxy

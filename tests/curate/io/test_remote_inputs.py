@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import demo, recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError, InputError
 from curate.io import native_s3
 from curate.io.readers import read_source, scan_schema
@@ -424,7 +424,7 @@ def test_footers_in_a_store_are_counted_and_checked_before_the_run(tmp_path, s3)
     upload(s3, tmp_path / "hive", "hive")
     sources = discover("s3://inp/hive")
     assert input_rows(sources, None) == 1200 and input_rows(split_parquet(sources, 1000), 7) == 7
-    from curate.engine.plan import Task
+    from curate.engine.tasks.plan import Task
     from curate.stage_progress import task_bytes
 
     assert task_bytes(Task(0, 0, tuple(sources))) == sum((tmp_path / "hive" / s.name).stat().st_size for s in sources)

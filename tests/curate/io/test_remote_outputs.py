@@ -11,11 +11,11 @@ import fsspec
 import pytest
 
 from curate import demo
-from curate.engine import local as local_engine
-from curate.engine import publish as publish_module
-from curate.engine.layout import RunLayout, is_run_directory
-from curate.engine.run_dir import finished_manifest
-from curate.engine.store_files import StoreFiles
+from curate.engine.local import engine as local_engine
+from curate.engine.run import publish as publish_module
+from curate.engine.rundir.layout import RunLayout, is_run_directory
+from curate.engine.rundir.run_dir import finished_manifest
+from curate.engine.rundir.store_files import StoreFiles
 from curate.errors import InputError
 from tests.curate.engine import faultkit
 from tests.curate.engine.test_resume import PHASES, RECIPE, write_input
@@ -285,7 +285,7 @@ def test_a_run_failing_before_it_produced_anything_leaves_nothing_on_the_store(c
 def test_uploads_hold_a_few_files_in_memory_at_once_not_every_shard(s3, tmp_path, monkeypatch):
     """s3fs reads a file of under 100 MB whole for its PUT; all of a run's shards at once were
     +1 GB in the run process at 1M documents."""
-    from curate.engine import store_files
+    from curate.engine.rundir import store_files
 
     files = StoreFiles("s3://out/run")
     pairs = []
@@ -315,7 +315,7 @@ def test_an_upload_holds_a_part_of_a_large_file_in_memory_not_the_whole_file(s3,
     work files on the store held up to 100 MB more than ones writing to local disk. Files larger
     than two UPLOAD_PARTs go in parts (a multipart object's ETag ends in -<parts>), publishing
     (StoreFiles.upload) and a task's work files (WorkStore.put) alike, with the same bytes."""
-    from curate.engine.work_store import WorkStore
+    from curate.engine.work.work_store import WorkStore
     from curate.io.store import UPLOAD_PART
 
     big = tmp_path / "work" / "big.bin"

@@ -6,8 +6,8 @@ uninterrupted run's, the input fingerprints still checked."""
 import fsspec
 import pytest
 
-from curate.engine import engines
-from curate.engine import local as local_engine
+from curate.engine.work import engines
+from curate.engine.local import engine as local_engine
 from curate.errors import CurateError
 from curate_operators.dedup.exact import ExactDedup
 from tests.conftest import write_jsonl
@@ -89,7 +89,7 @@ def test_a_run_with_its_work_store_beside_the_output_copies_its_shards_there_not
         away, cli, tmp_path, monkeypatch):
     """Each task's shards went to the store when it finished; publishing copies them into data/
     within the store (no byte through this machine again) and uploads only what it made itself."""
-    from curate.engine.store_files import StoreFiles
+    from curate.engine.rundir.store_files import StoreFiles
 
     recipe, reference = away
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "machine"))

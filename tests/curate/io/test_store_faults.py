@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from curate import demo, recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import InputError
 from curate.io import retries
 from curate.io.sources import discover

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError
 from curate.io import output_formats
 from curate.io.megatron import to_megatron

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import write_jsonl
 from tests.operators.agent.adp_fixtures import load, needs_fixtures
 from curate import recipe as recipes
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import RecipeError
 from curate_operators.agent import converters
 from curate_operators.agent.ops import AdpConvert, AdpExport, AdpValidate

@@ -6,7 +6,7 @@ import random
 import pyarrow.parquet as pq
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from tests.conftest import write_jsonl
 
 VOCAB = [f"w{i}" for i in range(500)]

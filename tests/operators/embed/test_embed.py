@@ -123,7 +123,7 @@ def test_same_vectors_whatever_the_batching_and_workers(tmp_path):
         out = tmp_path / f"out-{batch_rows}"
         r = recipe.load(text=recipe_text(tmp_path, "{backend: hash}", batch_rows=batch_rows),
                         output_path=str(out))
-        from curate.engine.runner import RunOptions, run
+        from curate.engine.run.runner import RunOptions, run
 
         run(r, RunOptions(workers=workers))
         got.append(read_out(out))

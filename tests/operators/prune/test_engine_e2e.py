@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import CurateError
 from tests.operators.prune.data import clustered, embedding_array
 

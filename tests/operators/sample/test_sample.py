@@ -5,7 +5,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from curate import recipe
-from curate.engine.runner import RunOptions, run
+from curate.engine.run.runner import RunOptions, run
 from curate.errors import RecipeError
 from tests.conftest import write_jsonl
 

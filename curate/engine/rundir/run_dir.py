@@ -13,8 +13,8 @@ import os
 import socket
 import time
 
-from curate.engine.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
-from curate.engine.store_files import output_errors
+from curate.engine.rundir.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
+from curate.engine.rundir.store_files import output_errors
 from curate.errors import CurateError
 from curate.manifest import read as read_manifest
 
@@ -45,7 +45,7 @@ class RunLock:
     def acquire(self) -> None:
         self._flock()
         if self.layout.remote:
-            from curate.engine.lease import StoreLease
+            from curate.engine.rundir.lease import StoreLease
 
             lease = StoreLease(self.layout.files, self.layout.lease, self.layout.root)
             try:

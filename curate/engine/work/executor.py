@@ -15,9 +15,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable
 
-from curate.engine import work_store
-from curate.engine.context import StageContext
-from curate.engine.plan import Task
+from curate.engine.work import work_store
+from curate.engine.tasks.context import StageContext
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from curate.io import input_schema
-from curate.engine.layout import StageLayout
-from curate.engine.plan import Stage
+from curate.engine.rundir.layout import StageLayout
+from curate.engine.tasks.plan import Stage
 from curate.ops import Operator
 from curate.recipe import Recipe, Step
 

@@ -16,12 +16,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 
 import pyarrow as pa
 
-from curate.engine.context import StageContext
-from curate.engine.dispatch import Slots
-from curate.engine.plan import Task
+from curate.engine.tasks.context import StageContext
+from curate.engine.work.dispatch import Slots
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
-from curate.engine.run_dir import hold_worker_lock
-from curate.engine.task import run_task
+from curate.engine.rundir.run_dir import hold_worker_lock
+from curate.engine.tasks.task import run_task
 from curate.errors import CurateError, NoSpace
 from curate.lifetime import die_with_parent
 

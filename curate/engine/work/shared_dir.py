@@ -30,7 +30,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from curate.engine.work_store import WorkStore
+from curate.engine.work.work_store import WorkStore
 from curate.errors import CurateError
 
 Versions = dict[str, str]  # a file's path relative to the directory -> "size:mtime_ns"

@@ -11,17 +11,17 @@ import multiprocessing
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
-from curate.engine import work_store
-from curate.engine.context import Progress, StageContext
-from curate.engine.dispatch import dispatch
-from curate.engine.executor import Engine, Executor
+from curate.engine.work import work_store
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.work.dispatch import dispatch
+from curate.engine.work.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.layout import RunLayout
-from curate.engine.plan import Task, available_cores
-from curate.engine.pool import ModelPool
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.plan import Task, available_cores
+from curate.engine.local.pool import ModelPool
 from curate.engine.result import TaskResult
-from curate.engine.task import run_task
-from curate.engine.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool
+from curate.engine.tasks.task import run_task
+from curate.engine.work.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool
 
 # CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
 _ahead: tuple[int, ProcessPoolExecutor, object] | None = None

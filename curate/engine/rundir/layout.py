@@ -195,7 +195,7 @@ def files_at(root: str, options: dict | None = None):
     """The file operations of the filesystem `root` is on (a store's for a URI, with `options`:
     output.storage_options)."""
     if is_uri(root):
-        from curate.engine.store_files import StoreFiles
+        from curate.engine.rundir.store_files import StoreFiles
 
         return StoreFiles(root, options)
     return Files()

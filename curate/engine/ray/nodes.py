@@ -10,8 +10,8 @@ from pathlib import Path
 
 import ray
 
-from curate.engine import work_store, worker
-from curate.engine.work_store import WorkStore
+from curate.engine.work import work_store, worker
+from curate.engine.work.work_store import WorkStore
 from curate.errors import CurateError
 
 PASSED_ENV = ("CURATE_",)  # driver environment the workers get (failpoints in tests, settings)

@@ -12,15 +12,15 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from curate.engine.context import Progress
-from curate.engine.executor import Engine
-from curate.engine.layout import RunLayout
+from curate.engine.tasks.context import Progress
+from curate.engine.work.executor import Engine
+from curate.engine.rundir.layout import RunLayout
 from curate.errors import CurateError
 
 # name -> (module:class, what it does: shown by `curate run --help`)
 ENGINES: dict[str, tuple[str, str]] = {
-    "local": ("curate.engine.local:LocalEngine", "processes on this machine"),
-    "ray": ("curate.engine.ray_executor:RayEngine", "a Ray cluster (--address, or a Ray instance for the run)"),
+    "local": ("curate.engine.local.engine:LocalEngine", "processes on this machine"),
+    "ray": ("curate.engine.ray.engine:RayEngine", "a Ray cluster (--address, or a Ray instance for the run)"),
     "slurm": ("curate.engine.slurm:SlurmEngine", "Slurm job arrays (the recipe's slurm: settings)"),
 }
 # The package an engine needs beyond curate's core, and the extra that installs it.

@@ -34,16 +34,17 @@ from typing import Callable
 import pyarrow as pa
 
 from curate import observers, preflight
-from curate.engine import engines, plan, work_store
-from curate.engine.context import READ_BYTES, READ_STEP, StageContext
-from curate.engine.executor import Engine, Executor
+from curate.engine.work import engines, work_store
+from curate.engine.tasks import plan
+from curate.engine.tasks.context import READ_BYTES, READ_STEP, StageContext
+from curate.engine.work.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.fit import fit
-from curate.engine.layout import Files, RunLayout
-from curate.engine.publish import lineage, publish, stage_data
+from curate.engine.run.fit import fit
+from curate.engine.rundir.layout import Files, RunLayout
+from curate.engine.run.publish import lineage, publish, stage_data
 from curate.engine.result import TaskResult
-from curate.engine.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
-from curate.engine.task import run_task
+from curate.engine.rundir.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
+from curate.engine.tasks.task import run_task
 from curate.errors import CurateError, NoSpace
 
 from curate.io import hub, input_schema, output_formats, retries

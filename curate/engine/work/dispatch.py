@@ -14,7 +14,7 @@ from collections import deque
 from typing import Generic, Hashable, Sequence, TypeVar
 
 from curate.engine.failpoints import failpoint
-from curate.engine.plan import Task
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
 
 Slot = TypeVar("Slot")

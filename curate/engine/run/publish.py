@@ -24,10 +24,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from curate.card import card_text
-from curate.engine.executor import Executor
+from curate.engine.work.executor import Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.layout import MANIFEST_FORMAT, Files, RunLayout
-from curate.engine.store_files import output_errors
+from curate.engine.rundir.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.engine.rundir.store_files import output_errors
 from curate.io import output_formats, retries
 from curate.recipe import Recipe
 from curate.manifest import build as build_manifest

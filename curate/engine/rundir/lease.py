@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 
-from curate.engine.store_files import StoreFiles
+from curate.engine.rundir.store_files import StoreFiles
 from curate.errors import CurateError
 
 LEASE = 60.0  # seconds a lock holds without renewal
@@ -80,7 +80,7 @@ class StoreLease:
         return value if isinstance(value, dict) else {}
 
     def acquire(self) -> None:
-        from curate.engine.run_dir import RunLocked
+        from curate.engine.rundir.run_dir import RunLocked
 
         for _ in range(10):  # a takeover races other runs taking it over too: the create decides
             if self.files.create(self.path, self._body()):

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate import observers
-from curate.engine.context import READ_BYTES, READ_STEP, Progress, StageContext, operators_for, prepared_name
+from curate.engine.tasks.context import READ_BYTES, READ_STEP, Progress, StageContext, operators_for, prepared_name
 from curate.engine.failpoints import failpoint
-from curate.engine.layout import Files
-from curate.engine.plan import Task
+from curate.engine.rundir.layout import Files
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
-from curate.engine.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
+from curate.engine.tasks.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
 from curate.io import output_formats, retries
 from curate.io.meter import ReadMeter
 from curate.io.readers import BadRows, read_source

@@ -34,11 +34,11 @@ import shutil
 import uuid
 from pathlib import Path
 
-from curate.engine.context import StageContext
-from curate.engine.layout import RunLayout, StageLayout
-from curate.engine.plan import Task
+from curate.engine.tasks.context import StageContext
+from curate.engine.rundir.layout import RunLayout, StageLayout
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
-from curate.engine.worker import run_task_in_worker
+from curate.engine.work.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.io.output_formats import remote_fs
 from curate.io.store import filesystem, upload_options

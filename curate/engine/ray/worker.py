@@ -9,15 +9,16 @@ from pathlib import Path
 
 import ray
 
-from curate.engine import context, shared_dir, work_store
-from curate.engine.context import StageContext
+from curate.engine.tasks import context
+from curate.engine.work import shared_dir, work_store
+from curate.engine.tasks.context import StageContext
 from curate.engine.failpoints import failpoint
-from curate.engine.layout import RunLayout
-from curate.engine.plan import Task
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
-from curate.engine.run_dir import hold_worker_lock
-from curate.engine.work_store import WorkStore
-from curate.engine.worker import use_cores
+from curate.engine.rundir.run_dir import hold_worker_lock
+from curate.engine.work.work_store import WorkStore
+from curate.engine.work.worker import use_cores
 
 RETRIES = 3  # runs of a task whose worker died, after the first
 

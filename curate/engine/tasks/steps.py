@@ -13,10 +13,10 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 import pyarrow as pa
 
-from curate.engine import expand
-from curate.engine.context import Progress, StageContext, load_state, prepared_name
-from curate.engine.expand import OperatorBug
-from curate.engine.plan import Task
+from curate.engine.tasks import expand
+from curate.engine.tasks.context import Progress, StageContext, load_state, prepared_name
+from curate.engine.tasks.expand import OperatorBug
+from curate.engine.tasks.plan import Task
 from curate.errors import InputError
 from curate.ops import Filter, Global, Map, Operator, Verdict
 from curate.recipe import Step

@@ -11,7 +11,7 @@ path; nodes that do not see it share its files through an object store instead (
 `--work-store URI`, or for an output on a store a prefix of its own there), which this engine's
 `share` and `receive` carry for the runner, and `map` for a fit's directory (shared_dir.py).
 
-Ray is imported here only (and in ray_nodes.py, ray_worker.py), so `curate --help` and the local
+Ray is imported here only (and in nodes.py, worker.py), so `curate --help` and the local
 engine never load it.
 """
 
@@ -23,14 +23,14 @@ from pathlib import Path
 
 import ray
 
-from curate.engine import shared_dir, work_store
-from curate.engine.context import Progress, StageContext
-from curate.engine.dispatch import Slots, WorkerLost, dispatch
-from curate.engine.executor import Engine, Executor
-from curate.engine.layout import RunLayout
-from curate.engine.plan import Task
-from curate.engine.ray_nodes import check_nodes, drop_mirrors, on_node, worker_env
-from curate.engine.ray_worker import RETRIES, ModelWorker, ProgressSink, Setup, call, call_sharing, run_task
+from curate.engine.work import shared_dir, work_store
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.work.dispatch import Slots, WorkerLost, dispatch
+from curate.engine.work.executor import Engine, Executor
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.plan import Task
+from curate.engine.ray.nodes import check_nodes, drop_mirrors, on_node, worker_env
+from curate.engine.ray.worker import RETRIES, ModelWorker, ProgressSink, Setup, call, call_sharing, run_task
 from curate.engine.result import TaskResult
 from curate.io.store import is_uri
 
