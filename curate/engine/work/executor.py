@@ -61,6 +61,8 @@ class Engine(ABC):
         """Bring a finished task's files into the run's `_work/`. Default: they are there."""
 
     def manifest_entries(self) -> dict:
+        """What the engine saw of how the run was executed (job ids, nodes), as manifest fields
+        typed in manifest.py, for the runner to write; never what the run computed. Default: none."""
         return {}
 
     def close(self, discard_work: bool = False) -> None:
