@@ -8,6 +8,8 @@ sent and stored). Rounds alternate the order of the sides.
 
 Wall is the whole `curate run` (start-up, reading, writing Parquet, the cache included); CPU
 seconds are the client's process tree (the mock server's are shown apart: both share the cores).
+The sides, rounds and servers (`compare`) and the bare loop (`bare`) serve any LLM operator's
+requests: bench/synth_throughput.py runs them with generate_qa's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -54,12 +57,21 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bare(url: str, n: int, concurrency: int) -> None:
-    """The anchor: the same chat requests as rephrase sends, from one asyncio loop."""
-    import aiohttp
+def rephrase_body(i: int) -> bytes:
+    """Request i as rephrase sends it (style medium, the mock's model), a JSON body."""
     import orjson
 
     from curate_operators.synth.prompts import PROMPTS, TEMPLATE
+
+    return orjson.dumps({"model": "mock", "max_tokens": 512, "temperature": 0.0, "top_p": 1.0, "seed": 0,
+                         "messages": [{"role": "user", "content": TEMPLATE.format(prompt=PROMPTS["medium"],
+                                                                                 text=TEXT.format(i=i))}]})
+
+
+def bare(url: str, n: int, concurrency: int, body: Callable[[int], bytes] = rephrase_body) -> None:
+    """The anchor: the operator's chat requests (`body(i)`, as it sends them), from one asyncio loop."""
+    import aiohttp
+    import orjson
 
     async def main() -> int:
         ok = 0
@@ -68,10 +80,7 @@ def bare(url: str, n: int, concurrency: int) -> None:
             async def sender() -> None:  # `concurrency` senders pulling requests in turn
                 nonlocal ok
                 for i in todo:
-                    body = orjson.dumps({"model": "mock", "max_tokens": 512, "temperature": 0.0, "top_p": 1.0,
-                                         "seed": 0, "messages": [{"role": "user", "content": TEMPLATE.format(
-                                             prompt=PROMPTS["medium"], text=TEXT.format(i=i))}]})
-                    async with session.post(f"{url}/chat/completions", data=body,
+                    async with session.post(f"{url}/chat/completions", data=body(i),
                                             headers={"Content-Type": "application/json"}) as r:
                         payload = await r.read()
                     ok += bool(orjson.loads(payload)["choices"][0]["message"]["content"])
@@ -89,37 +98,78 @@ def io_processes(workers: int) -> int:
     return min(workers, max(1, available_cores() // 4))
 
 
-def side(name: str, n: int, args, work: Path) -> dict:
+REPHRASE_STEP = """  - rephrase:
+      styles: [medium]
+      ratio: '0:1'
+      llm: {llm}
+"""
+
+
+def side(name: str, n: int, args, work: Path, script: str = __file__, step: str = REPHRASE_STEP,
+         llm_extra: str = "", check: Callable[[Path], None] | None = None) -> dict:
+    """One side of one round: the bare loop (`script --bare URL`) or `curate run` of `step` (its `{llm}`
+    the llm block: the mock, the concurrency, a fresh cache, `llm_extra` settings) over work/in-*.jsonl,
+    against a fresh mock server; `check(out)` checks the run's output."""
     port = free_port()
     server = start_server(port)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         server_cpu = cpu_of(server.pid)
         if name == "bare":
-            m = h.run_measured([sys.executable, __file__, "--bare", url, "--requests", str(n),
+            m = h.run_measured([sys.executable, script, "--bare", url, "--requests", str(n),
                                 "--concurrency", str(args.concurrency)], log=work / "bare.log")
         else:
             out = work / f"out-{time.monotonic_ns()}"
-            recipe = work / "wrap.yaml"
-            recipe.write_text(f"""name: wrap-bench
-input: {{path: '{work}/in-*.jsonl'}}
-output: {{path: '{out}'}}
-steps:
-  - rephrase:
-      styles: [medium]
-      ratio: '0:1'
-      llm: {{model: mock, base_url: '{url}', concurrency: {args.concurrency // io_processes(args.workers)},
-             cache_dir: '{work}/cache-{time.monotonic_ns()}'}}
-""")
+            recipe = work / "bench.yaml"
+            llm = (f"{{model: mock, base_url: '{url}', {llm_extra}"
+                   f"concurrency: {args.concurrency // io_processes(args.workers)}, "
+                   f"cache_dir: '{work}/cache-{time.monotonic_ns()}'}}")
+            recipe.write_text(f"name: llm-bench\ninput: {{path: '{work}/in-*.jsonl'}}\noutput: {{path: '{out}'}}\n"
+                              f"steps:\n{step.format(llm=llm)}")
             m = h.curate_run(recipe, "--workers", str(args.workers), log=work / "curate.log")
             h.require_ok(m, "curate run")
-            assert h.parquet_rows(out / "data") == n, "curate did not rephrase every row"
+            (check or (lambda out: None))(out)
         server_cpu = cpu_of(server.pid) - server_cpu
     finally:
         server.kill()
         server.wait()
     h.require_ok(m, name)
     return {"seconds": m.seconds, "cpu": m.cpu_seconds, "server_cpu": server_cpu, "per_s": n / m.seconds}
+
+
+def write_inputs(work: Path, n: int, workers: int, row: Callable[[int], dict]) -> None:
+    """n rows (`row(i)`) in 2 x workers JSONL files: a corpus of several files, so every worker has tasks."""
+    files = 2 * workers
+    for k in range(files):
+        with open(work / f"in-{k}.jsonl", "w") as f:
+            for i in range(k * n // files, (k + 1) * n // files):
+                f.write(json.dumps(row(i)) + "\n")
+
+
+def compare(n: int, args, work: Path, what: str, **side_options) -> tuple[dict, list[list[str]], float]:
+    """`args.rounds` rounds of both sides, in alternating order: each side's means, the table rows
+    (curate's labelled with `what`, the operator), and curate's rate as a share of the bare loop's."""
+    results: dict[str, list[dict]] = {"bare": [], "curate": []}
+    for r in range(args.rounds):
+        for name in (["bare", "curate"] if r % 2 == 0 else ["curate", "bare"]):
+            results[name].append(side(name, n, args, work, **side_options))
+            x = results[name][-1]
+            print(f"round {r + 1} {name}: {x['per_s']:,.0f} requests/s ({x['seconds']:.1f}s wall, {x['cpu']:.1f} "
+                  f"client CPU-s, {x['server_cpu']:.1f} server CPU-s)", flush=True)
+    mean = {k: {f: sum(x[f] for x in v) / len(v) for f in v[0]} for k, v in results.items()}
+    procs = io_processes(args.workers)
+    label = {"curate": f"curate run --workers {args.workers}, {what} ({procs} process{'es' if procs > 1 else ''} x "
+                       f"{args.concurrency // procs} in flight)",
+             "bare": f"bare asyncio aiohttp loop ({args.concurrency} in flight, one process)"}
+    rows = [[label[name], f"{n:,}", f"{mean[name]['seconds']:.1f}", f"{mean[name]['cpu']:.1f}",
+             f"{mean[name]['server_cpu']:.1f}", f"{mean[name]['per_s']:,.0f}", f"{n / mean[name]['cpu']:,.0f}",
+             " / ".join(f"{x['per_s']:,.0f}" for x in results[name])]
+            for name in ("curate", "bare")]
+    return mean, rows, mean["curate"]["per_s"] / mean["bare"]["per_s"]
+
+
+HEADERS = ["side", "requests", "wall s", "client CPU s", "server CPU s", "requests/s", "requests per client CPU-s",
+           "requests/s per round"]
 
 
 def main() -> None:
@@ -135,38 +185,19 @@ def main() -> None:
         return bare(args.bare, args.requests, args.concurrency)
     n = args.requests
     work = Path(tempfile.mkdtemp(prefix="wrap-bench-"))
-    files = 2 * args.workers  # a corpus of several files, so every worker has tasks
-    for k in range(files):
-        with open(work / f"in-{k}.jsonl", "w") as f:
-            for i in range(k * n // files, (k + 1) * n // files):
-                f.write(json.dumps({"text": TEXT.format(i=i)}) + "\n")
-    results: dict[str, list[dict]] = {"bare": [], "curate": []}
-    for r in range(args.rounds):
-        for name in (["bare", "curate"] if r % 2 == 0 else ["curate", "bare"]):
-            results[name].append(side(name, n, args, work))
-            x = results[name][-1]
-            print(f"round {r + 1} {name}: {x['per_s']:,.0f} requests/s ({x['seconds']:.1f}s wall, {x['cpu']:.1f} "
-                  f"client CPU-s, {x['server_cpu']:.1f} server CPU-s)", flush=True)
-    mean = {k: {f: sum(x[f] for x in v) / len(v) for f in v[0]} for k, v in results.items()}
-    share = mean["curate"]["per_s"] / mean["bare"]["per_s"]
-    rows = [[name, f"{n:,}", f"{mean[name]['seconds']:.1f}", f"{mean[name]['cpu']:.1f}",
-             f"{mean[name]['server_cpu']:.1f}", f"{mean[name]['per_s']:,.0f}", f"{n / mean[name]['cpu']:,.0f}",
-             " / ".join(f"{x['per_s']:,.0f}" for x in results[name])]
-            for name in ("curate", "bare")]
-    procs = io_processes(args.workers)
-    label = {"curate": f"curate run --workers {args.workers}, rephrase ({procs} process{'es' if procs > 1 else ''} x "
-                       f"{args.concurrency // procs} in flight)",
-             "bare": f"bare asyncio aiohttp loop ({args.concurrency} in flight, one process)"}
-    for row in rows:
-        row[0] = label[row[0]]
+    write_inputs(work, n, args.workers, lambda i: {"text": TEXT.format(i=i)})
+
+    def check(out: Path) -> None:
+        assert h.parquet_rows(out / "data") == n, "curate did not rephrase every row"
+
+    mean, rows, share = compare(n, args, work, "rephrase", check=check)
     body = "\n".join([
         f"{n:,} chat requests (style medium, one per row, ratio 0:1; input in {2 * args.workers} JSONL files) to `curate serve-mock` on loopback, a fresh "
         f"server per side, {args.concurrency} requests in flight on each side; curate's request cache starts empty, "
         f"so every request is sent and each answer committed to SQLite as it arrives, and the run writes Parquet. "
         f"Means of {args.rounds} rounds, sides in alternating order. Client and server share the machine's cores.",
         "",
-        h.table(["side", "requests", "wall s", "client CPU s", "server CPU s", "requests/s", "requests per client "
-                 "CPU-s", "requests/s per round"], rows),
+        h.table(HEADERS, rows),
         "",
         f"curate sustains **{share:.0%}** of the bare loop's rate ({mean['curate']['per_s']:,.0f} vs "
         f"{mean['bare']['per_s']:,.0f} requests/s; the issue asks >= 2,000/s and >= 80%).",

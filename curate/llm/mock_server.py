@@ -3,7 +3,9 @@
 It answers at once and deterministically from the prompt: "Here is a paraphrase:" and then the
 user message's last paragraph with its words in reverse order, so outputs are checkable and
 the cleaning of preambles is exercised; the synthetic-instruction prompts (DiverseQA, Self-Instruct,
-Evol-Instruct) get answers of their shape (mock_synth.py). Markers in the prompt ask for an outcome: `[[refuse]]`
+Evol-Instruct) get answers of their shape (mock_synth.py), and a one-paragraph prompt sampled at
+temperature > 0 (an instruction, as `respond` sends it) an answer drawn from the prompt and the
+request's seed, so n samples differ. Markers in the prompt ask for an outcome: `[[refuse]]`
 (a refusal), `[[empty]]` (no text), `[[long]]` (cut at max_tokens: finish_reason "length"),
 `[[bad]]` (400, a request the server rejects).
 
@@ -30,12 +32,15 @@ def prompt_key(messages: list[dict]) -> str:
     return hashlib.sha256(orjson.dumps(list(messages))).hexdigest()[:16]
 
 
-def reply_to(messages: list[dict]) -> str:
-    from curate.llm.mock_synth import synth_reply  # the synthetic-instruction prompts' answers
+def reply_to(messages: list[dict], sampling: dict | None = None) -> str:
+    from curate.llm.mock_synth import answer_instruction, synth_reply  # the synthetic-instruction prompts' answers
 
     scripted = synth_reply(messages)
     if scripted is not None:
         return scripted
+    sampling = sampling or {}
+    if (sampling.get("temperature") or 0) > 0 and "\n\n" not in messages[-1]["content"].strip():
+        return answer_instruction(messages[-1]["content"], sampling.get("seed"))  # a sampled answer
     text = messages[-1]["content"].split("\n\n")[-1]
     return "Here is a paraphrase:\n\n" + " ".join(reversed(text.split()))
 
@@ -94,7 +99,7 @@ class MockLLM:
         prompt = doc["messages"][-1]["content"]
         if "[[bad]]" in prompt:
             return web.json_response({"error": {"message": "prompt rejected"}}, status=400)
-        text, finish = reply_to(doc["messages"]), "stop"
+        text, finish = reply_to(doc["messages"], doc), "stop"
         if "[[refuse]]" in prompt:
             text = "I'm sorry, but I can't help with that request."
         elif "[[empty]]" in prompt:

@@ -1,7 +1,9 @@
 """The mock server's answers to the synthetic-instruction prompts (generate_qa's DiverseQA,
-Self-Instruct, Evol-Instruct's rewriter, creator and equality judge, the synth recipes' pair judge), deterministic from the
-prompt, so those recipes run offline end to end (`curate serve-mock`). Any other prompt gets
-None here and the mock's usual reversed-words paraphrase."""
+Self-Instruct, Evol-Instruct's rewriter, creator and equality judge, the synth recipes' pair
+judge), deterministic from the prompt, so those recipes run offline end to end (`curate
+serve-mock`); `answer_instruction` answers an instruction sampled with a seed (respond's n samples:
+one to five sentences, now and then a refusal), deterministic from the prompt and the seed. Any
+other prompt gets None here and the mock's usual reversed-words paraphrase."""
 
 from __future__ import annotations
 
@@ -96,3 +98,25 @@ def _evolve_breadth(prompt: str) -> str:
     given = prompt.split("#Given Prompt#:\n", 1)[1].rsplit("\n#Created Prompt#:", 1)[0].strip()
     t, u = TOPICS[_draw(given + "t", len(TOPICS))], TOPICS[_draw(given + "u", len(TOPICS))]
     return FORMS[_draw(given + "f", len(FORMS))].format(t=t, u=u) + ", drawing on rare historical cases."
+
+
+_ANSWER = ("{T} is easiest to understand by starting from what it is for and who relies on it.",
+           "A common mistake is to treat {t} as simpler than it is; the details matter.",
+           "For example, a beginner can look at one small case of {t} and follow it from start to finish.",
+           "The main reasons are history, cost and convenience, in roughly that order.",
+           "Experts disagree on some points, so it helps to compare two or three sources.",
+           "In short, {t} rewards patience, careful observation and a willingness to ask questions.",
+           "A practical first step is to write down what you already know and what you want to find out.",
+           "Keep in mind the risks as well as the benefits before drawing a conclusion.")
+
+
+def answer_instruction(instruction: str, seed) -> str:
+    """A sampled answer: sample `seed` of the instruction gets one to five sentences about its longest
+    word, or (one in twelve) a short refusal."""
+    key = f"{instruction}:{seed}"
+    if _draw(key + "r", 12) == 0:
+        return "I'm sorry, but I can't help with that request."
+    topic = max((w.strip(".,;:!?\"'()") for w in instruction.split()), key=len, default="it") or "it"
+    first = _draw(key + "f", len(_ANSWER))
+    chosen = [_ANSWER[(first + 3 * j) % len(_ANSWER)] for j in range(1 + _draw(key + "n", 5))]
+    return " ".join(s.format(t=topic, T=topic[:1].upper() + topic[1:]) for s in chosen)
