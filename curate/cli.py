@@ -440,8 +440,9 @@ def demo(
     workers: int = typer.Option(1, "--workers", "-w", help="Processes writing files (same bytes whatever the number)."),
     for_recipe: Optional[str] = typer.Option(
         None, "--for", help="Write instead the demo input of a recipe that the corpus does not feed as it is: "
-        "sft-qdc (DIR/sft.jsonl), decontaminate (DIR/gsm8k.jsonl, DIR/mmlu.jsonl, from the corpus in --corpus) "
-        "or wrap (DIR/web.jsonl)."),
+        "sft-qdc (DIR/sft.jsonl), decontaminate (DIR/gsm8k.jsonl, DIR/mmlu.jsonl, from the corpus in --corpus), "
+        "wrap (DIR/web.jsonl) or ablate (DIR/crawl/, the corpus at a raw crawl's junk and duplicate rates, and "
+        "DIR/heldout.jsonl, clean held-out text: --docs, --files, --seed apply)."),
     corpus: Path = typer.Option(Path("data/demo"), help="With --for decontaminate: the demo corpus the benchmark "
                                 "items are taken from (generated there first if missing)."),
 ) -> None:
@@ -453,7 +454,7 @@ def demo(
     if for_recipe is not None:
         from curate.demo_inputs import write
 
-        paths = write(for_recipe, directory, seed=seed, corpus=corpus)
+        paths = write(for_recipe, directory, seed=seed, corpus=corpus, docs=docs, files=files, workers=workers)
         out.print(f"wrote the {for_recipe} demo input: {', '.join(str(p) for p in paths)}")
         return
     paths = generate(directory, docs=docs, files=files, seed=seed, workers=workers)

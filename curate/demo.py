@@ -299,14 +299,15 @@ class _Plan:
     file_bounds: list[int]  # rows of file i are file_bounds[i]:file_bounds[i + 1]
 
 
-def _plan(docs: int, files: int, seed: int) -> _Plan:
+def _plan(docs: int, files: int, seed: int, low_quality_rate: float = LOW_QUALITY_RATE,
+          pool_reference_rate: float = POOL_REFERENCE_RATE, pool_fraction: float = POOL_FRACTION) -> _Plan:
     rng = np.random.default_rng([seed, 1])
     u = rng.random(docs)
     kind = np.full(docs, _GOOD, dtype=np.int8)
-    low = (u >= POOL_REFERENCE_RATE) & (u < POOL_REFERENCE_RATE + LOW_QUALITY_RATE)
+    low = (u >= pool_reference_rate) & (u < pool_reference_rate + low_quality_rate)
     kind[low] = _LOW_QUALITY_BASE + rng.integers(0, len(LOW_QUALITY_KINDS), int(low.sum()))
-    refs = np.flatnonzero(u < POOL_REFERENCE_RATE)
-    pool_size = max(1, round(docs * POOL_FRACTION))
+    refs = np.flatnonzero(u < pool_reference_rate)
+    pool_size = max(1, round(docs * pool_fraction))
     pool_id = np.full(docs, -1, dtype=np.int32)
     pool_id[refs] = rng.integers(0, pool_size, refs.size)
     first = np.zeros(refs.size, dtype=bool)
@@ -370,17 +371,26 @@ def _write_file_forked(index: int, path: Path) -> Path:
 
 
 def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int = 0,
-             workers: int = 1) -> list[Path]:
+             workers: int = 1, low_quality_rate: float = LOW_QUALITY_RATE,
+             pool_reference_rate: float = POOL_REFERENCE_RATE, pool_fraction: float = POOL_FRACTION) -> list[Path]:
     """Write `docs` rows over `files` files `out_dir/part-NNNN.jsonl.gz`; return their paths.
 
     Columns: id, text, url, source, planted (a PLANTED_KINDS value, or null for a good row).
-    The same (docs, files, seed) always gives byte-identical files, whatever `workers` is.
+    The same (docs, files, seed, rates) always gives byte-identical files, whatever `workers` is.
+    The rates: the share of rows of a low-quality kind, the share of rows copying a document of
+    the shared pool (the first copy of each is the unplanted original), and the pool's size as a
+    share of the rows (smaller: each pooled document is copied more often).
     """
     if files < 1 or docs < files:
         raise CurateError(f"the demo corpus needs docs >= files >= 1, got docs={docs}, files={files}")
+    if min(low_quality_rate, pool_reference_rate) < 0 or low_quality_rate + pool_reference_rate > 1 \
+            or not 0 < pool_fraction <= 1:
+        raise CurateError(f"the demo corpus needs rates in [0, 1] adding up to at most 1 and a pool fraction in "
+                          f"(0, 1], got low_quality_rate={low_quality_rate}, pool_reference_rate="
+                          f"{pool_reference_rate}, pool_fraction={pool_fraction}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan = _plan(docs, files, seed)
+    plan = _plan(docs, files, seed, low_quality_rate, pool_reference_rate, pool_fraction)
     paths = [out / f"part-{i:04d}.jsonl.gz" for i in range(files)]
     if workers <= 1 or files == 1:
         return [_write_file(plan, i, p) for i, p in enumerate(paths)]
@@ -391,3 +401,10 @@ def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int 
             return pool.starmap(_write_file_forked, enumerate(paths), chunksize=1)
     finally:
         _FORKED_PLAN = None
+
+
+def clean_documents(n: int, seed: int) -> list[str]:
+    """`n` documents as the corpus's good rows are made (the same language and lengths), none with
+    a planted defect: clean held-out text of the corpus's distribution (for `curate ablate`)."""
+    rng = np.random.default_rng([seed, 4])
+    return _languages()[0].texts(rng, _good_lengths(rng, n))

@@ -92,3 +92,37 @@ def test_wrap_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
     manifest = json.loads((tmp_path / "out" / "wrap" / "manifest.json").read_text())
     read, chunk, rephrase = manifest["steps"]
     assert read["rows_out"] == 20 and rephrase["rows_out"] == 2 * chunk["rows_out"] > 20
+
+
+def test_the_ablate_demo_input_is_a_raw_crawl_and_clean_held_out_text(cli, tmp_path):
+    """`curate demo --for ablate DIR`: DIR/crawl/ at a raw crawl's rates (half the rows junk, a fifth
+    copies of a small pool), the same bytes each time; DIR/heldout.jsonl: documents with no defect
+    that appear nowhere in the crawl; the default demo's bytes do not change."""
+    import gzip
+    from collections import Counter
+
+    from curate import demo_inputs
+
+    for d in ("a", "b"):
+        res = cli("demo", "--for", "ablate", tmp_path / d, "--docs", "2000", "--files", "2")
+        assert res.exit_code == 0, res.output
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert [str(f) for f in files] == ["crawl/part-0000.jsonl.gz", "crawl/part-0001.jsonl.gz", "heldout.jsonl"]
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    rows = [json.loads(line) for p in sorted((tmp_path / "a" / "crawl").glob("*.jsonl.gz"))
+            for line in gzip.open(p, "rt")]
+    kinds = Counter("junk" if r["planted"] not in (None, "duplicate", "duplicate_normalized") else r["planted"]
+                    for r in rows)
+    assert abs(kinds["junk"] / len(rows) - demo_inputs.CRAWL_LOW_QUALITY_RATE) < 0.04, kinds
+    copies = (kinds["duplicate"] + kinds["duplicate_normalized"]) / len(rows)
+    expected = demo_inputs.CRAWL_POOL_REFERENCE_RATE - demo_inputs.CRAWL_POOL_FRACTION  # the first copy is the original
+    assert abs(copies - expected) < 0.03, kinds
+    held = [json.loads(line)["text"] for line in (tmp_path / "a" / "heldout.jsonl").read_text().splitlines()]
+    assert len(held) == demo_inputs.HELDOUT_DOCS and len(set(held)) == len(held)
+    assert not set(held) & {r["text"] for r in rows}
+    assert min(len(t.split()) for t in held) >= 100  # the good documents' lengths
+    res = cli("demo", tmp_path / "default", "--docs", "2000", "--files", "2")
+    assert res.exit_code == 0, res.output
+    default = [json.loads(line) for p in sorted((tmp_path / "default").glob("*.jsonl.gz"))
+               for line in gzip.open(p, "rt")]
+    assert sum(r["planted"] is not None for r in default) / len(default) < 0.2
