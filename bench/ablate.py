@@ -1,26 +1,28 @@
 """curate ablate: training tokens/s vs a bare torch loop of the same model, and the planted signal.
 
-1. Throughput. `curate ablate` on two demo arms (--seeds 1, the given --model, --seq-len, --batch,
-   --throughput-tokens per arm) vs a bare torch loop (a subprocess: the same transformers model
-   built from the same config and seed, AdamW, cross-entropy, backward, clip, step, on random ids
-   of the same batch and sequence length, as many steps). Both sides' figure is training tokens
-   over the training loop's own seconds (curate's from ablation.json's runs, which include every
-   step; the bare loop's the same way); the table also gives each process's wall and CPU seconds
-   (user + system of its tree). Both at the same torch threads (--threads).
-2. Planted signal (--planted-tokens > 0). The demo corpus (`curate demo`, planted duplicates and
-   junk) through recipes/quickstart.yaml; `curate ablate --recipe` (its input vs its output, equal
-   tokens, --model tiny, --seeds 3) scored on clean held-out text (demo documents of another seed
-   without planted defects); then two arms of the same distribution (the input's first four files
-   vs its last four), which should be "no difference". Wall and CPU seconds of each.
+1. Throughput (--throughput-tokens > 0). `curate ablate` on two demo arms (--seeds 1, the given
+   --model, --seq-len, --batch, --throughput-tokens per arm) vs a bare torch loop (a subprocess:
+   the same transformers model built from the same config and seed, AdamW, cross-entropy,
+   backward, clip, step, on random ids of the same batch and sequence length, as many steps).
+   Both sides' figure is training tokens over the training loop's own seconds (curate's from
+   ablation.json's runs, which include every step; the bare loop's the same way); the table also
+   gives each process's wall and CPU seconds (user + system of its tree). Both at the same torch threads (--threads).
+2. Planted signal (--planted-tokens > 0). `curate demo --for ablate` (the demo corpus at a raw
+   crawl's defect rates: half the rows junk of the planted kinds, a fifth copies of a small pool;
+   and clean held-out text of the same language, another seed, no defect), recipes/quickstart.yaml
+   run on it (`curate run -i`), then `curate ablate input=CRAWL output=RUN` at equal tokens,
+   --model tiny, --seeds 3, scored on the clean held-out text, --expect output>input; then two
+   arms of the same data (the crawl's first four files vs its last four), which should be "no
+   difference". Wall and CPU seconds of each command; the per-seed differences, the paired t-test
+   and the bootstrap interval over held-out documents.
 
     python bench/ablate.py [--model tiny] [--threads 1] [--throughput-tokens 65536]
-                           [--planted-tokens 262144] [--docs 20000]
+                           [--planted-tokens 262144] [--planted-threads 2] [--docs 20000]
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import textwrap
@@ -58,40 +60,14 @@ BARE = textwrap.dedent("""
 """)
 
 
-def clean_eval(path: Path, docs: int = 400) -> Path:
-    """Clean held-out text: demo documents of another seed without a planted defect."""
-    if path.is_file():
-        return path
-    from curate.demo import generate
-
-    src = DATA / "ablate-eval-src"
-    generate(src, docs=docs, files=1, seed=123, workers=1)
-    rows = [json.loads(line) for p in sorted(src.glob("*.jsonl.gz")) for line in gzip.open(p, "rt")]
-    path.write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows if r["planted"] is None))
-    return path
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="tiny")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--throughput-tokens", type=int, default=65_536)
-    ap.add_argument("--planted-tokens", type=int, default=262_144)
-    ap.add_argument("--docs", type=int, default=20_000)
-    add_section_args(ap)
-    a = ap.parse_args()
-    load_before = load()
-    work = RUNS / "ablate"
-    work.mkdir(parents=True, exist_ok=True)
+def throughput(a, work: Path) -> tuple[list[str], list[list[str]]]:
+    """Section 1 (see the module doc): the body's lines and the headline rows."""
     demo = DATA / f"ablate-demo-{a.docs}"
     if not (demo / "done").is_file():
         require_ok(run_measured([*CURATE, "demo", str(demo), "--docs", str(a.docs), "--files", "8"]), "curate demo")
         (demo / "done").write_text("")
     common = ["--model", a.model, "--threads", str(a.threads), "--seq-len", str(a.seq_len), "--batch", str(a.batch),
               "--overwrite"]
-    # 1. Throughput: curate ablate vs the bare loop.
     out = work / "throughput"
     m = run_measured([*CURATE, "ablate", f"a={demo}/*.jsonl.gz", f"b={demo}/*.jsonl.gz", "-o", str(out),
                       "--seeds", "1", "--tokens", str(a.throughput_tokens), *common], log=work / "throughput.log")
@@ -112,8 +88,7 @@ def main() -> None:
              f"{curate_cpu_rate:,.0f}", f"{curate_cpu_rate / bare_cpu_rate:.0%}"],
             [f"bare torch loop ({steps} steps, 2 processes)", f"{sum(b.seconds for b in bare):.1f}",
              f"{sum(b.cpu_seconds for b in bare):.1f}", f"{bare_rate:,.0f}", "100%", f"{bare_cpu_rate:,.0f}", "100%"]]
-    body = [f"Machine: {machine()}; load before {load_before}.", "",
-            f"Throughput: the `{a.model}` preset ({params:,} parameters), sequence length {a.seq_len}, batch "
+    body = [f"Throughput: the `{a.model}` preset ({params:,} parameters), sequence length {a.seq_len}, batch "
             f"{a.batch}, {a.threads} torch thread(s), CPU, fp32. Training tokens/s is tokens over the training "
             f"loop's seconds, and over its CPU seconds (steadier on shared cores; curate's: every step of both "
             f"runs; the bare loop's: the mean of two processes). "
@@ -124,36 +99,103 @@ def main() -> None:
     headlines = [["curate ablate training tokens/s vs a bare torch loop", f"{curate_rate / bare_rate:.0%}",
                   f"{curate_cpu_rate / bare_cpu_rate:.0%}",
                   f"{a.model}, {a.threads} thread(s)"]]
+    return body, headlines
+
+
+PLANTED_HEADLINES: list[list[str]] = []
+
+
+def planted_signal(a, work: Path) -> list[str]:
+    """Section 2 (see the module doc): the body's lines; the headline rows go to PLANTED_HEADLINES."""
+    crawl = DATA / f"ablate-crawl-{a.docs}"
+    if not (crawl / "done").is_file():
+        require_ok(run_measured([*CURATE, "demo", "--for", "ablate", str(crawl), "--docs", str(a.docs)]),
+                   "curate demo --for ablate")
+        (crawl / "done").write_text("")
+    heldout = crawl / "heldout.jsonl"
+    clean = work / "quickstart-crawl"
+    run_cmd = [*CURATE, "run", "recipes/quickstart.yaml", "-i", f"{crawl}/crawl/*.jsonl.gz", "-o", str(clean), "-w",
+               "1", "--overwrite"]
+    rm = run_measured(run_cmd, log=work / "quickstart-crawl.log")
+    require_ok(rm, "curate run recipes/quickstart.yaml on the crawl")
+    common = ["--model", "tiny", "--seeds", "3", "--tokens", str(a.planted_tokens), "--eval-text", str(heldout),
+              "--eval-tokens", str(a.eval_tokens), "--threads", str(a.planted_threads), "--overwrite"]
+    cases = [("quickstart output vs its input", [f"input={crawl}/crawl/*.jsonl.gz", f"output={clean}"],
+              work / "planted", ["--expect", "output>input"]),
+             ("the crawl's two halves (files 0-3 vs 4-7)", [f"a={crawl}/crawl/part-000[0-3].jsonl.gz",
+                                                             f"b={crawl}/crawl/part-000[4-7].jsonl.gz"],
+              work / "same", [])]
+    rows, commands = [], [f"`{_shown(run_cmd)}`: {rm.seconds:.0f} s wall, {rm.cpu_seconds:.0f} CPU s"]
+    metric = "bpb:heldout"
+    for what, arms, out, more in cases:
+        cmd = [*CURATE, "ablate", *arms, "-o", str(out), *common, *more]
+        m = run_measured(cmd, log=work / f"{out.name}.log")
+        if m.returncode not in (0, 1):  # 1: --expect not met, recorded below
+            require_ok(m, f"curate ablate ({what})")
+        r = json.loads((out / "ablation.json").read_text())
+        c = next(c for c in r["comparisons"] if c["metric"] == metric)
+        by = {x["name"]: x for x in r["arms"]}
+        diffs = [sb["metrics"][metric] - sa["metrics"][metric] for sa, sb in zip(by[c["a"]]["seeds"],
+                                                                               by[c["b"]]["seeds"])]
+        means = ", ".join(f"{x['name']} {x['mean'][metric]:.4f} ± {x['std'][metric]:.4f}" for x in r["arms"])
+        boot = c["bootstrap"]
+        rows.append([what, f"{m.seconds:.0f}", f"{m.cpu_seconds:.0f}", means,
+                     ", ".join(f"{d:+.4f}" for d in diffs), f"{c['t']:.2f}", f"{c['p_value']:.3g}",
+                     f"[{boot['low']:+.4f}, {boot['high']:+.4f}] ({boot['items']} docs)", c["verdict"]])
+        commands.append(f"`{_shown(cmd)}`: exit {m.returncode}, {m.seconds:.0f} s wall, {m.cpu_seconds:.0f} CPU s")
+        settings = r["settings"]
+    PLANTED_HEADLINES.append(["curate ablate: quickstart output vs its input (demo crawl), tiny, 3 seeds",
+                              f"{rows[0][1]} s", f"{rows[0][2]} CPU s", rows[0][8]])
+    PLANTED_HEADLINES.append(["curate ablate: the crawl's two halves, tiny, 3 seeds", f"{rows[1][1]} s",
+                              f"{rows[1][2]} CPU s", rows[1][8]])
+    return [f"Planted signal: `curate demo --for ablate` ({a.docs:,} rows: half junk of the planted kinds, a fifth "
+            f"copies of a pool of 1%; clean held-out text of another seed), recipes/quickstart.yaml run on it, "
+            f"then `curate ablate` at {a.planted_tokens:,} training tokens per arm, the tiny preset "
+            f"({settings['parameters']:,} parameters), 3 seeds, peak LR {settings['lrs'][0]:g} (the default), "
+            f"{a.planted_threads} torch thread(s), scored on {a.eval_tokens:,} tokens of the clean held-out text "
+            f"({metric}, bits per byte, lower is better). Per seed, b - a (same initial weights and sequence order "
+            f"for both arms); the paired t-test over seeds (df 2) gives p; the bootstrap interval is over "
+            f"held-out documents (2,000 paired resamples of the seed-mean scores). The cores are shared with "
+            f"other sessions' tests and benches (load averages in the header and below), so the times are those "
+            f"of a busy machine.", "",
+            *[f"- {c}" for c in commands], "",
+            table(["arms", "wall s", "CPU s", "bpb (mean ± sd over seeds)", "b - a per seed", "t", "p",
+                   "bootstrap 95%", "verdict"], rows), ""]
+
+
+def _shown(cmd: list[str]) -> str:
+    """The command as typed: `curate ...` for the module run, paths relative to the repository."""
+    words = ["curate" if w == "curate.cli" else w for w in cmd if w not in (sys.executable, "-m")]
+    return " ".join(f"'{w}'" if any(c in w for c in "*?[>") else w for w in
+                    (x.replace(str(REPO) + "/", "") for x in words))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="tiny")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--throughput-tokens", type=int, default=65_536)
+    ap.add_argument("--planted-tokens", type=int, default=262_144)
+    ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--planted-threads", type=int, default=2, help="torch threads of the planted-signal runs")
+    ap.add_argument("--eval-tokens", type=int, default=100_000, help="held-out tokens scored (planted signal)")
+    add_section_args(ap)
+    a = ap.parse_args()
+    load_before = load()
+    work = RUNS / "ablate"
+    work.mkdir(parents=True, exist_ok=True)
+    body = [f"Machine: {machine()}; load before {load_before}.", ""]
+    headlines: list[list[str]] = []
+    if a.throughput_tokens:
+        b, h = throughput(a, work)
+        body += b
+        headlines += h
     # 2. Planted signal.
     if a.planted_tokens:
-        evalfile = clean_eval(work / "clean_eval.jsonl")
-        recipe = work / "quickstart.yaml"
-        recipe.write_text((REPO / "recipes" / "quickstart.yaml").read_text()
-                          .replace("data/demo/*.jsonl.gz", f"{demo}/*.jsonl.gz")
-                          .replace("out/quickstart", str(work / "quickstart")))
-        planted = [("quickstart output vs input (--recipe)", ["--recipe", str(recipe)], work / "planted"),
-                   ("the input's two halves (files 0-3 vs 4-7)", [f"a={demo}/part-000[0-3].jsonl.gz",
-                                                                   f"b={demo}/part-000[4-7].jsonl.gz"], work / "same")]
-        prow = []
-        for what, arms, pout in planted:
-            pm = run_measured([*CURATE, "ablate", *arms, "-o", str(pout), "--seeds", "3", "--tokens",
-                               str(a.planted_tokens), "--eval-text", str(evalfile), "-w", "2", *common],
-                              log=work / f"{pout.name}.log")
-            require_ok(pm, f"curate ablate ({what})")
-            r = json.loads((pout / "ablation.json").read_text())
-            c = next(c for c in r["comparisons"] if c["metric"] == r["primary_metric"])
-            means = ", ".join(f"{x['name']} {x['mean'][r['primary_metric']]:.4f} ± {x['std'][r['primary_metric']]:.4f}"
-                              for x in r["arms"])
-            prow.append([what, f"{pm.seconds:.0f}", f"{pm.cpu_seconds:.0f}", means, f"{c['p_value']:.3g}",
-                         c["verdict"]])
-            lr = r["settings"]["lrs"][0]
-        body += [f"Planted signal: the demo corpus ({a.docs:,} documents) and recipes/quickstart.yaml; "
-                 f"`curate ablate` at {a.planted_tokens:,} training tokens per arm, 3 seeds, peak LR {lr:g} "
-                 f"(the default), scored on clean held-out text (bpb:{Path(evalfile).stem}, lower is better). "
-                 f"Times include running the recipe (first row).", "",
-                 table(["arms", "wall s", "CPU s", "bpb (mean ± sd over seeds)", "p", "verdict"], prow), ""]
-        headlines.append(["curate ablate: quickstart output vs input, tiny, 3 seeds", f"{prow[0][1]} s", "",
-                          prow[0][5]])
+        body += planted_signal(a, work)
+        headlines += PLANTED_HEADLINES
     body.append(f"Load at the end: {load()}.")
     emit(a, "\n".join(body), headlines)
 

@@ -36,7 +36,7 @@ import harness as h
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
             "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
-            "clip-score-gpu", "generate-gpu", "ablate", "input-schema", "fineweb-anchor"]
+            "clip-score-gpu", "generate-gpu", "ablate", "ablate-planted", "input-schema", "fineweb-anchor"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
@@ -77,7 +77,8 @@ TITLES = {
     "embed-gpu": "embed on a GPU: curate run vs a bare SentenceTransformer.encode loop (MiniLM, float16)",
     "clip-gpu": "embed images on a GPU: curate run vs a bare open_clip loop (ViT-B-32)",
     "clip-score": "clip_score on CPU: curate run vs a bare open_clip loop (decode + preprocess + encode + cosine)",
-    "ablate": "curate ablate: training tokens/s vs a bare torch loop, and the planted signal",
+    "ablate": "curate ablate: training tokens/s vs a bare torch loop",
+    "ablate-planted": "curate ablate: the planted signal (the quickstart's output vs its input on the demo crawl)",
     "input-schema": "The input's schema decided from every file: a JSONL.gz run at this commit vs before the scan",
     "fineweb-anchor": "The FineWeb chain on WARC files (trafilatura -> lid.176 -> Gopher, C4, FineWeb filters): "
                       "curate run vs datatrove, docs per CPU-second and agreement",
@@ -206,7 +207,8 @@ def commands(a) -> dict[str, list[str]]:
         "clip-score": ["clip_score_throughput.py", "--images", str(a.clip_score_images), "--batch-size", "64",
                        "--device", "cpu"],
         "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
-        "ablate": ["ablate.py"],
+        "ablate": ["ablate.py", "--planted-tokens", "0"],
+        "ablate-planted": ["ablate.py", "--throughput-tokens", "0"],
         "fineweb-anchor": ["fineweb_anchor.py", "--pages", str(a.fineweb_anchor_pages), "--rounds", "2", *w],
         "input-schema": ["input_schema_cost.py", "--docs", str(a.input_schema_docs), "--rounds", "3", *w],
         "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
@@ -345,7 +347,8 @@ def main() -> None:
     machine_line, commit_line = machine(), commit()
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
-    if set(only) - GPU_SECTIONS - {"ablate", "input-schema", "fineweb-anchor"}:  # these make their own, smaller demo corpora
+    # These make their own, smaller demo corpora:
+    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor"}:
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}

@@ -27,7 +27,7 @@ def ablate(
                               "or a transformers config JSON file."),
     seeds: int = typer.Option(3, "--seeds", min=1, help="Seeds per arm (the same seeds for every arm)."),
     lr: Optional[List[float]] = typer.Option(None, "--lr", help="Peak learning rate (default: the OLMo "
-                                             "ladder's for the model's size / 20; tiny: 1.2e-3); repeat it to "
+                                             "ladder's for the model's size / 4; tiny: 5.9e-3); repeat it to "
                                              "see whether the ranking holds at a smaller one (arXiv 2512.24503)."),
     seq_len: int = typer.Option(128, "--seq-len", min=2, help="Sequence length (tokens)."),
     batch: int = typer.Option(16, "--batch", min=1, help="Sequences per optimizer step."),

@@ -8,9 +8,13 @@ The default tokenizer is byte-level and built here (no download): ids 0-255 are 
 Held out: a document whose content key (xxhash64 of its text NFKC-normalized, case-folded, whitespace
 collapsed) falls in the held-out share is never trained on, in any arm, and neither is a document
 whose content key is an `--eval-text` document's.
-The sample: the arm's documents in a seeded order (numpy PCG64, `sample_seed`), their ids
-(document + EOS) concatenated and cut at exactly `tokens`; with `allow_repeat`, an arm that runs
-out starts again in a new order (epochs counted).
+The sample: the arm's documents in a seeded order (numpy PCG64, `sample_seed` and the training
+seed: each seed trains on its own sample, the same seed of every arm on that arm's sample of the
+same draw), their ids (document + EOS) concatenated and cut at exactly `tokens`; with
+`allow_repeat`, an arm that runs out starts again in a new order (epochs counted). A new sample per
+seed puts the luck of the draw (which documents, how much junk in them) into the seed-to-seed
+variation the paired test weighs; with one sample for every seed, two arms of the same data differ
+by their two samples in every seed alike, and that difference would pass for one between the data.
 """
 
 from __future__ import annotations
@@ -169,9 +173,11 @@ class Sample:
 
 
 def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int, allow_repeat: bool,
-               holdout: float, excluded: set[int]) -> Sample:
+               holdout: float, excluded: set[int], draw: int = 0) -> Sample:
     """Exactly `tokens` training ids of the arm's documents (see the module doc). `excluded`:
-    xxhash64s of texts never trained on (the eval files')."""
+    xxhash64s of texts never trained on (the eval files'). `draw`: which of the seeded samples
+    (training seed s trains on draw s, so that the seeds vary the documents too); the held-out
+    documents and their order do not depend on it."""
     keep, held = [], []
     for t in texts:
         if is_held_out(t, holdout) or content_key(t) in excluded:
@@ -180,6 +186,8 @@ def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int,
             keep.append(t)
     rng = np.random.default_rng([seed, 0x5A])
     held = [held[i] for i in rng.permutation(len(held))]
+    if draw:
+        rng = np.random.default_rng([seed, 0x5A, draw])
     if not keep:
         raise CurateError(f"arm {name}: no documents to train on ({len(texts)} read, all held out)")
     order = rng.permutation(len(keep))

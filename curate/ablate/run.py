@@ -165,11 +165,18 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
         sample = data.sample_arm(arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat,
                                  opts.holdout, excluded)
         samples[arm.name] = sample
-        if not opts.dry_run:
+        if not opts.dry_run:  # seed 0 trains on tokens.npy, seed s on tokens-seed-s.npy (draw s)
+            (opts.output / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
+            for draw in range(1, opts.seeds):
+                other = data.sample_arm(arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat,
+                                        opts.holdout, excluded, draw)
+                np.save(opts.output / "arms" / arm.name / _sample_file(draw), other.train.astype(np.int32))
             data.write_sample(sample, opts.output / "arms" / arm.name,
                               {"arm": arm.name, "spec": arm.spec, "paths": arm.paths, "tokens": opts.tokens,
                                "available": sample.available, "documents": sample.documents,
-                               "epochs": sample.epochs, "held_out_documents": len(sample.held_out)})
+                               "epochs": sample.epochs, "held_out_documents": len(sample.held_out),
+                               "samples": [_sample_file(s) for s in range(opts.seeds)]})
+        del texts
         avail = (f"of {sample.available:,}, epochs {sample.epochs:.3g}" if sample.available
                  else "under one epoch")
         log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}), "
@@ -216,13 +223,19 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
         run_dir = opts.output / "runs" / arm.name / (f"seed-{seed}" + (f"-lr-{lr:g}" if len(opts.lrs) > 1 else ""))
         spec = TrainSpec(opts.seq_len, opts.batch, opts.accum, lr, opts.warmup, opts.weight_decay, seed, device,
                          opts.checkpoint_every)
-        res, per_item = _one_run(arm.name, samples[arm.name].train, config, spec, sets, mc_sets, tok, run_dir,
+        train_ids = np.load(opts.output / "arms" / arm.name / _sample_file(seed), mmap_mode="r")
+        res, per_item = _one_run(arm.name, train_ids, config, spec, sets, mc_sets, tok, run_dir,
                                  opts.resume, log, f"[{n}/{len(runs)}]", began, n - 1, len(runs))
         results[(lr, seed, arm.name)] = res
         items[(lr, seed, arm.name)] = per_item
     from curate.ablate.results import assemble
 
     return assemble(opts, arms, samples, results, items, sets, config, threads, device, time.perf_counter() - began)
+
+
+def _sample_file(seed: int) -> str:
+    """The arm's training sample of `seed` (its draw) under OUTPUT/arms/ARM/."""
+    return "tokens.npy" if seed == 0 else f"tokens-seed-{seed}.npy"
 
 
 def _cores() -> int:

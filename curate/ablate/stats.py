@@ -1,7 +1,8 @@
 """Which arm is better, and whether beyond seed noise.
 
 Per metric and pair of arms (a, b): the per-seed differences d_s = b_s - a_s (same seed: same
-initial weights and sequence order), a paired t-test on them (df = seeds - 1; scipy's ttest_rel
+initial weights and sequence order; each seed its own draw of each arm's sample, so the luck of
+the draw is part of the seed-to-seed noise), a paired t-test on them (df = seeds - 1; scipy's ttest_rel
 formula: t = mean(d) / (sd(d) / sqrt(k))), and a paired bootstrap over evaluation items (the same
 resampled documents or questions for both arms, on their seed-mean scores): the 95% interval of
 the difference and the share of resamples on the wrong side. `better` is the better arm when

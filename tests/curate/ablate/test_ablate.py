@@ -30,7 +30,7 @@ def test_better_data_is_ranked_better_beyond_seed_noise(cli, corpora, ablate_arg
     assert c["diff"] > 0 and c["p_value"] < 0.05 and c["bootstrap"]["low"] > 0
     assert "good better than junk on bpb:eval" in res.stdout
     assert (out / "ablation.html").read_text().count("<polyline") == 2
-    assert (out / "arms" / "good" / "tokens.npy").is_file()
+    assert (out / "arms" / "good" / "tokens.npy").is_file() and (out / "arms" / "good" / "tokens-seed-1.npy").is_file()
     # The gate the other way round fails (exit 1); --resume reuses the finished runs.
     res = cli(*ablate_args(corpora, out, f"good={corpora / 'demo'}", f"junk={corpora / 'junk.jsonl'}",
                            "--eval-text", corpora / "eval.txt", "--expect", "junk>good", "--resume",

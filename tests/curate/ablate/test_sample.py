@@ -44,6 +44,19 @@ def test_another_seed_another_sample_and_held_out_never_trained(tok):
     assert not any(t.encode() in stream for t in TEXTS[:50])
 
 
+def test_each_training_seed_draws_its_own_sample_and_the_held_out_stays(tok):
+    """Draw s (training seed s): another sample of exactly n tokens, the same each time; draw 0 is
+    the sample as before; the held-out documents and their order are the same for every draw."""
+    kw = dict(seed=0, allow_repeat=False, holdout=0.1, excluded=set())
+    base = data.sample_arm("a", TEXTS, tok, 8000, **kw)
+    draws = [data.sample_arm("a", TEXTS, tok, 8000, draw=d, **kw) for d in (0, 1, 2)]
+    assert np.array_equal(draws[0].train, base.train)
+    assert all(len(d.train) == 8000 for d in draws)
+    assert not np.array_equal(draws[1].train, draws[0].train) and not np.array_equal(draws[2].train, draws[1].train)
+    assert np.array_equal(data.sample_arm("a", TEXTS, tok, 8000, draw=2, **kw).train, draws[2].train)
+    assert all(d.held_out == base.held_out for d in draws)
+
+
 def test_too_small_arm_is_refused_by_name_and_count(tok):
     total = sum(len(t.encode()) + 1 for t in TEXTS[:10])
     with pytest.raises(CurateError, match=rf"arm small has {total:,} training tokens, fewer than --tokens 100,000"):
