@@ -232,16 +232,6 @@ def load_recipe(recipe: RecipeLike, set: Mapping[str, Any] | Iterable[str] | Non
 # Running
 
 
-def check_engine(engine: str, address: str | None) -> None:
-    """`--engine` and `--address` as the command takes them."""
-    from curate.engine.work.engines import ENGINES
-
-    if engine not in ENGINES:
-        raise CurateError(f"engine '{engine}': choose one of {', '.join(ENGINES)}")
-    if address and engine != "ray":
-        raise CurateError("address is for engine ray")
-
-
 def input_is_local(r: "recipe_module.Recipe") -> bool:
     """Whether every input path is on this machine (not a URI, not a Hugging Face dataset name)."""
     from curate.io.sources import on_this_machine
@@ -313,15 +303,16 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     recipe: a path, YAML text, a dict or a curate.Recipe. The keywords are `curate run`'s options:
     input / output replace the recipe's paths; set: overrides, {"steps[1].gopher_quality.min_words":
     30} (Python values) or ["key=yaml", ...] (as --set); workers (default: one per core), resume,
-    overwrite, limit, keep_work, engine ("local", "ray" or "slurm"), address,
+    overwrite, limit, keep_work, engine (a name in curate.engine.work.engines: "local", "ray" or "slurm"), address,
     work_store; report=False is
     --no-report. progress=False prints nothing while it runs (else bars on a terminal, or a line
     every progress_seconds elsewhere, on stderr). Raises CurateError for a problem with the recipe
     or the data, before any worker starts where a look at the input shows it.
     """
     from curate.engine.run.runner import RunOptions
+    from curate.engine.work import engines
 
-    check_engine(engine, address)
+    engines.check(engine, address)
     if workers is not None and workers < 1:
         raise CurateError(f"workers must be >= 1 (got {workers})")
     if limit is not None and limit < 1:

@@ -63,8 +63,8 @@ class RunOptions:
     limit: int | None = None
     keep_work: bool = False
     model_workers: int = 1  # model worker processes when no GPU is visible (else one per GPU)
-    engine: str = "local"  # what runs the tasks: "local" processes, "ray" or "slurm" (engines.py)
-    address: str | None = None  # with engine "ray": the cluster's address (None: a Ray instance for the run)
+    engine: str = "local"  # what runs the tasks: a name in the registry (work/engines.py): local, ray, slurm
+    address: str | None = None  # for an engine that takes one (ray): its cluster (None: an instance for the run)
     # An fsspec URI the tasks copy their work files to: with engine "ray", for nodes that do not see
     # _work/; with an output at a URI, so that --resume continues the run on another machine
     work_store: str | None = None
@@ -128,15 +128,16 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
             raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
                               f"already: leave output.upload out")
         output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
-    if (opts.resume and not opts.work_store and (opts.engine == "ray" or layout.remote)
+    remote_workers = engines.get(opts.engine).remote_workers  # they may not see _work/: a work store carries it
+    if (opts.resume and not opts.work_store and (remote_workers or layout.remote)
             and (remembered := remembered_work_store(layout))):
         opts = replace(opts, work_store=remembered)
         reporter.status(f"continuing with the work store the run was given: {remembered}")
     if opts.work_store:
-        if opts.engine != "ray" and not layout.remote:
-            raise CurateError(f"with the local engine, --work-store is for an output at a URI (so that --resume "
-                              f"continues it on another machine); a local output's _work/ ({layout.work}) is what "
-                              f"--resume continues from")
+        if not remote_workers and not layout.remote:
+            raise CurateError(f"with the {opts.engine} engine, --work-store is for an output at a URI (so that "
+                              f"--resume continues it on another machine); a local output's _work/ ({layout.work}) "
+                              f"is what --resume continues from")
         output_formats.remote_fs(opts.work_store, "--work-store")
     fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit,
                    **({"work_store": opts.work_store} if opts.work_store else {})}  # remembered for --resume

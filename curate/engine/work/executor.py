@@ -13,12 +13,15 @@ there; the runner fetches them back on --resume.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from curate.engine.work import work_store
 from curate.engine.tasks.context import StageContext
 from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+
+if TYPE_CHECKING:
+    from curate.engine.work.engines import EngineConfig
 
 
 class Executor(ABC):
@@ -40,6 +43,11 @@ class Executor(ABC):
 class Engine(ABC):
     cores: int  # the cores its executors run tasks on (this machine's, or a cluster's)
     store = None  # the work store (work_store.WorkStore) its tasks copy their files to, if any
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: EngineConfig) -> Engine:
+        """The engine for one run, made from its EngineConfig: the one way engines.make makes any engine."""
 
     @abstractmethod
     def cpu_executor(self, workers: int) -> Executor:
