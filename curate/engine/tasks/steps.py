@@ -49,9 +49,22 @@ def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
 def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats: StepStats,
              traces: TraceSink) -> pa.RecordBatch:
     started = time.perf_counter()
-    out = account(op, step, batch, _apply(op, batch, ctx), ctx, stats, traces)
+    return _settle(op, step, batch, _apply(op, batch, ctx), started, ctx, stats, traces)
+
+
+def _settle(op: Operator, step, batch: pa.RecordBatch, answer, started: float, ctx: StageContext, stats: StepStats,
+            traces: TraceSink) -> pa.RecordBatch:
+    """A step's answer for `batch`, once it has one (an async step's awaited), as both loops take it:
+    accounted for, and the step's time since `started` added to its stats."""
+    out = account(op, step, batch, answer, ctx, stats, traces)
     stats.seconds += time.perf_counter() - started
     return out
+
+
+def _check_first(batch: pa.RecordBatch, op: Operator, step, ctx: StageContext, task: Task) -> None:
+    """The task's first batch shows whether the step's columns are there (an error names the input file)."""
+    where = task.sources[0].path if task.sources else "the data"
+    check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
 
 
 def account(op: Operator, step, batch: pa.RecordBatch, result, ctx: StageContext, stats: StepStats,
@@ -137,9 +150,8 @@ def step_stream(batches: Iterator[pa.RecordBatch], op: Operator, step: Step, ctx
     for batch in rebatch(batches, rows) if rows else batches:
         if batch.num_rows == 0:
             continue
-        if not checked:  # the first batch shows whether the step's columns are there
-            where = task.sources[0].path if task.sources else "the data"
-            check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
+        if not checked:
+            _check_first(batch, op, step, ctx, task)
             checked = True
         before = batch.num_rows
         batch = run_step(op, step, batch, ctx, stats.setdefault(step.label, StepStats()), traces)
@@ -195,15 +207,12 @@ async def _through_steps(ctx: StageContext, task: Task, ops: list[Operator], bat
         if batch.num_rows == 0:
             break
         if first:
-            where = task.sources[0].path if task.sources else "the data"
-            check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
+            _check_first(batch, op, step, ctx, task)
         started, before = time.perf_counter(), batch.num_rows
-        result = _apply(op, batch, ctx)
-        if inspect.isawaitable(result):
-            result = await result
-        stats = mine.stats.setdefault(step.label, StepStats())
-        batch = account(op, step, batch, result, ctx, stats, mine)
-        stats.seconds += time.perf_counter() - started
+        answer = _apply(op, batch, ctx)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        batch = _settle(op, step, batch, answer, started, ctx, mine.stats.setdefault(step.label, StepStats()), mine)
         mine.progress.append((step.label, before, batch.num_rows))
     return batch, mine
 
