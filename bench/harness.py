@@ -120,6 +120,11 @@ class Measured:
     # How far the used bytes of the filesystem of the log rose above where they were at the start
     # (sampled every 0.1 s): the run's peak disk, plus whatever else wrote there meanwhile.
     peak_disk_gb: float = 0.0
+    # The most the command's own process held (a `curate run`: the driver), and the most any other
+    # process of the tree held (workers, sandboxes); how many processes the samples saw.
+    peak_driver_gb: float = 0.0
+    peak_process_other_gb: float = 0.0
+    processes: int = 0
 
 
 def _become_subreaper() -> bool:
@@ -238,7 +243,9 @@ def run_measured(cmd: list[str], *, cwd: Path = REPO, env: dict | None = None, l
     _reap_orphans(before)
     cpu = max(_children_cpu() - cpu0, sum(cpu_ticks.values()) / _TICK)
     return Measured(seconds, peak / 1e9, cpu, proc.returncode, log.read_text(errors="replace"),
-                    max(peaks.values(), default=0) / 1e9, (disk_peak - disk0) / 1e9)
+                    max(peaks.values(), default=0) / 1e9, (disk_peak - disk0) / 1e9,
+                    peaks.get(proc.pid, 0) / 1e9,
+                    max((v for k, v in peaks.items() if k != proc.pid), default=0) / 1e9, len(peaks))
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")

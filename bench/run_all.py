@@ -36,7 +36,8 @@ import harness as h
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
             "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
-            "clip-score-gpu", "generate-gpu", "ablate", "ablate-planted", "input-schema", "fineweb-anchor"]
+            "clip-score-gpu", "generate-gpu", "ablate", "ablate-planted", "input-schema", "fineweb-anchor",
+            "webcrawl-memory"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
 GPU_SECTIONS = {"embed-gpu", "clip-gpu", "clip-score-gpu", "generate-gpu"}
 TITLES = {
@@ -82,6 +83,8 @@ TITLES = {
     "input-schema": "The input's schema decided from every file: a JSONL.gz run at this commit vs before the scan",
     "fineweb-anchor": "The FineWeb chain on WARC files (trafilatura -> lid.176 -> Gopher, C4, FineWeb filters): "
                       "curate run vs datatrove, docs per CPU-second and agreement",
+    "webcrawl-memory": "recipes/fineweb.yaml on 10, 100 and 1,000 WARC files: peak RSS of the driver and of its "
+                       "workers and sandboxes",
     "datacomp": "DataComp baselines: the funnels of recipes/datacomp-*.yaml on a generated corpus (tiny random CLIP)",
     "clip-score-gpu": "clip_score on a GPU: curate run vs a bare open_clip loop (ViT-B-32), GPU utilisation, "
                       "decode workers",
@@ -91,6 +94,8 @@ TITLES = {
 SIZES = {
     "input_schema_docs": (200_000, 100_000, "input-schema: demo documents (8 JSONL.gz files)"),
     "fineweb_anchor_pages": (3000, 1000, "fineweb-anchor: WARC pages (each side runs them twice, interleaved)"),
+    "fineweb_anchor_rounds": (2, 1, "fineweb-anchor: rounds of every run (curate's and datatrove's alternate)"),
+    "webcrawl_memory_files": ("10,100,1000", "10,100,1000", "webcrawl-memory: WARC file counts (2 pages each)"),
     "pipeline_files": (14, 7, "pipeline: first K demo-corpus files (14,583 docs each)"),
     "io_files": (96, 16, "io: first K demo-corpus files"),
     "memory_small_gb": (1.0, 0.5, "memory: the smaller input, GB of JSONL"),
@@ -209,7 +214,9 @@ def commands(a) -> dict[str, list[str]]:
         "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
         "ablate": ["ablate.py", "--planted-tokens", "0"],
         "ablate-planted": ["ablate.py", "--throughput-tokens", "0"],
-        "fineweb-anchor": ["fineweb_anchor.py", "--pages", str(a.fineweb_anchor_pages), "--rounds", "2", *w],
+        "fineweb-anchor": ["fineweb_anchor.py", "--pages", str(a.fineweb_anchor_pages), "--rounds",
+                           str(a.fineweb_anchor_rounds), *w],
+        "webcrawl-memory": ["webcrawl_memory.py", "--files", a.webcrawl_memory_files, *w],
         "input-schema": ["input_schema_cost.py", "--docs", str(a.input_schema_docs), "--rounds", "3", *w],
         "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
                            "--device", "cuda", "--decode-workers", a.gpu_decode_workers],
@@ -348,7 +355,7 @@ def main() -> None:
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
     # These make their own, smaller demo corpora:
-    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor"}:
+    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory"}:
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}

