@@ -35,7 +35,7 @@ import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
-            "remote-read", "store-faults", "remote-write", "wrap", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
+            "remote-read", "store-faults", "remote-write", "wrap", "synth", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu", "ablate", "ablate-planted", "input-schema", "fineweb-anchor",
             "webcrawl-memory"]
 # Sections for a machine with a GPU (run there with --only; they need no demo corpus of the others).
@@ -67,6 +67,7 @@ TITLES = {
     "remote-write": "Output on S3 (moto, loopback): curate run publishing there vs into a local directory, "
                     "and a bare upload of the same files",
     "wrap": "WRAP rephrase: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
+    "synth": "generate_qa: requests/s of curate run vs a bare asyncio client loop, loopback mock LLM",
     "qdc": "QDC: qdc_select on a planted corpus, heuristic scores' overhead, perplexity vs bare torch, report size",
     "run-metrics": "The run's own dataset metrics (recipe `metrics: true`): overhead on the quickstart, figures",
     "decon": "Benchmark decontamination: decontaminate vs datatrove's NGramsDecontIndexer + Filter, index scaling",
@@ -129,6 +130,7 @@ SIZES = {
     "store_faults_gb": (0.25, 0.05, "store-faults: GB of JSONL.gz read through the failing proxy (and as Parquet)"),
     "remote_write_gb": (1.0, 0.25, "remote-write: GB of JSONL.gz run (no steps) with its output on S3"),
     "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
+    "synth_requests": (100_000, 50_000, "synth: generate_qa chat requests per side and round"),
     "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
@@ -190,6 +192,7 @@ def commands(a) -> dict[str, list[str]]:
         "store-faults": ["store_faults_bench.py", "--gb", f"{a.store_faults_gb:g}", *w],
         "remote-write": ["remote_write_bench.py", "--gb", f"{a.remote_write_gb:g}", *w],
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
+        "synth": ["synth_throughput.py", "--requests", str(a.synth_requests), "--concurrency", "256", *w],
         "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
         "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
@@ -355,7 +358,7 @@ def main() -> None:
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
     # These make their own, smaller demo corpora:
-    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory"}:
+    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory", "synth"}:
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
