@@ -19,7 +19,6 @@ pyarrow, polars and the engine load when a run or a read needs them.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import sys
 import warnings
@@ -38,6 +37,7 @@ if TYPE_CHECKING:  # for annotations only: importing them here would make `impor
 
     from curate import recipe as recipe_module
     from curate.engine.run.runner import RunOptions
+    from curate.manifest import Manifest
 
 
 class CurateWarning(UserWarning):
@@ -285,7 +285,7 @@ def execute(r: "recipe_module.Recipe", opts: "RunOptions", console, progress_sec
         stop_workers_ahead()  # the run stopped before it took them
 
 
-def finished_run(r: "recipe_module.Recipe") -> dict | None:
+def finished_run(r: "recipe_module.Recipe") -> "Manifest | None":
     """The manifest of the finished run of `r` in its output directory (what --resume finds
     there), or None; a finished run of another recipe is a CurateError."""
     from curate.engine.rundir.run_dir import finished_manifest
@@ -311,6 +311,7 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     """
     from curate.engine.run.runner import RunOptions
     from curate.engine.work import engines
+    from curate.manifest import Manifest
 
     engines.check(engine, address)
     if workers is not None and workers < 1:
@@ -330,7 +331,7 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     with _workers_skip_main():
         manifest = execute(r, opts, _console(progress), progress_seconds)
     # A Hub output is read back from the run's local staging directory, which holds what was published
-    done = Run(manifest["run_dir"] if output_to_hub(r) else r.output.path, manifest, r)
+    done = Run(manifest["run_dir"] if output_to_hub(r) else r.output.path, Manifest.model_validate(manifest), r)
     for message in done.warnings():
         warnings.warn(message, CurateWarning, stacklevel=2)
     if report and done.local and not (output_to_hub(r) and done.report_path.is_file()):
@@ -385,7 +386,9 @@ def open_run(path: str | Path) -> "Run":
     if not manifest_path.is_file():
         hint = " (an unfinished run: continue it with resume=True)" if (root / "_work").is_dir() else ""
         raise CurateError(f"{root}: not a finished curate run, no manifest.json{hint}")
-    return Run(root, json.loads(manifest_path.read_text(encoding="utf-8")), None)
+    from curate.manifest import read
+
+    return Run(root, read(manifest_path.read_bytes(), str(manifest_path)), None)
 
 
 # The files of each output format that hold its rows as a table (webdataset: the metadata Parquet
@@ -399,7 +402,7 @@ class Run:
     """A finished run: where it is, its manifest, and its output and trace as tables."""
 
     path: Any  # the run directory: a Path, or the URI of an output on a store
-    manifest: dict = field(repr=False)
+    manifest: Manifest = field(repr=False)  # typed: .to_dict() gives it as written
     recipe: "recipe_module.Recipe | None" = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -411,11 +414,11 @@ class Run:
 
     @property
     def rows_in(self) -> int:
-        return self.manifest["rows_in"]
+        return self.manifest.rows_in
 
     @property
     def rows_out(self) -> int:
-        return self.manifest["rows_out"]
+        return self.manifest.rows_out
 
     @property
     def report_path(self) -> Path:
@@ -423,11 +426,11 @@ class Run:
 
     def data_files(self) -> list[str]:
         """The output files holding the rows as a table, in the manifest's order (paths, or URIs)."""
-        fmt = self.manifest.get("format", "parquet")
+        fmt = self.manifest.format
         if fmt not in _TABLE_FILES:
             raise CurateError(f"{self.path}: a {fmt} output holds token ids, not a table; read its "
                               f"data/part-NNNNN.bin/.idx with megatron-core's IndexedDataset")
-        names = [o["path"] for o in self.manifest.get("outputs", [])]
+        names = [o.path for o in self.manifest.outputs]
         return [self._join(n) for n in names if n.endswith(_TABLE_FILES[fmt])]
 
     def to_arrow(self) -> "pyarrow.Table":
@@ -445,8 +448,7 @@ class Run:
         reading: `run.to_dataset().to_table(columns=[...], filter=...)`)."""
         import pyarrow.dataset as ds
 
-        fmt = self.manifest.get("format", "parquet")
-        if fmt in ("parquet", "webdataset"):
+        if self.manifest.format in ("parquet", "webdataset"):
             return ds.dataset(self.data_files(), format="parquet", filesystem=self._fs())
         return ds.dataset(self.to_arrow())  # JSON lines, Arrow streams: read once, held in memory
 
@@ -459,7 +461,7 @@ class Run:
         """The output as a lazy polars frame (Parquet outputs: read only what a query needs)."""
         import polars as pl
 
-        if self.manifest.get("format", "parquet") in ("parquet", "webdataset"):
+        if self.manifest.format in ("parquet", "webdataset"):
             return pl.scan_parquet(self.data_files(), storage_options=self._storage_options() or None)
         return self.to_polars().lazy()
 
@@ -469,7 +471,7 @@ class Run:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        names = [s["step"] for s in self.manifest["steps"]]
+        names = [s.step for s in self.manifest.steps]
         if step is not None:
             chosen = [n for n in names if n == step or n.partition("_")[2] == step]
             if not chosen:
@@ -488,27 +490,29 @@ class Run:
 
     def funnel(self) -> list[dict]:
         """Per step: rows in and out, removed, seconds and the reasons (the manifest's `steps`)."""
-        return [{key: s.get(key) for key in ("step", "kind", "rows_in", "rows_out", "removed", "seconds", "reasons")}
-                for s in self.manifest["steps"]]
+        keys = ("step", "kind", "rows_in", "rows_out", "removed", "seconds", "reasons")
+        return [{key: getattr(s, key) for key in keys} for s in self.manifest.steps]
 
     def warnings(self) -> list[str]:
         """What `curate run` warns about after this run (repeated ids, every row removed)."""
         from curate.trace import emptied_by
 
         said = []
-        if "duplicate_ids" in self.manifest:
-            said.append(f"{self.manifest['duplicate_ids']['message']} (manifest.json duplicate_ids; "
+        if self.manifest.duplicate_ids is not None:
+            said.append(f"{self.manifest.duplicate_ids.message} (manifest.json duplicate_ids; "
                         f"input.on_duplicate_id: fail refuses them)")
-        emptied = emptied_by(self.manifest["steps"])
+        emptied = emptied_by([s.model_dump() for s in self.manifest.steps])
         if emptied:
             said.append(f"every row was removed: {emptied}")
         return said
 
     def _repr_markdown_(self) -> str:  # a notebook shows the funnel
+        def top(reasons: dict | None) -> str:
+            return ", ".join(f"{k} ({v:,})" for k, v in sorted((reasons or {}).items(), key=lambda kv: -kv[1])[:3])
+
         rows = "\n".join(f"| {s['step']} | {s['rows_in']:,} | {s['rows_out']:,} | {s['removed']:,} | "
-                         f"{', '.join(f'{k} ({v:,})' for k, v in sorted((s['reasons'] or {}).items(), key=lambda kv: -kv[1])[:3])} |"
-                         for s in self.funnel())
-        return (f"**{self.manifest.get('name', 'run')}** in `{self.path}`: {self.rows_in:,} rows in, "
+                         f"{top(s['reasons'])} |" for s in self.funnel())
+        return (f"**{self.manifest.name}** in `{self.path}`: {self.rows_in:,} rows in, "
                 f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n|---|---:|---:|---:|---|\n{rows}")
 
     # -- paths on disk or on a store -----------------------------------------------------------

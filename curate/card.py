@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from curate.errors import CurateError
+from curate.manifest import Manifest, read
 
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
@@ -39,17 +40,12 @@ def size_category(rows: int) -> str:
     return "n>1T"
 
 
-def _manifest(run_dir: Path) -> dict:
+def _manifest(run_dir: Path) -> Manifest:
     path = Path(run_dir) / "manifest.json"
     try:
-        manifest = json.loads(path.read_text())
+        return read(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise CurateError(f"{run_dir} is no finished run: it has no manifest.json") from None
-    except ValueError as e:
-        raise CurateError(f"{path} is not JSON: {e}") from None
-    if not isinstance(manifest, dict) or "steps" not in manifest or "recipe" not in manifest:
-        raise CurateError(f"{path} is not a curate run's manifest")
-    return manifest
 
 
 def _withheld(value, key: str = ""):
@@ -68,16 +64,16 @@ def _reference(value) -> bool:
     return isinstance(value, str) and bool(re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", value))
 
 
-def _hub_settings(manifest: dict) -> dict:
-    output = manifest.get("recipe", {}).get("output") or {}
+def _hub_settings(manifest: Manifest) -> dict:
+    output = manifest.recipe.get("output") or {}
     hub = output.get("hub") if isinstance(output, dict) else None
     return hub if isinstance(hub, dict) else {}
 
 
-def _languages(manifest: dict) -> list[str]:
+def _languages(manifest: Manifest) -> list[str]:
     """The languages a language_id step keeps (its `languages`), if any."""
     found: list[str] = []
-    for item in manifest.get("recipe", {}).get("steps") or []:
+    for item in manifest.recipe.get("steps") or []:
         if isinstance(item, dict) and "language_id" in item and isinstance(item["language_id"], dict):
             for code in item["language_id"].get("languages") or []:
                 if isinstance(code, str) and code not in found:
@@ -85,21 +81,20 @@ def _languages(manifest: dict) -> list[str]:
     return found
 
 
-def _columns(run_dir: Path, manifest: dict) -> list[tuple[str, str]]:
+def _columns(run_dir: Path, manifest: Manifest) -> list[tuple[str, str]]:
     import pyarrow.parquet as pq
 
-    for entry in manifest.get("outputs") or []:
-        path = Path(run_dir) / entry.get("path", "")
+    for entry in manifest.outputs:
+        path = Path(run_dir) / entry.path
         if path.suffix == ".parquet" and path.is_file():
             return [(f.name, str(f.type)) for f in pq.read_schema(path)]
     return []
 
 
-def _tokens(run_dir: Path, manifest: dict) -> tuple[list[tuple[str, int]], dict]:
+def _tokens(run_dir: Path, manifest: Manifest) -> tuple[list[tuple[str, int]], dict]:
     """Token counts the run has: each step's that counted them (tokens of the rows that step
     saw), and the output's totals (the token outputs' _tokens.json)."""
-    per_step = [(s["step"], int(s["counts"]["tokens"])) for s in manifest["steps"]
-                if isinstance(s.get("counts"), dict) and s["counts"].get("tokens")]
+    per_step = [(s.step, int(s.counts["tokens"])) for s in manifest.steps if s.counts and s.counts.get("tokens")]
     totals = {}
     path = Path(run_dir) / "data" / "_tokens.json"
     if path.is_file():
@@ -111,11 +106,11 @@ def _tokens(run_dir: Path, manifest: dict) -> tuple[list[tuple[str, int]], dict]
     return per_step, totals
 
 
-def front_matter(manifest: dict, data_files: list[str], *, license: str | None = None,
+def front_matter(manifest: Manifest, data_files: list[str], *, license: str | None = None,
                  language: list[str] | None = None, task_categories: list[str] | None = None,
                  pretty_name: str | None = None, tags: list[str] | None = None, settings: dict | None = None) -> dict:
     hub = settings if settings is not None else _hub_settings(manifest)
-    meta: dict = {"pretty_name": pretty_name or hub.get("pretty_name") or manifest.get("name") or "curate run"}
+    meta: dict = {"pretty_name": pretty_name or hub.get("pretty_name") or manifest.name or "curate run"}
     license = license or hub.get("license")
     if license:
         meta["license"] = license
@@ -124,7 +119,7 @@ def front_matter(manifest: dict, data_files: list[str], *, license: str | None =
         langs = [langs]
     if langs:
         meta["language"] = list(langs)
-    meta["size_categories"] = [size_category(int(manifest.get("rows_out") or 0))]
+    meta["size_categories"] = [size_category(manifest.rows_out)]
     tasks = task_categories if task_categories is not None else hub.get("task_categories")
     meta["task_categories"] = list(tasks) if tasks is not None else ["text-generation"]
     if not meta["task_categories"]:
@@ -140,14 +135,13 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _funnel(manifest: dict) -> list[str]:
+def _funnel(manifest: Manifest) -> list[str]:
     lines = [FUNNEL_HEADER, "|---|---|---|---:|---:|---:|---|"]
-    for s in manifest["steps"]:
-        reasons = ", ".join(f"{_cell(r)} ({n})" for r, n in sorted((s.get("reasons") or {}).items(),
-                                                                      key=lambda kv: (-kv[1], kv[0])))
-        extra = f"; {s['added']} added by expansion" if s.get("added") else ""
-        lines.append(f"| {_cell(s['step'])} | {_cell(s.get('op', ''))} | {_cell(s.get('kind', ''))} | "
-                     f"{s['rows_in']} | {s['rows_out']} | {s.get('removed', 0)} | {reasons or '-'}{extra} |")
+    for s in manifest.steps:
+        reasons = ", ".join(f"{_cell(r)} ({n})" for r, n in sorted(s.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        extra = f"; {s.added} added by expansion" if s.added else ""
+        lines.append(f"| {_cell(s.step)} | {_cell(s.op)} | {_cell(s.kind)} | "
+                     f"{s.rows_in} | {s.rows_out} | {s.removed} | {reasons or '-'}{extra} |")
     return lines
 
 
@@ -169,8 +163,8 @@ def read_funnel(text: str) -> list[dict]:
     return steps
 
 
-def _metrics(manifest: dict) -> list[str]:
-    metrics = manifest.get("dataset_metrics")
+def _metrics(manifest: Manifest) -> list[str]:
+    metrics = manifest.entry("dataset_metrics")  # the dataset_metrics observer's (operators/score)
     if not isinstance(metrics, dict):
         return []
     sides = [side for side in ("input", "output") if isinstance(metrics.get(side), dict)]
@@ -194,7 +188,7 @@ def _env_references(value) -> list[str]:
 def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | None = None,
               license: str | None = None, language: list[str] | None = None,
               task_categories: list[str] | None = None, pretty_name: str | None = None,
-              settings: dict | None = None, manifest: dict | None = None) -> str:
+              settings: dict | None = None, manifest: Manifest | None = None) -> str:
     """README.md of the finished run in `run_dir`. `hub_paths`: the files as published to the Hub
     (repository paths; their data files are the config's data_files), else the run directory's
     own data/ files are. `settings`: output.hub as published (default: as the manifest's recipe
@@ -209,28 +203,26 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
         data = [p for p in hub_paths if p.startswith("data/") and p.endswith(".parquet")]
         globs = [f"data/{split}-*.parquet"] if data else []
     else:
-        data = [e["path"] for e in manifest.get("outputs") or [] if e.get("path", "").endswith(".parquet")]
-        globs = ["data/*.parquet"] if data and manifest.get("format", "parquet") == "parquet" else []
+        data = [e.path for e in manifest.outputs if e.path.endswith(".parquet")]
+        globs = ["data/*.parquet"] if data and manifest.format == "parquet" else []
     meta = front_matter(manifest, globs, license=license, language=language, task_categories=task_categories,
                         pretty_name=pretty_name, settings=hub)
     # a run directory's own card: its trace (one schema for every file) as a second config
-    traced = not published and globs and any(s.get("removed") for s in manifest["steps"])
+    traced = not published and globs and any(s.removed for s in manifest.steps)
     if traced and meta["configs"][0]["config_name"] != "trace":
         meta["configs"].append({"config_name": "trace", "data_files": [{"split": "train", "path": ["trace/*.parquet"]}]})
-    rows_in, rows_out = int(manifest.get("rows_in") or 0), int(manifest.get("rows_out") or 0)
-    versions = manifest.get("versions") or {}
-    run = manifest.get("run") or {}
+    rows_in, rows_out, versions, run = manifest.rows_in, manifest.rows_out, manifest.versions, manifest.run
     body: list[str] = [f"# {meta['pretty_name']}", ""]
     kept = f" ({rows_out / rows_in:.1%} kept)" if rows_in else ""
     body += [f"{rows_out:,} rows curated from {rows_in:,} input rows{kept} by the "
-             f"[curate](https://pypi.org/project/curate/) recipe `{manifest.get('name')}` "
-             f"(recipe fingerprint `{manifest.get('recipe_fingerprint')}`, seed {manifest.get('seed')}"
-             + (f", first {manifest['limit']:,} input rows only" if manifest.get("limit") else "") + ").", ""]
+             f"[curate](https://pypi.org/project/curate/) recipe `{manifest.name}` "
+             f"(recipe fingerprint `{manifest.recipe_fingerprint}`, seed {manifest.seed}"
+             + (f", first {manifest.limit:,} input rows only" if manifest.limit else "") + ").", ""]
     body += ["## The data", ""]
-    files = manifest.get("outputs") or []
-    size = sum(int(e.get("bytes") or 0) for e in files)
+    files = manifest.outputs
+    size = sum(e.bytes for e in files)
     where = (f"the `{meta['configs'][0]['config_name']}` config, split `{split}`" if globs else "no config")
-    body += [f"{len(files)} {manifest.get('format', 'parquet')} file{'s' if len(files) != 1 else ''} "
+    body += [f"{len(files)} {manifest.format} file{'s' if len(files) != 1 else ''} "
              f"({size / 1e6:,.1f} MB) in {where}" + (f": `{globs[0]}`." if globs else "."), ""]
     if published and repo_id and globs:
         body += ["```python", "from datasets import load_dataset", "",
@@ -259,11 +251,11 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
             body += ["Tokens counted by steps of the recipe (in the rows each step saw):", "",
                      "| step | tokens |", "|---|---:|"] + [f"| {_cell(s)} | {n:,} |" for s, n in per_step] + [""]
     body += _metrics(manifest)
-    recipe = _withheld(manifest.get("recipe") or {})
+    recipe = _withheld(manifest.recipe)
     body += ["## Recipe", "", "As run (`${VAR}` references are the environment's, never expanded here):", "",
              "```yaml", yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True).rstrip(), "```", ""]
     body += ["## Lineage", ""]
-    inputs = manifest.get("inputs") or []
+    inputs = [i.model_dump(mode="json", exclude_unset=True) for i in manifest.inputs]  # a column per field given
     if inputs:
         keys = [k for k in dict.fromkeys(k for i in inputs for k in i) if k != "path"]
         body += [f"{len(inputs)} input file{'s' if len(inputs) != 1 else ''}:", "",
@@ -275,16 +267,15 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
         body.append("")
     body += [f"- curate {versions.get('curate', '?')}, Python {versions.get('python', '?')}; "
              + ", ".join(f"{k} {v}" for k, v in versions.items() if k not in ("curate", "python")),
-             f"- run from {run.get('started_at', '?')} to {run.get('ended_at', '?')} "
-             f"({manifest.get('seconds', '?')} s)",
+             f"- run from {run.started_at} to {run.ended_at or '?'} ({manifest.seconds} s)",
              "- `manifest.json` beside the data holds all of this as JSON, with each step's seconds.", ""]
-    env = _env_references(manifest.get("recipe") or {})
+    env = _env_references(manifest.recipe)
     body += ["## Reproduce", "", f"With the same inputs (their sizes and dates above), save the recipe above as "
              f"`recipe.yaml` and run:", "", "```bash", f"pip install 'curate=={versions.get('curate', '')}'"]
     body += [f"export {name}=...  # the recipe reads it" for name in env]
-    body += ["curate run recipe.yaml" + (f" --limit {manifest['limit']}" if manifest.get("limit") else ""), "```", "",
+    body += ["curate run recipe.yaml" + (f" --limit {manifest.limit}" if manifest.limit else ""), "```", "",
              f"Same inputs, recipe and seed give byte-identical data files; the run's fingerprint is "
-             f"`{manifest.get('recipe_fingerprint')}`.", ""]
+             f"`{manifest.recipe_fingerprint}`.", ""]
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
     return f"---\n{head}---\n\n" + "\n".join(body)
 

@@ -213,6 +213,7 @@ def run(
         return
     from curate.api import execute
     from curate.engine.run.runner import RunOptions
+    from curate.manifest import Manifest
     from curate.progress import funnel_table
     from curate.trace import emptied_by
     from curate.words import count
@@ -221,7 +222,7 @@ def run(
                       engine=engine, address=address, work_store=work_store, report=not no_report)
     manifest = execute(r, opts, cli_errors.err, progress_seconds)  # what curate.run() runs too
 
-    out.print(funnel_table(manifest))
+    out.print(funnel_table(Manifest.model_validate(manifest)))
     if _to_hub(r):
         published = manifest["hub"]
         state = "held it already" if published["already"] else f"commit {published['commit']}"

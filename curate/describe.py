@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -131,12 +130,13 @@ def inspect_path(path: Path) -> list:
         raise CurateError(f"{spec}: an unfinished curate run (no manifest.json); continue it with "
                           f"`curate run RECIPE --output {spec} --resume`")
     if (path / "manifest.json").is_file():
+        from curate.manifest import read as read_manifest
         from curate.progress import funnel_table
         from curate.report.terminal import qdc_tables
 
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest((path / "manifest.json").read_bytes(), str(path / "manifest.json"))
         out.append(funnel_table(manifest))
-        out.extend(qdc_tables(manifest))
+        out.extend(qdc_tables(manifest.to_dict()))
         path = path / "data"
         spec = str(path)
     sources = discover(spec)

@@ -37,6 +37,12 @@ class StepEntry(_Open):
     removed: int = Field(description="Rows the step sent to the trace (an expanding step can add rows too).")
     seconds: float = Field(description="The step's time summed over workers, its fit included.")
     reasons: dict[str, int] = Field(default_factory=dict, description="Removed rows per reason.")
+    counts: dict[str, int] | None = Field(None, description="What the step counted (`tokens`, `empty_files`).")
+    summary: Any = Field(None, description="A Global step's fit, summarised (its state's summary()).")
+    fit_seconds: float | None = Field(None, description="A Global step's fit time, within `seconds`.")
+    work_bytes: dict[str, int] | None = Field(None, description="What the fit held on disk, by structure.")
+    expanded: int | None = Field(None, description="A 1 -> n step: the input rows that produced its rows_out.")
+    added: int | None = Field(None, description="A 1 -> n step: rows_out less `expanded`.")
 
 
 class RunInfo(_Open):
@@ -54,6 +60,14 @@ class OutputEntry(_Open):
     path: str = Field(description="Relative to the run directory (`data/part-00000.parquet`).")
     bytes: int
     rows: int | None = None
+
+
+class DuplicateIdsEntry(_Open):
+    """input.on_duplicate_id: warn found ids given to more than one row."""
+
+    ids: int = Field(description="The ids given to more than one row.")
+    rows: int = Field(description="The rows that carry them.")
+    message: str = Field(description="What `curate run` warned.")
 
 
 class SlurmJobEntry(_Open):
@@ -112,10 +126,21 @@ class Manifest(_Open):
     outputs: list[OutputEntry]
     seconds: float = Field(description="The run's wall time.")
     slurm: SlurmEntry | None = Field(None, description="`--engine slurm`: its job ids and each task's node.")
+    duplicate_ids: DuplicateIdsEntry | None = Field(None, description="Ids given to more than one input row.")
+    report: dict[str, Any] | None = Field(None, description="The recipe's report: settings, `${VAR}`s expanded.")
+    store: dict[str, Any] | None = Field(None, description="An output or inputs on a store: its requests retried.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest as JSON values: the fields it was given, in their order (extra entries last)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
     def to_bytes(self) -> bytes:
-        """The manifest's JSON, as written: the fields it was given, in their order."""
-        return json.dumps(self.model_dump(mode="json", exclude_unset=True), indent=2, default=str).encode()
+        """The manifest's JSON, as written."""
+        return json.dumps(self.to_dict(), indent=2, default=str).encode()
+
+    def entry(self, key: str) -> Any:
+        """An entry an operator or observer added under its own name (`dataset_metrics`), or None."""
+        return (self.model_extra or {}).get(key)
 
 
 def build(content: dict) -> Manifest:

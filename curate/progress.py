@@ -15,6 +15,7 @@ from rich.text import Text
 
 from curate.engine.run.runner import Reporter, RunOptions, run
 from curate.engine.tasks.context import READ_STEP
+from curate.manifest import Manifest
 from curate.preflight import Preflight
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
@@ -188,20 +189,20 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
     return manifest
 
 
-def funnel_table(manifest: dict) -> Table:
-    table = Table(title=f"{manifest['name']}: {count(manifest['rows_in'], 'row')} in, {manifest['rows_out']:,} out")
+def funnel_table(manifest: Manifest) -> Table:
+    table = Table(title=f"{manifest.name}: {count(manifest.rows_in, 'row')} in, {manifest.rows_out:,} out")
     table.add_column("step", no_wrap=True)
     for col in ("in", "out", "removed", "%", "seconds"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("top reasons; counts", overflow="fold")
-    for s in manifest["steps"]:
-        reasons = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:2]
-        share = 100 * s["removed"] / s["rows_in"] if s["rows_in"] else 0.0
+    for s in manifest.steps:
+        reasons = sorted(s.reasons.items(), key=lambda kv: -kv[1])[:2]
+        share = 100 * s.removed / s.rows_in if s.rows_in else 0.0
         # what a step counted (tokens, redactions: its manifest `counts`) beside what it removed
-        said = [f"{k} ({v:,})" for k, v in reasons] + [f"{k} {v:,}" for k, v in (s.get("counts") or {}).items()]
-        table.add_row(s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}", f"{share:.1f}",
-                      f"{s['seconds']:.2f}", ", ".join(said))
+        said = [f"{k} ({v:,})" for k, v in reasons] + [f"{k} {v:,}" for k, v in (s.counts or {}).items()]
+        table.add_row(s.step, f"{s.rows_in:,}", f"{s.rows_out:,}", f"{s.removed:,}", f"{share:.1f}",
+                      f"{s.seconds:.2f}", ", ".join(said))
     # Steps run in parallel, so their seconds add up to more than the run took.
     table.caption = (f"seconds: each step's time summed over workers (with its fit, for a global step); "
-                     f"the run took {manifest['seconds']:.1f}s")
+                     f"the run took {manifest.seconds:.1f}s")
     return table

@@ -6,8 +6,7 @@
 - docs/reference/cli.md: every command and option, from the Typer app (curate/cli.py), command
   groups that packages register (adp, lake) included;
 - docs/reference/python.md: the Python API (curate/api.py), from its signatures and docstrings;
-- docs/reference/manifest.md: the manifest's JSON Schema, where curate has a typed manifest model
-  (curate/manifest.py with a pydantic `Manifest`); none yet, so no page;
+- docs/reference/manifest.md: the manifest's JSON Schema, from its pydantic model (curate/manifest.py);
 - docs/benchmarks.md: the headline table of bench/RESULTS.md.
 
 tests/docs/test_reference.py regenerates them into a temporary directory and fails when the
@@ -18,7 +17,6 @@ regenerated fails the tests. `--out DIR` writes the pages under DIR instead of d
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import re
 import sys
@@ -350,21 +348,17 @@ def _signature(func) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The manifest (only where a typed model exists)
+# The manifest
 
 
-def manifest_page() -> str | None:
-    try:
-        module = importlib.import_module("curate.manifest")
-    except ModuleNotFoundError:
-        return None
-    model = getattr(module, "Manifest", None)
-    if model is None or not hasattr(model, "model_json_schema"):
-        return None
+def manifest_page() -> str:
     import json
 
-    schema = json.dumps(model.model_json_schema(), indent=2, sort_keys=True)
-    return "\n".join([GENERATED, "# Manifest schema", "", prose(docstring(model)), "", "```json", schema, "```"]) + "\n"
+    from curate.manifest import Manifest
+
+    schema = json.dumps(Manifest.model_json_schema(), indent=2, sort_keys=True)
+    lines = [GENERATED, "# Manifest schema", "", prose(docstring(Manifest)), "", "```json", schema, "```"]
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,9 +398,6 @@ def index_page(pages: dict[str, str]) -> str:
     lines = [GENERATED, "# Reference", "", "Generated from the code by `python docs/gen_reference.py`; "
              "a test fails when a page is out of date.", ""]
     lines += [f"- [{titles[p][0]}]({p.removeprefix('reference/')}): {titles[p][1]}" for p in titles if p in pages]
-    if "reference/manifest.md" not in pages:
-        lines += ["", "The manifest has no typed model yet, so its schema is not generated; "
-                      "[Concepts](../concepts.md#the-manifest) describes its fields."]
     return "\n".join(lines) + "\n"
 
 
@@ -414,10 +405,7 @@ def pages() -> dict[str, str]:
     """Every generated page: its path under docs/ -> its text."""
     out = {"reference/operators.md": operators_page(), "reference/recipe.md": recipe_page(),
            "reference/cli.md": cli_page(), "reference/python.md": python_page(),
-           "benchmarks.md": benchmarks_page()}
-    manifest = manifest_page()
-    if manifest is not None:
-        out["reference/manifest.md"] = manifest
+           "benchmarks.md": benchmarks_page(), "reference/manifest.md": manifest_page()}
     out["reference/index.md"] = index_page(out)
     return out
 

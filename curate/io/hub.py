@@ -26,7 +26,6 @@ The token is passed to huggingface_hub only; it is never written to a file, a me
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -36,6 +35,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from curate.errors import CurateError
+from curate.manifest import Manifest, read
 
 PREFIX = "hf://"
 _URI = re.compile(r"hf://datasets/(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[^/@]+))?/?")
@@ -277,23 +277,21 @@ def _read(api, repo_id: str, path: str, revision: str, token: str) -> bytes:
     return response.content
 
 
-def _curate_manifest(data: bytes | None) -> dict | None:
-    from curate.engine.rundir.layout import MANIFEST_FORMAT
-
+def _curate_manifest(data: bytes | None) -> Manifest | None:
+    """The repository's manifest.json, where it is a curate run's that this curate reads, else None."""
     try:
-        manifest = json.loads(data) if data else None
-    except ValueError:
+        return read(data, "the repository's manifest.json") if data else None
+    except CurateError:
         return None
-    return manifest if isinstance(manifest, dict) and manifest.get("format_version") == MANIFEST_FORMAT else None
 
 
 def _refusal(target: Target, branch: str, remote: Remote, fingerprint: str, overwrite: bool) -> str | None:
     """Why the repository cannot take this run, or None."""
     ours = _curate_manifest(remote.manifest)
     if ours is not None:
-        if ours.get("recipe_fingerprint") != fingerprint and not overwrite:
-            return (f"{target.repo_id} ({branch}) holds a run of another recipe ({ours.get('name')}, fingerprint "
-                    f"{ours.get('recipe_fingerprint')}); --overwrite replaces it")
+        if ours.recipe_fingerprint != fingerprint and not overwrite:
+            return (f"{target.repo_id} ({branch}) holds a run of another recipe ({ours.name}, fingerprint "
+                    f"{ours.recipe_fingerprint}); --overwrite replaces it")
         return None
     other = [f for f in remote.files if f not in KEEP]
     if other:
@@ -390,7 +388,7 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     calls("uploading the files", api.preupload_lfs_files, target.repo_id, additions=adds, repo_type="dataset",
           revision=branch, create_pr=spec.create_pr, token=calls.token)
     failpoint("hub-uploaded")
-    rows = json.loads(manifest).get("rows_out", 0)
+    rows = read(manifest, str(run_dir / "manifest.json")).rows_out
     message = spec.commit_message or f"curate: {recipe.name}, {rows} rows"
     description = (f"Published by curate: recipe {recipe.name} (fingerprint {recipe.fingerprint()}), "
                    f"{len(pairs) - 1} data and trace files, the dataset card and manifest.json in one commit.")

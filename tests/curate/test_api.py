@@ -58,8 +58,8 @@ def test_curate_run_writes_the_bytes_of_the_command(cli, corpus, tmp_path):
     assert by_api == by_command
     cli_manifest = json.loads((tmp_path / "cli" / "manifest.json").read_text())
     # the same recipe, --set applied alike (the output paths differ, so the fingerprints do too)
-    assert {**run.manifest["recipe"], "output": None} == {**cli_manifest["recipe"], "output": None}
-    assert run.manifest["recipe"]["steps"][1] == {"gopher_quality": {"min_words": 30}}
+    assert {**run.manifest.recipe, "output": None} == {**cli_manifest["recipe"], "output": None}
+    assert run.manifest.recipe["steps"][1] == {"gopher_quality": {"min_words": 30}}
     assert [s["rows_out"] for s in run.funnel()] == [s["rows_out"] for s in cli_manifest["steps"]]
 
 
@@ -67,7 +67,7 @@ def test_the_run_reads_back_its_output_and_trace(corpus, tmp_path):
     recipe = curate.Recipe.from_yaml(RECIPE.format(input=f"{corpus}/*.jsonl.gz", output=tmp_path / "out"))
     run = curate.run(recipe, workers=1, report=False, progress=False)
     table = run.to_arrow()
-    assert table.num_rows == run.rows_out == run.manifest["rows_out"] < run.rows_in
+    assert table.num_rows == run.rows_out == run.manifest.rows_out < run.rows_in
     assert table.equals(pq.read_table([str(p) for p in sorted((tmp_path / "out" / "data").glob("*.parquet"))]))
     assert run.to_polars().height == run.rows_out
     assert run.to_dataset().to_table(columns=["id"]).column("id").equals(table.column("id"))
@@ -76,11 +76,11 @@ def test_the_run_reads_back_its_output_and_trace(corpus, tmp_path):
     assert run.trace("exact_dedup").num_rows == removed["03_exact_dedup"] > 0
     assert run.trace().num_rows == sum(removed.values())
     assert set(run.trace("02_gopher_quality").column("reason").to_pylist()) <= set(
-        run.manifest["steps"][2]["reasons"])
+        run.manifest.steps[2].reasons)
     with pytest.raises(KeyError, match="no step 'minhash_dedup'"):
         run.trace("minhash_dedup")
     assert "| 03_exact_dedup |" in run._repr_markdown_()
-    assert curate.open_run(tmp_path / "out").manifest == run.manifest
+    assert curate.open_run(tmp_path / "out").manifest.to_dict() == run.manifest.to_dict()
 
 
 def test_a_jsonl_output_reads_back_as_the_same_rows(corpus, tmp_path):
@@ -97,7 +97,7 @@ def test_resume_of_a_finished_run_returns_it_without_running(corpus, tmp_path):
     first = curate.run(recipe, workers=1, report=False, progress=False)
     mtime = (tmp_path / "out" / "manifest.json").stat().st_mtime_ns
     again = curate.run(recipe, workers=1, resume=True, report=False, progress=False)
-    assert again.manifest == first.manifest and (tmp_path / "out" / "manifest.json").stat().st_mtime_ns == mtime
+    assert again.manifest.to_dict() == first.manifest.to_dict() and (tmp_path / "out" / "manifest.json").stat().st_mtime_ns == mtime
     with pytest.raises(CurateError, match="another recipe"):  # as `curate run --resume` refuses it
         curate.run(recipe, set={"steps[1].gopher_quality.min_words": 10}, resume=True, report=False, progress=False)
 

@@ -151,7 +151,11 @@ def test_credentials_written_in_a_recipe_are_withheld(tmp_path):
         "output": {"path": "out"}, "steps": [{"language_id": {"languages": ["en", "de"]}},
                                              {"rephrase": {"api_key": "sk-literal", "model": "m"}}]},
         "steps": [{"step": "00_read", "op": "read", "kind": "read", "rows_in": 0, "rows_out": 0, "removed": 0,
-                   "reasons": {}}], "rows_in": 0, "rows_out": 0, "outputs": [], "versions": {"curate": "0"}}
+                   "seconds": 0.0, "reasons": {}}], "rows_in": 0, "rows_out": 0, "outputs": [],
+        "versions": {"curate": "0"},
+        # the rest of what a manifest holds (its model, curate/manifest.py, reads it)
+        "format_version": "curate-run/1", "recipe_fingerprint": "f", "seed": 0, "run": {"host": "h", "started_at": "t"},
+        "inputs": [], "format": "parquet", "data_files": 0, "seconds": 0.0}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     text = card_text(tmp_path)
     assert "AKIALITERAL" not in text and "sk-literal" not in text

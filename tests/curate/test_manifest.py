@@ -59,3 +59,15 @@ def test_curate_report_refuses_a_newer_manifest_with_a_message(finished, cli, tm
 def test_the_json_schema_names_every_field():
     schema = Manifest.model_json_schema()
     assert {"format_version", "steps", "outputs", "recipe_fingerprint"} <= set(schema["properties"])
+
+
+def test_the_frameworks_entries_are_typed_and_an_observers_own_kept_as_given(finished):
+    content = json.loads((finished / "manifest.json").read_bytes())
+    content["steps"][1] = {**content["steps"][1], "counts": {"tokens": 7}, "fit_seconds": 0.5}
+    content["duplicate_ids"] = {"ids": 2, "rows": 4, "message": "2 ids are given to 4 rows"}
+    content["dataset_metrics"] = {"output": {"distinct_1": 0.5}}  # an observer's (operators/score), untyped here
+    manifest = read(json.dumps(content), "manifest.json")
+    assert manifest.steps[1].counts == {"tokens": 7} and manifest.steps[1].fit_seconds == 0.5
+    assert manifest.duplicate_ids.ids == 2 and manifest.entry("dataset_metrics") == {"output": {"distinct_1": 0.5}}
+    assert manifest.entry("nothing") is None
+    assert json.loads(manifest.to_bytes()) == content

@@ -6,6 +6,7 @@ from rich.console import Console
 
 from curate import preflight, recipe
 from curate.engine.run.runner import RunOptions
+from curate.manifest import Manifest
 from curate.progress import funnel_table, run_with_progress
 from tests.conftest import write_jsonl
 
@@ -22,7 +23,7 @@ def test_progress_shows_rows_per_second_for_each_step(tmp_path):
                           ("02_exact_dedup", "100 rows in, 1 kept")):
         assert label in shown and counts in shown
     table = io.StringIO()
-    Console(file=table, width=150).print(funnel_table(manifest))
+    Console(file=table, width=150).print(funnel_table(Manifest.model_validate(manifest)))
     assert "exact_duplicate (99)" in table.getvalue()
 
 

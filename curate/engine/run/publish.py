@@ -14,7 +14,6 @@ manifest is written last: a prefix without it is no finished dataset, whatever d
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -31,6 +30,7 @@ from curate.engine.rundir.store_files import output_errors
 from curate.io import output_formats, retries
 from curate.recipe import Recipe
 from curate.manifest import build as build_manifest
+from curate.manifest import read as read_manifest
 from curate.trace import merge_shards, trace_schema, versions
 
 
@@ -155,7 +155,7 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
     still_ours()
     with output_errors(layout.root):
         if not layout.remote:  # the run's own card, from the manifest as written: load_dataset(RUN_DIR) reads data/
-            card = card_text(layout.root, manifest=json.loads(typed.to_bytes()))
+            card = card_text(layout.root, manifest=read_manifest(typed.to_bytes(), layout.manifest))
             layout.files.write_bytes(layout.card, card.encode())
         layout.files.write_bytes(layout.manifest, typed.to_bytes())
     if layout.remote:

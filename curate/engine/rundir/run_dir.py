@@ -16,6 +16,7 @@ import time
 from curate.engine.rundir.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
 from curate.engine.rundir.store_files import output_errors
 from curate.errors import CurateError
+from curate.manifest import Manifest
 from curate.manifest import read as read_manifest
 
 _files = Files()  # the local directory's
@@ -220,7 +221,7 @@ def remembered_work_store(layout: RunLayout) -> str | None:
     return (before or {}).get("work_store")
 
 
-def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> dict | None:
+def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None) -> Manifest | None:
     """The manifest of the finished run in `root` (a path, a URI whose store takes `options`:
     output.storage_options, or a RunLayout), or None: it is written last, so it marks one. A
     finished run of another recipe is not ours to resume."""
@@ -229,8 +230,8 @@ def finished_manifest(root, recipe_fingerprint: str, options: dict | None = None
     with output_errors(layout.root):
         if not out.is_file(layout.manifest):
             return None
-        manifest = read_manifest(out.read_bytes(layout.manifest), layout.manifest).model_dump(mode="json", exclude_unset=True)
-    if manifest["recipe_fingerprint"] != recipe_fingerprint:
+        manifest = read_manifest(out.read_bytes(layout.manifest), layout.manifest)
+    if manifest.recipe_fingerprint != recipe_fingerprint:
         raise CurateError(f"{layout.root} holds a finished run of another recipe; use --overwrite to replace it")
     return manifest
 

@@ -242,7 +242,9 @@ def test_an_earlier_run_is_replaced_and_its_stale_files_deleted(corpus, staged, 
     from curate.errors import CurateError
     from curate.io import hub as hub_module
 
-    old = json.dumps({"format_version": "curate-run/1", "name": "older", "recipe_fingerprint": "0" * 16}).encode()
+    # a whole manifest (the Hub's is read through its model), of another recipe
+    ours = json.loads((staged / "manifest.json").read_text())
+    old = json.dumps({**ours, "name": "older", "recipe_fingerprint": "0" * 16}).encode()
     in_process.create("alice/again", files={"manifest.json": old, "data/train-00004-of-00005.parquet": b"x",
                                              "README.md": b"---\n{}\n---\n", "LICENSE": b"the owner's"})
     with pytest.raises(CurateError, match="holds a run of another recipe"):
