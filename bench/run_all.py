@@ -34,7 +34,7 @@ from pathlib import Path
 import harness as h
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
-            "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store",
+            "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store", "slurm",
             "remote-read", "store-faults", "remote-write", "wrap", "synth", "qdc", "run-metrics", "decon", "tokenize", "global-memory", "global-memory-10m", "global-memory-near-10m", "global-memory-select", "clip-score", "datacomp", "embed-gpu", "clip-gpu",
             "clip-score-gpu", "generate-gpu", "ablate", "ablate-planted", "input-schema", "fineweb-anchor",
             "webcrawl-memory"]
@@ -62,6 +62,7 @@ TITLES = {
     "prune": "Scale: k-means + semantic_dedup + density_prune on 1M x 384 embeddings",
     "ray": "Ray engine: near-dedup recipe, local engine vs Ray 1 node vs Ray 2 nodes",
     "ray-store": "Ray engine on nodes that share no disk: the work files through --work-store (file://, S3) vs a shared path",
+    "slurm": "Slurm engine: near-dedup recipe on a one-node Slurm cluster vs the local engine, same cores",
     "remote-read": "Inputs on S3 (moto, loopback): curate run (no steps) vs a bare pyarrow.fs / s3fs read and datatrove; listing (moto and rclone serve s3); near-dedup memory",
     "store-faults": "Inputs and an output on S3 through a proxy failing 10% of requests (503 SlowDown, resets, cut bodies) vs none",
     "remote-write": "Output on S3 (moto, loopback): curate run publishing there vs into a local directory, "
@@ -124,6 +125,8 @@ SIZES = {
     "ray_files": (69, 7, "ray: first K demo-corpus files (69 hold ~1M docs)"),
     "ray_repeats": (2, 2, "ray: runs of each engine, interleaved (figures: the best of them)"),
     "ray_store_files": (7, 7, "ray-store: first K demo-corpus files (7 hold 102k docs)"),
+    "slurm_docs": (1_000_000, 100_000, "slurm: demo documents of its near-dedup runs"),
+    "slurm_files": (64, 16, "slurm: files (tasks per stage) they are written in"),
     "remote_read_gb": (1.0, 0.25, "remote-read: GB of JSONL.gz read from S3 (and the same rows as Parquet)"),
     "remote_read_objects": (100_000, 100_000, "remote-read: objects under the listed prefix"),
     "remote_read_dedup_files": (69, 7, "remote-read: corpus files of the near-dedup memory runs (69: 1M docs; 0: none)"),
@@ -187,6 +190,7 @@ def commands(a) -> dict[str, list[str]]:
         "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
         "ray": ["ray_bench.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],
         "ray-store": ["ray_store_bench.py", "--files", str(a.ray_store_files), "--repeats", str(a.ray_repeats), *w],
+        "slurm": ["slurm_bench.py", "--docs", str(a.slurm_docs), "--files", str(a.slurm_files), *w],
         "remote-read": ["remote_read_bench.py", "--gb", f"{a.remote_read_gb:g}", "--objects",
                         str(a.remote_read_objects), "--dedup-files", str(a.remote_read_dedup_files), *w],
         "store-faults": ["store_faults_bench.py", "--gb", f"{a.store_faults_gb:g}", *w],
@@ -358,7 +362,7 @@ def main() -> None:
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
     # These make their own, smaller demo corpora:
-    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory", "synth"}:
+    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory", "synth", "slurm"}:
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
