@@ -132,29 +132,29 @@ def _repeat(url: str, n_real: int) -> bool:
 
 
 def curate_reasons(out: Path) -> dict[str, str]:
-    """url -> the step and reason that dropped it, from the run's trace (best effort)."""
-    reasons = {}
-    for p in sorted(out.rglob("*trace*")):
-        if p.is_dir():
-            continue
-        try:
-            if p.suffix == ".parquet":
-                import pyarrow.parquet as pq
+    """url -> the step and reason that dropped it, from the run's trace (out/trace/<step>/*.parquet, each
+    removed row in its `row` column). A Gopher line fraction says too what datatrove's
+    GopherQualityFilter computes on the same text: it counts blank lines as lines (text.splitlines()),
+    curate's gopher_quality does not (operators/filters/gopher_metrics.py), which decides pages whose
+    paragraphs are separated by blank lines (resiliparse's output; trafilatura's has none)."""
+    import pyarrow.parquet as pq
 
-                rows = pq.read_table(p).to_pylist()
-            else:
-                opener = gzip.open if p.suffix == ".gz" else open
-                with opener(p, "rt") as f:
-                    rows = [json.loads(line) for line in f if line.strip()]
-        except Exception:  # noqa: BLE001 - a trace file of another shape: skip
-            continue
-        for row in rows:
-            url = row.get("url") or (row.get("row") or {}).get("url") if isinstance(row, dict) else None
-            ident = row.get("_id") or row.get("id")
-            key = url or ident
-            if key:
-                step = row.get("step") or row.get("op")
-                reasons[str(key)] = f"{step}: {row.get('reason')} {row.get('detail') or ''}".strip()
+    reasons = {}
+    for p in sorted((out / "trace").rglob("*.parquet")):
+        for row in pq.read_table(p).to_pylist():
+            removed = row.get("row") or {}
+            key = removed.get("url") or row.get("_id")
+            if not key:
+                continue
+            why = f"{row.get('step')}: {row.get('reason')} {row.get('detail') or ''}".strip()
+            text = removed.get("text") or ""
+            for metric, test in (("ellipsis_line_frac", lambda ln: ln.rstrip().endswith(("...", "\u2026"))),
+                                 ("bullet_line_frac", lambda ln: ln.lstrip().startswith(("\u2022", "-")))):
+                if metric in (row.get("reason") or "") and text.splitlines():
+                    lines = text.splitlines()
+                    why += (f"; datatrove's {metric}, blank lines counted as lines: "
+                            f"{sum(map(test, lines)) / len(lines):.4f}")
+            reasons[str(key)] = why
     return reasons
 
 
@@ -256,6 +256,10 @@ def main() -> None:
                                  args.sample, cache_side=dname.endswith("FineWeb's"))
             note = (f" ({repeats_c:,} of the {len(ck - dk):,} pages only curate keeps are repeats of a real page)"
                     if ck - dk else "")
+            blank = sum("blank lines counted" in reasons[("curate", cname)].get(u, "") for u in dk - ck)
+            if blank:
+                note += (f" ({blank:,} of the {len(dk - ck):,} pages only datatrove keeps fail curate's Gopher line "
+                         f"fraction and pass datatrove's, which counts blank lines as lines)")
             blocks.append(f"`{setting}`: {len(ck - dk) + len(dk - ck):,} pages decided differently{note}"
                           + (":\n" + "\n".join(diffs) if diffs else "."))
             headline.append((setting, d_wall / c_wall, d_cpu / c_cpu, agree, agree_firsts))
