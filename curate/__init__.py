@@ -25,9 +25,10 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'curate' has no attribute {name!r}")
     import importlib
 
-    if _LAZY[name] is None:
+    module = _LAZY[name]
+    if module is None:
         return importlib.import_module(f"curate.{name}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # found once; later lookups do not come here
     return value
 

@@ -455,7 +455,9 @@ class Run:
     def to_polars(self) -> "polars.DataFrame":
         import polars as pl
 
-        return pl.from_arrow(self.to_arrow())
+        frame = pl.from_arrow(self.to_arrow())
+        assert isinstance(frame, pl.DataFrame)  # what a Table gives
+        return frame
 
     def scan(self) -> "polars.LazyFrame":
         """The output as a lazy polars frame (Parquet outputs: read only what a query needs)."""

@@ -199,7 +199,7 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
     published = hub_paths is not None
     hub = settings if settings is not None else _hub_settings(manifest)
     split = hub.get("split") or "train"
-    if published:
+    if hub_paths is not None:  # published
         data = [p for p in hub_paths if p.startswith("data/") and p.endswith(".parquet")]
         globs = [f"data/{split}-*.parquet"] if data else []
     else:
@@ -232,7 +232,7 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
     columns = _columns(run_dir, manifest)
     if columns:
         body += ["| column | type |", "|---|---|"] + [f"| {_cell(n)} | {_cell(t)} |" for n, t in columns] + [""]
-    if published and any(p.startswith("trace/") for p in hub_paths):
+    if hub_paths is not None and any(p.startswith("trace/") for p in hub_paths):
         body += ["`trace/<step>.parquet` holds every removed row with its step, reason and detail "
                  "(not part of the dataset's config).", ""]
     elif traced:

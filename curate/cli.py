@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional, cast
 
 import typer
 from rich.console import Console
@@ -17,23 +17,26 @@ from typer.core import TyperGroup, TyperOption
 from curate import cli_errors, plugins
 from curate.cli_errors import handle_errors
 
+if TYPE_CHECKING:
+    from typer._click.core import Context  # typer vendors click: its Context, not click's
+
 
 class _Commands(TyperGroup):
     """curate's own commands, then the command groups packages register in the `curate.commands`
     entry points (`curate adp`, `curate lake`). A group is imported only when it is run or a
     listing (--help, shell completion) needs its help, so `curate run` imports none of them."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         own = super().list_commands(ctx)
         return own + [name for name in plugins.registered(plugins.COMMANDS) if name not in own]
 
-    def get_command(self, ctx: typer.Context, name: str):
+    def get_command(self, ctx: Context, name: str):
         own = super().get_command(ctx, name)  # a plugin cannot replace one of curate's commands
         if own is not None or name not in plugins.registered(plugins.COMMANDS):
             return _own_options(own, self)
         return _own_options(_command_group(name), self)
 
-    def resolve_command(self, ctx: typer.Context, args: list[str]):
+    def resolve_command(self, ctx: Context, args: list[str]):
         if args and self.get_command(ctx, args[0]) is None:
             # No such command: Typer's "Did you mean ...?" looks in self.commands only.
             self.commands.update({name: _command_group(name) for name in plugins.registered(plugins.COMMANDS)
@@ -53,7 +56,8 @@ def _flag_type(display_type_rich):
 
 
 if not getattr(TyperOption.display_type_rich, "flags_untyped", False):
-    TyperOption.display_type_rich = _flag_type(TyperOption.display_type_rich)
+    # a deliberate patch of Typer's help rendering (a method replaced on the class)
+    TyperOption.display_type_rich = _flag_type(TyperOption.display_type_rich)  # type: ignore[method-assign]
 
 
 def _debug(ctx, param, value: bool) -> None:
@@ -91,7 +95,7 @@ def _command_group(name: str):
         # own --install-completion (that belongs to `curate` itself).
         host = typer.Typer(add_completion=False)
         host.add_typer(target, name=name)
-        return typer.main.get_command(host).commands[name]
+        return cast(TyperGroup, typer.main.get_command(host)).commands[name]  # a Typer with a group: a TyperGroup
     except Exception as e:  # noqa: BLE001: whatever a broken package raises, the rest of curate works
         return _unavailable(name, ep, e)
 
@@ -131,7 +135,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
 ) -> None:
     cli_errors.show_tracebacks = debug
 
@@ -155,10 +160,12 @@ def run(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
     input: Optional[str] = typer.Option(None, "--input", "-i", help="Replace the recipe's input.path."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Replace the recipe's output.path."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a recipe value: key.path=value (repeatable)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set",
+                                             help="Override a recipe value: key.path=value (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in the same output."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Worker processes (default: one per core)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
+                                          help="Worker processes (default: one per core)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Process only the first N input rows."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the recipe against the input's first batch and "
                                                           "show the plan; process nothing, write nothing."),
@@ -375,7 +382,8 @@ def validate(
     checked = preflight.check(r, sources)
     against = (f"the first batch of {checked.first.path}" if checked.first
                else "nothing: the input has no rows")
-    out.print(f"ok: {recipe} ({steps}); {count(len(sources), 'input file')}; columns checked against {against}", soft_wrap=True)
+    out.print(f"ok: {recipe} ({steps}); {count(len(sources), 'input file')}; columns checked against {against}",
+              soft_wrap=True)
 
 
 @app.command()

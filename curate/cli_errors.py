@@ -26,20 +26,20 @@ def fail(exc: BaseException) -> None:
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed: which extra has it
         from curate.extras import missing
 
-        import click
-
-        ctx = click.get_current_context(silent=True)
+        ctx = _current_context()
         exc = missing(exc, f"`{ctx.command_path}`" if ctx else "this command") or exc
     if isinstance(exc, CurateError):
         # escaped: a message quoting the user's text ("columns: [url]") is not rich markup
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        if getattr(exc, "hint", None):
-            err.print(escape(exc.hint), highlight=False)
+        hint = getattr(exc, "hint", None)
+        if hint:
+            err.print(escape(hint), highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, KeyboardInterrupt):
         raise typer.Exit(interrupts.report(exc.args[0] if exc.args else None))
-    if _denied(exc):  # the user's file system: a mode, an owner, a read-only mount, not curate
-        err.print(f"[bold red]error:[/] {escape(_denied(exc))}", highlight=False)
+    denied = _denied(exc)
+    if denied:  # the user's file system: a mode, an owner, a read-only mount, not curate
+        err.print(f"[bold red]error:[/] {escape(denied)}", highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
         err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
@@ -85,3 +85,13 @@ def handle_errors(command):
         return result
 
     return wrapper
+
+
+def _current_context():
+    """The command line's click context, or None. Recent Typer (0.29 here) runs its own copy of
+    click, whose context click.get_current_context never sees."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # an older typer, on click itself
+        from click import get_current_context
+    return get_current_context(silent=True)

@@ -129,6 +129,7 @@ class _Language:
         punctuation attached), as English does, so good documents pass that rule surely whatever the
         word splitter: a text that lacks them gets "of the" as its 2nd and 3rd words, mid-sentence."""
         stop = self.stop_ids
+        assert stop is not None  # called only for a language that has them
         slot = np.full(self.size, -1)
         slot[stop] = np.arange(stop.size)
         doc = np.repeat(np.arange(n_words.size), n_words)
@@ -367,6 +368,7 @@ _FORKED_PLAN: _Plan | None = None  # the plan handed to forked workers without p
 
 
 def _write_file_forked(index: int, path: Path) -> Path:
+    assert _FORKED_PLAN is not None  # set before the pool forks
     return _write_file(_FORKED_PLAN, index, path)
 
 

@@ -27,7 +27,7 @@ def _type_and_range(info) -> str:
     """`float | None, >= 0, <= 1`: the type, and the range Field(ge=..., le=...) puts on it; `str,
     input column` for a parameter naming columns (reads_column, writes_column)."""
     bounds = [f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in _BOUNDS if hasattr(m, key)]
-    role = _COLUMN_ROLES.get(column_role(info))
+    role = _COLUMN_ROLES.get(column_role(info) or "")
     return ", ".join([_type_name(info.annotation), *bounds, *([role] if role else [])])
 
 
@@ -100,7 +100,8 @@ def describe_operator(name: str) -> Table:
         default = "(required)" if info.is_required() else repr(info.get_default(call_default_factory=True))
         table.add_row(field_name, _type_and_range(info), default, info.description or "")
     res = cls.resources
-    table.caption = f"resources: cpus={res.cpus}, gpus={res.gpus}" + (f", memory={res.memory_gb} GB" if res.memory_gb else "")
+    table.caption = (f"resources: cpus={res.cpus}, gpus={res.gpus}"
+                     + (f", memory={res.memory_gb} GB" if res.memory_gb else ""))
     return table
 
 
@@ -200,7 +201,11 @@ def _summary(con, rows: int) -> Table:
     table = Table(title="per-column summary")
     for col in ("column", "type", "min", "max", "distinct" if exact else "distinct (estimate)", "mean", "null %"):
         table.add_column(col)
-    clip = lambda v: (str(v)[:40] + "...") if v is not None and len(str(v)) > 40 else ("" if v is None else str(v))
-    for r, n in zip(summary, distinct):  # column_name, column_type, min, max, approx_unique, avg, std, q25, q50, q75, count, null_percentage
+
+    def clip(v) -> str:
+        return (str(v)[:40] + "...") if v is not None and len(str(v)) > 40 else ("" if v is None else str(v))
+
+    # r: column_name, column_type, min, max, approx_unique, avg, std, q25, q50, q75, count, null_percentage
+    for r, n in zip(summary, distinct):
         table.add_row(r[0], r[1], clip(r[2]), clip(r[3]), f"{n:,}", clip(r[5]), f"{float(r[11]):.1f}")
     return table

@@ -21,7 +21,7 @@ import time
 from curate.errors import Interrupted
 
 GRACE_SECONDS = 5.0
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 MESSAGE = "interrupted; continue with --resume"
 
 _received: list[int] = []  # signals heard, in order
@@ -94,7 +94,7 @@ def report(signum: int | None = None) -> int:
         sys.stderr.write(MESSAGE + "\n")
         sys.stderr.flush()
     first = _received[0] if _received else signum
-    return EXIT_CODES.get(first, 130)
+    return 130 if first is None else EXIT_CODES.get(first, 130)
 
 
 def exit_now() -> None:

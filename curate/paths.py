@@ -62,10 +62,10 @@ def missing_paths(params: BaseModel) -> Iterator[tuple[str, str]]:
             continue
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         kind = extra.get("local_path")
-        unless = extra.get("unless") or {}
+        unless = extra.get("unless")
         if kind is None or not isinstance(value, str) or not value:
             continue
-        if unless and all(getattr(params, k) == v for k, v in unless.items()):
+        if isinstance(unless, dict) and unless and all(getattr(params, k) == v for k, v in unless.items()):
             continue
         path = Path(value).expanduser()
         if path.exists() or (kind == "hub" and (_SCHEME.match(value) or not looks_like_path(value))):

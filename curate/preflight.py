@@ -27,8 +27,7 @@ import pyarrow as pa
 
 from curate.engine.tasks.steps import check_columns
 from curate.errors import CurateError, InputError, RecipeError, running_as
-from curate.io import output_formats
-from curate.io import input_schema
+from curate.io import input_schema, output_formats
 from curate.io.readers import EMPTY_FAILS, is_empty_file, read_source, scan_schema
 from curate.io.sources import Source, discover, searched_directories
 from curate.io.store import is_uri, map_objects
@@ -273,6 +272,7 @@ def check(recipe: Recipe, sources: list[Source] | None = None) -> Preflight:
     decided = decide(recipe, sources, scanned) if recipe.input.raw_column is None else None
     first, schema = first_schema(sources, recipe, decided)
     if schema is not None:
+        assert first is not None  # the schema is a source's
         check_steps(recipe, schema, first.path)
         for step in recipe.steps:  # endpoints, keys: after the cheap checks, before any row
             step.build(recipe).preflight()

@@ -8,8 +8,8 @@ import time
 
 import pyarrow as pa
 from rich.console import Console
-from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -112,8 +112,9 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
                         _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
                         disable=not terminal)
     known = sources is not None and not opts.resume
-    expected = _expected_rows(recipe, input_rows(sources, opts.limit, source_rows) if known else None)
-    bars: dict[str, int] = {}
+    expected = _expected_rows(recipe, input_rows(sources, opts.limit, source_rows)
+                              if known and sources is not None else None)
+    bars: dict[str, TaskID] = {}
     kept: dict[str, int] = {}
     seen: dict[str, tuple[float, int]] = {}  # label -> (first rows at, rows in): the batch log's rate
     last: list[str] = []  # the label that got rows last
@@ -154,7 +155,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
 
     def log_line(state: dict | None) -> None:
         label = last[0] if last else None
-        first, total = seen.get(label, (0.0, 0))
+        first, total = seen.get(label, (0.0, 0)) if label is not None else (0.0, 0)
         rate = total / max(time.monotonic() - first, 1e-9) if label else 0.0
         console.print(plain_line(time.monotonic() - started, state, label, total, rate),
                       markup=False, highlight=False)
@@ -182,7 +183,8 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
 
     with progress:
         with Ticker(1.0 if terminal else interval, tick):
-            manifest = run(recipe, opts, Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting), checked)
+            reporter = Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting)
+            manifest = run(recipe, opts, reporter, checked)
         # the bars and the batch log end where the run did, however short it was
         stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
         stage_bar() if terminal else log_line(stages.state())

@@ -11,7 +11,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -27,7 +27,8 @@ class _Strict(BaseModel):
 
 
 class InputSpec(_Strict):
-    path: str | list[str] = Field(description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
+    path: str | list[str] = Field(
+        description="File, glob, directory, list of them, or a Hugging Face dataset name (hf:NAME).")
     format: Literal["parquet", "jsonl", "csv", "webdataset", "warc", "hf_disk", "hf"] | None = Field(
         None, description="Default: from the extension (.tar, .tar.gz, .tgz, .tar.zst: webdataset; .warc, .arc, "
                           ".wet, also .gz: warc).")
@@ -132,7 +133,8 @@ class OutputSpec(_Strict):
     merge_shards: bool = Field(False, description="Merge runs of small per-task shards into files of up to shard_mb "
                                                   "(costs one more read and write of the output).")
     format: Literal["parquet", "jsonl", "hf", "webdataset", "megatron"] = Field(
-        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for load_from_disk); "
+        "parquet", description="parquet; jsonl (JSON lines); hf (Hugging Face save_to_disk layout, for "
+                               "load_from_disk); "
                                "webdataset (tar shards of KEY.jpg/txt/json, with their rows' metadata as Parquet "
                                "beside each; the sample key is `_key`, kept in the output); megatron (Megatron-LM "
                                ".bin/.idx of the input_ids column).")
@@ -457,7 +459,8 @@ def _pydantic_error(prefix: str, err: ValidationError, model: type[BaseModel]) -
     where = _loc(prefix, first["loc"])
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
-        msg = "unknown parameter" + (_did_you_mean(first["loc"][0], model.model_fields) if len(first["loc"]) == 1 else "")
+        msg = "unknown parameter" + (_did_you_mean(str(first["loc"][0]), model.model_fields)
+                                     if len(first["loc"]) == 1 else "")
     elif first["type"] == "value_error":  # a validator's own message, which names the values
         msg = str(first["ctx"]["error"])
     elif "input" in first and first["type"] not in ("missing",):
@@ -538,10 +541,12 @@ def _metrics(value: Any) -> MetricsSpec | None:
     return _section("metrics", value, MetricsSpec, "true, false or a mapping of settings")
 
 
-def load(path: str | Path | None = None, *, text: str | None = None, overrides: list[str] = (),
+def load(path: str | Path | None = None, *, text: str | None = None, overrides: Sequence[str] = (),
          input_path: str | None = None, output_path: str | None = None) -> Recipe:
     """Read, override, expand and validate a recipe. Raises RecipeError with the place."""
     if text is None:
+        if path is None:
+            raise TypeError("recipe.load needs a path or text")
         p = Path(path)
         if not p.is_file():
             raise RecipeError("", f"recipe file not found: {p}")

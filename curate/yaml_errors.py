@@ -18,7 +18,10 @@ from curate.errors import RecipeError
 def _explain(e: yaml.MarkedYAMLError) -> tuple[yaml.Mark, str] | None:
     """(the mark of the line to fix, the plain words), or None where there is nothing to add."""
     problem, context = e.problem or "", e.context or ""
-    at, opened = e.problem_mark, e.context_mark or e.problem_mark
+    at = e.problem_mark
+    if at is None:  # yaml_error asks only where PyYAML marked the problem
+        return None
+    opened = e.context_mark or at
     if "'\\t'" in problem:
         return at, "a tab character: YAML indents with spaces only; replace the tab with spaces"
     if "quoted scalar" in context and "end of stream" in problem:

@@ -33,7 +33,9 @@ class _Inflated:
 
         try:
             return self._stream.read(size)
-        except isal_zlib.error as e:  # damaged deflate data: an OSError like zlib's, so readers name the file
+        # damaged deflate data: an OSError like zlib's, so readers name the file. (isal's stub
+        # declares `error: Exception`, an instance; it is the exception class.)
+        except isal_zlib.error as e:  # type: ignore[misc]
             raise OSError(f"invalid gzip data: {e}") from None
 
     def tell(self) -> int:

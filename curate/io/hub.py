@@ -31,7 +31,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import unquote
 
 from curate.errors import CurateError
@@ -65,7 +65,8 @@ class Target:
 
     @property
     def url(self) -> str:
-        return f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}" + (f"/tree/{self.revision}" if self.revision else "")
+        return (f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}"
+                + (f"/tree/{self.revision}" if self.revision else ""))
 
 
 def is_hub(path) -> bool:
@@ -96,7 +97,8 @@ def target_of(output) -> Target:
                           f"give one")
     unknown = sorted(set(output.storage_options) - {"endpoint", "token"})
     if unknown:
-        raise CurateError(f"output.storage_options of an hf:// output takes endpoint and token, not {', '.join(unknown)}")
+        raise CurateError(f"output.storage_options of an hf:// output takes endpoint and token, "
+                          f"not {', '.join(unknown)}")
     endpoint = str(output.storage_options.get("endpoint") or _endpoint()).rstrip("/")
     return Target(target.uri, target.repo_id, revision or target.revision, endpoint)
 
@@ -306,7 +308,7 @@ class Checked:
     """What `check` found: the calls (their token), the branch, the repository as it was."""
 
     calls: _Calls
-    api: object
+    api: Any  # huggingface_hub.HfApi (the hub extra)
     branch: str
     remote: Remote
     user: str
@@ -373,7 +375,8 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
              CommitOperationAdd(path_in_repo="manifest.json", path_or_fileobj=manifest)]
     operations = adds + [CommitOperationDelete(path_in_repo=p) for p in stale]
     if len(adds) > MAX_FILES:  # before anything is made or uploaded
-        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes ({MAX_FILES}); "
+        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes "
+                          f"({MAX_FILES}); "
                           f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite")
 
     if not remote.repo:

@@ -226,7 +226,8 @@ def conform(batch: pa.RecordBatch, decided: pa.Schema) -> tuple[pa.RecordBatch, 
     """`batch` in the decided columns (those it lacks are null; its own others kept after them),
     and the rows a value of which cannot take its decided type: {row: why}. Those rows are
     still in the batch; the caller takes them out."""
-    arrays, fields, bad = [], [], {}
+    arrays, fields = [], []
+    bad: dict[int, str] = {}
     for f in decided:
         if f.name in batch.schema.names:
             array, rows, why = conform_column(batch.column(f.name), f)

@@ -75,15 +75,15 @@ def to_megatron(part: Path) -> dict:
     prefix = part.with_name(part.name.removesuffix(".parquet"))
     bin_path, idx_path = prefix.with_suffix(".bin"), prefix.with_suffix(".idx")
     bin_tmp, idx_tmp = (p.with_name(p.name + ".tmp") for p in (bin_path, idx_path))
-    lengths, rows = [], 0
+    parts, rows = [], 0
     dtype = np.dtype(value_type.to_pandas_dtype()).newbyteorder("<")
     with open(bin_tmp, "wb") as out:
         for batch in pf.iter_batches(batch_size=65536, columns=[TOKENS]):
             ids, counts = token_lists(batch, part, rows)
             out.write(ids.astype(dtype, copy=False).data)  # the array's own buffer, not a copy of it
-            lengths.append(counts.astype(np.int32))
+            parts.append(counts.astype(np.int32))
             rows += batch.num_rows
-    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int32)
+    lengths = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     write_idx(idx_tmp, code, lengths, dtype.itemsize)
     os.replace(bin_tmp, bin_path)
     os.replace(idx_tmp, idx_path)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 from functools import lru_cache
+from typing import Any
 from urllib.parse import urlparse
 
 from curate.errors import InputError
@@ -39,7 +40,7 @@ CLIENT_KWARGS = {"endpoint_url", "region_name"}
 TIMEOUT_S = 60  # seconds to connect, and without a byte of an answer, before a try fails
 
 
-def client(uri: str, options: dict | None):
+def client(uri: str, options: dict | None) -> tuple[Any, str] | None:
     """pyarrow's S3 client for `uri` with `options` (input.storage_options) and the object's path
     in it (bucket/key), or None where the options hold what it cannot be told (s3fs reads then)."""
     if uri.split("://", 1)[0].lower() not in ("s3", "s3a"):

@@ -16,8 +16,9 @@ each part is converted there (in the workers, one part per task) before `data.tm
 - megatron: `part-NNNNN.bin` / `.idx`, Megatron-LM's indexed dataset of the input_ids column
   (megatron.py);
 - parquet with `output.pack`: each part's input_ids packed into rows of seq_len ids (packing.py).
-The token formats write `_tokens.json` beside the parts (the leading _ makes Parquet dataset readers skip it): the documents and tokens of every part
-and of the whole output (the tokenize step's own total is in the manifest's step entry).
+The token formats write `_tokens.json` beside the parts (the leading _ makes Parquet dataset
+readers skip it): the documents and tokens of every part and of the whole output (the tokenize
+step's own total is in the manifest's step entry).
 
 `output.upload` copies the published run (data/, trace/, then manifest.json last, so a
 manifest there means the copy is whole) to any fsspec URI: s3://, gs://, file://, ...
@@ -29,6 +30,7 @@ import json
 import os
 import posixpath
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,7 +67,9 @@ def to_jsonl(part: Path, compression: str) -> None:
             if nested:
                 out.write(_ndjson_nested(batch, nested))
             else:
-                out.write(pl.from_arrow(pa.Table.from_batches([batch])).write_ndjson().encode())
+                frame = pl.from_arrow(pa.Table.from_batches([batch]))
+                assert isinstance(frame, pl.DataFrame)  # what a Table gives
+                out.write(frame.write_ndjson().encode())
     os.replace(tmp, target)
     part.unlink()
 
@@ -168,7 +172,7 @@ def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None
             pq.write_table(pa.table({}), staging / "part-00000.parquet")
             parts, targets = [staging / "part-00000.parquet"], [staging / "data-00000-of-00001.arrow"]
         run_map(to_arrow_stream, parts, targets)
-        state = {"_data_files": [{"filename": t.name} for t in targets], "_fingerprint": None,
+        state: dict[str, Any] = {"_data_files": [{"filename": t.name} for t in targets], "_fingerprint": None,
                  "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
                  "_output_all_columns": False, "_split": None}
         (staging / "state.json").write_text(json.dumps(state, indent=2))

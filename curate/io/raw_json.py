@@ -86,5 +86,5 @@ def _array(path: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
         raise InputError(f"{path}: not valid JSON ({e})") from None
     for i, record in enumerate(records, 1):
         text = orjson.dumps(record).decode()
-        yield i, text, None if isinstance(record, (dict, list)) else f"record {i} of the array is a " \
-                                                                     f"{type(record).__name__}, not a JSON object or array"
+        yield i, text, None if isinstance(record, (dict, list)) else (
+            f"record {i} of the array is a {type(record).__name__}, not a JSON object or array")

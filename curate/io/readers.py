@@ -10,7 +10,7 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Generator, Iterator
 
 import numpy as np
 import orjson
@@ -67,7 +67,8 @@ Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
                 on_bad_row: str = "trace", raw_column: str | None = None,
                 meter: ReadMeter | None = None, peek: bool = False, schema: pa.Schema | None = None,
-                on_truncated: str = "fail", mime_types: list[str] | tuple[str, ...] | None = None) -> Iterator[Chunk]:
+                on_truncated: str = "fail",
+                mime_types: list[str] | tuple[str, ...] | None = None) -> Generator[Chunk, None, None]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order, in the
     columns of `schema` (the input's, decided from every file: input_schema.py; by default this
     file's own, read whole first); a row with a value that cannot take its type is a bad row. With
@@ -76,8 +77,9 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
     wants the first batches only (open_parquet's peek; the other formats stream anyway).
     `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where).
     `mime_types`: a WARC file's payload types read (default: HTML and XHTML; curate/io/warc.py)."""
-    readers = {"jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
-               "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
+    readers: dict[str, Callable[..., Any]] = {
+        "jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
+        "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
     meter = meter or ReadMeter()
     with named_errors(source.path, source.format):
         if _empty(source, on_bad_row, meter):
@@ -278,7 +280,8 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     return put(batch, "_id", ids)
 
 
-def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int, bad: BadRows | None) -> tuple[pa.RecordBatch, BadRows | None]:
+def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int,
+         bad: BadRows | None) -> tuple[pa.RecordBatch, BadRows | None]:
     """`batch` (whose first row is the file's row `first_row`, 0-based) conformed to `schema`;
     rows with a value that cannot take its type are taken out into `bad` (as JSON text)."""
     fitted, misfits = input_schema.conform(batch, schema)
@@ -343,6 +346,7 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMet
         if problem is not None:
             bad.add(item.first, ", ".join(item.names), problem)
         else:
+            assert row is not None  # sample_row gives a row or a problem
             rows.append(row)
         if len(rows) == batch_rows:
             yield flush()
@@ -485,6 +489,7 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
 
 def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, schema: pa.Schema | None = None,
            on_truncated: str = "fail") -> Iterator[Chunk]:
+    assert schema is not None  # batches() passes the file's schema, scanned when not given
     modes = {f.name: mode for f in schema if (mode := input_schema.mixed(f))}
     for data, line_no, cut in _line_blocks(source, meter, on_truncated):
         if modes:
@@ -530,7 +535,8 @@ def _parse_options(schema: pa.Schema | None) -> pjson.ParseOptions:
 
 
 def _read_json(data: bytes | memoryview, schema: pa.Schema | None) -> pa.Table:
-    return pjson.read_json(pa.BufferReader(data), read_options=pjson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+    return pjson.read_json(pa.BufferReader(data),
+                           read_options=pjson.ReadOptions(use_threads=False, block_size=len(data) + 1),
                            parse_options=_parse_options(schema))
 
 
@@ -545,7 +551,8 @@ def _valid_utf8(data: bytes | memoryview) -> bool:
     return True
 
 
-def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema, first_line: int) -> tuple[pa.Table | None, BadRows | None]:
+def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema,
+                       first_line: int) -> tuple[pa.Table | None, BadRows | None]:
     if _valid_utf8(data):  # pyarrow's JSON parser does not validate UTF-8
         try:
             return _read_json(data, schema), None

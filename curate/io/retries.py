@@ -29,7 +29,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from curate.errors import InputError
 from curate.io import exceptions
@@ -58,7 +58,8 @@ class Policy:
             raise InputError(f"{setting}.{OPTION}: expected a mapping of attempts, backoff_s and "
                              f"max_backoff_s (got {given!r})")
         try:
-            policy = cls(**{k: (int if k == "attempts" else float)(v) for k, v in given.items()})
+            values: dict[str, Any] = {k: (int if k == "attempts" else float)(v) for k, v in given.items()}
+            policy = cls(**values)
         except (TypeError, ValueError) as e:
             raise InputError(f"{setting}.{OPTION}: {e}") from None
         if policy.attempts < 1 or policy.backoff_s < 0 or policy.max_backoff_s < 0:
@@ -144,7 +145,8 @@ def failure(error: BaseException) -> str | None:
 _AWS_ERROR = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))?")
 # the AWS SDK's names of the errors retried (with the reason counted, as an S3 answer's is by hook_s3)
 AWS_RETRIED = {"SLOW_DOWN": "503 SlowDown", "THROTTLING": "Throttling", "SERVICE_UNAVAILABLE": "503",
-               "INTERNAL_FAILURE": "500", "REQUEST_TIMEOUT": "RequestTimeout", "NETWORK_CONNECTION": "NETWORK_CONNECTION"}
+               "INTERNAL_FAILURE": "500", "REQUEST_TIMEOUT": "RequestTimeout",
+               "NETWORK_CONNECTION": "NETWORK_CONNECTION"}
 
 
 def _aws_failure(message: str) -> str | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+from typing import cast
 from urllib.parse import unquote_plus
 from xml.etree import ElementTree
 
@@ -76,7 +77,7 @@ async def _list(fs, bucket: str, prefix: str, delimiter: str, gate: asyncio.Sema
     """The objects (key, size, ETag) and subprefixes of one prefix, page after page."""
     objects, subprefixes, token = [], [], None
     while True:
-        kw = {"ContinuationToken": token} if token else {}
+        kw: dict[str, str] = {"ContinuationToken": token} if token else {}
         async with gate:
             page = await fs._call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, Delimiter=delimiter,
                                      MaxKeys=PAGE_KEYS, **kw, **fs.req_kw)
@@ -119,15 +120,16 @@ def _before_parse(check, response_dict: dict, customized_response_dict: dict, op
     response_dict["body"] = _EMPTY
 
 
-def parse_page(root: ElementTree.Element) -> tuple[list[tuple[str, int, str]], list[str], str | None]:
+def parse_page(root: ElementTree.Element) -> tuple[list[tuple[str, int, str | None]], list[str], str | None]:
     """A parsed ListObjectsV2 answer's objects (key, size, ETag as S3 gives it, quotes included),
     its subprefixes, and the token of the next page (None on the last)."""
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     # botocore asks for keys URL-encoded (XML cannot carry every character a key may hold) and
     # decodes them after its parse, as unquote_plus does
     decode = unquote_plus if root.findtext(f"{ns}EncodingType") == "url" else str
-    objects = [(decode(c.findtext(f"{ns}Key")), int(c.findtext(f"{ns}Size")), c.findtext(f"{ns}ETag"))
-               for c in root.iterfind(f"{ns}Contents")]
-    subprefixes = [decode(p.findtext(f"{ns}Prefix")) for p in root.iterfind(f"{ns}CommonPrefixes")]
+    # S3 gives every object its Key and Size, every common prefix its Prefix (ETag may be missing)
+    objects = [(decode(cast(str, c.findtext(f"{ns}Key"))), int(cast(str, c.findtext(f"{ns}Size"))),
+                c.findtext(f"{ns}ETag")) for c in root.iterfind(f"{ns}Contents")]
+    subprefixes = [decode(cast(str, p.findtext(f"{ns}Prefix"))) for p in root.iterfind(f"{ns}CommonPrefixes")]
     more = root.findtext(f"{ns}IsTruncated") == "true"
     return objects, subprefixes, root.findtext(f"{ns}NextContinuationToken") if more else None

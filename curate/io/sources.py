@@ -71,7 +71,8 @@ def file_format(path: str, declared: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
-    raise InputError(f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset, warc)")
+    raise InputError(f"{path}: cannot tell the format from the extension; "
+                     f"set input.format (parquet, jsonl, csv, webdataset, warc)")
 
 
 def _suffixes(path: str) -> list[str]:
@@ -111,7 +112,7 @@ PEEK_BUFFER = 1 << 20  # bytes of a column chunk read at a time where a Parquet 
 # ask the store for each one again before its first row. Bounded by their encoded size; the
 # first ones are kept (the first tasks' objects, those the run waits on).
 FOOTERS_KEPT_BYTES = 32 << 20
-_footers: dict[tuple[str, int, str], object] = {}
+_footers: dict[tuple[str, int | None, str], object] = {}
 _footer_bytes = 0
 
 
@@ -252,11 +253,13 @@ def _hf_cache_sources(name: str, split: str | None) -> list[Source]:
     try:
         import datasets  # optional extra: curate[hf]
     except ImportError:
-        raise InputError(f"reading the Hugging Face dataset '{name}' needs the `datasets` package: pip install 'curate[hf]'") from None
+        raise InputError(f"reading the Hugging Face dataset '{name}' needs the `datasets` package: "
+                         f"pip install 'curate[hf]'") from None
     try:
         ds = datasets.load_dataset(name, split=split or "train")
     except Exception as e:  # datasets raises many types; all mean "not available here"
-        raise InputError(f"Hugging Face dataset '{name}' (split {split or 'train'}) is not available locally: {e}") from None
+        raise InputError(f"Hugging Face dataset '{name}' (split {split or 'train'}) is not available locally: "
+                         f"{e}") from None
     return [Source(f["filename"], "arrow_stream", f"{name}/{Path(f['filename']).name}") for f in ds.cache_files]
 
 
@@ -294,7 +297,8 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
             raise _no_files_error(spec, skipped)
         for f in files:
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
-            sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent.parts)))
+            sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(),
+                                  _hive_partition(rel.parent.parts)))
     return sources
 
 
@@ -307,6 +311,7 @@ def split_parquet(sources: list[Source], target_bytes: int = 128 << 20) -> list[
             out.append(src)
             continue
         meta = open_parquet(src.path, src.storage_options, src.size, src.version).metadata
+        groups: list[int]
         groups, size, row, first = [], 0, 0, 0
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)

@@ -108,7 +108,7 @@ class _Inflated:
         self.buf = raw.read(RAW_BLOCK)  # raw bytes not yet inflated
         self.buf_at = 0  # file offset of buf[0]
         self.gzip = self.buf.startswith(GZIP_MAGIC)
-        self.z = None  # the member being inflated
+        self.z: zlib._Decompress | None = None  # the member being inflated
         self.pos = 0
         self.members: list[tuple[int, int]] = []  # (inflated start, file offset) of recent members
         self.damage: _Damage | None = None
@@ -448,10 +448,10 @@ def decode(payload: bytes, declared_content_type: str | None) -> tuple[str, str]
         except (UnicodeDecodeError, LookupError):
             continue
     detected = _codec(_detect(payload))
-    for codec in (detected, "cp1252" if detected == "cp1252" else None):
-        if codec and codec not in tried:
+    for candidate in (detected, "cp1252" if detected == "cp1252" else None):
+        if candidate and candidate not in tried:
             try:
-                return payload.decode(codec), codec
+                return payload.decode(candidate), candidate
             except (UnicodeDecodeError, LookupError):
                 pass
     if detected == "cp1252" or "cp1252" in tried:  # 1252 leaves five bytes undefined; Latin-1 none

@@ -1,9 +1,9 @@
 """WebDataset tar shards (img2dataset's output layout) as rows, and rows back as tar members.
 
-A shard is a tar (plain, or compressed: gzip, bz2, zstd; xz with `input.format: webdataset`) whose members are grouped into
-samples by key: the member name up to the first dot of its base name (`dir/000012.jpg` has key
-`dir/000012` and suffix `jpg`), consecutive members with the same key forming one sample, as
-webdataset's own loader groups them. A sample becomes one row:
+A shard is a tar (plain, or compressed: gzip, bz2, zstd; xz with `input.format: webdataset`)
+whose members are grouped into samples by key: the member name up to the first dot of its base
+name (`dir/000012.jpg` has key `dir/000012` and suffix `jpg`), consecutive members with the same
+key forming one sample, as webdataset's own loader groups them. A sample becomes one row:
 - `_key`: the key;
 - `_shard` and `_image_member`: the tar (its path or URI, as the input names it) and the image's
   member in it (`000012.jpg`), so a later step that cannot decode the image can name both in the
@@ -31,7 +31,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 
@@ -107,7 +107,9 @@ def samples(path: str, storage_options: dict | None = None, meter=None) -> Itera
                     current = Sample(key, position)
                 current.names.append(member.name)
                 last_name = member.name
-                data = tar.extractfile(member).read()
+                extracted = tar.extractfile(member)
+                assert extracted is not None  # a regular file (isfile above) always has its data
+                data = extracted.read()
                 if suffix in current.members:
                     yield Malformed(position, member.name, f"member {member.name} repeats the {suffix} of "
                                                            f"sample {key}")
@@ -134,7 +136,7 @@ def _properly_ended(tar: tarfile.TarFile) -> bool:
     """Whether the archive ends with its end-of-archive marker: a whole zero block where tarfile
     stopped, and only zeros after it. tarfile's stream mode takes a partial or garbled header at
     a cut for the end of the archive; this tells them apart."""
-    stream = tar.fileobj
+    stream: Any = tar.fileobj  # tarfile's _Stream (stream mode): its `pos`, not in the typeshed protocol
     after_stop = stream.pos - tar.offset  # the bytes of the header tarfile tried to read
     zeros = True
     while chunk := stream.read(1 << 20):

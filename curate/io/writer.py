@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-
 _SIZE_BLOCK_ROWS = 1024  # row-group size is measured in blocks of this many rows
 
 
@@ -80,6 +79,7 @@ class ShardWriter:
             return
         if self._writer is None:
             self._open()
+        assert self._writer is not None and self._tmp is not None  # _open set both
         table = pa.Table.from_batches(self._pending)
         rows = table.num_rows if rows is None else rows
         self._writer.write_table(table.slice(0, rows), row_group_size=max(rows, 1))
@@ -100,6 +100,7 @@ class ShardWriter:
         self.shard_rows.append(0)
 
     def _finish_shard(self) -> None:
+        assert self._writer is not None and self._tmp is not None  # a shard is open
         self._writer.close()
         os.replace(self._tmp, self.paths[-1])
         self._writer = None
@@ -119,6 +120,7 @@ class ShardWriter:
         self._pending = []
         if self._writer is not None:
             self._writer.close()
+            assert self._tmp is not None  # set with _writer
             self._tmp.unlink(missing_ok=True)
             self._writer = None
             self.paths.pop()

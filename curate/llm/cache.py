@@ -24,6 +24,7 @@ import sqlite3
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 from curate.engine.failpoints import failpoint
 from curate.llm.types import Answer, Request
@@ -50,8 +51,8 @@ class RequestCache:
         found: dict[str, Answer] = {}
         for start in range(0, len(keys), 500):
             part = keys[start:start + 500]
-            rows = self.db.execute(f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail FROM answers "
-                                   f"WHERE key IN ({','.join('?' * len(part))})", part)
+            rows = self.db.execute(f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail "
+                                   f"FROM answers WHERE key IN ({','.join('?' * len(part))})", part)
             for key, text, finish, t_in, t_out, error, detail in rows:
                 found[key] = Answer(text, finish, t_in, t_out, error, detail, permanent=error is not None, cached=True)
         return found
@@ -143,7 +144,7 @@ class CachedBackend:
         left = list(range(len(requests)))
         while left:  # rows that shared a request whose sender was cancelled: asked again
             left = await self._answer(requests, keys, left, give)
-        return answers
+        return cast(list[Answer], answers)  # every row given an answer
 
     async def _answer(self, requests: list[Request], keys: list[str], asked: list[int], give) -> list[int]:
         """Answer rows `asked`: from another call's request or this process's, from disk, or by
@@ -181,13 +182,13 @@ class CachedBackend:
                     give(i, done.result())
 
         # Added before asyncio.wait adds its own, so these run before the wait below returns.
-        waiting = {key: self.shared[key] for key in joined}
+        waiting = {key: cast(asyncio.Future, self.shared[key]) for key in joined}  # in flight: futures
         for key, future in waiting.items():
             future.add_done_callback(functools.partial(share, joined[key]))
 
         def arrived(j: int, answer: Answer) -> None:
             key = sent[j]
-            future, self.shared[key] = self.shared[key], answer
+            future, self.shared[key] = cast(asyncio.Future, self.shared[key]), answer  # ours, in flight
             future.set_result(answer)
             self._remember(key, answer)
             if answer.ok:
@@ -205,8 +206,10 @@ class CachedBackend:
                 await asyncio.wait(waiting.values())
         finally:
             for key in sent:  # not answered (a fatal error, or cancelled): those sharing it ask again
-                if isinstance(self.shared.get(key), asyncio.Future):
-                    self.shared.pop(key).cancel()
+                pending = self.shared.get(key)
+                if isinstance(pending, asyncio.Future):
+                    del self.shared[key]
+                    pending.cancel()
             if sent:  # everything stored before returning (also what came before a fatal error)
                 while self.unsaved or (self.writing is not None and not self.writing.done()):
                     self._save()

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from curate.llm.types import Backend
 from curate.ops import OPERATIONAL, Params
 from curate.paths import local_path
 
 # Parameters that say where and how hard to send, not what comes back: not in the fingerprint,
 # so fixing an endpoint or rotating a key does not stop --resume. Model and sampling are in it.
-_OP = {"json_schema_extra": OPERATIONAL}
+_OP: dict[str, Any] = {"json_schema_extra": OPERATIONAL}
 
 
 class LLMConfig(Params):
@@ -24,8 +25,10 @@ class LLMConfig(Params):
                                     "(read when sending, never written anywhere).", **_OP)
     concurrency: int = Field(256, gt=0, description="Requests in flight per process (openai backend).", **_OP)
     timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (openai backend).", **_OP)
-    max_retries: int = Field(6, ge=0, description="Retries of a request that timed out or got 429/5xx/a bad body.", **_OP)
-    backoff_s: float = Field(0.5, ge=0, description="First retry's backoff cap; doubles each retry, full jitter.", **_OP)
+    max_retries: int = Field(6, ge=0, description="Retries of a request that timed out or got 429/5xx/a bad body.",
+                             **_OP)
+    backoff_s: float = Field(0.5, ge=0, description="First retry's backoff cap; doubles each retry, full jitter.",
+                             **_OP)
     max_backoff_s: float = Field(60.0, ge=0, description="Largest backoff between retries.", **_OP)
     max_tokens: int = Field(512, gt=0, description="Most tokens generated per answer.")
     temperature: float = Field(0.0, ge=0)
@@ -51,9 +54,11 @@ class LLMConfig(Params):
 
 def open_backend(config: LLMConfig, cached: bool = True):
     """The backend `config` names, behind the request cache unless `cached` is False."""
+    backend: Backend
     if config.backend == "openai":
         from curate.llm.openai import OpenAIBackend
 
+        assert config.base_url is not None  # _endpoint: the openai backend has one
         backend = OpenAIBackend(config.model, config.base_url, config.api_key_env, config.concurrency,
                                 config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
     elif config.backend == "transformers":

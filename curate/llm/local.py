@@ -5,6 +5,7 @@ prompt ends where generation starts. Prompts are sorted by length so a batch pad
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
 from curate.llm.types import Answer, BackendError, OnAnswer, Request
 
@@ -14,7 +15,8 @@ class TransformersBackend:
 
     def __init__(self, model: str, batch_size: int = 16, dtype: str = "auto"):
         self.model, self.batch_size, self.dtype = model, batch_size, dtype
-        self.lm = self.tokenizer = None
+        self.lm: Any = None  # transformers' model and tokenizer, loaded on first use
+        self.tokenizer: Any = None
 
     def load(self) -> None:
         if self.lm is not None:
@@ -23,7 +25,8 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
-            raise BackendError("the transformers backend needs torch and transformers: pip install 'curate[embed]'") from None
+            raise BackendError("the transformers backend needs torch and transformers: "
+                               "pip install 'curate[embed]'") from None
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model)
             dtype = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
@@ -59,7 +62,7 @@ class TransformersBackend:
                     answers[i] = answer
                     on_answer(i, answer)
                 await asyncio.sleep(0)  # let the cache commit this batch's answers
-        return answers
+        return cast(list[Answer], answers)  # every request is in one batch
 
     def _batch(self, prompts: list[str], request: Request) -> list[Answer]:
         import torch

@@ -16,6 +16,7 @@ import email.utils
 import os
 import random
 import time
+from typing import cast
 
 import orjson
 
@@ -98,11 +99,11 @@ class OpenAIBackend:
             async def sender() -> None:
                 for i, request in todo:
                     async with limit:
-                        answers[i] = await self._send(session, request)
-                    on_answer(i, answers[i])
+                        answer = answers[i] = await self._send(session, request)
+                    on_answer(i, answer)
 
             await _gather_or_cancel([sender() for _ in range(min(self.concurrency, len(requests)))])
-        return answers
+        return cast(list[Answer], answers)  # every request answered (or an exception raised)
 
     async def _send(self, session, request: Request) -> Answer:
         import aiohttp

@@ -5,12 +5,16 @@ read, passes its API key's variable to remote workers, and reports the backend's
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
 
 from curate.llm.config import open_backend
 
 
 class LLMBacked:
     """Mixed into a Map whose Params have an `llm: LLMConfig` field."""
+
+    if TYPE_CHECKING:
+        params: Any  # the Map's
 
     backend = None
 

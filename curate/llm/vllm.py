@@ -5,6 +5,8 @@ vLLM's documented `LLM.chat` API (a list of conversations, one SamplingParams ea
 
 from __future__ import annotations
 
+from typing import Any
+
 from curate.llm.types import Answer, BackendError, OnAnswer, Request
 
 
@@ -13,7 +15,7 @@ class VLLMBackend:
 
     def __init__(self, model: str, dtype: str = "auto"):
         self.model, self.dtype = model, dtype
-        self.engine = None
+        self.engine: Any = None  # vllm.LLM, loaded on first use
 
     def load(self) -> None:
         if self.engine is not None:

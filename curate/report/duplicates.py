@@ -4,13 +4,14 @@ with two members side by side (the row kept and one it removed).
 A dedup step's trace detail names the row each removed one duplicates (operators/dedup and
 operators/prune): `duplicate of <id>` (exact_dedup), `{"duplicate_of": <id>, ...}`
 (minhash_dedup), `contained in <id> (containment c)` (containment_dedup; `{"container": <id>,
-...}` in runs before it), `similarity s to <id> (cluster k)` (semantic_dedup). A cluster is that row and all naming it; a step is a dedup step when its
-details name rows. Counted by DuckDB (it spills a large step's cluster table), drawn bounded:
-the size distribution and the LARGEST clusters. A near-dedup step whose details carry a score
-(containment, MinHash's Jaccard estimate, SemDeDup's similarity) also gets that score's
-distribution over the rows it removed and the LARGEST pairs nearest its threshold (the lowest
-scores removed): the largest clusters are mostly exact copies (containment 1.0), the pairs near
-the threshold are where the step decided.
+...}` in runs before it), `similarity s to <id> (cluster k)` (semantic_dedup). A cluster is that
+row and all naming it; a step is a dedup step when its details name rows. Counted by DuckDB (it
+spills a large step's cluster table), drawn bounded: the size distribution and the LARGEST
+clusters. A near-dedup step whose details carry a score (containment, MinHash's Jaccard
+estimate, SemDeDup's similarity) also gets that score's distribution over the rows it removed
+and the LARGEST pairs nearest its threshold (the lowest scores removed): the largest clusters
+are mostly exact copies (containment 1.0), the pairs near the threshold are where the step
+decided.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def removed(run: Run) -> list[dict]:
                 first[r["reason"]] = {"step": step, "reason": r["reason"], "detail": r.get("detail"), "id": r["_id"],
                                       "text": (r.get("row") or {}).get(text)}
         per_step.append(list(first.values()))
-    out = []
+    out: list[dict] = []
     while len(out) < PAIRS and any(per_step):
         for rows in per_step:
             if rows and len(out) < PAIRS:

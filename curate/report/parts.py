@@ -4,6 +4,8 @@ the page, so the toolbar never covers one) and tables."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence, Set as AbstractSet
+from typing import Any
 
 SAMPLE_CHARS = 400
 
@@ -19,7 +21,8 @@ def figure(fig, div_id: str, height: int = 380) -> str:
     return f"<div class=\"figure\">{heading}{div}</div>"
 
 
-def table(header: list[str], rows: list[list], numeric: set[int] = frozenset(), css: str = "") -> str:
+def table(header: list[str], rows: Sequence[Sequence[Any]], numeric: AbstractSet[int] = frozenset(),
+          css: str = "") -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(
         f"<td class=\"{'num' if i in numeric else ''}\">{html.escape(fmt(v))}</td>" for i, v in enumerate(r)) + "</tr>"

@@ -94,7 +94,7 @@ def plotly_js() -> str:
 
 
 def _header(m: dict) -> str:
-    rows = [["rows in", m.get("rows_in")], ["rows out", m.get("rows_out")], ["seconds", m.get("seconds")],
+    rows: list[list] = [["rows in", m.get("rows_in")], ["rows out", m.get("rows_out")], ["seconds", m.get("seconds")],
             ["data files", m.get("data_files")], ["recipe fingerprint", m.get("recipe_fingerprint")],
             ["seed", m.get("seed")], ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
     return f"<section id=\"summary\"><h2>Run</h2>{table(['', ''], rows)}</section>"

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 MEMORY = "1GB"
 
 
-def quote(s: str) -> str:
+def quote(s: str | Path) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 

@@ -30,7 +30,7 @@ def output_histogram(run: Run, column: str, edges: np.ndarray | None) -> tuple[n
     if lo is None or lo == hi:
         return None
     uniform = edges is not None and len(edges) > 1 and np.allclose(np.diff(edges), edges[1] - edges[0])
-    if not (uniform and lo >= edges[0] and hi <= edges[-1]):
+    if edges is None or not (uniform and lo >= edges[0] and hi <= edges[-1]):
         edges = np.linspace(lo, hi, BINS + 1)
     n, width = len(edges) - 1, float(edges[1] - edges[0])
     counts = np.zeros(n, dtype=np.int64)
@@ -42,7 +42,7 @@ def output_histogram(run: Run, column: str, edges: np.ndarray | None) -> tuple[n
 
 def render(go, run: Run) -> str:
     before = qdc.histograms_before(run.manifest)
-    figs = []
+    figs: list[str] = []
     for name in sorted(set(columns(run)) | set(before)):
         fig = go.Figure()
         edges = None

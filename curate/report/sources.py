@@ -107,7 +107,7 @@ def input_ids(manifest: dict) -> str | None:
     return f"SELECT i, any_value(f) AS f FROM ({scan}) GROUP BY i"
 
 
-def _partition(path: str) -> list[tuple[str, str]]:
+def _partition(path: str) -> list[tuple[str, ...]]:  # (key, value) pairs
     return [tuple(p.split("=", 1)) for p in PurePath(path).parent.parts if "=" in p and not p.startswith("=")]
 
 
@@ -119,7 +119,7 @@ def file_names(manifest: dict) -> dict[str, str]:
     if not paths:
         return {}
     common = os.path.commonpath([os.path.dirname(p) for p in paths])
-    out = {}
+    out: dict[str, str] = {}
     for p in paths:
         parts = PurePath(p).parts
         for k in range(1, len(parts) + 1):

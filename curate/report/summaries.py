@@ -7,13 +7,14 @@ pick is then read off the page. Histograms and per-cluster lists are drawn elsew
 from __future__ import annotations
 
 import html
+from typing import TypeGuard
 
 from curate.report.parts import figure, fmt, section, table
 
 SHORT_LIST = 12
 
 
-def _number(v) -> bool:
+def _number(v) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -39,7 +40,7 @@ def flatten(v, prefix: str = "") -> dict[str, object]:
     """Dotted name -> a value shown in a cell; histograms (drawn above) and lists of records (the
     cluster tables) left out, long lists shown by their length."""
     if isinstance(v, dict):
-        out = {}
+        out: dict[str, object] = {}
         for k, x in v.items():
             if k == "histogram" or (isinstance(x, list) and x and all(isinstance(r, dict) for r in x)):
                 continue
@@ -52,16 +53,16 @@ def flatten(v, prefix: str = "") -> dict[str, object]:
 
 def _curves(go, step: str, summary: dict, names: list[str], n: int) -> str:
     """One table of the curves sharing their points, and the first drawn (the chosen point marked
-    where the summary names it: `eps` for `kept_by_eps`)."""
-    points = sorted(summary[names[0]], key=_numeric_key)
+    where the summary names it: `eps` for `kept_by_eps`). Every point is a number (is_curve)."""
+    points = sorted(summary[names[0]], key=float)
     rows = [[p] + [summary[c].get(p) for c in names] for p in points]
     first = names[0]
     chosen_key = first.split("_by_", 1)[1] if "_by_" in first else None
     chosen = summary.get(chosen_key) if chosen_key else None
-    x = [_numeric_key(p) for p in points]
+    x = [float(p) for p in points]
     fig = go.Figure(go.Scatter(x=x, y=[summary[first][p] for p in points], mode="lines+markers", name=first))
     if _number(chosen) and any(abs(v - chosen) < 1e-12 for v in x):
-        at = next(p for p in points if abs(_numeric_key(p) - chosen) < 1e-12)
+        at = next(p for p in points if abs(float(p) - chosen) < 1e-12)
         fig.add_trace(go.Scatter(x=[chosen], y=[summary[first][at]], mode="markers+text", name="chosen",
                                  text=[f"{chosen_key} = {fmt(chosen)}"], textposition="top right",
                                  marker=dict(size=12, color="#d62728")))
