@@ -1,7 +1,10 @@
-"""Every recipe in recipes/ with its input and output on a store (moto's S3 server on loopback),
-and those without models also with only one of them there, gives the local run's data/ and
-trace/ bytes."""
+"""Recipes with their input and output on a store (moto's S3 server on loopback), and also with
+only one of them there, give the local run's data/ and trace/ bytes. The store code a run goes
+through is the same whatever its steps: the suite runs the recipes without models (JSON lines,
+Parquet and WARC inputs) and datacomp-basic (WebDataset in and out); CURATE_TEST_EVERY_RECIPE=1
+(bench/every_recipe.py) runs every recipe, those with models and the other image-text ones too."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,9 +19,14 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 WITH_MODELS = {"text-pruning", "clip-pruning", "sft-qdc", "web-text"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(p.stem, marks=pytest.mark.slow)
-                                  if p.stem in WITH_MODELS or p.stem.startswith("datacomp-") else p.stem
-                                  for p in sorted(RECIPES.glob("*.yaml"))])
+EVERY_RECIPE = bool(os.environ.get("CURATE_TEST_EVERY_RECIPE"))
+
+
+def _sampled(name: str) -> bool:
+    return EVERY_RECIPE or name == "datacomp-basic" or not (name in WITH_MODELS or name.startswith("datacomp-"))
+
+
+@pytest.mark.parametrize("name", [p.stem for p in sorted(RECIPES.glob("*.yaml")) if _sampled(p.stem)])
 def test_every_recipe_gives_the_local_bytes_with_its_input_or_output_on_s3(name, s3_server, cli, tmp_path,
                                                                            monkeypatch, request):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))  # where a store run's work directory is
@@ -31,11 +39,7 @@ def test_every_recipe_gives_the_local_bytes_with_its_input_or_output_on_s3(name,
     reference = local_digest(tmp_path / "local")
     assert any(p.startswith("data/") for p in reference)
     stored = input_on_store(args, recipe, f"s3://in-{name}/input")
-    # Both on the store for every recipe; the one-sided runs (input only, output only) for the
-    # recipes without models, whose runs are cheap: the store code they add is the same for all.
-    runs = [(stored, f"s3://out-{name}/both")]
-    if name not in WITH_MODELS and not name.startswith("datacomp-"):
-        runs += [(args, f"s3://out-{name}/out"), (stored, tmp_path / "from-store")]
+    runs = [(stored, f"s3://out-{name}/both"), (args, f"s3://out-{name}/out"), (stored, tmp_path / "from-store")]
     for inputs, output in runs:
         res = cli("run", recipe, *inputs, "--output", output, "-w", "2", "--no-report")
         assert res.exit_code == 0, res.output
