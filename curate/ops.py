@@ -6,11 +6,15 @@ name columns are declared with `reads_column` / `writes_column`, and the base cl
 `requires` / `provides` from them (see Operator).
 
 - Map.process(batch) -> batch: adds or transforms columns (or, with `changes_rows`, makes
-  new rows: (children, Verdict over the input rows)).
+  new rows: Result(children, Verdict over the input rows)).
 - Filter.keep(batch) -> Verdict: which rows stay; the engine traces the others with the reason.
-- Global.fit(batches, workdir, parallel) -> state, then Global.apply(batch, state) -> Verdict | batch,
+- Global.fit(batches, workdir, parallel) -> FitState, then Global.apply(batch, state) -> Verdict | batch,
   for decisions that need the whole dataset (dedup, clustering, pruning). `parallel` runs the
   fit's parallel pieces on the engine's workers (local processes or Ray tasks).
+
+Each of these answers is a Result or one of its parts (curate/result.py). What an operator
+loads once per worker is a `loaded` attribute (curate/loaded.py), which the engine loads and
+frees; where it runs and what it needs is its `resources`.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from itertools import islice
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Union
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal
 
-import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
+
+# The contract's parts live in their own modules; operators import them from here (`X as X`: a re-export).
+from curate.fit_state import Decisions as Decisions, FitState as FitState, Value as Value
+from curate.loaded import free_all, load_all, loaded as loaded, without_loaded
+from curate.result import Result as Result, Verdict as Verdict
 
 
 class Params(BaseModel):
@@ -39,12 +47,23 @@ class Params(BaseModel):
 
 
 class Resources(BaseModel):
-    """What one instance of the operator needs; the engine sizes its workers from this."""
+    """Where one instance of the operator runs and what it needs; the plan sizes every engine's
+    workers from this (a stage's pool and its Policy, curate/engine/tasks/plan.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     cpus: float = 1.0
     gpus: float = 0.0
     memory_gb: float | None = None
+    # "cpu": inside every task process. "model": in a model worker pool (one process per visible
+    # GPU, else CPU model workers) that loads the model once. "io": waits on the network (LLM
+    # endpoints), in a stage of its own on few processes, its `process` async. GPUs need "model".
+    pool: Literal["cpu", "model", "io"] = "cpu"
+
+    @model_validator(mode="after")
+    def _gpus_in_model_pool(self) -> "Resources":
+        if self.gpus > 0 and self.pool != "model":
+            raise ValueError(f"gpus={self.gpus} runs in the model pool: say pool='model'")
+        return self
 
 
 OPERATIONAL = {"operational": True}
@@ -102,39 +121,14 @@ def declared_columns(params: Params, role: str, text_column: str) -> tuple[str, 
     return tuple(column for names in named.values() for column in names)
 
 
-ReasonLike = Union[str, pa.Array, np.ndarray, list, None]
-
-
-@dataclass
-class Verdict:
-    """Which rows of a batch stay (`keep`), and for the others a reason and a detail.
-
-    `reason` and `detail` are either one string for every dropped row or one value per
-    row of the batch (values at kept rows are ignored).
-    """
-
-    keep: np.ndarray
-    reason: ReasonLike = None
-    detail: ReasonLike = None
-
-    def __post_init__(self):
-        if isinstance(self.keep, (pa.Array, pa.ChunkedArray)):
-            self.keep = self.keep.to_numpy(zero_copy_only=False)
-        self.keep = np.asarray(self.keep, dtype=bool)
-
-
 class Operator:
     """Base of all operators. Subclasses set `name`, `Params` and, as needed, the rest."""
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = Params
+    # Where it runs and what it needs; one whose needs depend on its params overrides resources_for.
     resources: ClassVar[Resources] = Resources()
-    # Where the engine runs it: "cpu" inside every task process; "model" in a model worker pool
-    # (one process per visible GPU, else CPU model workers) that loads the model once.
-    # Operators declaring `resources.gpus > 0` are "model" whatever this says. "io": waits on
-    # the network (LLM endpoints), in a stage of its own on few processes, its `process` async.
-    resource_class: ClassVar[str] = "cpu"
     # Columns the operator reads and writes. On the class: those it always reads and writes (`TEXT`
     # for the text column); each instance adds those its params name (reads_column, writes_column)
     # and those computed_requires / computed_provides return.
@@ -149,6 +143,9 @@ class Operator:
     # changed the batches' schema), so the output does not depend on the batch sizes before it; a
     # recipe's `batch_rows:` for the step is refused.
     batch_rows_param: ClassVar[str | None] = None
+    # The step makes new rows (a Map's chunks, a Global's grown instructions): its answer is
+    # Result(children, Verdict over its input rows); see Map.
+    changes_rows: ClassVar[bool] = False
 
     def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
         self.params = params if params is not None else self.Params()
@@ -175,10 +172,16 @@ class Operator:
         return ()
 
     def setup(self) -> None:
-        """Load what the operator needs once per worker (models, tables). Default: nothing."""
+        """Called by the engine in each worker before the first batch (never by the operator):
+        loads every `loaded` attribute. An operator that needs none loaded there overrides it."""
+        load_all(self)
 
     def teardown(self) -> None:
-        """Free what `setup` loaded (models, GPU memory) when its stage is done. Default: nothing."""
+        """Called by the engine when the stage is done: frees what was loaded (models, GPU memory)."""
+        free_all(self)
+
+    def __getstate__(self) -> dict:  # a loaded model never travels between processes
+        return without_loaded(self)
 
     def take_counts(self) -> dict[str, int]:
         """Counts the operator kept since the last call (e.g. redactions per kind, tokens), then
@@ -186,10 +189,10 @@ class Operator:
         return {}
 
     @classmethod
-    def runs_on(cls, params: Params | None = None) -> str:
-        """The resource class the engine gives the operator: "cpu", "io" or "model". An operator
-        whose class depends on its parameters (an LLM over HTTP, or a local one) overrides this."""
-        return "model" if cls.resources.gpus > 0 else cls.resource_class
+    def resources_for(cls, params: Params) -> Resources:
+        """What the engine reads: `resources`, unless the needs depend on the parameters (an LLM
+        over HTTP, or a local one), where the operator overrides this."""
+        return cls.resources
 
     @classmethod
     def env_vars(cls, params: Params) -> tuple[str, ...]:
@@ -230,32 +233,31 @@ class Operator:
 
 
 class Map(Operator):
-    """`process` returns the new batch, or (batch, Verdict) to send rows it cannot handle (of
+    """`process` returns the new batch, or Result(batch, Verdict) to send rows it cannot handle (of
     the returned batch) to the trace with a reason.
 
     A Map with `changes_rows = True` turns each input row into any number of rows (chunks,
-    rephrasings; or several into one): `process` returns (children, Verdict over its *input*
+    rephrasings; or several into one): `process` returns Result(children, Verdict over its *input*
     rows). Each child has `_parent_id`, the `_id` of the input row it came from; an input row
     the verdict keeps must have children, one it drops has none and is traced with its reason.
     The engine gives children their `_id` and checks all this (curate/engine/tasks/expand.py).
 
-    `process` may be `async def` (I/O-bound operators: resource_class "io"): a worker then
+    `process` may be `async def` (I/O-bound operators: `Resources(pool="io")`): a worker then
     keeps several batches in flight at once, and their results are written in input order."""
 
     kind = "map"
-    changes_rows: ClassVar[bool] = False
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         raise NotImplementedError
 
 
 class Filter(Operator):
-    """`keep` returns a Verdict, or (batch, Verdict) to also add columns (e.g. the scores it
+    """`keep` returns a Verdict, or Result(batch, Verdict) to also add columns (e.g. the scores it
     measured) to the rows it keeps."""
 
     kind = "filter"
 
-    def keep(self, batch: pa.RecordBatch) -> Verdict | tuple[pa.RecordBatch, Verdict]:
+    def keep(self, batch: pa.RecordBatch) -> Verdict | Result:
         raise NotImplementedError
 
 
@@ -336,11 +338,11 @@ class Global(Operator):
 
     Batches given to `fit` and `apply` carry `_id` and `_ord` (the row's position in the
     stage input, 0..n-1, the same in both passes) besides the columns in `requires`.
-    `fit` may write large state under `workdir`; the state it returns must pickle, and where it
-    names files under `workdir` that `apply` reads, it lists them in a `files()` method (the
-    engine ships exactly those to workers that do not see the run's disk). Work that splits into
-    independent pieces goes through `parallel` (see Parallel); the runner passes its executor's;
-    called directly, a fit runs its pieces one by one.
+    `fit` may write large state under `workdir`; it returns a FitState (curate/fit_state.py: the
+    standard Decisions or Value, or a subclass), which lists in `files()` the files under
+    `workdir` that `apply` reads (the engine ships exactly those to workers that do not see the
+    run's disk). Work that splits into independent pieces goes through `parallel` (see
+    Parallel); the runner passes its executor's; called directly, a fit runs its pieces one by one.
     """
 
     kind = "global"
@@ -353,10 +355,10 @@ class Global(Operator):
         rows and handed to `fit` under the same names, so `fit` need not read the text again."""
         return None
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Any:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> FitState:
         raise NotImplementedError
 
-    def apply(self, batch: pa.RecordBatch, state: Any) -> Verdict | pa.RecordBatch:
+    def apply(self, batch: pa.RecordBatch, state: FitState) -> Verdict | pa.RecordBatch | Result:
         raise NotImplementedError
 
 

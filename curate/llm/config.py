@@ -46,9 +46,9 @@ class LLMConfig(Params):
         return self
 
     @property
-    def runs_on(self) -> str:
-        """Where an operator using it runs: HTTP waits on the network ("io"); local models on the
-        model workers."""
+    def pool(self) -> str:
+        """Where an operator using it runs (its Resources' pool): HTTP waits on the network ("io");
+        local models on the model workers."""
         return "io" if self.backend == "openai" else "model"
 
 

@@ -8,6 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from curate.llm.config import open_backend
+from curate.loaded import is_loaded, loaded
 
 
 class LLMBacked:
@@ -16,26 +17,26 @@ class LLMBacked:
     if TYPE_CHECKING:
         params: Any  # the Map's
 
-    backend = None
-
     @classmethod
-    def runs_on(cls, params=None) -> str:
-        return params.llm.runs_on if params is not None else "io"
+    def resources_for(cls, params):
+        return cls.resources.model_copy(update={"pool": params.llm.pool})
 
     @classmethod
     def env_vars(cls, params) -> tuple[str, ...]:
         return (params.llm.api_key_env,) if params.llm.backend == "openai" and params.llm.api_key_env else ()
 
-    def setup(self) -> None:
-        self.backend = open_backend(self.params.llm)
+    @loaded
+    def backend(self):
+        backend = open_backend(self.params.llm)
         if self.params.llm.backend != "openai":
-            # A local model loads once per worker here, not inside the first batch: the step's
-            # seconds in the manifest are then generation alone, as embed's are.
-            self.backend.backend.load()
+            # A local model loads once per worker here (setup), not inside the first batch: the
+            # step's seconds in the manifest are then generation alone, as embed's are.
+            backend.backend.load()
+        return backend
 
     def preflight(self) -> None:
         if self.params.llm.backend == "openai":  # local models are loaded (and checked) on the workers
             asyncio.run(open_backend(self.params.llm, cached=False).check())
 
     def take_counts(self) -> dict[str, int]:
-        return self.backend.take_counts() if self.backend is not None else {}
+        return self.backend.take_counts() if is_loaded(self, "backend") else {}

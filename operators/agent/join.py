@@ -25,7 +25,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.ops import SERIAL, Global, Parallel, Verdict
+from curate.ops import SERIAL, FitState, Global, Parallel, Result, Value, Verdict
 from curate_operators.agent import converters
 from curate_operators.agent.ops import AdpConvertParams
 from curate_operators.agent.rows import JOINED, raw_records
@@ -35,7 +35,7 @@ ROW_GROUP_BYTES = 8 << 20  # records per row group of the groups file, in bytes:
 
 
 @dataclass(frozen=True)
-class Groups:
+class Groups(FitState):
     """The fitted join: `path` holds each group's first row `_id` and records, in input order."""
 
     path: str
@@ -43,7 +43,6 @@ class Groups:
     row_groups: np.ndarray  # index of the first group in each row group of `path`
 
     def files(self) -> list[str]:
-        """The files this state reads (a Global state's contract: see ops.Global.fit)."""
         return [self.path]
 
 
@@ -79,9 +78,9 @@ class AdpJoin(Global):
             records.append(orjson.dumps(value, default=str).decode())
         return {"key": pa.array(keys, pa.string()), "record": pa.array(records, pa.string())}
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Groups | None:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Groups | Value:
         if not self.group_by:
-            return None
+            return Value()  # one record per trajectory: nothing to join
         groups = _GroupFile(workdir / "groups.parquet")
         firsts: list[int] = []
         key = first_id = None
@@ -109,8 +108,8 @@ class AdpJoin(Global):
             self._read = key, pq.ParquetFile(state.path).read_row_groups(range(first_rg, last_rg + 1))
         return self._read[1].slice(lo - int(state.row_groups[first_rg]), hi - lo + 1)
 
-    def apply(self, batch: pa.RecordBatch, state: Groups | None):
-        if state is None:  # one record per trajectory: nothing to join
+    def apply(self, batch: pa.RecordBatch, state: Groups | Value):
+        if isinstance(state, Value):
             return batch
         ords = batch.column("_ord").to_numpy()
         group = np.searchsorted(state.firsts, ords, side="right") - 1
@@ -121,7 +120,7 @@ class AdpJoin(Global):
         joined = [records[g - lo] if f else None for g, f in zip(group, first)]
         details = [None if f else f"joined into the trajectory of row {first_ids[g - lo]}"
                    for g, f in zip(group, first)]
-        return batch.append_column(JOINED, pa.array(joined, pa.string())), Verdict(first, "merged", details)
+        return Result(batch.append_column(JOINED, pa.array(joined, pa.string())), Verdict(first, "merged", details))
 
 
 class _GroupFile:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from pydantic import Field, field_validator
 
 from curate.errors import RecipeError
-from curate.ops import Filter, Map, Params, Verdict, reads_column
+from curate.ops import Filter, Map, Params, Result, Verdict, reads_column
 from curate_operators.agent import converters
 from curate_operators.agent.exporters import STYLES, Exporter, Skip
 from curate_operators.agent.rows import JOINED, TRAJECTORY_SCHEMA, raw_records, sft_schema, trajectory_doc, trajectory_row
@@ -91,7 +91,7 @@ class AdpConvert(Map):
         body = pa.RecordBatch.from_pylist(rows, schema=TRAJECTORY_SCHEMA)
         out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
                                          schema=pa.schema([("_parent_id", pa.string()), *TRAJECTORY_SCHEMA]))
-        return out, Verdict(keep, "unconvertible", details)
+        return Result(out, Verdict(keep, "unconvertible", details))
 
 
 # A row id the reader made (readers._add_id: a hash of the file's name, then the row's position in it).
@@ -178,4 +178,4 @@ class AdpExport(Map):
         body = pa.RecordBatch.from_pylist(rows, schema=self.schema)
         out = pa.RecordBatch.from_arrays([pa.array(parents, pa.string()), *body.columns],
                                          names=["_parent_id", *self.schema.names])
-        return out, Verdict(keep, "not_exportable", details)
+        return Result(out, Verdict(keep, "not_exportable", details))

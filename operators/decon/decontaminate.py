@@ -23,13 +23,13 @@ from pydantic import Field
 
 from curate.columns import put
 from curate.errors import RecipeError
-from curate.ops import SERIAL, Global, Params, Parallel, Verdict, reads_column
+from curate.fit_state import ROW_GROUP_ROWS
+from curate.ops import SERIAL, FitState, Global, Parallel, Params, Result, Verdict, reads_column
 from curate_operators.decon import benchmarks as bm
 from curate_operators.decon import index as idx
 from curate_operators.decon.match import best, find, joined, pairs
 from curate_operators.decon.redact import redact
 from curate_operators.decon.text import word_spans
-from curate_operators.dedup.decisions import ROW_GROUP_ROWS
 
 REASON = "contaminated"
 MARK_COLUMNS = {"contamination_benchmark": pa.string(), "contamination_item": pa.string(),
@@ -60,7 +60,7 @@ class _Scan:
 
 
 @dataclass
-class DeconState:
+class DeconState(FitState):
     index_dir: str
     decisions: str  # Parquet: _ord, item, ngrams, offset, items; sorted by _ord
     report: dict
@@ -179,7 +179,7 @@ class Decontaminate(Global):
         for c, values in new.items():
             batch = batch.set_column(batch.schema.get_field_index(c), c, values)
         batch = put(batch, p.count_column, pa.array(cuts), pa.int64())
-        return batch, Verdict(keep, REASON, detail)
+        return Result(batch, Verdict(keep, REASON, detail))
 
 
 def scan_batch(scan: _Scan, batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray, np.ndarray]:

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from curate.fit_state import Decisions
 from curate.ops import SERIAL, Parallel, Verdict
 from curate_operators.dedup import resolve, signature_pass
 from curate_operators.dedup.db import FLOOR_MB, connect
-from curate_operators.dedup.decisions import Decisions
 from curate_operators.dedup.near import NearDedup, NearDedupParams
 from curate_operators.dedup.lsh import ContainmentPlan
 from curate_operators.dedup.shingles import ShingleSpec

@@ -3,7 +3,7 @@
 prepare hashes the key columns to 128 bits (two seeded 64-bit hashes, vectorized by polars) in
 the workers, in parallel; fit spills (hash, _ord, prefer) to Parquet and duckdb picks the keeper
 of every group, so memory stays bounded however many rows there are. apply drops the other
-rows by `_ord` (operators/dedup/decisions.py).
+rows by `_ord` (curate/fit_state.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from curate.fit_state import COPY_OPTIONS, Decisions
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
 from curate_operators.dedup.db import FLOOR_MB
-from curate_operators.dedup.decisions import COPY_OPTIONS, Decisions
 
 
 class ExactDedupParams(Params):
@@ -68,7 +68,7 @@ class ExactDedup(Global):
                           self.params.lowercase)
         return {"h1": keys["h1"].to_arrow(), "h2": keys["h2"].to_arrow()}
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL):
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         import duckdb
 
         p = self.params

@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field, model_validator
 
+from curate.fit_state import COPY_OPTIONS, Decisions
 from curate.ops import SERIAL, Parallel, Verdict
 from curate_operators.dedup import components, resolve, signature_pass
 from curate_operators.dedup.db import connect
-from curate_operators.dedup.decisions import COPY_OPTIONS, Decisions
 from curate_operators.dedup.jaccard_bands import optimal_bands
 from curate_operators.dedup.near import NearDedup, NearDedupParams
 from curate_operators.dedup.lsh import JaccardPlan

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from curate.fit_state import ROW_GROUP_ROWS, Decisions
 from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
-from curate_operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
 from curate_operators.dedup.image_hash import encoded_images, phash, popcount64
 from curate_operators.dedup.resolve import union_find
 

@@ -17,7 +17,7 @@ from typing import Iterable
 import duckdb
 import numpy as np
 
-from curate_operators.dedup.decisions import COPY_OPTIONS
+from curate.fit_state import COPY_OPTIONS
 
 
 def rank_table(con: duckdb.DuckDBPyConnection, docs_glob: str, order_by: str) -> np.ndarray:

@@ -107,29 +107,6 @@ def free_gpu_memory() -> None:
         torch.cuda.empty_cache()
 
 
-class HoldsBackend:
-    """A model operator's loaded backend: loaded once per worker by `setup`, freed by `teardown`,
-    never pickled (a loaded model does not travel between processes). The operator says which
-    backend with `backend_params()` (an EmbedParams)."""
-
-    backend = None  # the loaded model, from setup
-
-    def backend_params(self) -> "EmbedParams":
-        raise NotImplementedError
-
-    def setup(self) -> None:
-        if self.backend is None:
-            self.backend = load_backend(self.backend_params())
-
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.backend.close()
-            self.backend = None
-
-    def __getstate__(self):
-        return {**self.__dict__, "backend": None}
-
-
 def load_backend(params: "EmbedParams") -> Backend:
     """The backend the params name, loaded (model files resolved offline, weights read)."""
     if params.backend == "hash":

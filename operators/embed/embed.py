@@ -1,7 +1,7 @@
 """embed: a vector per row from a text or image column (sentence-transformers, transformers, open_clip or hash).
 
-Model-backed (`resource_class = "model"`): the engine runs it in a model worker pool, where
-`setup()` loads the model once per worker and `teardown()` frees it (and the GPU's cached memory).
+Model-backed (`Resources(pool="model")`): the engine runs it in a model worker pool, where its
+`loaded` backend is loaded once per worker and freed (and the GPU's cached memory) when the stage is done.
 The output column is `fixed_size_list<float32|float16>[dim]`, L2-normalised unless `normalize:
 false`. Rows with no text (null or blank) go to the trace as `empty` (or are embedded as the empty
 string: `on_empty: embed`); image rows that are null or cannot be read go to the trace as
@@ -21,9 +21,9 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.columns import put, text_array
-from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
+from curate.ops import OPERATIONAL, Map, Params, Resources, Result, Verdict, loaded, reads_column, writes_column
 from curate.paths import local_path
-from curate_operators.embed.backends import HoldsBackend
+from curate_operators.embed.backends import Backend, load_backend
 
 BACKENDS = ("sentence_transformers", "transformers", "open_clip", "hash")
 
@@ -94,24 +94,24 @@ class EmbedParams(Params):
         return self
 
 
-class Embed(HoldsBackend, Map):
+class Embed(Map):
     """Embed a text or image column with a model (or a model-free hash) into a fixed-size vector column."""
 
     name = "embed"
     Params = EmbedParams
-    resource_class = "model"
-    resources = Resources(cpus=1.0)
+    resources = Resources(cpus=1.0, pool="model")
 
     @property
     def column(self) -> str:
         return self.params.column or self.text_column
 
-    def backend_params(self) -> EmbedParams:
-        return self.params
+    @loaded
+    def backend(self) -> Backend:
+        return load_backend(self.params)
 
     def packages(self) -> tuple[str, ...]:
         return {"sentence_transformers": ("torch", "sentence_transformers"), "transformers": ("torch", "transformers"),
-                "open_clip": ("torch", "open_clip")}.get(self.backend_params().backend, ())
+                "open_clip": ("torch", "open_clip")}.get(self.params.backend, ())
 
     def preflight(self) -> None:
         """A text model (a local folder, or a hub id in the local cache) is on this machine: the model
@@ -119,15 +119,14 @@ class Embed(HoldsBackend, Map):
         from curate_operators.embed.resolve import local_model
         from curate_operators.embed.text_models import DEFAULT_TEXT_MODEL
 
-        p = self.backend_params()
+        p = self.params
         if p.backend not in ("sentence_transformers", "transformers"):
             return
         name = p.model or DEFAULT_TEXT_MODEL
         extra = (f"sentence-transformers/{name}",) if p.backend == "sentence_transformers" and "/" not in name else ()
         local_model(name, p.backend, extra)
 
-    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
-        self.setup()
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | Result:
         if self.params.modality == "image":
             from curate_operators.embed.images import check_image_column, unreadable_detail
 
@@ -170,4 +169,4 @@ class Embed(HoldsBackend, Map):
             keep[rows[position]] = False
             reasons[rows[position]] = "unreadable_image"
             details[rows[position]] = unreadable_detail(batch, rows[position], message)
-        return batch, Verdict(keep, list(reasons), list(details))
+        return Result(batch, Verdict(keep, list(reasons), list(details)))

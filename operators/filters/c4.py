@@ -25,7 +25,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values
 from curate.errors import RecipeError
-from curate.ops import TEXT, Filter, Params, Verdict
+from curate.ops import TEXT, Filter, Params, Verdict, loaded
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")
@@ -57,17 +57,18 @@ class C4Quality(Filter):
     name = "c4_quality"
     Params = C4QualityParams
     requires = (TEXT,)
-    bad_words: frozenset[str] = frozenset()  # setup reads the list
 
     def computed_provides(self) -> tuple[str, ...]:
         return (SCORE_PREFIX + "sentences", SCORE_PREFIX + "kept_line_frac") if self.params.scores else ()
 
-    def setup(self) -> None:
-        if self.params.bad_words:
-            path = Path(self.params.bad_words)
-            if not path.is_file():
-                raise RecipeError("bad_words", f"c4_quality: bad word list {path} does not exist")
-            self.bad_words = frozenset(w.strip().lower() for w in path.read_text().splitlines() if w.strip())
+    @loaded
+    def bad_words(self) -> frozenset[str]:
+        if not self.params.bad_words:
+            return frozenset()
+        path = Path(self.params.bad_words)
+        if not path.is_file():
+            raise RecipeError("bad_words", f"c4_quality: bad word list {path} does not exist")
+        return frozenset(w.strip().lower() for w in path.read_text().splitlines() if w.strip())
 
     def page(self, text: str) -> tuple[str | None, str, int, float]:
         """(the reason the page goes or None, its kept text, its sentence count, its kept line fraction)."""

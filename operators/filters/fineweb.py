@@ -20,7 +20,7 @@ import regex
 from pydantic import Field
 
 from curate.columns import put, text_values
-from curate.ops import TEXT, Filter, Params, Verdict
+from curate.ops import TEXT, Filter, Params, Result, Verdict
 
 TERMINAL = regex.compile(r"\p{Sentence_Terminal}$")
 WORD = regex.compile(r"\w+|[^\w\s]")
@@ -94,4 +94,4 @@ class FineWebQuality(Filter):
             return verdict
         for i, metric in enumerate(METRICS):
             batch = put(batch, SCORE_PREFIX + metric, [None if r is None else r[i] for r in measured])
-        return batch, verdict
+        return Result(batch, verdict)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from curate.columns import put, text_array
-from curate.ops import TEXT, Filter, Params, Verdict
+from curate.ops import TEXT, Filter, Params, Result, Verdict
 from curate_operators.filters import gopher_metrics as gm
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
@@ -187,4 +187,4 @@ class GopherQuality(Filter):
             return verdict
         for metric in self._metric_names():
             batch = put(batch, SCORE_PREFIX + metric, metrics[metric])
-        return batch, verdict
+        return Result(batch, verdict)

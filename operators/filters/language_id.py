@@ -13,7 +13,7 @@ Without either the step only annotates.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +21,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
-from curate.ops import TEXT, Map, Params, Verdict, writes_column
+from curate.ops import TEXT, Map, Params, Result, Verdict, loaded, writes_column
 from curate.paths import local_path
 from curate_operators.filters.language_codes import unknown_code_message
 
@@ -71,12 +71,12 @@ class LanguageId(Map):
     name = "language_id"
     Params = LanguageIdParams
     requires = (TEXT,)
-    classify = None  # texts -> [(language, score)], from setup
-
     def packages(self) -> tuple[str, ...]:
         return ("py3langid",) if self.params.backend == "langid" else ("fasttext",)
 
-    def setup(self) -> None:
+    @loaded
+    def classify(self) -> Callable[[list[str]], list[tuple[str, float]]]:
+        """texts -> [(language, score)]."""
         p = self.params
         if p.backend == "langid":
             try:
@@ -89,13 +89,10 @@ class LanguageId(Map):
                 if unknown:
                     raise RecipeError("candidates", f"language_id: py3langid does not know {unknown}")
                 model.set_languages(p.candidates)
-            self.classify = lambda texts: [model.classify(t) for t in texts]
-        else:
-            self.classify = _fasttext(Path(p.model_path))
+            return lambda texts: [model.classify(t) for t in texts]
+        return _fasttext(Path(p.model_path))
 
     def process(self, batch: pa.RecordBatch):
-        if self.classify is None:
-            self.setup()
         p = self.params
         texts = text_values(batch, self.text_column, self.name)
         if p.max_chars:
@@ -114,7 +111,8 @@ class LanguageId(Map):
         reasons = np.where(~allowed, "language_not_allowed", np.where(~confident, "language_low_score", None))
         details = [None if a and c else f"language={lang} score={s:.3f}" + ("" if c else f" < {b:g}")
                    for lang, s, b, a, c in zip(languages, scores, bounds, allowed, confident)]
-        return batch, Verdict(allowed & confident, pa.array(reasons.tolist(), pa.string()), pa.array(details, pa.string()))
+        return Result(batch, Verdict(allowed & confident, pa.array(reasons.tolist(), pa.string()),
+                                     pa.array(details, pa.string())))
 
 
 def _fasttext(path: Path):

@@ -9,7 +9,7 @@ import pyarrow as pa
 from pydantic import Field, field_validator
 
 from curate.errors import RecipeError
-from curate.ops import Filter, Params, Verdict
+from curate.ops import Filter, Params, Verdict, loaded
 
 
 class SqlFilterParams(Params):
@@ -41,11 +41,13 @@ class SqlFilter(Filter):
     name = "sql_filter"
     Params = SqlFilterParams
 
-    def setup(self) -> None:
+    @loaded
+    def con(self):
         import duckdb
 
-        self.con = duckdb.connect()
-        self.con.execute("SET threads=1")
+        con = duckdb.connect()
+        con.execute("SET threads=1")
+        return con
 
     def check_schema(self, schema: pa.Schema) -> None:
         """Bind the predicate to the columns it will see, on an empty table of their types: a
@@ -89,8 +91,6 @@ class SqlFilter(Filter):
 
         import duckdb
 
-        if not hasattr(self, "con"):
-            self.setup()
         # Select the positions of kept rows: correct whatever order duckdb returns them in.
         numbered = batch.append_column("__row", pa.array(np.arange(batch.num_rows, dtype=np.int64)))
         self.con.register("batch", numbered)

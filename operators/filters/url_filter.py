@@ -19,7 +19,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import InputError, RecipeError
-from curate.ops import Filter, Params, Verdict, reads_column
+from curate.ops import Filter, Params, Verdict, loaded, reads_column
 from curate.paths import local_path
 
 
@@ -82,17 +82,21 @@ class UrlFilter(Filter):
 
     name = "url_filter"
     Params = UrlFilterParams
-    block: Matcher | None = None  # from setup
-    allow: Matcher | None = None
-
-    def setup(self) -> None:
-        self.block = Matcher(self.params.block, "block")
-        self.allow = Matcher(self.params.allow, "allow")
-        if not self.block and not self.params.only_allowed:
+    # Loaded in this order, so a missing block list is the error reported first.
+    @loaded
+    def block(self) -> Matcher:
+        block = Matcher(self.params.block, "block")
+        if not block and not self.params.only_allowed:
             raise RecipeError("block", "url_filter: no block list given, so it would remove nothing "
                                        "(give block lists, or allow lists with only_allowed: true)")
-        if self.params.only_allowed and not self.allow:
+        return block
+
+    @loaded
+    def allow(self) -> Matcher:
+        allow = Matcher(self.params.allow, "allow")
+        if self.params.only_allowed and not allow:
             raise RecipeError("allow", "url_filter: only_allowed without allow lists would remove every row")
+        return allow
 
     def verdict(self, url: str | None) -> tuple[str, str] | None:
         if url is None or not url.strip():
@@ -107,8 +111,6 @@ class UrlFilter(Filter):
         return (f"url_blocked_{kind}", f"host={host}") if kind else None
 
     def keep(self, batch: pa.RecordBatch) -> Verdict:
-        if self.block is None:
-            self.setup()
         column = batch.column(self.params.url_column)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_null(column.type)):
             raise InputError(f"url_filter: column '{self.params.url_column}' must be text, it is {column.type}")

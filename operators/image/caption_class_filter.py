@@ -22,7 +22,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import CurateError
-from curate.ops import Filter, Params, Verdict, reads_column
+from curate.ops import Filter, Params, Verdict, loaded, reads_column
 from curate.paths import local_path
 
 
@@ -64,14 +64,11 @@ class CaptionClassFilter(Filter):
 
     name = "caption_class_filter"
     Params = CaptionClassFilterParams
-    _classes: pa.Array | None = None
-
-    def setup(self) -> None:
-        if self._classes is None:
-            self._classes = load_classes(self.params.classes, self.name)
+    @loaded
+    def _classes(self) -> pa.Array:
+        return load_classes(self.params.classes, self.name)
 
     def keep(self, batch: pa.RecordBatch) -> Verdict:
-        self.setup()
         p = self.params
         captions = batch.column(p.caption_column or self.text_column)
         keep = names_a_class(captions, self._classes)

@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curate.columns import put
-from curate.ops import OPERATIONAL, Map, Params, Resources, Verdict, reads_column, writes_column
-from curate_operators.embed.backends import HoldsBackend
+from curate.ops import OPERATIONAL, Map, Params, Resources, Result, Verdict, loaded, reads_column, writes_column
+from curate_operators.embed.backends import Backend, load_backend
 
 
 class ClipScoreParams(Params):
@@ -53,13 +53,12 @@ class ClipScoreParams(Params):
         "auto", description="auto: float16 on a GPU, float32 on CPU.")
 
 
-class ClipScore(HoldsBackend, Map):
+class ClipScore(Map):
     """CLIP score of image-text pairs (open_clip), optionally the image embedding, optionally a threshold."""
 
     name = "clip_score"
     Params = ClipScoreParams
-    resource_class = "model"
-    resources = Resources(cpus=1.0)
+    resources = Resources(cpus=1.0, pool="model")
 
     def computed_provides(self) -> tuple[str, ...]:
         return (self.params.embedding_column,) if self.params.keep_embedding else ()
@@ -68,20 +67,20 @@ class ClipScore(HoldsBackend, Map):
     def caption(self) -> str:
         return self.params.caption_column or self.text_column
 
-    def backend_params(self):
+    @loaded
+    def backend(self) -> Backend:
         """One open_clip model for both towers."""
         from curate_operators.embed.embed import EmbedParams
 
         p = self.params
-        return EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained, modality="image",
-                           batch_size=p.batch_size, device=p.device, precision=p.precision,
-                           decode_workers=p.decode_workers)
+        return load_backend(EmbedParams(backend="open_clip", model=p.model, pretrained=p.pretrained, modality="image",
+                                        batch_size=p.batch_size, device=p.device, precision=p.precision,
+                                        decode_workers=p.decode_workers))
 
-    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | tuple[pa.RecordBatch, Verdict]:
+    def process(self, batch: pa.RecordBatch) -> pa.RecordBatch | Result:
         from curate_operators.embed.backends import ModelBackend
         from curate_operators.embed.images import check_image_column, unreadable_detail
 
-        self.setup()
         images = batch.column(self.params.image_column)
         check_image_column(self.params.image_column, images.type)
         captions = batch.column(self.caption)
@@ -121,7 +120,7 @@ class ClipScore(HoldsBackend, Map):
                         pa.FixedSizeListArray.from_arrays(pa.array(img.ravel()), dim))
         if keep.all():
             return batch
-        return batch, Verdict(keep, list(reasons), list(details))
+        return Result(batch, Verdict(keep, list(reasons), list(details)))
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
+from curate.ops import SERIAL, Global, Parallel, Params, Value, Verdict, reads_column
 
 
 class ClipScoreSelectParams(Params):
@@ -45,18 +45,20 @@ class ClipScoreSelect(Global):
     name = "clip_score_select"
     Params = ClipScoreSelectParams
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> float | None:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Value:
+        """Value(the threshold), or Value(None) where no row has a score (every row goes)."""
         if self.params.threshold is not None:
-            return self.params.threshold
+            return Value(self.params.threshold)
         parts = [pc.drop_null(b.column(self.params.score_column)).to_numpy(zero_copy_only=False) for b in batches]
         scores = np.concatenate(parts) if parts else np.empty(0)
-        return threshold_from_fraction(scores.astype(np.float64), self.params.fraction) if len(scores) else None
+        return Value(threshold_from_fraction(scores.astype(np.float64), self.params.fraction) if len(scores) else None)
 
-    def apply(self, batch: pa.RecordBatch, state: float | None) -> Verdict:
+    def apply(self, batch: pa.RecordBatch, state: Value) -> Verdict:
+        threshold = state.value
         column = batch.column(self.params.score_column)
         scores = column.to_numpy(zero_copy_only=False).astype(np.float64)
         valid = pc.is_valid(column).to_numpy(zero_copy_only=False)
-        keep = valid & (scores >= state) if state is not None else np.zeros(len(scores), dtype=bool)
-        details = [None if k else ("no score" if not v else f"score {s:.4f} < threshold {state:.4f}")
+        keep = valid & (scores >= threshold) if threshold is not None else np.zeros(len(scores), dtype=bool)
+        details = [None if k else ("no score" if not v else f"score {s:.4f} < threshold {threshold:.4f}")
                    for k, v, s in zip(keep, valid, scores)]
         return Verdict(keep, "clip_score_low", details)

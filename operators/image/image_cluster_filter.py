@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import Field, model_validator
 
 from curate.errors import CurateError
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
+from curate.ops import SERIAL, FitState, Global, Parallel, Params, Verdict, reads_column
 from curate.paths import local_path
 from curate_operators.image.clip_score_select import threshold_from_fraction
 from curate_operators.image.datacomp_caption import caption_failures
@@ -75,7 +75,7 @@ class ImageClusterFilterParams(Params):
 
 
 @dataclass
-class ClusterTargets:
+class ClusterTargets(FitState):
     """What the fit decided: each row's pool cluster (labels.npy, by _ord), the target clusters,
     and the CLIP-score threshold (None: no score rule)."""
 

@@ -1,7 +1,7 @@
 """What a pruning fit hands to apply (and to the manifest): the rows removed, a summary, and
 optionally each row's cluster and distance to its centroid.
 
-The removed rows are a Decisions file (operators/dedup/decisions.py: Parquet (_ord, detail)
+The removed rows are a Decisions file (curate/fit_state.py: Parquet (_ord, detail)
 read per batch by _ord range); the per-row arrays are .npy files memory-mapped by apply.
 """
 
@@ -16,15 +16,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.columns import put
-from curate.ops import Verdict
-from curate_operators.dedup.decisions import ROW_GROUP_ROWS, Decisions
+from curate.fit_state import ROW_GROUP_ROWS
+from curate.ops import Decisions, FitState, Result, Verdict
 
 CLUSTER_COLUMN = "_cluster"
 DIST_COLUMN = "prune_dist_to_centroid"
 
 
 @dataclass
-class PruneState:
+class PruneState(FitState):
     decisions: Decisions
     info: dict  # JSON-able: what the manifest shows for the step
     rows_dir: str | None = None  # labels.npy and dist.npy, when the step adds columns
@@ -37,7 +37,7 @@ class PruneState:
         rows = [str(Path(self.rows_dir) / name) for name in ("labels.npy", "dist.npy")] if self.rows_dir else []
         return self.decisions.files() + rows
 
-    def apply(self, batch: pa.RecordBatch) -> Verdict | tuple[pa.RecordBatch, Verdict]:
+    def apply(self, batch: pa.RecordBatch) -> Verdict | Result:
         verdict = self.decisions.verdict(batch)
         if self.rows_dir is None:
             return verdict
@@ -45,7 +45,7 @@ class PruneState:
         labels = np.load(Path(self.rows_dir) / "labels.npy", mmap_mode="r")[ords]
         dist = np.load(Path(self.rows_dir) / "dist.npy", mmap_mode="r")[ords]
         batch = put(batch, CLUSTER_COLUMN, pa.array(labels))  # replaced if an earlier pruning step wrote them
-        return put(batch, DIST_COLUMN, pa.array(dist)), verdict
+        return Result(put(batch, DIST_COLUMN, pa.array(dist)), verdict)
 
 
 def write_state(workdir: Path, reason: str, removed: np.ndarray, detail: pa.Array, info: dict,

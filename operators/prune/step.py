@@ -14,7 +14,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import RecipeError
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
+from curate.ops import SERIAL, Global, Parallel, Params, Result, Verdict, reads_column
 from curate_operators.prune import kmeans
 from curate_operators.prune.embeddings import EmbeddingStore, embedding_type_problem, spill
 from curate_operators.prune.state import CLUSTER_COLUMN, DIST_COLUMN, PruneState, write_state
@@ -103,5 +103,5 @@ class ClusterStep(Global):
         rows = (labels, decided.dist) if p.columns else (None, None)
         return write_state(workdir, self.reason, decided.removed, decided.detail, summary, *rows)
 
-    def apply(self, batch: pa.RecordBatch, state: PruneState) -> Verdict | tuple[pa.RecordBatch, Verdict]:
+    def apply(self, batch: pa.RecordBatch, state: PruneState) -> Verdict | Result:
         return state.apply(batch)

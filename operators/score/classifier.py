@@ -13,8 +13,8 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.columns import put, text_values, with_nulls
-from curate.ops import Map, Resources, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams
+from curate.ops import Map, Resources, loaded, reads_column, writes_column
+from curate_operators.score.model_params import ModelScoreParams, load_scorer
 
 
 class ClassifierParams(ModelScoreParams):
@@ -30,44 +30,36 @@ class ClassifierScore(Map):
 
     name = "classifier_score"
     Params = ClassifierParams
-    resource_class = "model"
-    resources = Resources(cpus=1.0)
-    model = None  # from setup
-    index = None  # of the label scored, from setup
+    resources = Resources(cpus=1.0, pool="model")
 
-    def setup(self) -> None:
-        if self.model is not None:
-            return
-        from curate.errors import CurateError
+    @loaded
+    def model(self):
         from curate_operators.score.lm import Classifier
 
+        return load_scorer(Classifier, self.params, self.name)
+
+    @loaded
+    def index(self) -> int:
+        """The scored label's position among the model's outputs."""
+        from curate.errors import CurateError
+
         p = self.params
-        self.model = Classifier(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,
-                                max_length=p.max_length, device=p.device, precision=p.precision)
         names = {str(v): int(k) for k, v in (self.model.model.config.id2label or {}).items()}
         if p.label is None:
-            self.index = self.model.labels - 1
+            index = self.model.labels - 1
         elif isinstance(p.label, int) or str(p.label).isdigit():
-            self.index = int(p.label)
+            index = int(p.label)
         elif p.label in names:
-            self.index = names[p.label]
+            index = names[p.label]
         else:
             raise CurateError(f"{self.name}: label '{p.label}' is not one of the model's labels "
                               f"({', '.join(names) or 'none named'})")
-        if not 0 <= self.index < self.model.labels:
-            raise CurateError(f"{self.name}: label index {self.index} is out of range (the model has "
+        if not 0 <= index < self.model.labels:
+            raise CurateError(f"{self.name}: label index {index} is out of range (the model has "
                               f"{self.model.labels} labels)")
-
-    def teardown(self) -> None:
-        if self.model is not None:
-            self.model.close()
-            self.model = None
-
-    def __getstate__(self):
-        return {**self.__dict__, "model": None}
+        return index
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        self.setup()
         texts = text_values(batch, self.params.column or self.text_column, self.name)
         logits = self.model.logits(texts).astype(np.float64)
         if self.model.labels == 1:

@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 
 from curate.columns import put, text_array
 from curate.errors import RecipeError
-from curate.ops import Map, Params, reads_column
+from curate.ops import Map, Params, loaded, reads_column
 from curate.paths import local_path
 from curate_operators.score import text_stats
 from curate_operators.score.code_ast import CodeShapes, grammar_package, language_name
@@ -58,11 +58,19 @@ class Complexity(Map):
     name = "complexity_scores"
     Params = ComplexityParams
 
-    _tokenizer = None  # loaded on first use
+    @loaded
+    def shapes(self) -> CodeShapes:
+        """The tree-sitter parsers (they do not pickle) and the counts of what they could not measure."""
+        return CodeShapes()
 
-    def __init__(self, params=None, **kw):
-        super().__init__(params, **kw)
-        self.shapes = CodeShapes()
+    @loaded
+    def tokenizer(self):
+        """What `tokens` counts with; None without `tokenizer`."""
+        if not self.params.tokenizer:
+            return None
+        from curate_operators.score.lm import load_tokenizer
+
+        return load_tokenizer(self.params.tokenizer, self.name)
 
     @cached_property
     def sources(self) -> list[tuple[str, str]]:
@@ -77,9 +85,6 @@ class Complexity(Map):
         names = [*p.metrics, *(["tokens"] if p.tokenizer else [])]
         return tuple(f"complexity_{prefix}{m}" for _, prefix in self.sources for m in names) + (
             ("complexity_ast_depth", "complexity_ast_nodes") if p.code_column else ())
-
-    def __getstate__(self):
-        return {**self.__dict__, "_tokenizer": None, "shapes": CodeShapes()}
 
     def check_schema(self, schema: pa.Schema) -> None:
         p = self.params
@@ -96,12 +101,8 @@ class Complexity(Map):
         return counts
 
     def _tokens(self, values: pa.Array) -> np.ndarray:
-        if self._tokenizer is None:
-            from curate_operators.score.lm import load_tokenizer
-
-            self._tokenizer = load_tokenizer(self.params.tokenizer, self.name)
         texts = values.fill_null("").to_pylist()
-        enc = self._tokenizer(texts, add_special_tokens=False, return_length=True, return_attention_mask=False)
+        enc = self.tokenizer(texts, add_special_tokens=False, return_length=True, return_attention_mask=False)
         return np.asarray(enc["length"], np.float64)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:

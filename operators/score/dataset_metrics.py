@@ -11,7 +11,6 @@ quality, diversity and complexity: the report shows them side by side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -20,7 +19,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.columns import text_array
-from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict, reads_column
+from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Value, Verdict, reads_column
 from curate_operators.score import metrics
 from curate_operators.score.sample import bottom_k
 from curate_operators.score.scores import ScoreSummary
@@ -36,14 +35,6 @@ class DatasetMetricsParams(Params):
     clusters: int = Field(20, ge=1, description="k of the k-means behind cluster entropy.")
 
 
-@dataclass
-class Measured:
-    summary_: dict = field(default_factory=dict)
-
-    def summary(self) -> dict:
-        return self.summary_
-
-
 class DatasetMetrics(Global):
     """Quality, diversity and complexity of the dataset at this step (manifest and report); keeps every row."""
 
@@ -51,7 +42,7 @@ class DatasetMetrics(Global):
     Params = DatasetMetricsParams
     requires = (TEXT,)
 
-    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Measured:
+    def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Value:
         p = self.params
         scores = ScoreSummary(p.score_columns, workdir)
 
@@ -74,7 +65,7 @@ class DatasetMetrics(Global):
                **metrics.summarize(texts, embeddings, seed=self.seed, clusters=p.clusters, bleu_sample=p.bleu_sample)}
         if p.score_columns:
             out["scores"] = scores.result()
-        return Measured(out)
+        return Value(facts=out)  # apply keeps every row: the fit's state is its summary alone
 
-    def apply(self, batch: pa.RecordBatch, state: Measured) -> Verdict:
+    def apply(self, batch: pa.RecordBatch, state: Value) -> Verdict:
         return Verdict(np.ones(batch.num_rows, bool))

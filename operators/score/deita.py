@@ -13,8 +13,8 @@ import pyarrow as pa
 from pydantic import Field, field_validator
 
 from curate.columns import put, text_values
-from curate.ops import Map, Resources, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams
+from curate.ops import Map, Resources, loaded, reads_column, writes_column
+from curate_operators.score.model_params import ModelScoreParams, load_scorer
 
 PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
           "##Query: {instruction}  \n##Complexity: ")
@@ -39,38 +39,30 @@ class DeitaComplexity(Map):
 
     name = "deita_complexity"
     Params = DeitaParams
-    resource_class = "model"
-    resources = Resources(cpus=1.0)
-    lm = None  # the scorer, from setup
-    digits = None  # token ids of "1".."6", from setup
+    resources = Resources(cpus=1.0, pool="model")
 
-    def setup(self) -> None:
-        if self.lm is None:
-            from curate.errors import CurateError
-            from curate_operators.score.lm import CausalLM
+    @loaded
+    def lm(self):
+        """The scorer."""
+        from curate_operators.score.lm import CausalLM
 
-            p = self.params
-            self.lm = CausalLM(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,
-                               max_length=p.max_length, device=p.device, precision=p.precision)
-            digits = []
-            for d in "123456":
-                ids = self.lm.tokenizer(d, add_special_tokens=False)["input_ids"]
-                if len(ids) != 1:
-                    raise CurateError(f"{self.name}: the tokenizer of '{p.model}' does not encode '{d}' as one "
-                                      f"token; Deita's score needs single-token digits")
-                digits.append(ids[0])
-            self.digits = np.array(digits)
+        return load_scorer(CausalLM, self.params, self.name)
 
-    def teardown(self) -> None:
-        if self.lm is not None:
-            self.lm.close()
-            self.lm = None
+    @loaded
+    def digits(self) -> np.ndarray:
+        """The token ids of "1".."6"."""
+        from curate.errors import CurateError
 
-    def __getstate__(self):
-        return {**self.__dict__, "lm": None}
+        digits = []
+        for d in "123456":
+            ids = self.lm.tokenizer(d, add_special_tokens=False)["input_ids"]
+            if len(ids) != 1:
+                raise CurateError(f"{self.name}: the tokenizer of '{self.params.model}' does not encode '{d}' as "
+                                  f"one token; Deita's score needs single-token digits")
+            digits.append(ids[0])
+        return np.array(digits)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        self.setup()
         instructions = text_values(batch, self.params.instruction_column or self.text_column, self.name)
         prompts = [self.params.prompt.replace("{instruction}", s) for s in instructions]
         logits = self.lm.next_token_logits(prompts)[:, self.digits].astype(np.float64)

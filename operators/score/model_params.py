@@ -20,3 +20,9 @@ class ModelScoreParams(Params):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: a GPU when torch sees one, else CPU.")
     precision: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         "auto", description="auto is float16 on a GPU, float32 on CPU.")
+
+
+def load_scorer(kind: type, p: ModelScoreParams, step: str):
+    """The model `p` names as a `kind` (operators/score/lm.py: CausalLM or Classifier), loaded."""
+    return kind(p.model, step, batch_size=p.batch_size, max_tokens=p.max_batch_tokens, max_length=p.max_length,
+                device=p.device, precision=p.precision)

@@ -21,7 +21,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.columns import put
-from curate.ops import SERIAL, Global, Parallel, Params, reads_column, writes_column
+from curate.ops import SERIAL, FitState, Global, Parallel, Params, reads_column, writes_column
 from curate_operators.prune.embeddings import EmbeddingStore, UnitRows, spill, unit32
 from curate_operators.prune.kmeans import available_cores
 from curate_operators.score import nearest
@@ -41,7 +41,7 @@ class NoveltyParams(Params):
 
 
 @dataclass
-class NoveltyState:
+class NoveltyState(FitState):
     path: str
 
     def files(self) -> list[str]:

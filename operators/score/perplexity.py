@@ -1,6 +1,6 @@
 """perplexity: quality_perplexity under any causal LM, and IFD for instruction data.
 
-Runs in the model worker pool (`resource_class = "model"`): `setup()` loads the model once per
+Runs in the model worker pool (`Resources(pool="model")`), where its `loaded` model loads once per
 worker. quality_perplexity = exp(mean negative log-likelihood per token) of the text column,
 or of the response given the instruction when both columns are set. With both columns it also
 writes complexity_ifd, the Instruction-Following Difficulty of Li et al. (2024):
@@ -15,8 +15,8 @@ import pyarrow as pa
 from pydantic import model_validator
 
 from curate.columns import put, text_values, with_nulls
-from curate.ops import Map, Resources, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams
+from curate.ops import Map, Resources, loaded, reads_column, writes_column
+from curate_operators.score.model_params import ModelScoreParams, load_scorer
 
 
 class PerplexityParams(ModelScoreParams):
@@ -37,31 +37,18 @@ class Perplexity(Map):
 
     name = "perplexity"
     Params = PerplexityParams
-    resource_class = "model"
-    resources = Resources(cpus=1.0)
-    lm = None  # from setup
+    resources = Resources(cpus=1.0, pool="model")
 
     def computed_provides(self) -> tuple[str, ...]:
         return ("complexity_ifd",) if self.params.instruction_column else ()
 
-    def setup(self) -> None:
-        if self.lm is None:
-            from curate_operators.score.lm import CausalLM
+    @loaded
+    def lm(self):
+        from curate_operators.score.lm import CausalLM
 
-            p = self.params
-            self.lm = CausalLM(p.model, self.name, batch_size=p.batch_size, max_tokens=p.max_batch_tokens,
-                               max_length=p.max_length, device=p.device, precision=p.precision)
-
-    def teardown(self) -> None:
-        if self.lm is not None:
-            self.lm.close()
-            self.lm = None
-
-    def __getstate__(self):  # a loaded model never travels between processes
-        return {**self.__dict__, "lm": None}
+        return load_scorer(CausalLM, self.params, self.name)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        self.setup()
         p = self.params
         if not p.instruction_column:
             nll = self.lm.mean_nll(text_values(batch, self.text_column, self.name))

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.errors import CurateError
-from curate.ops import SERIAL, Global, Parallel, Params, Verdict, reads_column
+from curate.ops import SERIAL, FitState, Global, Parallel, Params, Verdict, reads_column
 from curate_operators.prune.embeddings import UnitRows, spill
 from curate_operators.score import metrics, selection
 
@@ -57,16 +57,16 @@ class QdcSelectParams(Params):
 
 
 @dataclass
-class Selection:
+class Selection(FitState):
     path: str  # .npy: score rank of each selected row, -1 for rows not selected
     scores_path: str
-    summary_: dict
+    report: dict  # the manifest's summary: Q, D and C of the input and of the selection
 
     def files(self) -> list[str]:
         return [self.path, self.scores_path]
 
     def summary(self) -> dict:
-        return self.summary_
+        return self.report
 
 
 def percentile_rank(values: np.ndarray) -> np.ndarray:

@@ -7,11 +7,13 @@ Rows without text go to the trace (`no_text`)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curate.ops import TEXT, Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Result, Verdict, loaded
 from curate.paths import local_path
 
 
@@ -27,23 +29,25 @@ class Chunk(Map):
     changes_rows = True
     requires = (TEXT,)
     provides = ("chunk_index",)
-    splitter = None  # pysbd's, from setup
-    count = None  # text -> tokens, from setup
-
     def packages(self) -> tuple[str, ...]:
         return ("pysbd", "transformers") if self.params.tokenizer else ("pysbd",)
 
-    def setup(self) -> None:
+    @loaded
+    def splitter(self):
+        """pysbd's sentence splitter."""
         import pysbd
 
-        self.splitter = pysbd.Segmenter(language=self.params.language, clean=False)
-        if self.params.tokenizer:
-            from transformers import AutoTokenizer
+        return pysbd.Segmenter(language=self.params.language, clean=False)
 
-            tok = AutoTokenizer.from_pretrained(self.params.tokenizer)
-            self.count = lambda s: len(tok(s, add_special_tokens=False)["input_ids"])
-        else:
-            self.count = lambda s: len(s.split())
+    @loaded
+    def count(self) -> Callable[[str], int]:
+        """text -> its tokens."""
+        if not self.params.tokenizer:
+            return lambda s: len(s.split())
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(self.params.tokenizer)
+        return lambda s: len(tok(s, add_special_tokens=False)["input_ids"])
 
     def chunks(self, text: str) -> list[str]:
         out, current, size = [], [], 0
@@ -73,4 +77,4 @@ class Chunk(Map):
         columns[self.text_column] = pa.array(pieces, pa.string())
         columns["chunk_index"] = pa.array(index, pa.int32())
         columns["_parent_id"] = rows.column("_id").cast(pa.string())
-        return pa.RecordBatch.from_pydict(columns), Verdict(keep, "no_text", "the row has no text to chunk")
+        return Result(pa.RecordBatch.from_pydict(columns), Verdict(keep, "no_text", "the row has no text to chunk"))

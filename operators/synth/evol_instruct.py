@@ -36,7 +36,7 @@ from pydantic import Field, model_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import TEXT, Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Result, Verdict
 from curate_operators.synth.cleaning import clean
 from curate_operators.synth.instruct import (EVOL_BREADTH, EVOL_DEPTH, EVOL_EQUAL, EVOL_METHODS, copies_prompt,
                                       evolved_text, judged_equal, load_prompt, only_stop_words, refuses)
@@ -184,7 +184,7 @@ class EvolInstruct(LLMBacked, Map):
         columns["response"] = pa.array([c["response"] for c in out], pa.string())
         columns["synth_model"] = pa.array([p.llm.model if c["evol_round"] else None for c in out], pa.string())
         columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
-        return pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details)
+        return Result(pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details))
 
     def _fail(self, why: dict, i: int, round_: int, operation: str, reason: str) -> None:
         why[i].append(f"round {round_} {operation}: {reason}")

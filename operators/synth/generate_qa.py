@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import TEXT, Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Result, Verdict
 from curate_operators.synth.cleaning import clean
 from curate_operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
 
@@ -122,7 +122,7 @@ class GenerateQA(LLMBacked, Map):
         columns["synth_prompt"] = pa.array([self.prompt_name] * len(parents), pa.string())
         columns["synth_model"] = pa.array([self.params.llm.model] * len(parents), pa.string())
         columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
-        return pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details)
+        return Result(pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details))
 
     def take_counts(self) -> dict[str, int]:
         counts = super().take_counts()

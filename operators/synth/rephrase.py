@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import TEXT, Map, Params, Verdict
+from curate.ops import TEXT, Map, Params, Result, Verdict
 from curate_operators.synth.cleaning import clean
 from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 
@@ -129,4 +129,4 @@ class Rephrase(LLMBacked, Map):
         columns["synth_style"] = pa.array(out_style, pa.string())
         columns["synth_model"] = pa.array([self.params.llm.model if s else None for s in out_style], pa.string())
         columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
-        return pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details)
+        return Result(pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details))

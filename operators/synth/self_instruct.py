@@ -39,9 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
-from curate.llm import LLMConfig, Request, open_backend
+from curate.llm import LLMConfig, Request
 from curate.llm.step import LLMBacked
-from curate.ops import SERIAL, TEXT, Global, Parallel, Params, Verdict
+from curate.ops import SERIAL, TEXT, FitState, Global, Parallel, Params, Result, Verdict
 from curate_operators.synth.instruct import instruction_filter, load_prompt, self_instruct_prompt, split_instructions
 
 
@@ -130,7 +130,7 @@ class Pool:
 
 
 @dataclass
-class Grown:
+class Grown(FitState):
     """The fit's result: new instructions by the seed `_id` they hang under, and the summary."""
 
     children: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)  # text, round, rouge
@@ -148,10 +148,10 @@ class SelfInstruct(LLMBacked, Global):
     provides = ("synth_round", "synth_model", "si_rouge_l")
 
     @classmethod
-    def runs_on(cls, params=None) -> str:
-        return "cpu"  # the LLM is asked in `fit`, in the driver; `apply` only lays out rows
+    def resources_for(cls, params):
+        return cls.resources  # the LLM is asked in `fit`, in the driver; `apply` only lays out rows
 
-    def setup(self) -> None:  # the backend is opened by `fit` alone (apply's workers need none)
+    def setup(self) -> None:  # the backend is opened by `fit` alone, on first use (apply's workers need none)
         pass
 
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Grown:
@@ -168,8 +168,6 @@ class SelfInstruct(LLMBacked, Global):
         grown = Grown(report=report)
         if not seeds:
             return grown
-        if self.backend is None:
-            self.backend = open_backend(p.llm)
         header = load_prompt(p.header) if p.header else None
         pool = Pool()
         texts = [t for _, _, t in seeds]
@@ -263,4 +261,5 @@ class SelfInstruct(LLMBacked, Global):
         columns["synth_model"] = pa.array([None if s else p.llm.model for s in is_seed], pa.string())
         columns["si_rouge_l"] = pa.array(scores, pa.float64())
         columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
-        return pa.RecordBatch.from_pydict(columns), Verdict(keep, "seed", "a seed instruction (keep_seeds: false)")
+        verdict = Verdict(keep, "seed", "a seed instruction (keep_seeds: false)")
+        return Result(pa.RecordBatch.from_pydict(columns), verdict)

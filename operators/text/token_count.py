@@ -16,7 +16,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values
 from curate.errors import CurateError, RecipeError
-from curate.ops import TEXT, Map, Params, writes_column
+from curate.ops import TEXT, Map, Params, loaded, writes_column
 from curate.paths import local_path
 
 
@@ -61,18 +61,16 @@ class TokenCount(Map):
     name = "token_count"
     Params = TokenCountParams
     requires = (TEXT,)
-    tokenizer = None  # from setup
     total = 0  # tokens counted since take_counts
 
     def packages(self) -> tuple[str, ...]:
         return ("tokenizers",)
 
-    def setup(self) -> None:
-        self.tokenizer = load_tokenizer(self.params.tokenizer)
+    @loaded
+    def tokenizer(self):
+        return load_tokenizer(self.params.tokenizer)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        if self.tokenizer is None:
-            self.setup()
         texts = text_values(batch, self.text_column, self.name)
         encoded = self.tokenizer.encode_batch(texts, add_special_tokens=self.params.special_tokens)
         counts = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values
 from curate.errors import RecipeError
-from curate.ops import TEXT, Map, Params, writes_column
+from curate.ops import TEXT, Map, Params, loaded, writes_column
 from curate_operators.text.token_count import load_tokenizer
 
 MEGATRON_UINT16_LIMIT = 65_500  # Megatron picks uint16 for vocabularies below this size
@@ -47,24 +47,31 @@ class Tokenize(Map):
     name = "tokenize"
     Params = TokenizeParams
     requires = (TEXT,)
-    tokenizer = None  # from setup
-    value_type: pa.DataType | None = None  # from setup
-    bos_id: int | None = None
-    eos_id: int | None = None
     total = 0  # tokens produced since take_counts
 
     def packages(self) -> tuple[str, ...]:
         return ("tokenizers",)
 
-    def setup(self) -> None:
-        tokenizer = load_tokenizer(self.params.tokenizer, self.name)
-        vocab = tokenizer.get_vocab_size(with_added_tokens=True)
-        self.bos_id = self._token_id(tokenizer, "bos", vocab)
-        self.eos_id = self._token_id(tokenizer, "eos", vocab)
-        self.value_type = self._value_type(vocab)
-        self.tokenizer = tokenizer
+    # Loaded in this order (a missing tokenizer fails before an unknown token, then the dtype).
+    @loaded
+    def tokenizer(self):
+        return load_tokenizer(self.params.tokenizer, self.name)
 
-    def _token_id(self, tokenizer, field: str, vocab: int) -> int | None:
+    @loaded
+    def bos_id(self) -> int | None:
+        return self._token_id("bos")
+
+    @loaded
+    def eos_id(self) -> int | None:
+        return self._token_id("eos")
+
+    @loaded
+    def value_type(self) -> pa.DataType:
+        return self._value_type(self.tokenizer.get_vocab_size(with_added_tokens=True))
+
+    def _token_id(self, field: str) -> int | None:
+        tokenizer = self.tokenizer
+        vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         token = getattr(self.params, field)
         if token is None:
             return None
@@ -87,18 +94,15 @@ class Tokenize(Map):
         return DTYPES[dtype]
 
     def check_schema(self, schema: pa.Schema) -> None:
-        self.setup()  # a missing tokenizer, an unknown bos/eos token or too narrow a dtype, before any worker
+        # A missing tokenizer, an unknown bos/eos token or too narrow a dtype, before any worker.
+        _ = self.bos_id, self.eos_id, self.value_type
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
-        if self.value_type is None:
-            self.setup()
         field = pa.field(self.params.column, pa.list_(self.value_type))
         at = schema.get_field_index(field.name)
         return schema.set(at, field) if at >= 0 else schema.append(field)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        if self.tokenizer is None:
-            self.setup()
         texts = text_values(batch, self.text_column, self.name)
         # encode_batch_fast: the same ids as encode_batch without the character offsets, which
         # nothing here uses (their tracking is a tenth of the tokenizer's time).

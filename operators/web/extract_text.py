@@ -41,7 +41,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import CurateError
-from curate.ops import Map, Params, Verdict, reads_column, writes_column
+from curate.ops import Map, Params, Result, Verdict, loaded, reads_column, writes_column
 
 
 class ExtractTextParams(Params):
@@ -228,14 +228,14 @@ class _Sandbox:
             self.process.join()
         self.process, self.conn = None, None
 
+    close = stop  # what teardown calls on what an operator loaded (curate/loaded.py)
+
 
 class ExtractText(Map):
     """Extracts each page's main text from its HTML."""
 
     name = "extract_text"
     Params = ExtractTextParams
-    extract_fn = None  # from setup (in-process extraction)
-    sandbox: _Sandbox | None = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -248,16 +248,17 @@ class ExtractText(Map):
     def out_column(self) -> str:
         return self.params.column or self.text_column
 
-    def setup(self) -> None:
-        params = self.params.model_dump()
-        # built here even with a sandbox: a missing package fails the step now, not in a child
-        self.extract_fn = build_extractor(params)
-        if self.params.timeout_s is not None:
-            self.sandbox = _Sandbox(params, self.params.timeout_s)
+    # Loaded in this order: the extractor even with a sandbox, so that a missing package fails
+    # the step in setup, not in a child.
+    @loaded
+    def extract_fn(self):
+        """html -> text or None, in this process."""
+        return build_extractor(self.params.model_dump())
 
-    def teardown(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.stop()
+    @loaded
+    def sandbox(self) -> _Sandbox | None:
+        """The child process that extracts when pages have a timeout."""
+        return _Sandbox(self.params.model_dump(), self.params.timeout_s) if self.params.timeout_s is not None else None
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         fields = [f for f in schema if self.params.keep_html or f.name != self.params.html_column]
@@ -270,9 +271,7 @@ class ExtractText(Map):
             return self.sandbox.extract_many(pages)
         return [_outcome(self.extract_fn, p) for p in pages]
 
-    def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Verdict]:
-        if self.extract_fn is None:
-            self.setup()
+    def process(self, batch: pa.RecordBatch) -> Result:
         html = batch.column(self.params.html_column)
         if not (pa.types.is_string(html.type) or pa.types.is_large_string(html.type) or pa.types.is_null(html.type)):
             raise CurateError(f"extract_text: column '{self.params.html_column}' must be text, it is {html.type}")
@@ -307,7 +306,7 @@ class ExtractText(Map):
         at = out.schema.get_field_index(self.out_column)
         out = out.set_column(at, self.out_column, column) if at >= 0 else out.append_column(self.out_column, column)
         keep = np.array([r is None for r in reasons], bool)
-        return out, Verdict(keep, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+        return Result(out, Verdict(keep, pa.array(reasons, pa.string()), pa.array(details, pa.string())))
 
     def take_counts(self) -> dict[str, int]:
         counts, self.counts = self.counts, {}

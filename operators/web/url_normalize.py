@@ -32,7 +32,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.errors import CurateError
-from curate.ops import Map, Params, Verdict, reads_column, writes_column
+from curate.ops import Map, Params, Result, Verdict, reads_column, writes_column
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -116,7 +116,7 @@ class UrlNormalize(Map):
         fields = [f.with_type(types[f.name]) if f.name in types else f for f in schema]
         return pa.schema(fields + [pa.field(n, t) for n, t in types.items() if n not in schema.names])
 
-    def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Verdict]:
+    def process(self, batch: pa.RecordBatch) -> Result:
         p = self.params
         column = batch.column(p.url_column)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_null(column.type)):
@@ -135,7 +135,7 @@ class UrlNormalize(Map):
         originals = column.to_pylist()
         details = pa.array([None if f else f"not a URL with a scheme and host: {str(u)[:200]!r}"
                             for f, u in zip(found, originals)], pa.string())
-        return out, Verdict(keep, reasons, details)
+        return Result(out, Verdict(keep, reasons, details))
 
 
 def _put(batch: pa.RecordBatch, name: str, values: pa.Array) -> pa.RecordBatch:

@@ -112,3 +112,38 @@ def test_a_column_parameter_of_another_type_is_a_bug():
 
     with pytest.raises(TypeError, match="a column parameter holds a name"):
         BadOp()
+
+
+def _catalog() -> list[type]:
+    from curate import registry
+
+    return [registry.get(name) for name in registry.names()]
+
+
+def test_every_global_fit_returns_a_fit_state():
+    """The engine saves, loads, ships and summarises a fit's state through FitState alone."""
+    import typing
+
+    from curate.ops import FitState, Global
+
+    for cls in _catalog():
+        if issubclass(cls, Global):
+            returned = typing.get_type_hints(cls.fit).get("return")
+            kinds = typing.get_args(returned) or (returned,)
+            assert kinds and all(isinstance(k, type) and issubclass(k, FitState) for k in kinds), cls.name
+
+
+def test_every_operator_says_where_it_runs_with_resources_alone():
+    from curate.ops import Resources
+
+    for cls in _catalog():
+        assert isinstance(cls.resources, Resources), cls.name
+        assert not {"resource_class", "runs_on"} & set(dir(cls)), cls.name
+
+
+def test_gpus_run_in_the_model_pool():
+    from curate.ops import Resources
+
+    assert Resources(gpus=1, pool="model").gpus == 1
+    with pytest.raises(ValueError, match="pool='model'"):
+        Resources(gpus=1)

@@ -4,7 +4,6 @@ parallel pieces on the run's executor."""
 from __future__ import annotations
 
 import json
-import pickle
 import time
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from curate.engine.tasks.steps import check_columns, rebatch
 from curate.engine.tasks.task import shard_batches
 from curate.engine.work.work_store import state_files
 from curate.memory import budget_gb
-from curate.ops import Global, Parallel
+from curate.ops import FitState, Global, Parallel
+from curate.result import OperatorBug
 
 
 def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, files: Files,
@@ -30,7 +30,7 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
     layout = ctx.layout
     if files.is_file(layout.state):
         if not keep_work and Path(layout.fit).is_dir():  # an attempt stopped before it removed them
-            drop_unread(Path(layout.fit), state_files(pickle.loads(files.read_bytes(layout.state))))
+            drop_unread(Path(layout.fit), state_files(FitState.load(files.read_bytes(layout.state))))
         return json.loads(files.read_bytes(layout.fit_report))
     step = ctx.stage.global_step
     op: Global = step.build(ctx.recipe)
@@ -68,14 +68,16 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
     started = time.perf_counter()
     parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget_gb(ctx.recipe.memory_gb))  # a core per worker
     state = op.fit(batches(), Path(layout.fit), parallel)
+    if not isinstance(state, FitState):
+        raise OperatorBug(step, f"{type(op).__name__}.fit returned {type(state).__name__}; a Global's fit returns a "
+                                f"FitState (curate/fit_state.py: Decisions, Value or a subclass)")
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
     # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
-    summary = state.summary() if callable(getattr(state, "summary", None)) else None
-    report = {"seconds": time.perf_counter() - started, "summary": summary, "workers": workers, "map": mapped,
+    report = {"seconds": time.perf_counter() - started, "summary": state.summary(), "workers": workers, "map": mapped,
               "memory_gb": parallel.memory_gb, "work_bytes": work_bytes(Path(layout.fit))}
     files.write_bytes(layout.fit_report, json.dumps(report).encode())
-    files.write_bytes(layout.state, pickle.dumps(state))  # last: its presence means "fitted"
+    files.write_bytes(layout.state, state.save())  # last: its presence means "fitted"
     failpoint("state-written")
     if not keep_work:
         drop_unread(Path(layout.fit), state_files(state))

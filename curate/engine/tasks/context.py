@@ -3,14 +3,13 @@ built once per worker process and kept for the stage's other tasks."""
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from typing import Callable
 
 from curate.io import input_schema
 from curate.engine.rundir.layout import StageLayout
 from curate.engine.tasks.plan import Stage
-from curate.ops import Operator
+from curate.ops import FitState, Operator
 from curate.recipe import Recipe, Step
 
 READ_STEP = "00_read"
@@ -41,7 +40,7 @@ class StageContext:
 
 
 _operators: dict[tuple[str, int], list[Operator]] = {}
-_states: dict[str, object] = {}
+_states: dict[str, FitState] = {}
 
 
 def operators_for(ctx: StageContext) -> list[Operator]:
@@ -56,12 +55,12 @@ def operators_for(ctx: StageContext) -> list[Operator]:
     return _operators[key]
 
 
-def load_state(ctx: StageContext):
+def load_state(ctx: StageContext) -> FitState:
     """The stage's fitted Global state, loaded once per worker."""
     path = ctx.layout.state
     if path not in _states:
         with open(path, "rb") as f:
-            _states[path] = pickle.load(f)
+            _states[path] = FitState.load(f.read())
     return _states[path]
 
 

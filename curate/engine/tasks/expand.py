@@ -1,12 +1,12 @@
 """Row accounting for Maps that change the row count (`changes_rows = True`: 1 -> n, n -> 1).
 
-Such an operator returns its children and a Verdict over its *input* rows. Every child names
-the input row it came from in `_parent_id`; an input row the verdict keeps must have produced
-children, one it drops must have none and goes to the trace with its reason. So for the step
-rows in = input rows that produced children (`expanded`) + input rows traced (`removed`), and
-rows out counts the children. The engine, not the operator, gives children their `_id`:
-`<parent _id>#<k>`, k numbering that parent's children in the order returned, so ids are the
-same whatever the batching or the number of workers.
+Such an operator returns Result(children, Verdict over its *input* rows), checked for shape by
+curate/result.py. Every child names the input row it came from in `_parent_id`; an input row the
+verdict keeps must have produced children, one it drops must have none and goes to the trace
+with its reason. So for the step rows in = input rows that produced children (`expanded`) +
+input rows traced (`removed`), and rows out counts the children. The engine, not the operator,
+gives children their `_id`: `<parent _id>#<k>`, k numbering that parent's children in the order
+returned, so ids are the same whatever the batching or the number of workers.
 
 An operator that breaks these rules (a row dropped without a verdict, a child of an unknown
 parent) is a bug in that operator, and the run stops naming it.
@@ -19,28 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.ops import Verdict
-
-
-class OperatorBug(RuntimeError):
-    """An operator broke the contract of curate/ops.py (the run stops: its output would be wrong)."""
-
-    def __init__(self, step, message: str):
-        super().__init__(f"bug in operator {step.name} (steps[{step.index - 1}]): {message}")
-
-
-def split_result(step, result, rows_in: int) -> tuple[pa.RecordBatch, Verdict]:
-    """The (children, verdict over the input rows) an expanding Map returned, checked for shape."""
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Verdict)):
-        raise OperatorBug(step, f"returned {type(result).__name__}; a Map with changes_rows returns "
-                                f"(children, Verdict over its {rows_in} input rows)")
-    children, verdict = result
-    if len(verdict.keep) != rows_in:
-        raise OperatorBug(step, f"returned a verdict over {len(verdict.keep)} rows; it got {rows_in} input rows "
-                                f"and its verdict is over those")
-    if "_parent_id" not in children.schema.names:
-        raise OperatorBug(step, "returned children without a _parent_id column (the _id of the input row each "
-                                "came from)")
-    return children, verdict
+from curate.result import OperatorBug
 
 
 def parent_index(step, parents: pa.RecordBatch, children: pa.RecordBatch, verdict: Verdict) -> np.ndarray:

@@ -145,14 +145,15 @@ def available_cores() -> int:
 
 def policy(stage: Stage, workers: int, cores: int) -> Policy:
     """The stage's policy from the resources its operators declare."""
-    cpus = max([s.op_class.resources.cpus for s in stage.all_steps] + [1.0])
+    needs = [s.op_class.resources_for(s.params) for s in stage.all_steps]
+    cpus = max([n.cpus for n in needs] + [1.0])
     parallel = min(workers, max(1, int(cores // cpus)))
     if stage.resource_class == "io":
         # Network-bound: one process's event loop keeps hundreds of requests in flight, and the
         # client's CPU per request is what counts, so few processes (one per 4 cores; with one,
         # the stage runs in the main process and spawns nothing).
         parallel = min(parallel, max(1, cores // 4))
-    memory_gb = max([s.op_class.resources.memory_gb or 0 for s in stage.all_steps] + [0]) or None
+    memory_gb = max([n.memory_gb or 0 for n in needs] + [0]) or None
     if memory_gb:
         total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         parallel = min(parallel, max(1, int(total_gb // memory_gb)))
@@ -165,13 +166,13 @@ def stages(steps: list[Step]) -> list[Stage]:
     current: list[Step] = []
     resource = "cpu"
     for step in steps:
-        runs_on = step.op_class.runs_on(step.params)
-        if issubclass(step.op_class, Global) or (runs_on != resource and (current or current_global or out)):
+        pool = step.op_class.resources_for(step.params).pool
+        if issubclass(step.op_class, Global) or (pool != resource and (current or current_global or out)):
             out.append(Stage(len(out), current_global, tuple(current), resource))
             current_global, current = (step, []) if issubclass(step.op_class, Global) else (None, [step])
         else:
             current.append(step)
-        resource = runs_on
+        resource = pool
     out.append(Stage(len(out), current_global, tuple(current), resource))
     return out
 

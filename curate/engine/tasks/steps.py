@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from curate.engine.tasks import expand
 from curate.engine.tasks.context import Progress, StageContext, load_state, prepared_name
-from curate.engine.tasks.expand import OperatorBug
 from curate.engine.tasks.plan import Task
 from curate.errors import InputError
-from curate.ops import Filter, Global, Map, Operator, Verdict
+from curate.ops import Filter, Global, Map, Operator, Result, Verdict
 from curate.recipe import Step
+from curate.result import to_result
 from curate.trace import StepStats, count_reasons, removed_rows
 
 
@@ -67,37 +67,27 @@ def _check_first(batch: pa.RecordBatch, op: Operator, step, ctx: StageContext, t
     check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
 
 
-def account(op: Operator, step, batch: pa.RecordBatch, result, ctx: StageContext, stats: StepStats,
+def account(op: Operator, step, batch: pa.RecordBatch, answer, ctx: StageContext, stats: StepStats,
             traces: TraceSink) -> pa.RecordBatch:
-    """Check what a step returned for `batch` against the contract, trace what it removed, count."""
-    rows_in = batch.num_rows
+    """Read what a step returned for `batch` as a Result (curate/result.py checks it against the
+    contract), trace what it removed, count."""
+    result = to_result(step, op, batch, answer)
     for name, count in op.take_counts().items():
         stats.counts[name] = stats.counts.get(name, 0) + int(count)
-    if getattr(op, "changes_rows", False):  # a 1 -> n Map, or a Global that grows rows (self_instruct)
+    if op.changes_rows:  # a 1 -> n Map, or a Global that grows rows (self_instruct)
         return _expand(step, batch, result, ctx, stats, traces)
-    verdict = None
-    if isinstance(result, Verdict):
-        verdict = result
-    elif isinstance(result, tuple):
-        batch, verdict = result
-    else:
-        batch = result
-    if isinstance(op, Map) and batch.num_rows != rows_in:
-        raise OperatorBug(step, f"returned {batch.num_rows} rows for {rows_in}; a Map that changes the row count "
-                                f"sets changes_rows = True and returns a verdict over its input rows")
-    if verdict is not None:
-        if len(verdict.keep) != batch.num_rows:
-            raise OperatorBug(step, f"returned a verdict for {len(verdict.keep)} rows, the batch has {batch.num_rows}")
-        batch = _remove(batch, verdict, step, ctx, stats, traces)
-    stats.rows_in += rows_in
-    stats.rows_out += batch.num_rows
-    return batch
+    out = result.batch
+    if result.verdict is not None:
+        out = _remove(out, result.verdict, step, ctx, stats, traces)
+    stats.rows_in += batch.num_rows
+    stats.rows_out += out.num_rows
+    return out
 
 
-def _expand(step, parents: pa.RecordBatch, result, ctx: StageContext, stats: StepStats,
+def _expand(step, parents: pa.RecordBatch, result: Result, ctx: StageContext, stats: StepStats,
             traces: TraceSink) -> pa.RecordBatch:
     """A 1 -> n (or n -> 1) step: children get their `_id`, dropped input rows go to the trace."""
-    children, verdict = expand.split_result(step, result, parents.num_rows)
+    children, verdict = result
     idx = expand.parent_index(step, parents, children, verdict)
     _remove(parents, verdict, step, ctx, stats, traces)
     stats.rows_in += parents.num_rows

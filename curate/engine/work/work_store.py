@@ -28,7 +28,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import pickle
 import posixpath
 import shutil
 import uuid
@@ -40,6 +39,7 @@ from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.work.worker import run_task_in_worker
 from curate.errors import CurateError
+from curate.fit_state import FitState
 from curate.io.output_formats import remote_fs
 from curate.io.store import filesystem, upload_options
 
@@ -238,7 +238,7 @@ def publish_state(store: WorkStore, layout: StageLayout) -> None:
     state = Path(layout.state)
     if store.size(state) == state.stat().st_size:
         return
-    files = state_files(pickle.loads(state.read_bytes()))
+    files = state_files(FitState.load(state.read_bytes()))
     for path in files:
         store.put(path)
     store.put_bytes(Path(layout.root) / STATE_FILES,
@@ -247,10 +247,9 @@ def publish_state(store: WorkStore, layout: StageLayout) -> None:
     store.put(state)
 
 
-def state_files(state) -> list[Path]:
-    """The files a fitted state reads; a state without `files()` reads none."""
-    files = state.files() if callable(getattr(state, "files", None)) else []
-    return sorted(Path(f) for f in files)
+def state_files(state: FitState) -> list[Path]:
+    """The files a fitted state reads, sorted."""
+    return sorted(Path(f) for f in state.files())
 
 
 def fetch_state(store: WorkStore, layout: StageLayout) -> None:

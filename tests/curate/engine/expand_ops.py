@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 import pyarrow as pa
 
-from curate.ops import Map, Params, Verdict
+from curate.ops import Map, Params, Resources, Result, Verdict
 
 
 class ExpanderParams(Params):
@@ -35,7 +35,7 @@ class Expander(Map):
             parents += [row_id] * (n % 4)
             ks += list(range(n % 4))
         children = pa.RecordBatch.from_pydict({"_parent_id": pa.array(parents, pa.string()), "k": pa.array(ks, pa.int64())})
-        return children, Verdict(keep, "no_children", [f"n={n}" for n in ns])
+        return Result(children, Verdict(keep, "no_children", [f"n={n}" for n in ns]))
 
     def process(self, batch):
         return self._expand(batch)
@@ -45,7 +45,7 @@ class AsyncExpander(Expander):
     """The same, with an async `process` in the io resource class."""
 
     name = "test_async_expander"
-    resource_class = "io"
+    resources = Resources(pool="io")
 
     async def process(self, batch):
         await asyncio.sleep(0)

@@ -1,5 +1,5 @@
 """A model-backed test operator: it "loads a model" once per worker (a file per load) and frees
-it on teardown (a file per teardown), so the tests can count both."""
+it on teardown (a file per close), through curate's `loaded` mechanism, so the tests can count both."""
 
 from __future__ import annotations
 
@@ -10,11 +10,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curate.ops import TEXT, Global, Map, Params
+from curate.ops import TEXT, Global, Map, Params, Resources, Value, loaded
 
 
 class FakeModelParams(Params):
     log_dir: str = Field(..., description="Where setup/teardown leave a file each.")
+
+
+class _Model:
+    def __init__(self, log_dir: str):
+        self.log_dir = log_dir
+        Path(log_dir, f"setup-{os.getpid()}").touch()
+
+    def close(self) -> None:
+        Path(self.log_dir, f"teardown-{os.getpid()}").touch()
 
 
 class FakeModel(Map):
@@ -22,20 +31,16 @@ class FakeModel(Map):
 
     name = "fake_model"
     Params = FakeModelParams
-    resource_class = "model"
+    resources = Resources(pool="model")
     requires = (TEXT,)
     provides = ("score",)
 
-    def setup(self) -> None:
-        Path(self.params.log_dir, f"setup-{os.getpid()}").touch()
-        self.loaded = True
-
-    def teardown(self) -> None:
-        Path(self.params.log_dir, f"teardown-{os.getpid()}").touch()
-        self.loaded = False
+    @loaded
+    def model(self) -> _Model:
+        return _Model(self.params.log_dir)
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        assert self.loaded
+        assert "model" in self.__dict__, "the engine loads the model before the first batch"
         return batch.append_column("score", pc.utf8_length(batch.column(self.text_column)))
 
 
@@ -55,8 +60,8 @@ class FitBatchSizes(Global):
     name = "fit_batch_sizes"
     provides = ("fit_batch_sizes",)
 
-    def fit(self, batches, workdir, parallel=None) -> str:
-        return ",".join(str(batch.num_rows) for batch in batches)
+    def fit(self, batches, workdir, parallel=None) -> Value:
+        return Value(",".join(str(batch.num_rows) for batch in batches))
 
-    def apply(self, batch: pa.RecordBatch, state: str) -> pa.RecordBatch:
-        return batch.append_column("fit_batch_sizes", pa.array([state] * batch.num_rows, pa.string()))
+    def apply(self, batch: pa.RecordBatch, state: Value) -> pa.RecordBatch:
+        return batch.append_column("fit_batch_sizes", pa.array([state.value] * batch.num_rows, pa.string()))

@@ -65,15 +65,12 @@ def _step():
     return recipe.Step(index=1, name="op", op_class=Map, params=None)
 
 
-def test_children_of_unknown_parents_and_verdicts_of_the_wrong_length_are_bugs():
+def test_children_of_unknown_parents_are_bugs():
+    """(A result of the wrong shape, or a verdict of the wrong length: tests/curate/test_result.py.)"""
     parents = pa.RecordBatch.from_pydict({"_id": ["a", "b"]})
     children = pa.RecordBatch.from_pydict({"_parent_id": ["a", "zz"]})
     with pytest.raises(expand.OperatorBug, match="_parent_id 'zz' is not the _id of any of its input rows"):
         expand.parent_index(_step(), parents, children, Verdict([True, True]))
-    with pytest.raises(expand.OperatorBug, match="verdict over 1 rows; it got 2 input rows"):
-        expand.split_result(_step(), (children, Verdict([True])), 2)
-    with pytest.raises(expand.OperatorBug, match=r"returned RecordBatch; a Map with changes_rows returns \(children"):
-        expand.split_result(_step(), children, 2)
     orphan = pa.RecordBatch.from_pydict({"_parent_id": ["a", "b"]})
     with pytest.raises(expand.OperatorBug, match="children of input row 'b', which its verdict drops"):
         expand.parent_index(_step(), parents, orphan, Verdict([True, False]))

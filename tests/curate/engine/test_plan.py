@@ -61,7 +61,7 @@ def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
 
     class Embed(Map):
         name = "embed"
-        resources = Resources(gpus=1)
+        resources = Resources(gpus=1, pool="model")
 
     def step(op):
         return [Step(index=1, name=op.name, op_class=op, params=op.Params())]

@@ -4,7 +4,6 @@ Ray tests (test_ray_executor.py) run it across nodes on S3."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,7 @@ from curate.engine.work import work_store  # noqa: E402
 from curate.engine.rundir.layout import StageLayout  # noqa: E402
 from curate.engine.work.work_store import WorkStore, drop_mirror, mirror, state_files  # noqa: E402
 from curate.errors import CurateError  # noqa: E402
-
-
-@dataclass
-class Decisions:
-    path: str
-    removed: int
-
-    def files(self) -> list[str]:  # the Global state contract (ops.Global.fit)
-        return [self.path]
+from curate.fit_state import Decisions, Value  # noqa: E402
 
 
 def _store(tmp_path: Path) -> tuple[WorkStore, Path]:
@@ -35,8 +26,8 @@ def _store(tmp_path: Path) -> tuple[WorkStore, Path]:
 
 def test_a_state_takes_the_files_it_lists_and_a_state_without_files_none(tmp_path):
     fit = tmp_path / "stage-1" / "fit"
-    assert state_files(Decisions(str(fit / "decisions.parquet"), 3)) == [fit / "decisions.parquet"]
-    assert state_files({"summary": str(fit / "decisions.parquet")}) == []  # named, not listed: not taken
+    assert state_files(Decisions(str(fit / "decisions.parquet"), "dup", 3)) == [fit / "decisions.parquet"]
+    assert state_files(Value(str(fit / "decisions.parquet"))) == []  # named, not listed: not taken
 
 
 def test_a_fresh_run_empties_a_store_of_curate_work_files_and_a_resume_keeps_them(tmp_path):
@@ -88,14 +79,12 @@ def test_a_cut_short_marker_reads_as_not_done(tmp_path):
 
 
 def test_a_published_state_arrives_on_a_blind_node_with_its_files(tmp_path):
-    import pickle
-
     store, work = _store(tmp_path)
     stage = work / "stage-1"
     (stage / "fit").mkdir(parents=True)
     (stage / "fit" / "decisions.parquet").write_bytes(b"removed rows")
     (stage / "fit.json").write_text('{"seconds": 2.5}')  # what the manifest says of a fit a resume skips
-    (stage / "state.pkl").write_bytes(pickle.dumps(Decisions(str(stage / "fit" / "decisions.parquet"), 1)))
+    (stage / "state.pkl").write_bytes(Decisions(str(stage / "fit" / "decisions.parquet"), "dup", 1).save())
     work_store.publish_state(store, StageLayout(str(stage)))
     blind = WorkStore(store.uri, work)  # another node: the same path, nothing there yet
     for p in ((stage / "fit" / "decisions.parquet"), (stage / "fit.json"), (stage / "state.pkl")):
@@ -103,7 +92,7 @@ def test_a_published_state_arrives_on_a_blind_node_with_its_files(tmp_path):
     assert work_store.fetch_fitted(blind, StageLayout(str(stage)))
     assert (stage / "fit" / "decisions.parquet").read_bytes() == b"removed rows"
     assert (stage / "fit.json").read_text() == '{"seconds": 2.5}'
-    assert pickle.loads((stage / "state.pkl").read_bytes()).removed == 1
+    assert Decisions.load((stage / "state.pkl").read_bytes()).removed == 1
     assert not work_store.fetch_fitted(blind, StageLayout(str(stage)))  # here already
     assert not work_store.fetch_fitted(blind, StageLayout(str(work / "stage-2")))  # fitted nowhere yet
 
