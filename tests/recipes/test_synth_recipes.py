@@ -35,8 +35,8 @@ def offline_args(name: str, tmp: Path, monkeypatch, request) -> list[str]:
         return ["--input", tmp / "docs.jsonl"]
     write_jsonl(tmp / "seeds.jsonl", [{"instruction": s} for s in SEEDS])
     # embed's model-free hash backend: MiniLM's path is the text-pruning recipe's (and ~25 s here)
-    return ["--input", tmp / "seeds.jsonl", "--set", "steps[5].embed.backend=hash",
-            "--set", "steps[6].dataset_metrics.clusters=4", "--set", "steps[8].dataset_metrics.clusters=4"]
+    return ["--input", tmp / "seeds.jsonl", "--set", "steps[4].embed.backend=hash",
+            *[a for i in (5, 10, 12) for a in ("--set", f"steps[{i}].dataset_metrics.clusters=4")]]
 
 
 def _run(cli, name, tmp_path, monkeypatch, request):
@@ -67,7 +67,16 @@ def test_evol_instruct_recipe_as_shipped(cli, tmp_path, monkeypatch, request):
     evol = steps["evol_instruct"]
     assert evol["rows_in"] == len(SEEDS) and evol["rows_in"] == evol["expanded"] + evol["removed"]
     assert evol["rows_out"] == evol["counts"]["evolved"] > len(SEEDS)
+    respond, best = steps["respond"], steps["best_of_n"]
+    assert respond["rows_in"] == evol["rows_out"] == respond["expanded"] + respond["removed"]
+    assert respond["rows_out"] == respond["counts"]["samples_ok"] > 3 * respond["rows_in"]  # up to 4 each
+    assert best["rows_in"] == respond["rows_out"] and best["rows_out"] == respond["expanded"]
+    assert best["reasons"] == {"best_of_n": best["rows_in"] - best["rows_out"]}
+    facts = best["summary"]
+    assert facts["groups"] == facts["kept"] == respond["expanded"] and facts["candidates"] == best["rows_in"]
+    assert facts["mean_quality_llm_judge_kept"] > facts["mean_quality_llm_judge_candidates"]
     selected = steps["qdc_select"]
-    assert selected["rows_out"] == len(rows) == -(-evol["rows_out"] // 2)
-    assert all(r["evol_round"] >= 1 and r["response"] for r in rows)
-    assert steps["dataset_metrics2"]["summary"] and steps["dataset_metrics9"]["summary"]
+    assert selected["rows_out"] == len(rows) == -(-best["rows_out"] // 2)
+    assert all(r["evol_round"] >= 1 and r["response"] and r["response_index"] is not None for r in rows)
+    for i in (2, 6, 11, 13):
+        assert steps[f"dataset_metrics{i}"]["summary"], i
