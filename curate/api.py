@@ -155,7 +155,7 @@ class Recipe:
 
     # -- checking and saving -------------------------------------------------------------------
 
-    def validate(self, *, input: str | None = None, output: str | None = None,  # noqa: A002: `curate run`'s names
+    def validate(self, *, input: str | None = None, output: str | None = None,  # noqa: A002 - `curate run`'s names
                  set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
                  data: bool = False) -> "recipe_module.Recipe":
         """Check the recipe as `curate validate --no-data` does (and with `data=True` as `curate
@@ -329,9 +329,9 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=report)
     with _workers_skip_main():
-        manifest = execute(r, opts, _console(progress), progress_seconds)
+        written = execute(r, opts, _console(progress), progress_seconds)
     # A Hub output is read back from the run's local staging directory, which holds what was published
-    done = Run(manifest["run_dir"] if output_to_hub(r) else r.output.path, Manifest.model_validate(manifest), r)
+    done = Run(written["run_dir"] if output_to_hub(r) else r.output.path, Manifest.model_validate(written), r)
     for message in done.warnings():
         warnings.warn(message, CurateWarning, stacklevel=2)
     if report and done.local and not (output_to_hub(r) and done.report_path.is_file()):
@@ -373,7 +373,7 @@ def _write_report(run_dir: Path) -> Path | None:
         from curate.report.report import write_report
 
         return write_report(run_dir)
-    except Exception as e:  # noqa: BLE001: whatever went wrong, the run's data stands
+    except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
         warnings.warn(f"report.html not written ({type(e).__name__}: {e}); `curate report {run_dir}` tries again",
                       CurateWarning, stacklevel=3)
         return None
@@ -515,7 +515,8 @@ class Run:
         rows = "\n".join(f"| {s['step']} | {s['rows_in']:,} | {s['rows_out']:,} | {s['removed']:,} | "
                          f"{top(s['reasons'])} |" for s in self.funnel())
         return (f"**{self.manifest.name}** in `{self.path}`: {self.rows_in:,} rows in, "
-                f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n|---|---:|---:|---:|---|\n{rows}")
+                f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n"
+                f"|---|---:|---:|---:|---|\n{rows}")
 
     # -- paths on disk or on a store -----------------------------------------------------------
 

@@ -210,7 +210,8 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
     # a run directory's own card: its trace (one schema for every file) as a second config
     traced = not published and globs and any(s.removed for s in manifest.steps)
     if traced and meta["configs"][0]["config_name"] != "trace":
-        meta["configs"].append({"config_name": "trace", "data_files": [{"split": "train", "path": ["trace/*.parquet"]}]})
+        meta["configs"].append({"config_name": "trace",
+                                "data_files": [{"split": "train", "path": ["trace/*.parquet"]}]})
     rows_in, rows_out, versions, run = manifest.rows_in, manifest.rows_out, manifest.versions, manifest.run
     body: list[str] = [f"# {meta['pretty_name']}", ""]
     kept = f" ({rows_out / rows_in:.1%} kept)" if rows_in else ""
@@ -270,8 +271,8 @@ def card_text(run_dir, *, hub_paths: list[str] | None = None, repo_id: str | Non
              f"- run from {run.started_at} to {run.ended_at or '?'} ({manifest.seconds} s)",
              "- `manifest.json` beside the data holds all of this as JSON, with each step's seconds.", ""]
     env = _env_references(manifest.recipe)
-    body += ["## Reproduce", "", f"With the same inputs (their sizes and dates above), save the recipe above as "
-             f"`recipe.yaml` and run:", "", "```bash", f"pip install 'curate=={versions.get('curate', '')}'"]
+    body += ["## Reproduce", "", "With the same inputs (their sizes and dates above), save the recipe above as "
+             "`recipe.yaml` and run:", "", "```bash", f"pip install 'curate=={versions.get('curate', '')}'"]
     body += [f"export {name}=...  # the recipe reads it" for name in env]
     body += ["curate run recipe.yaml" + (f" --limit {manifest.limit}" if manifest.limit else ""), "```", "",
              f"Same inputs, recipe and seed give byte-identical data files; the run's fingerprint is "

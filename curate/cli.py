@@ -96,7 +96,7 @@ def _command_group(name: str):
         host = typer.Typer(add_completion=False)
         host.add_typer(target, name=name)
         return cast(TyperGroup, typer.main.get_command(host)).commands[name]  # a Typer with a group: a TyperGroup
-    except Exception as e:  # noqa: BLE001: whatever a broken package raises, the rest of curate works
+    except Exception as e:  # noqa: BLE001 - whatever a broken package raises, the rest of curate works
         return _unavailable(name, ep, e)
 
 
@@ -291,7 +291,7 @@ def _report_after_run(run_dir: Path) -> None:
         from curate.report.report import write_report
 
         path = write_report(run_dir)
-    except Exception as e:  # noqa: BLE001: whatever went wrong, the run's data stands
+    except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
         cli_errors.err.print(f"[bold yellow]warning:[/] report.html not written ({type(e).__name__}: {e}); "
                              f"`curate report {run_dir}` tries again", highlight=False)
         return
@@ -502,7 +502,7 @@ def serve_mock(
           retry_after=retry_after, stall_s=stall_s, seed=seed)
 
 
-from curate.ablate.command import ablate as _ablate  # noqa: E402: only typer is imported there
+from curate.ablate.command import ablate as _ablate  # noqa: E402 - only typer is imported there
 
 app.command("ablate")(_ablate)
 

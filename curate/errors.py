@@ -33,7 +33,7 @@ def running_as() -> str:
 
     try:
         return f"user {getpass.getuser()}"
-    except Exception:  # noqa: BLE001: no name for this uid (a container)
+    except Exception:  # noqa: BLE001 - no name for this uid (a container)
         return f"uid {os.getuid()}"
 
 

@@ -8,19 +8,27 @@ import time
 
 import pyarrow as pa
 from rich.console import Console
-from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from curate.engine.run.runner import Reporter, RunOptions, run
 from curate.engine.tasks.context import READ_STEP
-from curate.manifest import Manifest
-from curate.preflight import Preflight
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
+from curate.manifest import Manifest
 from curate.ops import Global, Map
+from curate.preflight import Preflight
 from curate.recipe import Recipe
 from curate.stage_progress import DEFAULT_INTERVAL, StageTracker, Ticker, bytes_text, duration, ended, plain_line
 from curate.words import count

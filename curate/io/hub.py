@@ -203,7 +203,7 @@ class _Calls:
                 return fn(*args, **kwargs)
             except passthrough:
                 raise
-            except Exception as e:  # noqa: BLE001: the Hub's and the network's, as user errors
+            except Exception as e:  # noqa: BLE001 - the Hub's and the network's, as user errors
                 if _retryable(e) and attempt + 1 < ATTEMPTS:
                     reason = str(_status(e) or type(e).__name__)
                     self.retries[reason] = self.retries.get(reason, 0) + 1
