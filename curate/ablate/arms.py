@@ -70,13 +70,14 @@ def classify(name: str | None, spec: str, taken: set[str], text_column: str | No
 
 def _run_text_column(run_dir: Path) -> str:
     """The text column the run's recipe named (manifest.json's recipe), else `text`."""
-    import json
+    from curate.errors import CurateError
+    from curate.manifest import read
 
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text())
-        return manifest.get("recipe", {}).get("input", {}).get("text_column") or "text"
-    except (OSError, ValueError, AttributeError):
+        manifest = read((run_dir / "manifest.json").read_bytes(), str(run_dir / "manifest.json"))
+    except (OSError, CurateError):
         return "text"
+    return (manifest.recipe.get("input") or {}).get("text_column") or "text"
 
 
 def run_recipe(arm: Arm, out_dir: Path, workers: int | None, resume: bool) -> None:
