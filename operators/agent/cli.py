@@ -9,13 +9,16 @@ writes no trajectory, and a validation that finds invalid ones, exit 2 (a proble
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 
 from curate.cli_errors import handle_errors
 from curate.errors import CurateError
+
+if TYPE_CHECKING:
+    from curate.manifest import Manifest
 
 app = typer.Typer(help="Agent Data Protocol: convert agent datasets to ADP, validate, export to SFT formats.",
                   no_args_is_help=True)
@@ -32,7 +35,7 @@ class InvalidTrajectories(CurateError):
     """`adp validate` found trajectories that break the ADP schema (exit 2: a problem with the data)."""
 
 
-def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> dict | None:
+def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> Manifest | None:
     from curate_operators.agent.commands import as_yaml, check_output, run
 
     if show:
@@ -42,14 +45,14 @@ def _go(doc: dict, show: bool, workers: int | None, overwrite: bool) -> dict | N
     return run(doc, workers, overwrite)
 
 
-def _report(manifest: dict, output: Path, what: str) -> int:
+def _report(manifest: Manifest, output: Path, what: str) -> int:
     """Print what the run read, wrote and rejected; returns the number rejected."""
     from curate_operators.agent.commands import removed
 
     _, reasons = removed(manifest)
     joined = reasons.pop("merged", 0)  # per-step records joined into their trajectory: not rejected
     rejected = sum(reasons.values())
-    _out.print(f"read {manifest['rows_in']:,} records, wrote {manifest['rows_out']:,} {what} to {output / 'data'}"
+    _out.print(f"read {manifest.rows_in:,} records, wrote {manifest.rows_out:,} {what} to {output / 'data'}"
                + (f" ({joined:,} step records joined into their trajectories)" if joined else ""), highlight=False)
     if rejected:
         listed = ", ".join(f"{r}: {n:,}" for r, n in sorted(reasons.items()))
@@ -124,10 +127,10 @@ def validate(
     finally:
         if output is None:
             shutil.rmtree(run_dir.parent, ignore_errors=True)
-    _out.print(f"{manifest['rows_out']:,} valid, {bad:,} invalid of {manifest['rows_in']:,}", highlight=False)
+    _out.print(f"{manifest.rows_out:,} valid, {bad:,} invalid of {manifest.rows_in:,}", highlight=False)
     if bad:
         where = f"all in {output / 'trace'}" if output else "the first are listed above"
-        raise InvalidTrajectories(f"{input}: {bad:,} of {manifest['rows_in']:,} trajectories are not valid ADP "
+        raise InvalidTrajectories(f"{input}: {bad:,} of {manifest.rows_in:,} trajectories are not valid ADP "
                                   f"({where})")
 
 

@@ -12,11 +12,15 @@ trajectories as they are to adp_validate.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from curate.errors import InputError
 from curate_operators.agent import converters
+
+if TYPE_CHECKING:
+    from curate.manifest import Manifest
 
 RAW = "raw"
 
@@ -73,26 +77,28 @@ def check_output(output: Path) -> None:
                          f"e.g. -o {output.with_suffix('')} (--format jsonl or parquet picks the data files)")
 
 
-def run(doc: dict, workers: int | None, overwrite: bool) -> dict:
+def run(doc: dict, workers: int | None, overwrite: bool) -> Manifest:
     """Run the recipe `doc` through the path `curate run` takes (loaded from its YAML text)."""
     from curate import preflight
     from curate import recipe as recipe_module
     from curate.engine.run.runner import RunOptions
+    from curate.manifest import Manifest
     from curate.progress import run_with_progress
     from curate.cli_errors import err
 
     r = recipe_module.load(text=as_yaml(doc))
     checked = preflight.check(r)
-    return run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err, checked)
+    return Manifest.model_validate(run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err,
+                                                     checked))
 
 
-def removed(manifest: dict) -> tuple[int, dict[str, int]]:
+def removed(manifest: Manifest) -> tuple[int, dict[str, int]]:
     """Rows the run removed (read failures included) and how many for each reason."""
     reasons: dict[str, int] = {}
-    for step in manifest["steps"]:
-        for reason, n in step.get("reasons", {}).items():
+    for step in manifest.steps:
+        for reason, n in step.reasons.items():
             reasons[reason] = reasons.get(reason, 0) + n
-    return sum(step.get("removed", 0) for step in manifest["steps"]), reasons
+    return sum(step.removed for step in manifest.steps), reasons
 
 
 def first_removed(run_dir: Path, n: int) -> list[str]:
