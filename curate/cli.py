@@ -201,22 +201,23 @@ def run(
     if submit and engine != "slurm":
         raise typer.BadParameter("--submit sends the driver to Slurm: it is for --engine slurm", param_hint="--submit")
     r = _load(recipe, set_, input, output)
+    driver_args = None  # --submit: the driver's `curate run` arguments
+    if submit:
+        driver_args = [str(recipe), *(["--input", input] if input else []), *(["--output", output] if output else []),
+                       *[a for s in set_ or [] for a in ("--set", s)], *(["--resume"] if resume else []),
+                       *(["--overwrite"] if overwrite else []), *(["--workers", str(workers)] if workers else []),
+                       *(["--limit", str(limit)] if limit else []), *(["--keep-work"] if keep_work else []),
+                       *(["--work-store", work_store] if work_store else []), *(["--no-report"] if no_report else []),
+                       "--progress-seconds", str(progress_seconds), "--engine", "slurm"]
     if submit and not dry_run:
-        _submit_driver(r, [str(recipe), *(["--input", input] if input else []),
-                           *(["--output", output] if output else []), *[a for s in set_ or [] for a in ("--set", s)],
-                           *(["--resume"] if resume else []), *(["--overwrite"] if overwrite else []),
-                           *(["--workers", str(workers)] if workers else []),
-                           *(["--limit", str(limit)] if limit else []), *(["--keep-work"] if keep_work else []),
-                           *(["--work-store", work_store] if work_store else []),
-                           *(["--no-report"] if no_report else []), "--progress-seconds", str(progress_seconds),
-                           "--engine", "slurm"])
+        _submit_driver(r, driver_args)
         return
     if resume and not _to_hub(r) and _finished(r):  # a Hub output's finished run is published by the runner
         if not no_report and not _on_store(r) and not (Path(r.output.path) / "report.html").is_file():
             _report_after_run(Path(r.output.path))  # the run was interrupted while it was written
         return
     if dry_run:
-        _show_plan(r, preflight.check(r), limit, as_json, workers or 0, engine)
+        _show_plan(r, preflight.check(r), limit, as_json, workers or 0, engine, driver_args)
         return
     from curate.api import execute
     from curate.engine.run.runner import RunOptions
@@ -312,7 +313,8 @@ def _finished(r) -> bool:
     return True
 
 
-def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engine: str = "local") -> None:
+def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engine: str = "local",
+               driver_args: list[str] | None = None) -> None:
     import json
 
     from curate import memory
@@ -324,7 +326,7 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engin
     if engine == "slurm":  # what it would submit: its scripts and job arrays (sinfo, scontrol: nothing sent)
         from curate.engine.slurm import dry_run
 
-        on_slurm = dry_run(r, checked.sources, limit, workers)
+        on_slurm = dry_run(r, checked.sources, limit, workers, driver_args=driver_args)
     if as_json:
         print(json.dumps({**the_plan.describe(), "memory_gb": memory.budget_gb(r.memory_gb),
                           **({"slurm": on_slurm} if on_slurm else {})}, indent=1))

@@ -691,12 +691,14 @@ class SlurmExecutor(Executor):
             self.engine.cancel()
 
 
-def dry_run(recipe, sources: list, limit: int | None, workers: int, model_workers: int = 1) -> dict:
+def dry_run(recipe, sources: list, limit: int | None, workers: int, model_workers: int = 1,
+            driver_args: list[str] | None = None) -> dict:
     """What `--engine slurm` would submit for `recipe`, submitting nothing (`curate run --dry-run`):
     the cluster's figures it plans with, and per stage its tasks' resources, its launch script and
     its job arrays (the first stage's; a later stage has a task per shard of the one before, known
     once that one ends). Asks Slurm (sinfo, scontrol) where its commands are on PATH; else plans
-    with MaxArraySize's default and this machine's cores, and says so."""
+    with MaxArraySize's default and this machine's cores, and says so. `driver_args` (--submit):
+    also the driver's job script, outside an allocation."""
     from curate.engine.tasks import plan
     from curate.recipe import SlurmSpec
 
@@ -733,8 +735,11 @@ def dry_run(recipe, sources: list, limit: int | None, workers: int, model_worker
             entry["fit"] = {"step": stage.global_step.label, "pieces_parallel": max(1, cores // (spec.cpus_per_task
                                                                                                  or 1))}
         stages.append(entry)
-    return {"max_array_size": max_array, "cpus": cores, "partition": spec.partition, "allocation": allocation,
-            "stages": stages, "notes": notes}
+    planned = {"max_array_size": max_array, "cpus": cores, "partition": spec.partition, "allocation": allocation,
+               "stages": stages, "notes": notes}
+    if driver_args is not None and not allocation:
+        planned["driver_script"] = driver_script(spec, recipe.name, driver_args, "curate-slurm/NAME-DATE", os.getcwd())
+    return planned
 
 
 def show_dry_run(planned: dict, print_line: Callable[[str], None]) -> None:
@@ -764,6 +769,10 @@ def show_dry_run(planned: dict, print_line: Callable[[str], None]) -> None:
                                for a in s["arrays"])
             print_line(f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(len(s['arrays']), 'job array')}"
                        f" ({each}): {arrays}")
+    if "driver_script" in planned:
+        print_line("  --submit: the driver's job script (curate-slurm/NAME-DATE under this directory):")
+        for line in planned["driver_script"].rstrip("\n").splitlines():
+            print_line(f"    {line}")
     for s in planned["stages"]:
         print_line(f"  launch script of stage {s['stage']} (BATCH_DIR: _work/slurm/attempt-N/NNN-stage{s['stage']} "
                    f"in the run directory):")

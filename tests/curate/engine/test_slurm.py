@@ -345,6 +345,11 @@ def test_dry_run_prints_the_launch_scripts_and_array_sizes_and_submits_nothing(s
                  "-m curate.engine.slurm_task BATCH_DIR"):
         assert line in res.output
     assert res.output.count("#!/bin/bash") == 3  # a launch script per stage
+    res = cli("run", RECIPES / "near-dedup.yaml", *corpus, "--output", tmp_path / "out", "--engine", "slurm",
+              "--dry-run", "--submit", "--set", "slurm.driver_mem=16G")
+    assert res.exit_code == 0, res.output
+    assert "--submit: the driver's job script" in res.output and "#SBATCH --mem=16G" in res.output
+    assert "export CURATE_SLURM_DRIVER=1" in res.output and res.output.count("#!/bin/bash") == 4
     res = cli("run", RECIPES / "near-dedup.yaml", *corpus, "--output", tmp_path / "out", "-w", "2", "--engine",
               "slurm", "--dry-run", "--json")
     assert res.exit_code == 0, res.output
@@ -420,3 +425,24 @@ def test_submit_inside_an_allocation_runs_the_driver_as_an_srun_step(slurm_clust
     assert [j for j in slurm_cluster.squeue("-t", "all") if int(j[0].split("_")[0]) > int(job)] == []
     record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
     assert record.allocation == job and all(t.job.startswith(f"{job}.") for t in record.tasks)
+
+
+@pytest.mark.slurm
+def test_env_setup_and_a_python_wrapper_run_each_task_as_the_container_guide_says(slurm_cluster, cli, tmp_path,
+                                                                                corpus, local):
+    """docs/guides/slurm.md's container setup, with a wrapper that runs this Python where the guide's
+    runs one in an image: env_setup's lines run before each task, slurm.python's wrapper runs it."""
+    wrapper = tmp_path / "curate-python"
+    wrapper.write_text(f'#!/bin/bash\necho "wrapper: $CURATE_TEST_SETUP" >&2\n'
+                       f'exec {shlex.quote(sys.executable)} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "slurm"
+    res = cli("run", RECIPES / "quickstart.yaml", *corpus, "--output", out, "-w", "2", "--engine", "slurm", *FAST,
+              "--keep-work", "--set", "slurm.env_setup=export CURATE_TEST_SETUP=ready",
+              "--set", f"slurm.python={wrapper}")
+    assert res.exit_code == 0, res.output
+    assert digest(out) == local("quickstart")
+    logs = list((out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "logs").glob("*.out"))
+    assert len(logs) == FILES and all("wrapper: ready" in log.read_text() for log in logs)
+    script = (out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
+    assert "export CURATE_TEST_SETUP=ready\n" in script and f"exec {wrapper} -m curate.engine.slurm_task" in script
