@@ -228,35 +228,37 @@ def run(
 
     opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
                       engine=engine, address=address, work_store=work_store, report=not no_report)
-    manifest = execute(r, opts, cli_errors.err, progress_seconds)  # what curate.run() runs too
+    # what curate.run() runs too: the manifest, and for a Hub output where it went (hub, run_dir)
+    result = execute(r, opts, cli_errors.err, progress_seconds)
+    manifest = Manifest.model_validate(result)
 
-    out.print(funnel_table(Manifest.model_validate(manifest)))
+    out.print(funnel_table(manifest))
     if _to_hub(r):
-        published = manifest["hub"]
+        published = result["hub"]
         state = "held it already" if published["already"] else f"commit {published['commit']}"
         if published.get("retries"):
             state += f", {published['retries']} Hub requests retried"
-        out.print(f"published {count(manifest['rows_out'], 'row')} to {r.output.path} ({state}): {published['url']}; "
-                  f"the run: {manifest['run_dir']}", soft_wrap=True)
+        out.print(f"published {count(manifest.rows_out, 'row')} to {r.output.path} ({state}): {published['url']}; "
+                  f"the run: {result['run_dir']}", soft_wrap=True)
     else:
         data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
-        out.print(f"wrote {count(manifest['rows_out'], 'row')} to {data} "
-                  f"({count(manifest['data_files'], 'file')}) in {manifest['seconds']:.1f}s")
-    if "duplicate_ids" in manifest:
-        cli_errors.err.print(f"[bold yellow]warning:[/] {manifest['duplicate_ids']['message']} (manifest.json "
+        out.print(f"wrote {count(manifest.rows_out, 'row')} to {data} "
+                  f"({count(manifest.data_files, 'file')}) in {manifest.seconds:.1f}s")
+    if manifest.duplicate_ids is not None:
+        cli_errors.err.print(f"[bold yellow]warning:[/] {manifest.duplicate_ids.message} (manifest.json "
                              f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
-    empty_files = manifest["steps"][0].get("counts", {}).get("empty_files") if manifest["steps"] else None
+    empty_files = (manifest.steps[0].counts or {}).get("empty_files") if manifest.steps else None
     if empty_files:  # skipped, as input.on_bad_row: trace has it (fail refuses them)
         cli_errors.err.print(f"[bold yellow]warning:[/] {count(empty_files, 'input file')} "
                              f"{'was' if empty_files == 1 else 'were'} empty (no rows) and skipped (manifest.json: "
                              f"the read step's counts.empty_files; input.on_bad_row: fail refuses them)",
                              highlight=False)
-    emptied = emptied_by(manifest["steps"])
+    emptied = emptied_by([s.model_dump() for s in manifest.steps])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
     if not no_report and _to_hub(r):  # beside the run in its staging directory
-        if not (Path(manifest["run_dir"]) / "report.html").is_file():
-            _report_after_run(Path(manifest["run_dir"]))
+        if not (Path(result["run_dir"]) / "report.html").is_file():
+            _report_after_run(Path(result["run_dir"]))
     elif not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
         _report_after_run(Path(r.output.path))
 
