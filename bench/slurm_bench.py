@@ -32,7 +32,6 @@ import heapq
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -83,7 +82,7 @@ def slurm_timing(cluster: BenchCluster, out: Path, workers: int) -> dict:
             wait = tasks[0][1] - tasks[0][0]
             free: list[float] = []  # end times of the tasks holding the W slots
             gaps = 0.0
-            for submit, start, end, _ in tasks:
+            for _, start, end, _ in tasks:
                 if len(free) >= workers:
                     gaps += max(0.0, start - heapq.heappop(free))
                 heapq.heappush(free, end)

@@ -56,13 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from curate.engine.work import work_store
-from curate.engine.tasks.context import Progress, StageContext
-from curate.engine.work.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.plan import Task
+from curate.engine.work import work_store
+from curate.engine.work.executor import Engine, Executor
 from curate.errors import CurateError
 from curate.words import count
 
