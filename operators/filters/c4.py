@@ -25,7 +25,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values
 from curate.errors import RecipeError
-from curate.ops import TEXT, Filter, Params, Verdict, loaded
+from curate.ops import TEXT, Filter, Params, Result, Verdict, loaded
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")
@@ -120,4 +120,4 @@ class C4Quality(Filter):
         if self.params.scores:
             batch = put(batch, SCORE_PREFIX + "sentences", [r[2] for r in results], pa.int64())
             batch = put(batch, SCORE_PREFIX + "kept_line_frac", [r[3] for r in results])
-        return (batch, verdict) if self.params.rewrite_text or self.params.scores else verdict
+        return Result(batch, verdict) if self.params.rewrite_text or self.params.scores else verdict
