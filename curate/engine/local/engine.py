@@ -7,7 +7,6 @@ a URI), each task copies its files there once done, as the Ray engine's tasks do
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
@@ -21,7 +20,7 @@ from curate.engine.tasks.plan import Task, available_cores
 from curate.engine.local.pool import ModelPool
 from curate.engine.result import TaskResult
 from curate.engine.tasks.task import run_task
-from curate.engine.work.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool
+from curate.engine.work.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool, worker_context
 
 # CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
 _ahead: tuple[int, ProcessPoolExecutor, object] | None = None
@@ -62,7 +61,7 @@ def _cpu_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
 
 
 def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, object]:
-    queue = multiprocessing.get_context("spawn").Queue()
+    queue = worker_context().Queue()
     return spawn_pool(processes, queue), queue
 
 

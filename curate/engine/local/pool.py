@@ -13,7 +13,6 @@ a fit.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
@@ -26,7 +25,7 @@ from curate.engine.work.executor import Executor
 from curate.engine.rundir.layout import RunLayout
 from curate.engine.tasks.plan import Task, available_cores
 from curate.engine.result import TaskResult
-from curate.engine.work.worker import PoolSlots, in_run, spawn_pool, stop_pool
+from curate.engine.work.worker import PoolSlots, in_run, spawn_pool, stop_pool, worker_context
 
 ATTEMPTS = 2
 
@@ -69,7 +68,7 @@ class ModelPool(PoolSlots, Executor):
     def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1, store=None):
         self.progress = progress
         self.store = store  # a work store each task's files go to once it is done (work_store.py)
-        self.queue = multiprocessing.get_context("spawn").Queue()
+        self.queue = worker_context().Queue()
         gpus = visible_gpus()
         devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
         threads = cores_per_worker(devices)

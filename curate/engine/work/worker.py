@@ -29,10 +29,27 @@ _queue = None  # where this worker's progress goes (the pool's queue)
 _worker_lock = None  # fd of the run's _work/workers.lock, held from the first task until the process exits
 
 
-def worker_init(queue, parent_pid: int, threads: int = 1, device: str | None = None) -> None:
-    """Each worker dies with its parent, leaves interrupts to it, and uses `threads` cores (CPU
-    workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`)."""
-    die_with_parent(parent_pid)
+def worker_context() -> multiprocessing.context.ForkServerContext:
+    """Where worker processes come from: forked from a server process that imported this module
+    (Arrow, numpy, the task code) and the program's main module once, so a pool starts without a
+    second of imports per worker at every run (half a worker's CPU on a small task). Never forked
+    from the parent itself, which holds threads and locks; the server is a fresh interpreter with
+    none but its libraries' own (fork-safe) ones."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["__main__", __name__])
+    return context
+
+
+def worker_init(queue, environ: dict[str, str], threads: int = 1, device: str | None = None) -> None:
+    """Each worker dies with the run, leaves interrupts to it, and uses `threads` cores (CPU
+    workers: one each, one worker per core). A model worker may be pinned to one GPU (`device`).
+    Its environment is the run's now (`environ`), not the fork server's when it started."""
+    os.environ.clear()
+    os.environ.update(environ)
+    # Its parent is the fork server, which exits when the run's process does (killed too): the
+    # pipe between them closes. The kernel then kills this worker, even a stopped one.
+    die_with_parent(os.getppid())
+    _close_the_fork_servers_pipe()
     # Last of the finalizers multiprocessing runs as the worker's run ends, after its queues' flushes.
     multiprocessing.util.Finalize(None, _exit_now, exitpriority=-100)
     # Ctrl-C reaches the whole process group: the parent stops the workers and reports once.
@@ -44,6 +61,18 @@ def worker_init(queue, parent_pid: int, threads: int = 1, device: str | None = N
     pa.set_io_thread_count(2)
     global _queue
     _queue = queue
+
+
+def _close_the_fork_servers_pipe() -> None:
+    """multiprocessing hands each child the write end of the pipe whose closing tells the fork
+    server that the run's process is gone; while a worker holds it, the server (and with it the
+    worker) would outlive a killed run. Workers start no processes of their own from it."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
 
 
 def _exit_now() -> None:
@@ -113,11 +142,10 @@ class WorkerError(RuntimeError):
 
 
 def spawn_pool(processes: int, queue, threads: int = 1, device: str | None = None) -> ProcessPoolExecutor:
-    """`processes` spawned worker processes (never forked: a fork would copy the parent's threads
-    and locks), each started by `worker_init` when the pool is first given work; its work goes
-    through `in_run`."""
-    return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=worker_init,
-                               initargs=(queue, os.getpid(), threads, device))
+    """`processes` worker processes (worker_context), each started by `worker_init` when the
+    pool is first given work; its work goes through `in_run`."""
+    return ProcessPoolExecutor(processes, mp_context=worker_context(), initializer=worker_init,
+                               initargs=(queue, dict(os.environ), threads, device))
 
 
 def stop_pool(pool: ProcessPoolExecutor, kill: bool = False) -> None:
