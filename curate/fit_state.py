@@ -77,8 +77,9 @@ class Decisions(FitState):
     def verdict(self, batch: pa.RecordBatch) -> Verdict:
         batch_ords = batch.column("_ord").to_numpy().astype(np.int64)
         if len(batch_ords) and self.removed:
-            t = pq.read_table(self.path, filters=[("_ord", ">=", int(batch_ords.min())),
-                                                  ("_ord", "<=", int(batch_ords.max()))])
+            t = pq.read_table(
+                self.path, filters=[("_ord", ">=", int(batch_ords.min())), ("_ord", "<=", int(batch_ords.max()))]
+            )
         else:
             t = pa.table({"_ord": pa.array([], pa.int64()), "detail": pa.array([], pa.string())})
         ords = t.column("_ord").to_numpy().astype(np.int64)

@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
-class loaded:  # noqa: N801: used as a decorator, like functools.cached_property
+class loaded:  # lower case: used as a decorator, like functools.cached_property
+    """A method whose value an operator loads once per worker and keeps (see above)."""
+
     def __init__(self, load: Callable[[Any], Any]):
         self.load = load
         self.name = load.__name__
@@ -38,8 +40,7 @@ class loaded:  # noqa: N801: used as a decorator, like functools.cached_property
 
 def loaded_names(cls: type) -> list[str]:
     """The `loaded` attributes of an operator class, its bases' included."""
-    return [name for klass in reversed(cls.__mro__) for name, value in vars(klass).items()
-            if isinstance(value, loaded)]
+    return [name for klass in reversed(cls.__mro__) for name, value in vars(klass).items() if isinstance(value, loaded)]
 
 
 def load_all(op) -> None:

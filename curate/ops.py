@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal
 
 import pyarrow as pa

@@ -69,10 +69,14 @@ def to_result(step, op, batch: pa.RecordBatch, answer: Any) -> Result:
     elif not expanding and isinstance(answer, pa.RecordBatch):
         result = Result(answer)
     if result is None:
-        wanted = (f"Result(children, Verdict over its {batch.num_rows} input rows)" if expanding
-                  else "a Result(batch, verdict), a Verdict or a RecordBatch")
-        raise OperatorBug(step, f"{type(op).__name__} returned {_shape(answer)}; it returns {wanted} "
-                                f"(curate/result.py)")
+        wanted = (
+            f"Result(children, Verdict over its {batch.num_rows} input rows)"
+            if expanding
+            else "a Result(batch, verdict), a Verdict or a RecordBatch"
+        )
+        raise OperatorBug(
+            step, f"{type(op).__name__} returned {_shape(answer)}; it returns {wanted} (curate/result.py)"
+        )
     if expanding:
         _check_children(step, batch, result)
     else:
@@ -82,23 +86,34 @@ def to_result(step, op, batch: pa.RecordBatch, answer: Any) -> Result:
 
 def _check_rows(step, op, batch: pa.RecordBatch, result: Result) -> None:
     if op.kind == "map" and result.batch.num_rows != batch.num_rows:
-        raise OperatorBug(step, f"returned {result.batch.num_rows} rows for {batch.num_rows}; a Map that changes "
-                                f"the row count sets changes_rows = True and returns a verdict over its input rows")
+        raise OperatorBug(
+            step,
+            f"returned {result.batch.num_rows} rows for {batch.num_rows}; a Map that changes "
+            f"the row count sets changes_rows = True and returns a verdict over its input rows",
+        )
     if result.verdict is not None and len(result.verdict.keep) != result.batch.num_rows:
-        raise OperatorBug(step, f"returned a verdict for {len(result.verdict.keep)} rows, the batch has "
-                                f"{result.batch.num_rows}")
+        raise OperatorBug(
+            step, f"returned a verdict for {len(result.verdict.keep)} rows, the batch has {result.batch.num_rows}"
+        )
 
 
 def _check_children(step, parents: pa.RecordBatch, result: Result) -> None:
     if result.verdict is None:
-        raise OperatorBug(step, f"returned children without a verdict; a step with changes_rows returns "
-                                f"Result(children, Verdict over its {parents.num_rows} input rows)")
+        raise OperatorBug(
+            step,
+            f"returned children without a verdict; a step with changes_rows returns "
+            f"Result(children, Verdict over its {parents.num_rows} input rows)",
+        )
     if len(result.verdict.keep) != parents.num_rows:
-        raise OperatorBug(step, f"returned a verdict over {len(result.verdict.keep)} rows; it got "
-                                f"{parents.num_rows} input rows and its verdict is over those")
+        raise OperatorBug(
+            step,
+            f"returned a verdict over {len(result.verdict.keep)} rows; it got "
+            f"{parents.num_rows} input rows and its verdict is over those",
+        )
     if "_parent_id" not in result.batch.schema.names:
-        raise OperatorBug(step, "returned children without a _parent_id column (the _id of the input row each "
-                                "came from)")
+        raise OperatorBug(
+            step, "returned children without a _parent_id column (the _id of the input row each came from)"
+        )
 
 
 def _shape(answer: Any) -> str:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from curate.engine.tasks.context import StageContext, prepared_name
-from curate.engine.work.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.rundir.layout import Files
+from curate.engine.tasks.context import StageContext, prepared_name
 from curate.engine.tasks.steps import check_columns, rebatch
 from curate.engine.tasks.task import shard_batches
+from curate.engine.work.executor import Executor
 from curate.engine.work.work_store import state_files
 from curate.memory import budget_gb
 from curate.ops import FitState, Global, Parallel

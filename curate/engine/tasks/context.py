@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from curate.io import input_schema
 from curate.engine.rundir.layout import StageLayout
 from curate.engine.tasks.plan import Stage
+from curate.io import input_schema
 from curate.ops import FitState, Operator
 from curate.recipe import Recipe, Step
 

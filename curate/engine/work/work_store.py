@@ -33,10 +33,10 @@ import shutil
 import uuid
 from pathlib import Path
 
-from curate.engine.tasks.context import StageContext
-from curate.engine.rundir.layout import RunLayout, StageLayout
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout, StageLayout
+from curate.engine.tasks.context import StageContext
+from curate.engine.tasks.plan import Task
 from curate.engine.work.worker import run_task_in_worker
 from curate.errors import CurateError
 from curate.fit_state import FitState
