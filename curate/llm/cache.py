@@ -215,11 +215,20 @@ class CachedBackend:
                     self._save()
                     if self.writing is not None and not self.writing.done():
                         await asyncio.wait([self.writing])
+                done = self.writing
+                if done is not None and not done.cancelled() and done.exception() is not None:
+                    self.failed = self.failed or done.exception()  # its callback may not have run yet
                 if self.failed is not None:  # a failed commit is an error, not a silent loss
                     raise self.failed
         abandoned = [i for key, future in waiting.items() if future.cancelled() for i in joined[key]]
         self._count("duplicates", -len(abandoned))
         return abandoned
+
+    def close(self) -> None:
+        """What the backend holds open (an HTTP session), when the step's stage is done."""
+        close = getattr(self.backend, "close", None)
+        if callable(close):
+            close()
 
     def take_counts(self) -> dict[str, int]:
         counts, self.counts = self.counts, {}
