@@ -2,8 +2,9 @@
 
     python bench/run_all.py [--quick] [--only SECTION,...] [--results PATH] [--workers 2] [--SIZE-OPTION N ...]
 
-Runs each section's script (bench/bench_*.py, dedup_*.py, lake_bench.py, adp_*.py) in turn, one after
-the other, each writing its Markdown body to bench/.runs/sections/; then writes RESULTS.md from scratch:
+Runs each section's script (bench/sections/NAME.py, the section's name with _ for -; a few sections share
+one script) in turn, one after the other, each writing its Markdown body to bench/.runs/sections/; then
+writes RESULTS.md from scratch:
 a header with this command, the headline figures, and every section with its machine, dates, load, the
 command that produced it and the script command it ran. The scripts never write RESULTS.md themselves.
 
@@ -14,7 +15,7 @@ A section whose script fails says so, with the end of its output, instead of car
 Profiles: the default sizes are the issue's full ones (hours on 2 shared cores, mostly the anchors);
 `--quick` picks sizes that finish in about 25 minutes there at a load average of ~4 from other jobs (up to
 ~45 minutes under heavier load; the anchors' pipeline runs take most of it). Any size can be set by its own option.
-Anchors: bash bench/setup_anchors.sh and bash bench/setup_dedup_anchors.sh (venvs under bench/.venvs/).
+Anchors: bash bench/anchors/setup.sh and bash bench/anchors/setup_dedup.sh (venvs under bench/.venvs/).
 """
 
 from __future__ import annotations
@@ -168,66 +169,66 @@ def shown(size) -> str:
 def commands(a) -> dict[str, list[str]]:
     w = ["--workers", str(a.workers)]
     return {
-        "pipeline": ["bench_pipeline.py", "--files", str(a.pipeline_files), *w],
-        "io": ["bench_io.py", "--files", str(a.io_files), *w],
-        "memory": ["bench_memory.py", "--small-gb", f"{a.memory_small_gb:g}", "--large-gb", f"{a.memory_large_gb:g}", *w],
-        "resume": ["bench_resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
-        "faults": ["fault_campaign.py", "--docs", str(a.faults_docs), "--random", str(a.faults_random), *w],
-        "signals": ["signal_campaign.py", "--docs", str(a.signals_docs), "--trials", str(a.signals_trials), *w],
-        "gopher": ["bench_gopher.py", "--docs", str(a.gopher_docs), *w],
-        "webfilters": ["bench_webfilters.py", "--docs", str(a.webfilters_docs), *w],
-        "language-id": ["bench_language_id.py", "--pages", str(a.language_id_pages)],
-        "web-text": ["bench_web_text.py", "--docs", str(a.web_text_docs), *w],
-        "dedup-quality": ["dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
-        "containment-candidates": ["containment_candidates.py", "--docs", str(a.containment_candidates_docs), *w],
-        "minhash-signing": ["minhash_signing.py", "--docs", str(a.minhash_signing_docs)],
-        "dedup-speed": ["dedup_speed.py", "--docs", str(a.dedup_docs), *w]
+        "pipeline": ["sections/pipeline.py", "--files", str(a.pipeline_files), *w],
+        "io": ["sections/io.py", "--files", str(a.io_files), *w],
+        "memory": ["sections/memory.py", "--small-gb", f"{a.memory_small_gb:g}", "--large-gb", f"{a.memory_large_gb:g}", *w],
+        "resume": ["sections/resume.py", "--files", str(a.resume_files), "--kills", str(a.resume_kills), *w],
+        "faults": ["sections/faults.py", "--docs", str(a.faults_docs), "--random", str(a.faults_random), *w],
+        "signals": ["sections/signals.py", "--docs", str(a.signals_docs), "--trials", str(a.signals_trials), *w],
+        "gopher": ["sections/gopher.py", "--docs", str(a.gopher_docs), *w],
+        "webfilters": ["sections/webfilters.py", "--docs", str(a.webfilters_docs), *w],
+        "language-id": ["sections/language_id.py", "--pages", str(a.language_id_pages)],
+        "web-text": ["sections/web_text.py", "--docs", str(a.web_text_docs), *w],
+        "dedup-quality": ["sections/dedup_quality.py", "--docs", str(a.dedup_quality_docs), *w],
+        "containment-candidates": ["sections/containment_candidates.py", "--docs", str(a.containment_candidates_docs), *w],
+        "minhash-signing": ["sections/minhash_signing.py", "--docs", str(a.minhash_signing_docs)],
+        "dedup-speed": ["sections/dedup_speed.py", "--docs", str(a.dedup_docs), *w]
                        + (["--scale-docs", str(a.dedup_scale_docs)] if a.dedup_scale_docs else []),
-        "lake": ["lake_bench.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
-        "adp": ["adp_bench.py", "--n", str(a.adp_n)],
-        "adp-datasets": ["adp_datasets.py", "--rounds", str(a.adp_rounds)],
-        "embed": ["embed_throughput.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
-        "prune": ["prune_scale.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
-        "ray": ["ray_bench.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],
-        "ray-store": ["ray_store_bench.py", "--files", str(a.ray_store_files), "--repeats", str(a.ray_repeats), *w],
+        "lake": ["sections/lake.py", "--tables", str(a.lake_tables), "--threads", str(a.workers), "--round-trip"],
+        "adp": ["sections/adp.py", "--n", str(a.adp_n)],
+        "adp-datasets": ["sections/adp_datasets.py", "--rounds", str(a.adp_rounds)],
+        "embed": ["sections/embed.py", "--docs", str(a.embed_docs), "--workers", "1,2", "--repeats", "2"],
+        "prune": ["sections/prune.py", "--sizes", f"{a.prune_rows // 4},{a.prune_rows // 2},{a.prune_rows}", *w],
+        "ray": ["sections/ray.py", "--files", str(a.ray_files), "--repeats", str(a.ray_repeats), *w],
+        "ray-store": ["sections/ray_store.py", "--files", str(a.ray_store_files), "--repeats", str(a.ray_repeats), *w],
         "slurm": ["slurm_bench.py", "--docs", str(a.slurm_docs), "--files", str(a.slurm_files), *w],
-        "remote-read": ["remote_read_bench.py", "--gb", f"{a.remote_read_gb:g}", "--objects",
+        "remote-read": ["sections/remote_read.py", "--gb", f"{a.remote_read_gb:g}", "--objects",
                         str(a.remote_read_objects), "--dedup-files", str(a.remote_read_dedup_files), *w],
-        "store-faults": ["store_faults_bench.py", "--gb", f"{a.store_faults_gb:g}", *w],
-        "remote-write": ["remote_write_bench.py", "--gb", f"{a.remote_write_gb:g}", *w],
+        "store-faults": ["sections/store_faults.py", "--gb", f"{a.store_faults_gb:g}", *w],
+        "remote-write": ["sections/remote_write.py", "--gb", f"{a.remote_write_gb:g}", *w],
         "wrap": ["wrap_throughput.py", "--requests", str(a.wrap_requests), "--concurrency", "256", *w],
         "synth": ["synth_throughput.py", "--requests", str(a.synth_requests), "--concurrency", "256", *w],
-        "qdc": ["qdc_bench.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
+        "qdc": ["sections/qdc.py", "--docs-files", str(a.qdc_docs_files), "--ppl-docs", str(a.qdc_ppl_docs),
                 "--report-rows", str(a.qdc_report_rows), *w],
-        "decon": ["decon_bench.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
-        "global-memory": ["global_memory.py", "--sizes", str(a.global_memory_sizes),
+        "decon": ["sections/decon.py", "--docs", str(a.decon_docs), "--scale", "10,100,1000", *w],
+        "global-memory": ["sections/global_memory.py", "--sizes", str(a.global_memory_sizes),
                           *(["--ops", a.global_memory_ops] if a.global_memory_ops != "all" else []),
                           *(["--where-size", str(a.global_memory_where_size)] if a.global_memory_where_size >= 0 else []),
                           *w],
-        "global-memory-10m": ["global_memory.py", "--sizes", str(a.global_memory_10m_sizes), "--ops",
+        "global-memory-10m": ["sections/global_memory.py", "--sizes", str(a.global_memory_10m_sizes), "--ops",
                               a.global_memory_10m_ops, "--where-size", "0", *w],
-        "global-memory-near-10m": ["global_memory.py", "--sizes", str(a.global_memory_near_10m_sizes), "--ops", "near_dedup",
+        "global-memory-near-10m": ["sections/global_memory.py", "--sizes", str(a.global_memory_near_10m_sizes), "--ops", "near_dedup",
                                    "--where-size", "0", *(["--corpus-dir", a.global_memory_corpus_dir]
                                                           if a.global_memory_corpus_dir else []), *w],
-        "global-memory-select": ["global_memory.py", "--sizes", str(a.global_memory_select_sizes), "--ops",
+        "global-memory-select": ["sections/global_memory.py", "--sizes", str(a.global_memory_select_sizes), "--ops",
                                  "novelty,qdc_select", "--where-size", "0", *w],
-        "run-metrics": ["run_metrics_bench.py", "--docs-files", str(a.run_metrics_files), *w],
-        "tokenize": ["tokenize_bench.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
-        "embed-gpu": ["embed_throughput.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
+        "run-metrics": ["sections/run_metrics.py", "--docs-files", str(a.run_metrics_files), *w],
+        "tokenize": ["sections/tokenize.py", "--docs", str(a.tokenize_docs), "--workers", str(a.workers)],
+        "embed-gpu": ["sections/embed.py", "--docs", str(a.gpu_embed_docs), "--workers", "1", "--repeats", "2",
                       "--device", "cuda", "--batch-size", "256", *(["--model", a.gpu_model] if a.gpu_model else [])],
-        "clip-gpu": ["clip_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],
-        "clip-score": ["clip_score_throughput.py", "--images", str(a.clip_score_images), "--batch-size", "64",
+        "clip-gpu": ["sections/clip_gpu.py", "--images", str(a.gpu_images), "--batch-size", "256", "--device", "cuda"],
+        "clip-score": ["sections/clip_score.py", "--images", str(a.clip_score_images), "--batch-size", "64",
                        "--device", "cpu"],
-        "datacomp": ["datacomp_funnels.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
+        "datacomp": ["sections/datacomp.py", "--pairs", str(a.datacomp_pairs), "--k", "16"],
         "ablate": ["ablate.py", "--planted-tokens", "0"],
         "ablate-planted": ["ablate.py", "--throughput-tokens", "0"],
         "fineweb-anchor": ["fineweb_anchor.py", "--pages", str(a.fineweb_anchor_pages), "--rounds",
                            str(a.fineweb_anchor_rounds), *w],
         "webcrawl-memory": ["webcrawl_memory.py", "--files", a.webcrawl_memory_files, *w],
-        "input-schema": ["input_schema_cost.py", "--docs", str(a.input_schema_docs), "--rounds", "3", *w],
-        "clip-score-gpu": ["clip_score_throughput.py", "--images", str(a.gpu_images), "--batch-size", "256",
+        "input-schema": ["sections/input_schema.py", "--docs", str(a.input_schema_docs), "--rounds", "3", *w],
+        "clip-score-gpu": ["sections/clip_score.py", "--images", str(a.gpu_images), "--batch-size", "256",
                            "--device", "cuda", "--decode-workers", a.gpu_decode_workers],
-        "generate-gpu": ["generate_throughput.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
+        "generate-gpu": ["sections/generate_gpu.py", "--prompts", str(a.gpu_prompts), "--batch-size", "128",
                          "--max-new-tokens", "128", "--device", "cuda"],
     }
 
@@ -362,7 +363,8 @@ def main() -> None:
     started = time.time()
     print(f"{produced_by}\n{machine_line}\n{versions()}", flush=True)
     # These make their own, smaller demo corpora:
-    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "webcrawl-memory", "synth", "slurm"}:
+    if set(only) - GPU_SECTIONS - {"ablate", "ablate-planted", "input-schema", "fineweb-anchor", "slurm", "synth",
+                                   "webcrawl-memory"}:
         h.corpus()  # generated once (not timed by any section); every corpus-based section reads it
     cmds = commands(a)
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}

@@ -378,7 +378,7 @@ def benchmarks_page() -> str:
              "(run by hand, each anchor in its own virtual environment; not in CI). `bench/RESULTS.md` records "
              "every figure with its machine, date and command; `python bench/run_all.py` rewrites it "
              "(`--only SECTION,...` re-runs some, `--help` lists them). The GPU sections run where a GPU is "
-             "lent: `bench/gpu_sections.sh` prepares and runs them in one call.", "",
+             "lent: `bench/harness/gpu_sections.sh` prepares and runs them in one call.", "",
              "Speed-ups are anchor / curate (wall, then CPU); shares are curate's throughput as a share of the "
              "baseline's. The machine is shared with other jobs, so CPU seconds are given beside wall seconds.", "",
              *machine, "", "## Headline figures", "", table, "", "## Sections of bench/RESULTS.md", "",

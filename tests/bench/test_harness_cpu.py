@@ -1,4 +1,4 @@
-"""bench/harness.py counts the CPU of a command's whole process tree, orphans included (no timing asserts:
+"""bench/harness/ counts the CPU of a command's whole process tree, orphans included (no timing asserts:
 the child burns a fixed amount of CPU time, measured by its own clock)."""
 
 import sys

@@ -2,7 +2,7 @@
 only one of them there, give the local run's data/ and trace/ bytes. The store code a run goes
 through is the same whatever its steps: the suite runs the recipes without models (JSON lines,
 Parquet and WARC inputs) and datacomp-basic (WebDataset in and out); CURATE_TEST_EVERY_RECIPE=1
-(bench/every_recipe.py) runs every recipe, those with models and the other image-text ones too."""
+(bench/sections/every_recipe.py) runs every recipe, those with models and the other image-text ones too."""
 
 import os
 from pathlib import Path

@@ -1,6 +1,6 @@
 """`curate run` as a child process that stops at a named failpoint, and the processes it started.
 
-Shared by the fault tests and bench/fault_campaign.py: a kill lands at a chosen phase, not
+Shared by the fault tests and bench/sections/faults.py: a kill lands at a chosen phase, not
 after a sleep.
 """
 

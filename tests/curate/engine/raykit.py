@@ -1,4 +1,4 @@
-"""A Ray cluster of several nodes on this machine, for the Ray engine's tests and bench/ray_bench.py.
+"""A Ray cluster of several nodes on this machine, for the Ray engine's tests and bench/sections/ray.py.
 
 Each node is a `ray start` with its own temp dir and free ports, in a process group of its own;
 `stop()` kills those groups' processes and the workers below them (never `ray stop`, which stops

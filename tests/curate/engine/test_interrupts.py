@@ -62,7 +62,7 @@ _runs = itertools.count()
 
 # Every phase x signal x target would be 28 runs: here a sample of them, drawn anew each time,
 # beside the boundaries (the first phase and the last, a worker of a fit's map and of the model
-# pool, each signal to the group and to the main process alone). bench/signal_campaign.py sends
+# pool, each signal to the group and to the main process alone). bench/sections/signals.py sends
 # the signals at random points of whole runs, many times.
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(phase=st.sampled_from(list(PHASES)), sig=st.sampled_from([signal.SIGINT, signal.SIGTERM]),

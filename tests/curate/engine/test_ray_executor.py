@@ -1,5 +1,5 @@
 """--engine ray on a 2-node Ray cluster on loopback: a recipe for each kind of stage gives the local
-engine's bytes (every recipe: bench/every_recipe.py), a killed Ray worker changes nothing, and a node that cannot see the run directory is
+engine's bytes (every recipe: bench/sections/every_recipe.py), a killed Ray worker changes nothing, and a node that cannot see the run directory is
 refused with a clear error.
 
 One cluster per module (a start costs seconds; raykit.py): a head node and a worker node of one
@@ -64,7 +64,7 @@ def digest(out: Path) -> dict[str, str]:
 
 # One recipe for each way Ray runs a stage: CPU tasks (quickstart), a Global fit's map work as
 # Ray tasks (near-dedup), a model actor pool then a fit (text-pruning), an io stage of LLM calls
-# (wrap), WebDataset input (datacomp-basic). CURATE_TEST_EVERY_RECIPE=1 (bench/every_recipe.py): all.
+# (wrap), WebDataset input (datacomp-basic). CURATE_TEST_EVERY_RECIPE=1 (bench/sections/every_recipe.py): all.
 RAY_RECIPES = (sorted(p.stem for p in RECIPES.glob("*.yaml")) if os.environ.get("CURATE_TEST_EVERY_RECIPE") else
                ["quickstart", "near-dedup", "text-pruning", "wrap", "datacomp-basic"])
 

@@ -32,7 +32,7 @@ def test_accuracy_on_real_udhr_translations(sample):
     found = out.column("language").to_pylist()
     right = sum(f == code for f, (code, _) in zip(found, sample))
     assert len(sample) > 100
-    assert right / len(sample) >= 0.95  # bench/bench_language_id.py reports the misses
+    assert right / len(sample) >= 0.95  # bench/sections/language_id.py reports the misses
     scores = out.column("language_score").to_pylist()
     assert all(0 <= s <= 1 for s in scores)
 

@@ -1,6 +1,6 @@
 """A mixed-language sample of real text: article 1 of the Universal Declaration of Human Rights in
 every language that gflanguages (Google Fonts' language data, a PyPI package) carries a translation
-for. Shared by the language_id tests and bench/bench_language_id.py.
+for. Shared by the language_id tests and bench/sections/language_id.py.
 
 One text per language: the entry of its most-spoken script (largest population, then id order),
 historical scripts left out, so each language appears in the script it is written in today.
