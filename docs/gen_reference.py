@@ -7,7 +7,7 @@
   groups that packages register (adp, lake) included;
 - docs/reference/python.md: the Python API (curate/api.py), from its signatures and docstrings;
 - docs/reference/manifest.md: the manifest's JSON Schema, from its pydantic model (curate/manifest.py);
-- docs/benchmarks.md: the headline table of bench/RESULTS.md.
+- docs/benchmarks.md: the headline tables of bench/RESULTS.md and its sections by theme.
 
 tests/docs/test_reference.py regenerates them into a temporary directory and fails when the
 committed pages differ, so a change to an operator, a recipe key or a command that is not
@@ -367,22 +367,44 @@ def manifest_page() -> str:
 
 def benchmarks_page() -> str:
     results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- headlines:start -->\n(.*?)\n<!-- headlines:end -->", results, re.S)
-    if match is None:
-        raise SystemExit("bench/RESULTS.md has no <!-- headlines:start --> ... <!-- headlines:end --> table")
-    table = match.group(1).strip()
-    machine = [line for line in results.splitlines() if line.startswith(("- Machine:", "- Versions:", "- Commit:"))]
-    sections = re.findall(r"^## (.+)$", results, re.M)
+
+    def block(name: str) -> str:
+        match = re.search(rf"<!-- {name}:start -->\n(.*?)\n<!-- {name}:end -->", results, re.S)
+        if match is None:
+            raise SystemExit(f"bench/RESULTS.md has no <!-- {name}:start --> ... <!-- {name}:end --> table")
+        # the links within RESULTS.md left out, the columns padded again
+        rows = [[re.sub(r"\[([^\]]+)\]\(#[\w-]+\)", r"\1", cell.strip()) for cell in line.strip()[1:-1].split(" | ")]
+                for k, line in enumerate(match.group(1).strip().splitlines()) if k != 1]  # not the rule under the head
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in rows]
+        return "\n".join([lines[0], "|" + "|".join("-" * (w + 2) for w in widths) + "|", *lines[1:]])
+
+    intro = results.split("## Headline figures", 1)[0]
+    machine = [line for line in intro.splitlines() if line.startswith(("- Machine:", "- Versions:", "- Commit:"))]
+    themes: list[tuple[str, list[str]]] = []  # each theme of RESULTS.md with its sections' titles
+    for line in results.split("<!-- reruns:end -->", 1)[-1].splitlines():
+        heading = re.match(r"^(##|###) (?:<a id=\"[\w-]+\"></a>)?(.+)$", line)
+        if heading and heading.group(1) == "##":
+            themes.append((heading.group(2), []))
+        elif heading and themes and line.startswith("### <a id="):
+            themes[-1][1].append(heading.group(2))
     lines = [GENERATED, "# Benchmarks", "",
              "`bench/` compares curate with datatrove, Data-Juicer and others, side by side on the same data "
              "(run by hand, each anchor in its own virtual environment; not in CI). `bench/RESULTS.md` records "
              "every figure with its machine, date and command; `python bench/run_all.py` rewrites it "
-             "(`--only SECTION,...` re-runs some, `--help` lists them). The GPU sections run where a GPU is "
+             "(`--only SECTION,...` re-runs some, `--help` lists them). Its scripts are sorted by role: "
+             "`bench/harness/` (what every script shares), `bench/anchors/` (the other tools' scripts and the "
+             "setup of their environments), `bench/corpora/` (generated inputs), `bench/sections/` (one script "
+             "per section, named after it). The GPU sections run where a GPU is "
              "lent: `bench/harness/gpu_sections.sh` prepares and runs them in one call.", "",
              "Speed-ups are anchor / curate (wall, then CPU); shares are curate's throughput as a share of the "
              "baseline's. The machine is shared with other jobs, so CPU seconds are given beside wall seconds.", "",
-             *machine, "", "## Headline figures", "", table, "", "## Sections of bench/RESULTS.md", "",
-             *[f"- {s}" for s in sections if s != "Headline figures"]]
+             *machine, "", "## Headline figures", "",
+             "Each theme's key figure, curate against its anchor:", "", block("headlines"), "",
+             "## Every section's headline figures", "", block("all-headlines"), "",
+             "## Sections of bench/RESULTS.md, by theme", ""]
+    for theme, titles in themes:
+        lines += [f"- {theme}", *[f"    - {title}" for title in titles]]
     return "\n".join(lines) + "\n"
 
 
