@@ -65,6 +65,10 @@ CLIP = Case("images", (("clip_score", {"model": "{clip}", "batch_size": 4, "devi
             needs=("torch", "open_clip"), model_columns=("quality_clip_score",),
             one_run=(5, 3))  # each run starts a model worker, which loads torch
 
+RESPOND = Case("text", (("respond", {"llm": {**MOCK_LLM, "temperature": 0.7}, "n": 3}),
+                        ("llm_judge", {"llm": MOCK_LLM}), ("best_of_n", {"score": "quality_llm_judge"})),
+               needs=("aiohttp",))
+
 # One case per operator; operators that need the same setup share one (the model scores load
 # their models in one model-worker start, the ADP operators follow each other).
 CASES: dict[str, Case] = {
@@ -129,6 +133,8 @@ CASES: dict[str, Case] = {
     "evol_instruct": Case("text", (("evol_instruct", {"llm": MOCK_LLM, "rounds": 2}),), needs=("aiohttp",)),
     "self_instruct": Case("text", (("self_instruct", {"llm": MOCK_LLM, "num_instructions": 6, "max_rounds": 3}),),
                           needs=("aiohttp", "rouge_score")),
+    "respond": RESPOND,
+    "best_of_n": RESPOND,
 }
 
 # Operators this test cannot run, and why.
