@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Callable, NamedTuple
 
 import xxhash
 
@@ -99,3 +100,39 @@ def marked_action(text: str, marker: str, grammar: re.Pattern) -> tuple[str, re.
         if action := grammar.match(text, m.end()):
             return re.sub(r"^\s*Thought:", "", text[: m.start()], count=1).strip(), action
     return None
+
+
+class Turn(NamedTuple):
+    """One turn as turn_events hands it to a handler: its index in the conversation, its text, the
+    events made so far, and (for an agent turn) whether it is the conversation's last agent turn."""
+
+    index: int
+    text: str
+    events: list[dict]
+    last: bool
+
+
+def turn_events(conv: list[dict], on_user: Callable[[Turn], dict], on_agent: Callable[[Turn], dict], *,
+                user_roles: tuple[str, ...] = ("user",), skip_roles: tuple[str, ...] = ()) -> list[dict]:
+    """One event per turn of `conv` (as `turns` returns it): `on_user` makes those of turns in
+    `user_roles`, `on_agent` those of every other role but the `skip_roles`, which make none."""
+    agents = [i for i, t in enumerate(conv) if t.get("role") not in user_roles and t.get("role") not in skip_roles]
+    last_agent = max(agents, default=-1)
+    events: list[dict] = []
+    for i, turn in enumerate(conv):
+        role = turn.get("role")
+        if role in skip_roles:
+            continue
+        handle = on_user if role in user_roles else on_agent
+        events.append(handle(Turn(i, turn["content"], events, i == last_agent)))
+    return events
+
+
+def agenttuning(record: dict, fallback_id: str, on_user: Callable[[Turn], dict], on_agent: Callable[[Turn], dict],
+                close: bool | None = None) -> dict:
+    """An AgentInstruct record's trajectory: the events of its `conversations` turns, then, unless
+    `close` is None, the success closing (`close` is its message_in_description)."""
+    conv = turns(record)
+    traj_id = str(record.get("id") or fallback_id)
+    events = turn_events(conv, on_user, on_agent)
+    return trajectory(traj_id, events if close is None else events + closing(traj_id, message_in_description=close))

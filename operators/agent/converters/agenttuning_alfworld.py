@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import (Unconvertible, api, closing, message, text_obs, trajectory,
-                                                turns)
+from curate_operators.agent.converters._events import Turn, Unconvertible, agenttuning, api, message, text_obs
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
 
 # The reference drops the THOUGHT/ACTION format instructions (the SFT side has its own) and
 # ends the instruction with a confirmation question.
-_FORMAT_RULES = re.compile(r' You should choose from two actions: "THOUGHT" or "ACTION".*?ACTION: your next action\n"\. ',
-                           re.DOTALL)
+_FORMAT_RULES = re.compile(r' You should choose from two actions: "THOUGHT" or "ACTION"'
+                           r'.*?ACTION: your next action\n"\. ', re.DOTALL)
 _TURN = re.compile(r"^\s*(?:THOUGHT:\s*(?P<thought>.*?)\s*)?ACTION:\s*(?P<action>.*?)\s*$", re.DOTALL)
 
 # command pattern -> (function, parameter names), tried in order.
@@ -43,20 +42,17 @@ def command_call(command: str, description: str) -> dict:
     raise Unconvertible(f"unknown ALFWorld command {command!r}")
 
 
+def _user(turn: Turn) -> dict:
+    text = turn.text
+    if turn.index == 0:
+        text = _FORMAT_RULES.sub("\n", text) + "\n\nOk? Understood?"
+    return text_obs(text)
+
+
+def _agent(turn: Turn) -> dict:
+    m = _TURN.match(turn.text)
+    return command_call(m["action"], m["thought"] or "") if m else message(turn.text)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            if i == 0:
-                text = _FORMAT_RULES.sub("\n", text) + "\n\nOk? Understood?"
-            events.append(text_obs(text))
-            continue
-        m = _TURN.match(text)
-        if m:
-            events.append(command_call(m["action"], m["thought"] or ""))
-        else:
-            events.append(message(text))
-    return trajectory(traj_id, events + closing(traj_id, message_in_description=True))
+    return agenttuning(record, fallback_id, _user, _agent, close=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._events import Turn, agenttuning, code, message, text_obs
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
@@ -21,27 +21,25 @@ _OPERATION = re.compile(r"^(?P<thought>.*?)Action: Operation\s*```sql\n?(?P<sql>
 _ANSWER = re.compile(r"^(?P<thought>.*?)Action: Answer\s*Final Answer:\s*(?P<answer>.*?)\s*$", re.DOTALL)
 
 
+def _user(turn: Turn) -> dict:
+    text = turn.text
+    if turn.index == 0:
+        for old, new in _PROMPT_REWRITES:
+            text = text.replace(old, new)
+        text += "\n\nOk? Understood?"
+    # Turns that answer an SQL operation are the database speaking.
+    after_sql = bool(turn.events) and turn.events[-1]["class_"] == "code_action"
+    return text_obs(text, source="environment" if after_sql else "user")
+
+
+def _agent(turn: Turn) -> dict:
+    if m := _OPERATION.match(turn.text):
+        return code("sql", m["sql"], m["thought"])
+    if m := _ANSWER.match(turn.text):
+        answer = f"<solution> {m['answer']} </solution>"
+        return message(f"<finish> {answer} </finish>" if turn.last else answer, m["thought"])
+    return message(turn.text)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    last_agent = max((i for i, t in enumerate(conv) if t.get("role") != "user"), default=-1)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            if i == 0:
-                for old, new in _PROMPT_REWRITES:
-                    text = text.replace(old, new)
-                text += "\n\nOk? Understood?"
-            # Turns that answer an SQL operation are the database speaking.
-            after_sql = bool(events) and events[-1]["class_"] == "code_action"
-            events.append(text_obs(text, source="environment" if after_sql else "user"))
-            continue
-        if m := _OPERATION.match(text):
-            events.append(code("sql", m["sql"], m["thought"]))
-        elif m := _ANSWER.match(text):
-            answer = f"<solution> {m['answer']} </solution>"
-            events.append(message(f"<finish> {answer} </finish>" if i == last_agent else answer, m["thought"]))
-        else:
-            events.append(message(text))
-    return trajectory(traj_id, events)
+    return agenttuning(record, fallback_id, _user, _agent)

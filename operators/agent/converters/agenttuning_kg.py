@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import (Unconvertible, api, closing, message, text_obs, trajectory,
-                                                turns)
+from curate_operators.agent.converters._events import Turn, Unconvertible, agenttuning, api, message, text_obs
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
@@ -21,8 +20,8 @@ _SIGNATURES = {
 }
 # The tool list of the first prompt is dropped (the SFT side documents the API itself).
 _TOOL_LIST = re.compile(r"\n\n1\. get_relations.*?\n\n7\. count\(.*?belonging to the variable\.", re.DOTALL)
-_TURN = re.compile(r"^\s*Thought:\s*(?P<thought>.*?)\s*\n(?:Action:\s*(?P<action>.*?)|Final Answer:\s*(?P<answer>.*?))\s*$",
-                   re.DOTALL)
+_TURN = re.compile(r"^\s*Thought:\s*(?P<thought>.*?)\s*\n"
+                   r"(?:Action:\s*(?P<action>.*?)|Final Answer:\s*(?P<answer>.*?))\s*$", re.DOTALL)
 _CALL = re.compile(r"^(\w+)\((.*)\)$", re.DOTALL)
 
 
@@ -44,25 +43,24 @@ def _call(action: str, description: str) -> dict:
     return api(m[1], {p: repr(a) for p, a in zip(params, args)}, description)
 
 
+def _user(turn: Turn) -> dict:
+    text = turn.text
+    if turn.index == 0:
+        text = _instruction(text)
+    elif text.startswith("Observation:"):
+        text = text[len("Observation:"):]
+    return text_obs(text)
+
+
+def _agent(turn: Turn) -> dict:
+    m = _TURN.match(turn.text)
+    if m is None:
+        # The acknowledgement of the instruction is recorded as the agent speaking.
+        return text_obs(turn.text, source="agent")
+    if m["action"] is not None:
+        return _call(m["action"], m["thought"])
+    return message(f"<solution> {m['answer']} </solution>", m["thought"])
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            if i == 0:
-                text = _instruction(text)
-            elif text.startswith("Observation:"):
-                text = text[len("Observation:"):]
-            events.append(text_obs(text))
-            continue
-        m = _TURN.match(text)
-        if m is None:
-            # The acknowledgement of the instruction is recorded as the agent speaking.
-            events.append(text_obs(text, source="agent"))
-        elif m["action"] is not None:
-            events.append(_call(m["action"], m["thought"]))
-        else:
-            events.append(message(f"<solution> {m['answer']} </solution>", m["thought"]))
-    return trajectory(traj_id, events + closing(traj_id, message_in_description=False))
+    return agenttuning(record, fallback_id, _user, _agent, close=False)

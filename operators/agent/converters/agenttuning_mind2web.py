@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import Unconvertible, marked_action, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._events import Turn, Unconvertible, agenttuning, marked_action, message, text_obs
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
@@ -16,19 +16,14 @@ _ANSWER = re.compile(r"\s*[A-Z]\.?(?:[ \t]*\n[ \t]*Action:[ \t]*[A-Z]+(?:[ \t]*\
                      r"(?=[ \t]*(?:\n|$))")
 
 
+def _agent(turn: Turn) -> dict:
+    if found := marked_action(turn.text, "Answer:", _ANSWER):
+        thought, answer = found
+        return message(f"<finish> {answer[0].strip()} </finish>", thought)
+    if "Answer:" in turn.text:
+        raise Unconvertible(f"turn {turn.index}: no choice letter (e.g. 'B.') on its own line after 'Answer:'")
+    return message(turn.text)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            events.append(text_obs(text))
-        elif found := marked_action(text, "Answer:", _ANSWER):
-            thought, answer = found
-            events.append(message(f"<finish> {answer[0].strip()} </finish>", thought))
-        elif "Answer:" in text:
-            raise Unconvertible(f"turn {i}: no choice letter (e.g. 'B.') on its own line after 'Answer:'")
-        else:
-            events.append(message(text))
-    return trajectory(traj_id, events)
+    return agenttuning(record, fallback_id, lambda turn: text_obs(turn.text), _agent)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import code, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._events import Turn, agenttuning, code, message, text_obs
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
@@ -18,30 +18,27 @@ _BASH = re.compile(r"^bash\s*```(?:bash|sh)?\n(?P<code>.*?)\n?```\s*$", re.DOTAL
 _ANSWER = re.compile(r"^answer\((?P<answer>.*)\)\s*$", re.DOTALL)
 
 
+def _user(turn: Turn) -> dict:
+    text = turn.text
+    if turn.index == 0 and _PROBLEM in text:
+        return text_obs(text.split(_PROBLEM, 1)[1] + _ANSWER_FORMAT)
+    if text.startswith(_OUTPUT):
+        return text_obs(text[len(_OUTPUT):], source="environment")
+    return text_obs(text)
+
+
+def _agent(turn: Turn) -> dict:
+    m = _TURN.match(turn.text)
+    act = m["act"].strip() if m else ""
+    if m and (b := _BASH.match(act)):
+        return code("bash", b["code"], m["thought"])
+    if m and (a := _ANSWER.match(act)):
+        answer = f"<solution> {a['answer']} </solution>"
+        return message(f"<finish> {answer} </finish>" if turn.last else answer, m["thought"])
+    if m and act == "finish":
+        return message("<finish> </finish>", m["thought"])
+    return message(turn.text)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    last_agent = max((i for i, t in enumerate(conv) if t.get("role") != "user"), default=-1)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            if i == 0 and _PROBLEM in text:
-                events.append(text_obs(text.split(_PROBLEM, 1)[1] + _ANSWER_FORMAT))
-            elif text.startswith(_OUTPUT):
-                events.append(text_obs(text[len(_OUTPUT):], source="environment"))
-            else:
-                events.append(text_obs(text))
-            continue
-        m = _TURN.match(text)
-        act = m["act"].strip() if m else ""
-        if m and (b := _BASH.match(act)):
-            events.append(code("bash", b["code"], m["thought"]))
-        elif m and (a := _ANSWER.match(act)):
-            answer = f"<solution> {a['answer']} </solution>"
-            events.append(message(f"<finish> {answer} </finish>" if i == last_agent else answer, m["thought"]))
-        elif m and act == "finish":
-            events.append(message("<finish> </finish>", m["thought"]))
-        else:
-            events.append(message(text))
-    return trajectory(traj_id, events)
+    return agenttuning(record, fallback_id, _user, _agent)

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import (Unconvertible, api, closing, marked_action, message, text_obs,
-                                                trajectory, turns)
+from curate_operators.agent.converters._events import (
+    Turn,
+    Unconvertible,
+    agenttuning,
+    api,
+    marked_action,
+    message,
+    text_obs,
+)
 from curate_operators.agent.converters._model_text import Turns
 
 MODEL_TEXT = Turns("conversations")
@@ -19,23 +26,22 @@ _ACTION = re.compile(r"\s*`*\s*(?P<name>search|click)\s*\[(?P<arg>.*)\]")
 _PARAM = {"search": "keywords", "click": "element"}
 
 
+def _user(turn: Turn) -> dict:
+    text = turn.text
+    if turn.index == 0 and _FORMAT_RULES in text:
+        text = text[: text.index(_FORMAT_RULES)]
+    return text_obs(text)
+
+
+def _agent(turn: Turn) -> dict:
+    found = marked_action(turn.text, "Action:", _ACTION)
+    if found is None:
+        if "Action:" in turn.text:
+            raise Unconvertible(f"turn {turn.index}: no WebShop action (search[...] or click[...]) after 'Action:'")
+        return message(turn.text)
+    thought, act = found
+    return api(act["name"], {_PARAM[act["name"]]: f'"{act["arg"]}"'}, thought)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
-    conv = turns(record)
-    traj_id = str(record.get("id") or fallback_id)
-    events = []
-    for i, turn in enumerate(conv):
-        text = turn["content"]
-        if turn.get("role") == "user":
-            if i == 0 and _FORMAT_RULES in text:
-                text = text[: text.index(_FORMAT_RULES)]
-            events.append(text_obs(text))
-            continue
-        found = marked_action(text, "Action:", _ACTION)
-        if found is None:
-            if "Action:" in text:
-                raise Unconvertible(f"turn {i}: no WebShop action (search[...] or click[...]) after 'Action:'")
-            events.append(message(text))
-            continue
-        thought, act = found
-        events.append(api(act["name"], {_PARAM[act["name"]]: f'"{act["arg"]}"'}, thought))
-    return trajectory(traj_id, events + closing(traj_id, message_in_description=True))
+    return agenttuning(record, fallback_id, _user, _agent, close=True)
