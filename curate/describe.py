@@ -137,7 +137,7 @@ def inspect_path(path: Path) -> list:
 
         manifest = read_manifest((path / "manifest.json").read_bytes(), str(path / "manifest.json"))
         out.append(funnel_table(manifest))
-        out.extend(qdc_tables(manifest.to_dict()))
+        out.extend(qdc_tables(manifest))
         path = path / "data"
         spec = str(path)
     sources = discover(spec)

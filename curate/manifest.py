@@ -13,13 +13,13 @@ Its JSON Schema (`Manifest.model_json_schema()`) is in the docs' reference.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curate.errors import CurateError
 
-FORMAT_VERSION = "curate-run/1"  # how curate recognises its own runs; a new format gets a new number
+FORMAT_VERSION: Final = "curate-run/1"  # how curate recognises its own runs; a new format gets a new number
 
 
 class _Open(BaseModel):
@@ -52,8 +52,13 @@ class RunInfo(_Open):
 
 
 class InputEntry(_Open):
+    """An input file or object, with what identifies its content (nothing is hashed)."""
+
     path: str
     bytes: int | None = None
+    modified_ns: int | None = Field(None, description="A local file's modification time (ns since the epoch).")
+    version: str | None = Field(None, description="An object's version as its store's listing gave it (ETag, "
+                                                  "VersionId, generation, blob id).")
 
 
 class OutputEntry(_Open):
@@ -105,6 +110,14 @@ class SlurmEntry(_Open):
                                                                              "its result.")
 
 
+class ReportSettings(_Open):
+    """The recipe's `report:` breakdowns (`${VAR}`s expanded), which `curate report` shows unless told otherwise."""
+
+    by: str | None = Field(None, description="Rows kept and removed broken down by this column's values.")
+    by_domain: str | None = Field(None, description="Rows kept and removed broken down by the domain of the URL "
+                                                    "in this column.")
+
+
 class Manifest(_Open):
     """manifest.json: what was run on what, what came out, and where each removed row went."""
 
@@ -127,7 +140,7 @@ class Manifest(_Open):
     seconds: float = Field(description="The run's wall time.")
     slurm: SlurmEntry | None = Field(None, description="`--engine slurm`: its job ids and each task's node.")
     duplicate_ids: DuplicateIdsEntry | None = Field(None, description="Ids given to more than one input row.")
-    report: dict[str, Any] | None = Field(None, description="The recipe's report: settings, `${VAR}`s expanded.")
+    report: ReportSettings | None = Field(None, description="The recipe's report: settings, `${VAR}`s expanded.")
     store: dict[str, Any] | None = Field(None, description="An output or inputs on a store: its requests retried.")
 
     def to_dict(self) -> dict[str, Any]:

@@ -99,9 +99,8 @@ def _figure(go, label: str, key: str, counts: dict[str, Side]) -> str:
 
 def render(go, run: Run) -> str:
     m = run.manifest
-    rows = [["files (bytes on disk)", sum(i.get("bytes", 0) for i in m.get("inputs", [])),
-             sum(o.get("bytes", 0) for o in m.get("outputs", []))],
-            ["rows", m.get("rows_in"), m.get("rows_out")]]
+    rows = [["files (bytes on disk)", sum(i.bytes or 0 for i in m.inputs), sum(o.bytes for o in m.outputs)],
+            ["rows", m.rows_in, m.rows_out]]
     figs = []
     for n, (label, column, expr) in enumerate(measures(run)):
         counts = count(run, column, expr, text_bytes=label == "characters")

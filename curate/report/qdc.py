@@ -3,45 +3,61 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from curate.manifest import Manifest
+
 # Dataset metrics shown side by side, with the direction that means "more diverse".
 DIVERSITY = [("distinct_1", "higher"), ("distinct_2", "higher"), ("distinct_3", "higher"), ("distinct_4", "higher"),
              ("vendi", "higher"), ("mean_pairwise_distance", "higher"), ("cluster_entropy_normalized", "higher"),
              ("self_bleu", "lower"), ("compression_ratio", "lower")]
 
 
-def comparisons(manifest: dict) -> list[dict]:
-    """[{title, before: {metric: value}, after: {...}, labels: (before, after)}] for the run:
-    its input and output as the tasks measured them (manifest `dataset_metrics`), the first and
-    last dataset_metrics steps, and each qdc_select (its input and its selection)."""
+@dataclass(frozen=True)
+class Comparison:
+    """Two sides of a run measured alike: {metric: value} before and after, and their labels (no
+    `after` label: one side only)."""
+
+    title: str
+    labels: tuple[str, str | None]
+    before: dict
+    after: dict
+
+
+def comparisons(manifest: Manifest) -> list[Comparison]:
+    """The run's comparisons: its input and output as the tasks measured them (the manifest's
+    `dataset_metrics`, an observer's entry), the first and last dataset_metrics steps, and each
+    qdc_select (its input and its selection). What is read inside an entry or a step's summary is
+    what its observer or operator wrote there (their own payloads, untyped in the manifest)."""
     out = []
-    run = manifest.get("dataset_metrics")
+    run = manifest.entry("dataset_metrics")
     if run:
-        out.append({"title": f"run: input vs output (distinct-n over all rows; the other metrics on a sample of "
-                             f"{run['settings']['sample']:,} rows by _id)",
-                    "labels": (f"input ({run['input']['rows']:,} rows)", f"output ({run['output']['rows']:,} rows)"),
-                    "before": flat(run["input"]), "after": flat(run["output"])})
-    measured = [s for s in manifest.get("steps", []) if s.get("op") == "dataset_metrics" and s.get("summary")]
+        out.append(Comparison(f"run: input vs output (distinct-n over all rows; the other metrics on a sample of "
+                              f"{run['settings']['sample']:,} rows by _id)",
+                              (f"input ({run['input']['rows']:,} rows)", f"output ({run['output']['rows']:,} rows)"),
+                              flat(run["input"]), flat(run["output"])))
+    measured = [s for s in manifest.steps if s.op == "dataset_metrics" and s.summary]
     if len(measured) >= 2:
         first, last = measured[0], measured[-1]
-        out.append({"title": f"dataset metrics: {first['step']} vs {last['step']}",
-                    "labels": (f"input ({first['step']})", f"output ({last['step']})"),
-                    "before": flat(first["summary"]), "after": flat(last["summary"])})
+        out.append(Comparison(f"dataset metrics: {first.step} vs {last.step}",
+                              (f"input ({first.step})", f"output ({last.step})"),
+                              flat(first.summary), flat(last.summary)))
     elif len(measured) == 1:
-        out.append({"title": f"dataset metrics at {measured[0]['step']}", "labels": (measured[0]["step"], None),
-                    "before": flat(measured[0]["summary"]), "after": {}})
-    for s in manifest.get("steps", []):
-        if s.get("op") == "qdc_select" and s.get("summary"):
-            summary = s["summary"]
-            out.append({"title": f"{s['step']}: input vs selection ({summary.get('method')})",
-                        "labels": (f"input ({summary['input']['rows']:,} rows)",
+        out.append(Comparison(f"dataset metrics at {measured[0].step}", (measured[0].step, None),
+                              flat(measured[0].summary), {}))
+    for s in manifest.steps:
+        if s.op == "qdc_select" and s.summary:
+            summary = s.summary
+            out.append(Comparison(f"{s.step}: input vs selection ({summary.get('method')})",
+                                  (f"input ({summary['input']['rows']:,} rows)",
                                    f"selection ({summary['selection']['rows']:,} rows)"),
-                        "before": flat_qdc(summary["input"]), "after": flat_qdc(summary["selection"])})
+                                  flat_qdc(summary["input"]), flat_qdc(summary["selection"])))
     return out
 
 
-def metric_names(comparison: dict) -> list[str]:
+def metric_names(comparison: Comparison) -> list[str]:
     """The metrics of a comparison: those of either side (the output may have embeddings the input lacks)."""
-    return list(dict.fromkeys([*comparison["before"], *comparison["after"]]))
+    return list(dict.fromkeys([*comparison.before, *comparison.after]))
 
 
 def flat(summary: dict) -> dict:
@@ -59,9 +75,9 @@ def flat_qdc(side: dict) -> dict:
     return values
 
 
-def histograms_before(manifest: dict) -> dict[str, dict]:
+def histograms_before(manifest: Manifest) -> dict[str, dict]:
     """Score histograms measured by the first dataset_metrics step (the input side)."""
-    for s in manifest.get("steps", []):
-        if s.get("op") == "dataset_metrics" and s.get("summary", {}).get("scores"):
-            return {c: d for c, d in s["summary"]["scores"].items() if d.get("count")}
+    for s in manifest.steps:
+        if s.op == "dataset_metrics" and (s.summary or {}).get("scores"):
+            return {c: d for c, d in s.summary["scores"].items() if d.get("count")}
     return {}

@@ -16,16 +16,16 @@ from __future__ import annotations
 import html
 import json
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from curate.engine.failpoints import failpoint
 from curate.errors import CurateError
-from curate.manifest import read as read_manifest
+from curate.manifest import Manifest, build as build_manifest, read as read_manifest
 from curate.report import duplicates, kept_removed, lengths, qdc, scores, sources, summaries
 from curate.report.parts import clip, figure, table
-from curate.report.scan import Run
+from curate.report.scan import Run, recipe_input
 
 ASSETS = Path(__file__).parent / "assets"
 SAMPLES_PER_REASON = 3
@@ -42,7 +42,7 @@ def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = N
     if not manifest_path.is_file():
         raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
                           f"or --resume it)")
-    manifest = read_manifest(manifest_path.read_bytes(), str(manifest_path)).model_dump(mode="json", exclude_unset=True)
+    manifest = read_manifest(manifest_path.read_bytes(), str(manifest_path))
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(render(manifest, Run.open(run_dir, manifest), by, by_domain), encoding="utf-8")
@@ -51,25 +51,26 @@ def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = N
     return target
 
 
-def write_staged(manifest: dict, root: str, data: Path, trace: Path, target: Path) -> None:
+def write_staged(content: dict, root: str, data: Path, trace: Path, target: Path) -> None:
     """The report of a run whose output is on a store, at `root`, from its files as staged locally
-    (`data`, `trace`) before they were uploaded, with the manifest about to be written: written to
-    `target`, the same page its local run's report is."""
+    (`data`, `trace`) before they were uploaded, with the manifest about to be written (`content`,
+    read through its model): written to `target`, the same page its local run's report is."""
+    manifest = build_manifest(content)
     target.write_text(render(manifest, Run.open(root, manifest, data, trace)), encoding="utf-8")
 
 
-def render(manifest: dict, run: Run, by: str | None = None, by_domain: str | None = None) -> str:
+def render(manifest: Manifest, run: Run, by: str | None = None, by_domain: str | None = None) -> str:
     """The page of `run`; `by` / `by_domain` not given: the recipe's (`report:`, kept in the manifest)."""
     import plotly.graph_objects as go
 
-    chosen = manifest.get("report") or {}
-    by, by_domain = by or chosen.get("by"), by_domain or chosen.get("by_domain")
+    if manifest.report is not None:
+        by, by_domain = by or manifest.report.by, by_domain or manifest.report.by_domain
     sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
                 sources.render(go, run, by, by_domain), _timings(go, manifest),
                 _reasons(manifest, run), kept_removed.render(run), duplicates.render(go, run),
                 _qdc(go, manifest), scores.render(go, run), _clusters(manifest), summaries.render(go, manifest)]
     body = "\n".join(s for s in sections if s)
-    title = html.escape(f"curate report: {manifest.get('name', PurePosixPath(str(run.root)).name)}")
+    title = html.escape(f"curate report: {manifest.name}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
             f"<style>{_CSS}</style>\n<script type=\"text/javascript\">{plotly_js()}</script></head>\n"
             f"<body><h1>{title}</h1>\n{body}\n</body></html>\n")
@@ -93,29 +94,29 @@ def plotly_js() -> str:
     return js
 
 
-def _header(m: dict) -> str:
-    rows: list[list] = [["rows in", m.get("rows_in")], ["rows out", m.get("rows_out")], ["seconds", m.get("seconds")],
-            ["data files", m.get("data_files")], ["recipe fingerprint", m.get("recipe_fingerprint")],
-            ["seed", m.get("seed")], ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
+def _header(m: Manifest) -> str:
+    rows: list[list] = [["rows in", m.rows_in], ["rows out", m.rows_out], ["seconds", m.seconds],
+                        ["data files", m.data_files], ["recipe fingerprint", m.recipe_fingerprint], ["seed", m.seed],
+                        ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
     return f"<section id=\"summary\"><h2>Run</h2>{table(['', ''], rows)}</section>"
 
 
-def _funnel(go, m: dict) -> str:
-    steps = m.get("steps", [])
-    first = max(steps[0]["rows_out"], 1) if steps else 1
+def _funnel(go, m: Manifest) -> str:
+    steps = m.steps
+    first = max(steps[0].rows_out, 1) if steps else 1
     # A funnel drawn with centred horizontal bars (the basic plotly.js bundle has no funnel trace).
-    fig = go.Figure(go.Bar(y=[s["step"] for s in steps], x=[s["rows_out"] for s in steps], orientation="h",
-                           base=[-s["rows_out"] / 2 for s in steps], marker_color="#1f77b4",
-                           text=[f"{s['rows_out']:,} ({100 * s['rows_out'] / first:.1f}%)" for s in steps],
+    fig = go.Figure(go.Bar(y=[s.step for s in steps], x=[s.rows_out for s in steps], orientation="h",
+                           base=[-s.rows_out / 2 for s in steps], marker_color="#1f77b4",
+                           text=[f"{s.rows_out:,} ({100 * s.rows_out / first:.1f}%)" for s in steps],
                            textposition="inside", insidetextanchor="middle", hoverinfo="text+y"))
     fig.update_layout(title="rows after each step", yaxis=dict(autorange="reversed"),
                       xaxis=dict(showticklabels=False, zeroline=False))
     return f"<section id=\"funnel\"><h2>Funnel</h2>{figure(fig, 'funnel', 120 + 40 * len(steps))}</section>"
 
 
-def _timings(go, m: dict) -> str:
-    steps = m.get("steps", [])
-    fig = go.Figure(go.Bar(x=[s.get("seconds", 0) for s in steps], y=[s["step"] for s in steps], orientation="h"))
+def _timings(go, m: Manifest) -> str:
+    steps = m.steps
+    fig = go.Figure(go.Bar(x=[s.seconds for s in steps], y=[s.step for s in steps], orientation="h"))
     fig.update_layout(title="seconds per step (summed over workers; a global step includes its fit)",
                       yaxis=dict(autorange="reversed"))
     return f"<section id=\"timings\"><h2>Timings</h2>{figure(fig, 'timings', 120 + 30 * len(steps))}</section>"
@@ -150,18 +151,18 @@ def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str
     return found
 
 
-def _reasons(m: dict, run: Run) -> str:
-    text_column = (m.get("recipe") or {}).get("input", {}).get("text_column", "text")
+def _reasons(m: Manifest, run: Run) -> str:
+    text_column = recipe_input(m).get("text_column", "text")
     parts = []
-    for s in m.get("steps", []):
-        if not s.get("reasons"):
+    for s in m.steps:
+        if not s.reasons:
             continue
-        path = run.traces.get(s["step"])
+        path = run.traces.get(s.step)
         samples = _samples(path, text_column) if path is not None else {}
-        rows = []
-        for reason, count in sorted(s["reasons"].items(), key=lambda kv: -kv[1]):
+        rows: list[list] = []
+        for reason, count in sorted(s.reasons.items(), key=lambda kv: -kv[1]):
             examples = samples.get(reason, [])
-            rows.append([reason, count, f"{100 * count / max(s['rows_in'], 1):.1f}%"])
+            rows.append([reason, count, f"{100 * count / max(s.rows_in, 1):.1f}%"])
             parts_html = "".join(
                 f"<tr><td></td><td colspan=\"2\" class=\"sample\">{html.escape(str(i))} — "
                 f"{html.escape(str(d or ''))}\n{html.escape(t)}</td></tr>" for i, d, t in examples)
@@ -169,14 +170,14 @@ def _reasons(m: dict, run: Run) -> str:
         reasons_table = "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>" + "".join(
             f"<tr><td>{html.escape(r)}</td><td class=\"num\">{c:,}</td><td class=\"num\">{p}</td></tr>{ex}"
             for r, c, p, ex in rows) + "</table>"
-        parts.append(f"<h3>{html.escape(s['step'])}</h3>{reasons_table}")
+        parts.append(f"<h3>{html.escape(s.step)}</h3>{reasons_table}")
     if not parts:
         return "<section id=\"reasons\"><h2>Removal reasons</h2><p>No row was removed.</p></section>"
     return "<section id=\"reasons\"><h2>Removal reasons (with sample rows from the trace)</h2>" + "".join(parts) + \
         "</section>"
 
 
-def _qdc(go, m: dict) -> str:
+def _qdc(go, m: Manifest) -> str:
     from plotly.subplots import make_subplots
 
     blocks = []
@@ -184,17 +185,18 @@ def _qdc(go, m: dict) -> str:
         metrics = qdc.metric_names(c)
         if not metrics:
             continue
-        rows = [[k, c["before"].get(k), c["after"].get(k)] for k in metrics]
-        header = ["metric", c["labels"][0]] + ([c["labels"][1]] if c["labels"][1] else [])
+        before, after = c.labels
+        rows = [[k, c.before.get(k), c.after.get(k)] for k in metrics]
+        header = ["metric", before] + ([after] if after else [])
         metrics_table = table(header, [r[:len(header)] for r in rows], numeric={1, 2})
         cols = min(len(metrics), 5)
         fig = make_subplots(rows=-(-len(metrics) // cols), cols=cols, subplot_titles=metrics)
         for i, k in enumerate(metrics):
-            names = [c["labels"][0]] + ([c["labels"][1]] if c["labels"][1] else [])
-            values = [c["before"].get(k)] + ([c["after"].get(k)] if c["labels"][1] else [])
+            names = [before] + ([after] if after else [])
+            values = [c.before.get(k)] + ([c.after.get(k)] if after else [])
             fig.add_trace(go.Bar(x=["before", "after"][:len(values)], y=values, marker_color=["#888", "#1f77b4"],
                                  hovertext=names, showlegend=False), row=i // cols + 1, col=i % cols + 1)
-        blocks.append(f"<h3>{html.escape(c['title'])}</h3>{metrics_table}"
+        blocks.append(f"<h3>{html.escape(c.title)}</h3>{metrics_table}"
                       f"{figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
     if not blocks:
         return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset metrics in this run: "
@@ -204,12 +206,12 @@ def _qdc(go, m: dict) -> str:
         "</section>"
 
 
-def _clusters(m: dict) -> str:
+def _clusters(m: Manifest) -> str:
     """Per-cluster tables of pruning steps (tables in their summaries: lists of rows or dicts of
     columns), their first CLUSTER_ROWS rows."""
     parts = []
-    for s in m.get("steps", []):
-        summary = s.get("summary")
+    for s in m.steps:
+        summary = s.summary
         if not isinstance(summary, dict):
             continue
         for key, value in summary.items():
@@ -220,7 +222,7 @@ def _clusters(m: dict) -> str:
                 header = list(value[0])
                 rows = [[r.get(h) for h in header] for r in value[:CLUSTER_ROWS]]
                 more = f"<p>first {CLUSTER_ROWS} of {len(value):,}</p>" if len(value) > CLUSTER_ROWS else ""
-                parts.append(f"<h3>{html.escape(s['step'])}: {html.escape(key)}</h3>"
+                parts.append(f"<h3>{html.escape(s.step)}: {html.escape(key)}</h3>"
                              f"{table(header, rows, numeric=set(range(len(header))))}{more}")
     if not parts:
         return ""

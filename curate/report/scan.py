@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.manifest import Manifest
+
 MEMORY = "1GB"
 
 
@@ -33,14 +35,14 @@ class Run:
     """A finished run as the report reads it: its data files, each step's trace, their columns."""
 
     root: Path | str  # its directory, or the URI of a run on a store (named in messages)
-    manifest: dict
+    manifest: Manifest
     data: list[Path] = field(default_factory=list)
     traces: dict[str, Path] = field(default_factory=dict)  # step label -> trace file
     data_columns: dict[str, pa.DataType] = field(default_factory=dict)
     trace_columns: dict[str, dict[str, pa.DataType]] = field(default_factory=dict)  # the traced rows' columns
 
     @classmethod
-    def open(cls, root: Path | str, manifest: dict, data: Path | None = None, trace: Path | None = None) -> "Run":
+    def open(cls, root: Path | str, manifest: Manifest, data: Path | None = None, trace: Path | None = None) -> "Run":
         """The run at `root`, its files in its data/ and trace/, or in `data` and `trace` (a run on
         a store, read from its files staged locally)."""
         run = cls(root, manifest)
@@ -50,19 +52,19 @@ class Run:
         if run.data:
             schema = pq.read_schema(run.data[0])
             run.data_columns = dict(zip(schema.names, schema.types))
-        for s in manifest.get("steps", []):
-            path = trace / f"{s['step']}.parquet"
+        for s in manifest.steps:
+            path = trace / f"{s.step}.parquet"
             if path.is_file():
-                run.traces[s["step"]] = path
+                run.traces[s.step] = path
                 schema = pq.read_schema(path)
                 # no `row` column: the run's output.trace_rows was false (ids and reasons only)
                 row = schema.field("row").type if "row" in schema.names else pa.null()
-                run.trace_columns[s["step"]] = {f.name: f.type for f in row} if pa.types.is_struct(row) else {}
+                run.trace_columns[s.step] = {f.name: f.type for f in row} if pa.types.is_struct(row) else {}
         return run
 
     @property
     def text_column(self) -> str:
-        return (self.manifest.get("recipe") or {}).get("input", {}).get("text_column", "text")
+        return recipe_input(self.manifest).get("text_column", "text")
 
     def sql(self, query: str) -> list[tuple]:
         import duckdb
@@ -91,10 +93,16 @@ class Run:
                         f"t.detail AS _detail{row} FROM read_parquet({quote(path)}) t) {where} {tail}")
 
 
-def recipe_steps(manifest: dict) -> list[tuple[str, dict]]:
+def recipe_input(manifest: Manifest) -> dict:
+    """The recipe's `input:` as the manifest keeps the recipe (a document of the user's, `${VAR}`s
+    unexpanded, so not read through the recipe's model)."""
+    return manifest.recipe.get("input", {})
+
+
+def recipe_steps(manifest: Manifest) -> list[tuple[str, dict]]:
     """(operator, params) of each recipe step, in order."""
     out = []
-    for step in (manifest.get("recipe") or {}).get("steps", []):
+    for step in manifest.recipe.get("steps", []):
         if isinstance(step, dict) and len(step) == 1:
             (op, params), = step.items()
             out.append((op, params if isinstance(params, dict) else {}))

@@ -17,8 +17,9 @@ from pathlib import PurePath
 import xxhash
 
 from curate.errors import CurateError
+from curate.manifest import Manifest
 from curate.report.parts import figure, section, table
-from curate.report.scan import Run, files, ident, quote
+from curate.report.scan import Run, files, ident, quote, recipe_input
 
 TOP = 25
 OTHERS = "(all other sources)"
@@ -54,12 +55,12 @@ def groupings(run: Run, by: str | None = None, by_domain: str | None = None) -> 
     """By input file where the `_id`s are curate's own, by hive partition where the input has one,
     and by the column the user chose."""
     out = []
-    recipe_input = (run.manifest.get("recipe") or {}).get("input", {})
-    if run.manifest.get("inputs") and not recipe_input.get("id_column"):
+    inputs = run.manifest.inputs
+    if inputs and not recipe_input(run.manifest).get("id_column"):
         out.append(Grouping("by input file", "file"))
-    elif run.manifest.get("inputs") and (ids := input_ids(run.manifest)):
+    elif inputs and (ids := input_ids(run.manifest)):
         out.append(Grouping("by input file", "file_by_id", ids=ids))
-    keys = list(dict.fromkeys(k for i in run.manifest.get("inputs", []) for k, _ in _partition(i["path"])))
+    keys = list(dict.fromkeys(k for i in inputs for k, _ in _partition(i.path)))
     if keys:
         out.append(Grouping(f"by hive partition ({', '.join(keys)})", "partition", tuple(keys)))
     for option, column in (("--by", by), ("--by-domain", by_domain)):
@@ -77,23 +78,23 @@ def groupings(run: Run, by: str | None = None, by_domain: str | None = None) -> 
 ID_SCAN_BYTES = 4 << 30  # inputs read again for their ids (input.id_column) up to this size
 
 
-def input_ids(manifest: dict) -> str | None:
+def input_ids(manifest: Manifest) -> str | None:
     """With input.id_column the `_id`s are the input's own and name no file: SQL reading the id
     column of every input file again (a column of a local Parquet, JSONL or CSV input, the files
     unchanged since the run and ID_SCAN_BYTES at most in all) as (i: the id, f: its file); None
     where that cannot be read."""
-    spec = (manifest.get("recipe") or {}).get("input", {})
-    column, inputs = spec.get("id_column"), manifest.get("inputs") or []
-    if not column or sum(i.get("bytes") or 0 for i in inputs) > ID_SCAN_BYTES:
+    spec = recipe_input(manifest)
+    column, inputs = spec.get("id_column"), manifest.inputs
+    if not column or sum(i.bytes or 0 for i in inputs) > ID_SCAN_BYTES:
         return None
     for i in inputs:
         try:
-            if os.path.getsize(i["path"]) != i.get("bytes"):
+            if os.path.getsize(i.path) != i.bytes:
                 return None
-        except (OSError, KeyError, TypeError):  # gone, or not a local path (a store's)
+        except (OSError, TypeError):  # gone, or not a local path (a store's)
             return None
-    paths = "[" + ", ".join(quote(i["path"]) for i in inputs) + "]"
-    names = [i["path"].lower() for i in inputs]
+    paths = "[" + ", ".join(quote(i.path) for i in inputs) + "]"
+    names = [i.path.lower() for i in inputs]
     fmt = spec.get("format")
     if fmt == "parquet" or (fmt is None and all(".parquet" in n for n in names)):
         scan = f"SELECT CAST({ident(column)} AS VARCHAR) AS i, filename AS f FROM read_parquet({paths}, filename=true)"
@@ -111,11 +112,11 @@ def _partition(path: str) -> list[tuple[str, ...]]:  # (key, value) pairs
     return [tuple(p.split("=", 1)) for p in PurePath(path).parent.parts if "=" in p and not p.startswith("=")]
 
 
-def file_names(manifest: dict) -> dict[str, str]:
+def file_names(manifest: Manifest) -> dict[str, str]:
     """The `_id` prefix of each input file -> its path (below the inputs' common directory). A
     file's `_id`s are xxh3(its path relative to the input's base)[:12]; the base is not in the
     manifest, so every tail of the path is hashed (one of them is that relative path)."""
-    paths = [i["path"] for i in manifest.get("inputs", [])]
+    paths = [i.path for i in manifest.inputs]
     if not paths:
         return {}
     common = os.path.commonpath([os.path.dirname(p) for p in paths])
@@ -128,9 +129,9 @@ def file_names(manifest: dict) -> dict[str, str]:
     return out
 
 
-def _relative(manifest: dict) -> dict[str, str]:
+def _relative(manifest: Manifest) -> dict[str, str]:
     """Each input file's path -> its path below the inputs' common directory (as file_names)."""
-    paths = [i["path"] for i in manifest.get("inputs", [])]
+    paths = [i.path for i in manifest.inputs]
     common = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
     return {p: os.path.relpath(p, common) for p in paths}
 

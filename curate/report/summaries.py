@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import TypeGuard
 
+from curate.manifest import Manifest
 from curate.report.parts import figure, fmt, section, table
 
 SHORT_LIST = 12
@@ -108,7 +109,7 @@ def render_summary(go, step: str, summary: dict, n: int) -> str:
     return f"<h3>{html.escape(step)}</h3>{head}{''.join(blocks)}"
 
 
-def render(go, manifest: dict) -> str:
-    parts = [render_summary(go, s["step"], s["summary"], n) for n, s in enumerate(manifest.get("steps", []))
-             if isinstance(s.get("summary"), dict) and s["summary"]]
+def render(go, manifest: Manifest) -> str:
+    parts = [render_summary(go, s.step, s.summary, n) for n, s in enumerate(manifest.steps)
+             if isinstance(s.summary, dict) and s.summary]
     return section("step-summaries", "Step summaries", "".join(parts)) if parts else ""

@@ -173,6 +173,7 @@ def test_blank_jsonl_lines_are_counted_in_the_manifest(cli, tmp_path):
 
 def test_the_reports_sources_name_input_files_when_the_input_has_its_own_ids(cli, tmp_path):
     """With input.id_column the `_id`s name no file: the Sources section was empty."""
+    from curate.manifest import read as read_manifest
     from curate.report import sources
     from curate.report.scan import Run
 
@@ -183,8 +184,7 @@ def test_the_reports_sources_name_input_files_when_the_input_has_its_own_ids(cli
                  f"output: {{path: '{tmp_path / 'out'}'}}\nsteps:\n  - exact_dedup: {{}}\n")
     res = cli("run", p, "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    run = Run.open(tmp_path / "out", manifest)
+    run = Run.open(tmp_path / "out", read_manifest((tmp_path / "out" / "manifest.json").read_bytes(), "manifest.json"))
     (grouping,) = sources.groupings(run)
     assert grouping.title == "by input file"
     table = {r[0]: r[1:4] for r in sources.rows(run, grouping)}

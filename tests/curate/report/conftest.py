@@ -1,7 +1,6 @@
-import json
-
 import pytest
 
+from curate.manifest import read as read_manifest
 from curate.report.scan import Run
 from tests.curate.report.small_run import build
 
@@ -14,4 +13,4 @@ def small_dir(tmp_path_factory):
 
 @pytest.fixture
 def small(small_dir) -> Run:
-    return Run.open(small_dir, json.loads((small_dir / "manifest.json").read_text()))
+    return Run.open(small_dir, read_manifest((small_dir / "manifest.json").read_bytes(), "manifest.json"))

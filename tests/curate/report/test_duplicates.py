@@ -10,6 +10,7 @@ import pytest
 
 from curate.report import duplicates
 from curate.report.scan import Run
+from tests.curate.report import stand_in
 from tests.curate.report.small_run import DUP, PAIR
 
 
@@ -36,7 +37,7 @@ def test_every_dedup_detail_format_names_the_cluster(small, tmp_path, detail):
     pq.write_table(pa.table({"_id": ["m1", "m2", "m3"], "step": ["s"] * 3, "reason": ["dup"] * 3,
                              "detail": [detail.replace("{id}", i) for i in ids],
                              "row": [{"text": "t"}] * 3}), tmp_path / "trace" / "01_dedup.parquet")
-    run = Run.open(tmp_path, {"steps": [{"step": "01_dedup"}]})
+    run = Run.open(tmp_path, stand_in.manifest([{"step": "01_dedup"}]))
     assert duplicates.dedup_steps(run) == ["01_dedup"]
     assert duplicates.sizes(run, "01_dedup") == [(2, 1), (3, 1)]
     assert duplicates.largest(run, "01_dedup")[0]["kept_id"] == "x y:1"
@@ -54,7 +55,7 @@ def test_a_trace_of_rows_with_no_columns(tmp_path):
     pq.write_table(pa.table({"_id": ["m1", "m2"], "step": ["s"] * 2, "reason": ["dup"] * 2,
                              "detail": ["duplicate of k", "duplicate of k"], "row": pa.nulls(2)}),
                    tmp_path / "trace" / "01_dedup.parquet")
-    run = Run.open(tmp_path, {"steps": [{"step": "01_dedup"}]})
+    run = Run.open(tmp_path, stand_in.manifest([{"step": "01_dedup"}]))
     assert run.trace_columns == {"01_dedup": {}}
     [cluster] = duplicates.largest(run, "01_dedup")
     assert (cluster["size"], cluster["kept_id"], cluster["member_text"]) == (3, "k", None)

@@ -3,8 +3,7 @@
 import math
 
 import plotly.graph_objects as go
-from hypothesis import example, given
-from hypothesis import strategies as st
+from hypothesis import example, given, strategies as st
 
 from curate.report import lengths
 from tests.curate.report.small_run import EN, FR
@@ -56,5 +55,5 @@ def test_a_single_length_draws_no_histogram(small, monkeypatch):
 
 
 def test_a_text_column_that_is_not_text_draws_nothing(small):
-    small.manifest["recipe"]["input"]["text_column"] = "token_count"  # an integer column
+    small.manifest.recipe["input"]["text_column"] = "token_count"  # an integer column
     assert "is not a string column" in lengths.render(go, small)

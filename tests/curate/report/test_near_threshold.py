@@ -11,6 +11,7 @@ import pytest
 
 from curate.report import duplicates
 from curate.report.scan import Run
+from tests.curate.report import stand_in
 
 SCORES = [1.0] * 6 + [0.93, 0.87, 0.81, 0.8]
 
@@ -26,7 +27,7 @@ def test_near_dedup_shows_scores_near_the_threshold(tmp_path, form):
                              "reason": ["dup"] * len(SCORES), "detail": details,
                              "row": [{"text": f"text of m{i}"} for i in range(len(SCORES))]}),
                    tmp_path / "trace" / "01_dedup.parquet")
-    run = Run.open(tmp_path, {"steps": [{"step": "01_dedup"}]})
+    run = Run.open(tmp_path, stand_in.manifest([{"step": "01_dedup"}]))
     bins = duplicates.score_bins(run, "01_dedup")
     assert sum(c for _, c in bins) == len(SCORES) and len(bins) == duplicates.BINS, bins
     assert bins[:2] == [(0.8, 1), (0.81, 1)] and bins[-1] == (0.99, 6), bins  # 0.01 wide, from the lowest
@@ -42,6 +43,6 @@ def test_exact_dedup_has_no_scores(tmp_path):
     pq.write_table(pa.table({"_id": ["m1", "m2"], "step": ["s"] * 2, "reason": ["dup"] * 2,
                              "detail": ["duplicate of k", "duplicate of k"], "row": [{"text": "t"}] * 2}),
                    tmp_path / "trace" / "01_dedup.parquet")
-    run = Run.open(tmp_path, {"steps": [{"step": "01_dedup"}]})
+    run = Run.open(tmp_path, stand_in.manifest([{"step": "01_dedup"}]))
     assert duplicates.score_bins(run, "01_dedup") == []
     assert "nearest the threshold" not in duplicates.render(go, run)

@@ -215,3 +215,24 @@ def test_a_run_reports_the_breakdowns_its_recipe_names(cli, tmp_path, monkeypatc
     res = cli("run", write_recipe(tmp_path / "r.yaml", text + "report: {by: site}\n"), "--overwrite")
     assert res.exit_code == 2 and "report.by: no column 'site'" in " ".join(res.stderr.split()), res.stderr
     assert "url" in res.stderr and "Traceback" not in res.output
+
+
+def test_the_report_reads_the_manifest_by_the_fields_its_model_declares(run_dir, monkeypatch):
+    """The report reads a runner-written manifest through its model, by declared fields only (an
+    observer's entry through entry()): a field renamed in the model while the runner still writes
+    the old name would be kept as an extra and read from there; here that is an error."""
+    from curate import manifest as model
+    from curate.report.report import write_report
+
+    written = model.read((run_dir / "manifest.json").read_bytes(), "manifest.json")
+    parts = [written, written.run, *written.steps, *written.inputs, *written.outputs]
+    assert {k for p in parts for k in p.model_extra or {}} == {"dataset_metrics"}  # the one observer's entry
+
+    def declared_only(self, name):
+        raise AttributeError(f"{type(self).__name__} declares no field {name!r} (read an extra with entry())")
+
+    monkeypatch.setattr(model._Open, "__getattr__", declared_only, raising=False)
+    page = write_report(run_dir).read_text(encoding="utf-8")
+    for shown in ("run: input vs output", "dataset metrics: 04_dataset_metrics vs 08_dataset_metrics",
+                  "07_qdc_select: input vs selection", 'id="reasons"', 'id="step-summaries"'):
+        assert shown in page, shown

@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 
 from curate.report import scores
 from curate.report.scan import Run
+from tests.curate.report import stand_in
 
 
 def run_with(tmp_path, manifest=None, **columns) -> Run:
@@ -14,7 +15,7 @@ def run_with(tmp_path, manifest=None, **columns) -> Run:
     half = len(next(iter(columns.values()))) // 2
     for i, part in enumerate((slice(0, half), slice(half, None))):  # two files: counts add up across them
         pq.write_table(pa.table({k: v[part] for k, v in columns.items()}), tmp_path / "data" / f"part-{i}.parquet")
-    return Run.open(tmp_path, manifest or {"steps": []})
+    return Run.open(tmp_path, manifest or stand_in.manifest())
 
 
 def test_counts_per_bin_over_every_file(tmp_path):

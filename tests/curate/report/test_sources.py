@@ -35,7 +35,7 @@ def test_the_table_is_bounded_the_rest_summed(small, monkeypatch):
 
 
 def test_ids_of_the_users_own_are_looked_up_in_the_input_files(small, monkeypatch):
-    small.manifest["recipe"]["input"]["id_column"] = "url"
+    small.manifest.recipe["input"]["id_column"] = "url"
     assert [g.kind for g in sources.groupings(small)] == ["file_by_id", "partition"]
     monkeypatch.setattr(sources, "ID_SCAN_BYTES", 0)  # inputs too large to read again: no file breakdown
     assert [g.kind for g in sources.groupings(small)] == ["partition"]
