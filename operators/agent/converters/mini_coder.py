@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import re
 
-from curate_operators.agent.converters._events import closing, code, message, text_obs, trajectory, turns
+from curate_operators.agent.converters._events import (
+    Turn,
+    closing,
+    code,
+    message,
+    text_obs,
+    trajectory,
+    turn_events,
+    turns,
+)
 from curate_operators.agent.converters._function_calls import call_event, split_call
 from curate_operators.agent.converters._model_text import Turns
 
@@ -28,17 +37,13 @@ def _assistant(text: str) -> dict:
     return call_event(*call) if call else message(text)
 
 
+def _user(turn: Turn) -> dict:
+    out = _OUTPUT.match(turn.text)
+    return text_obs(out["out"], source="environment") if out else text_obs(turn.text)
+
+
 def convert(record: dict, fallback_id: str) -> dict:
     conv = turns(record, "messages")
     traj_id = str(record.get("id") or record.get("instance_id") or fallback_id)
-    events = []
-    for turn in conv:
-        role, text = turn.get("role"), turn["content"]
-        if role == "system":
-            continue
-        if role == "user":
-            out = _OUTPUT.match(text)
-            events.append(text_obs(out["out"], source="environment") if out else text_obs(text))
-        else:
-            events.append(_assistant(text))
+    events = turn_events(conv, _user, lambda turn: _assistant(turn.text), skip_roles=("system",))
     return trajectory(traj_id, events + closing(traj_id, message_in_description=False))

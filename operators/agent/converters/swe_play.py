@@ -9,7 +9,7 @@ is a message. The record's category and source go to `details`.
 
 from __future__ import annotations
 
-from curate_operators.agent.converters._events import message, text_obs, trajectory, turns
+from curate_operators.agent.converters._events import Turn, message, text_obs, trajectory, turn_events, turns
 from curate_operators.agent.converters._function_calls import call_event, split_call
 from curate_operators.agent.converters._model_text import Turns
 
@@ -18,18 +18,18 @@ MODEL_TEXT = Turns("messages")
 _RESULT = "EXECUTION RESULT of ["
 
 
+def _user(turn: Turn) -> dict:
+    return text_obs(turn.text, "environment" if turn.text.startswith(_RESULT) else "user")
+
+
+def _agent(turn: Turn) -> dict:
+    call = split_call(turn.text, closed=True, typed=False)
+    return call_event(*call, bash_tools=("execute_bash",)) if call else message(turn.text.strip())
+
+
 def convert(record: dict, fallback_id: str) -> dict:
     conv = turns(record, "messages")
     traj_id = str(record.get("id") if record.get("id") is not None else fallback_id)
-    events = []
-    for turn in conv:
-        role, text = turn.get("role"), turn["content"]
-        if role == "system":
-            continue
-        if role in ("user", "tool"):
-            events.append(text_obs(text, "environment" if text.startswith(_RESULT) else "user"))
-            continue
-        call = split_call(text, closed=True, typed=False)
-        events.append(call_event(*call, bash_tools=("execute_bash",)) if call else message(text.strip()))
+    events = turn_events(conv, _user, _agent, user_roles=("user", "tool"), skip_roles=("system",))
     details = {k: str(record[k]) for k in ("category", "source") if record.get(k) is not None}
     return trajectory(traj_id, events, details)
