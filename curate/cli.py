@@ -209,7 +209,7 @@ def run(
                        *(["--limit", str(limit)] if limit else []), *(["--keep-work"] if keep_work else []),
                        *(["--work-store", work_store] if work_store else []), *(["--no-report"] if no_report else []),
                        "--progress-seconds", str(progress_seconds), "--engine", "slurm"]
-    if submit and not dry_run:
+    if driver_args is not None and not dry_run:  # --submit
         _submit_driver(r, driver_args)
         return
     if resume and not _to_hub(r) and _finished(r):  # a Hub output's finished run is published by the runner

@@ -4,6 +4,8 @@
 class CurateError(Exception):
     """A problem with the user's recipe or data, described well enough to fix it."""
 
+    hint: str | None = None  # what to do next, printed under the message (cli_errors)
+
 
 class RecipeError(CurateError):
     """The recipe is invalid; `where` is the place in the YAML (e.g. `steps[2].exact_dedup.columns`)."""

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from importlib.metadata import entry_points
-from typing import Callable, ClassVar, Protocol
+from typing import Callable, ClassVar, Protocol, TypeVar
 
 import pyarrow as pa
 
 SIDES = ("input", "output")
+
+
+_S = TypeVar("_S", bound="Summary")
 
 
 class Summary(Protocol):
@@ -24,7 +27,7 @@ class Summary(Protocol):
 
     def observe(self, batch: pa.RecordBatch) -> None: ...
 
-    def merge(self, other: "Summary") -> None: ...
+    def merge(self: _S, other: _S) -> None: ...  # with another of its own kind
 
 
 class RunObserver(ABC):

@@ -85,7 +85,7 @@ def reads_column(default: Any = ..., description: str | None = None, *, instead_
     """A Params field naming input columns: a name, a list of names or a dict keyed by names (None
     or empty: none). The operator `requires` them. `instead_of_text`: the field replaces the text
     column, which the operator reads when no such field of its Params names a column."""
-    extra = {"column": "reads", "instead_of_text": True} if instead_of_text else {"column": "reads"}
+    extra: dict[str, Any] = {"column": "reads", "instead_of_text": True} if instead_of_text else {"column": "reads"}
     return Field(default, description=description, json_schema_extra=extra, **field)
 
 
@@ -97,7 +97,8 @@ def writes_column(default: Any = ..., description: str | None = None, **field: A
 def column_role(field: FieldInfo) -> str | None:
     """"reads" or "writes" for a field declared with reads_column / writes_column, else None."""
     extra = field.json_schema_extra
-    return extra.get("column") if isinstance(extra, dict) else None
+    role = extra.get("column") if isinstance(extra, dict) else None
+    return role if isinstance(role, str) else None
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -115,10 +116,15 @@ def declared_columns(params: Params, role: str, text_column: str) -> tuple[str, 
     place of the `instead_of_text` fields when none of them names one."""
     fields = {name: info for name, info in type(params).model_fields.items() if column_role(info) == role}
     named = {name: _names(getattr(params, name)) for name in fields}
-    instead = [name for name, info in fields.items() if info.json_schema_extra.get("instead_of_text")]
+    instead = [name for name, info in fields.items()  # a column field's json_schema_extra is a dict
+               if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("instead_of_text")]
     if instead and not any(named[name] for name in instead):
         named[instead[0]] = (text_column,)
     return tuple(column for names in named.values() for column in names)
+
+
+# Params under a name that Operator's own `Params` attribute does not shadow in its annotations
+_BaseParams = Params
 
 
 class Operator:
@@ -147,7 +153,7 @@ class Operator:
     # Result(children, Verdict over its input rows); see Map.
     changes_rows: ClassVar[bool] = False
 
-    def __init__(self, params: Params | None = None, *, seed: int = 0, text_column: str = "text"):
+    def __init__(self, params: _BaseParams | None = None, *, seed: int = 0, text_column: str = "text"):
         self.params = params if params is not None else self.Params()
         self.seed = seed
         self.text_column = text_column
@@ -189,13 +195,13 @@ class Operator:
         return {}
 
     @classmethod
-    def resources_for(cls, params: Params) -> Resources:
+    def resources_for(cls, params: _BaseParams) -> Resources:
         """What the engine reads: `resources`, unless the needs depend on the parameters (an LLM
         over HTTP, or a local one), where the operator overrides this."""
         return cls.resources
 
     @classmethod
-    def env_vars(cls, params: Params) -> tuple[str, ...]:
+    def env_vars(cls, params: _BaseParams) -> tuple[str, ...]:
         """Environment variables the operator reads where it runs (an API key's name): an engine
         whose workers are on other machines passes them along. Default: none."""
         return ()

@@ -84,8 +84,8 @@ def run_recipe(arm: Arm, out_dir: Path, workers: int | None, resume: bool) -> No
     """Run the arm's recipe with its output in `out_dir` (or take a finished run there on resume);
     the arm then reads out_dir/data."""
     from curate import recipe as recipe_module
-    from curate.engine.rundir.run_dir import finished_manifest
     from curate.engine.run.runner import RunOptions, run
+    from curate.engine.rundir.run_dir import finished_manifest
 
     r = recipe_module.load(arm.spec, output_path=str(out_dir))
     arm.text_column = r.input.text_column if arm.text_column == "text" else arm.text_column

@@ -80,7 +80,10 @@ def ablate(
                    eos=eos, text_column=text_column, sample_seed=sample_seed, threads=threads, device=device,
                    alpha=alpha, metric=metric, resume=resume, overwrite=overwrite, checkpoint_every=checkpoint_every,
                    workers=workers, dry_run=dry_run, expect=expect)
-    log = (lambda msg: err.print(msg, highlight=False, markup=False))
+
+    def log(msg: str) -> None:
+        err.print(msg, highlight=False, markup=False)
+
     result = run_ablation(opts, log)
     if dry_run:
         if as_json:

@@ -23,7 +23,7 @@ import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +67,7 @@ def write_byte_tokenizer(path: Path) -> Path:
 class Tokens:
     """The tokenizer as the `tokenize` operator runs it, with an EOS after every document."""
 
-    op: object  # curate_operators.text.tokenize.Tokenize
+    op: Any  # curate_operators.text.tokenize.Tokenize
     vocab: int
     eos_id: int
     where: str
@@ -112,7 +112,7 @@ def _set_up(tokenize, where: str, eos: str | None):
         op.setup()
     except CurateError as e:
         raise CurateError(f"--tokenizer {where}: cannot load it ({e})") from None
-    except Exception as e:  # noqa: BLE001: a damaged tokenizer.json raises the library's errors
+    except Exception as e:  # noqa: BLE001 - a damaged tokenizer.json raises the library's errors
         raise CurateError(f"--tokenizer {where}: cannot load it ({type(e).__name__}: {e})") from None
     return op
 

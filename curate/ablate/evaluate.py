@@ -39,6 +39,7 @@ class TextSet:
 def text_set(name: str, texts: list[str], tok, max_tokens: int) -> TextSet:
     """The documents as a stream, up to `max_tokens` document tokens (whole documents; the first is
     cut if it alone is longer)."""
+    nbytes: list[int]
     parts, owners, nbytes, got = [], [], [], 0
     for t in texts:
         full = tok.encode([t])[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from curate.errors import CurateError
 
@@ -24,6 +25,7 @@ PRESETS = {
 
 def model_config(model: str, vocab: int, seq_len: int) -> dict:
     """The config (a dict with model_type) for `model`: a preset name or a JSON file."""
+    d: dict[str, Any]
     if model in PRESETS:
         d = dict(model_type="llama", **PRESETS[model])
         d.update(num_key_value_heads=d["num_attention_heads"], tie_word_embeddings=False, attention_bias=False,

@@ -11,6 +11,7 @@ at another is listed in `warnings`.
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import math
@@ -56,12 +57,9 @@ def assemble(opts, arms, samples, results, items, sets, config, threads, device,
                 better, sentence = stats.verdict(a, b, key, diff, p, opts.alpha)
                 ia = np.mean([items[(lr, s, a)][metric] for s in seeds], axis=0)
                 ib = np.mean([items[(lr, s, b)][metric] for s in seeds], axis=0)
-                if metric in bytes_of:
-                    nb = bytes_of[metric] * math.log(2)
-                    score = lambda idx, ia=ia, ib=ib, nb=nb: float(ib[idx].sum() / nb[idx].sum()  # noqa: E731
-                                                                     - ia[idx].sum() / nb[idx].sum())
-                else:
-                    score = lambda idx, ia=ia, ib=ib: float(ib[idx].mean() - ia[idx].mean())  # noqa: E731
+                # a bootstrap sample's difference (idx: the items drawn)
+                score = (functools.partial(_bpb_diff, ia, ib, bytes_of[metric] * math.log(2))
+                         if metric in bytes_of else functools.partial(_mean_diff, ia, ib))
                 comparisons.append({"a": a, "b": b, "metric": key, "diff": diff, "t": _finite(t), "p_value": p,
                                     "better": better, "verdict": sentence,
                                     "bootstrap": stats.bootstrap(score, len(ia))})
@@ -87,10 +85,18 @@ def _finite(x):
     return x if x is None or math.isfinite(x) else (1e300 if x > 0 else -1e300)
 
 
+def _bpb_diff(ia: np.ndarray, ib: np.ndarray, nb: np.ndarray, idx: np.ndarray) -> float:
+    return float(ib[idx].sum() / nb[idx].sum() - ia[idx].sum() / nb[idx].sum())
+
+
+def _mean_diff(ia: np.ndarray, ib: np.ndarray, idx: np.ndarray) -> float:
+    return float(ib[idx].mean() - ia[idx].mean())
+
+
 def _flips(comparisons: list[dict], lrs: list[float]) -> list[str]:
     """Pairs ranked one way at one learning rate and the other way at another (2512.24503)."""
     out = []
-    by = {}
+    by: dict[tuple[str, str, str], dict[str, str]] = {}  # (a, b, metric) -> {lr: the better arm}
     for c in comparisons:
         metric, lr = c["metric"].rsplit("@lr=", 1)
         if c["better"]:

@@ -13,8 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from curate.ablate import arms as arms_module
-from curate.ablate import data, evaluate
+from curate.ablate import arms as arms_module, data, evaluate
 from curate.ablate.model import model_config
 from curate.ablate.train import TrainSpec, save_json, setup_torch, steps_for
 from curate.errors import CurateError
@@ -282,7 +281,7 @@ def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, 
            "tokens": trained.tokens, "seconds": trained.seconds, "cpu_seconds": trained.cpu_seconds,
            "parameters": parameters(model),
            "tokens_per_s": trained.tokens / max(trained.seconds, 1e-9)}
-    np.savez(items_path, **per_item)
+    np.savez(items_path, **per_item)  # type: ignore[arg-type]  # numpy's stub takes the names for allow_pickle
     save_json(result_path, res)
     (run_dir / "checkpoint.pt").unlink(missing_ok=True)
     log(f"{tag} {arm} seed {spec.seed}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
@@ -299,7 +298,7 @@ def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
     params = parameters(model)
     steps = steps_for(opts.tokens, spec)
     probe = np.random.default_rng(0).integers(0, tok.vocab, spec.seq_len * spec.batch * 4)
-    marks = {}
+    marks: dict[int, float] = {}  # step -> seconds
     train(model, probe, spec, None, lambda step, steps, seconds: marks.__setitem__(step, seconds))
     rate = 3 * spec.seq_len * spec.batch / max(marks[4] - marks[1], 1e-9)  # the first step warms up
     runs = len(arms) * opts.seeds * len(opts.lrs)

@@ -438,8 +438,8 @@ class SlurmEngine(Engine):
                 if item in batch.results or (batch.directory / "results" / f"{item}.pkl").exists():
                     continue
                 log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
-                said = log.with_suffix(".srun").read_text(errors="replace").strip().splitlines()
-                state = f"exit status {proc.returncode}" + (f": {said[-1]}" if said else "")
+                told = log.with_suffix(".srun").read_text(errors="replace").strip().splitlines()
+                state = f"exit status {proc.returncode}" + (f": {told[-1]}" if told else "")
                 if (batch.directory / "errors" / f"{item}.pkl").exists():
                     continue  # raised next round
                 if batch.runs[item] > retries:
@@ -596,7 +596,7 @@ def _states(jobs: list[str], detailed: bool = False) -> dict:
     if res.returncode and "invalid job id" not in res.stderr.lower():
         raise Unreachable(res.stderr.strip() or f"squeue: exit status {res.returncode}")
     if res.returncode:  # one of them no longer known: ask one by one
-        lines = []
+        lines: list[str] = []
         for job in jobs:
             one = slurm(command[:-1] + [job])
             lines += one.stdout.splitlines() if one.returncode == 0 else []

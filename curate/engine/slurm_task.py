@@ -142,6 +142,7 @@ def main(argv: list[str]) -> int:
     print(f"curate: item {item} of {directory.name} on {os.uname().nodename} "
           f"(Slurm job {os.environ.get('SLURM_JOB_ID', '?')})", file=sys.stderr, flush=True)
     work = pickle.loads(item_file.read_bytes())
+    result: object  # a task's TaskResult, or the results of the pieces of `map` work
     try:
         if work[0] == "task":
             from curate.engine.work import work_store
@@ -160,7 +161,7 @@ def main(argv: list[str]) -> int:
         if (directory / "where").is_dir():  # for the manifest: the job and node that gave the result
             _write(directory / "where" / f"{item}.json", json.dumps(where()).encode())
         _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
-    except Exception as e:  # noqa: BLE001: the driver stops the run with it
+    except Exception as e:  # noqa: BLE001 - the driver stops the run with it
         from curate.engine.work.worker import WorkerError
         from curate.errors import CurateError
 
@@ -170,7 +171,7 @@ def main(argv: list[str]) -> int:
         try:
             data = pickle.dumps(error)
             pickle.loads(data)
-        except Exception:  # noqa: BLE001: an exception that does not cross processes: its text does
+        except Exception:  # noqa: BLE001 - an exception that does not cross processes: its text does
             data = pickle.dumps(WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()))
         _finished.set()
         _write(directory / "errors" / f"{item}.pkl", data)

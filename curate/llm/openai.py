@@ -16,7 +16,7 @@ import email.utils
 import os
 import random
 import time
-from typing import AsyncIterator, cast
+from typing import Any, AsyncGenerator, cast
 
 import orjson
 
@@ -41,7 +41,7 @@ class OpenAIBackend:
         # call opened a connection per request slot for every batch, ~28% of the client's CPU at 256
         # in flight on loopback (bench/synth_throughput.py). Held by an async generator, which the
         # loop's shutdown (asyncio.run) closes; `close` closes it on a loop that lives on (a worker's).
-        self._held: tuple[asyncio.AbstractEventLoop, AsyncIterator, object] | None = None
+        self._held: tuple[asyncio.AbstractEventLoop, AsyncGenerator, Any] | None = None  # Any: aiohttp's session
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -57,7 +57,7 @@ class OpenAIBackend:
             connector=aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300),
             headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s))
 
-    async def _holder(self) -> AsyncIterator:
+    async def _holder(self) -> AsyncGenerator:
         session = self._session()
         try:
             while True:

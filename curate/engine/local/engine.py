@@ -10,16 +10,16 @@ import functools
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
-from curate.engine.work import work_store
-from curate.engine.tasks.context import Progress, StageContext
-from curate.engine.work.dispatch import dispatch
-from curate.engine.work.executor import Engine, Executor
 from curate.engine.failpoints import failpoint
-from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.plan import Task, available_cores
 from curate.engine.local.pool import ModelPool
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.plan import Task, available_cores
 from curate.engine.tasks.task import run_task
+from curate.engine.work import work_store
+from curate.engine.work.dispatch import dispatch
+from curate.engine.work.executor import Engine, Executor
 from curate.engine.work.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool, worker_context
 
 # CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
@@ -96,6 +96,7 @@ class LocalExecutor(PoolSlots, Executor):
         return result
 
     def start(self, slot: int, task: Task) -> Future:
+        assert self.pool is not None  # run() dispatches here only with a pool
         return self.pool.submit(in_run, self.workers_lock, work_store.run_task, self.store, self.ctx, task)
 
     def cancel(self, handles: list[Future]) -> None:

@@ -17,14 +17,14 @@ import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
+from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout
 from curate.engine.tasks import context
-from curate.engine.work import work_store
 from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.plan import Task, available_cores
+from curate.engine.work import work_store
 from curate.engine.work.dispatch import WorkerLost, dispatch
 from curate.engine.work.executor import Executor
-from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.plan import Task, available_cores
-from curate.engine.result import TaskResult
 from curate.engine.work.worker import PoolSlots, in_run, spawn_pool, stop_pool, worker_context
 
 ATTEMPTS = 2

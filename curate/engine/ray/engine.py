@@ -20,18 +20,19 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Sequence
 
 import ray
 
-from curate.engine.work import shared_dir, work_store
-from curate.engine.tasks.context import Progress, StageContext
-from curate.engine.work.dispatch import Slots, WorkerLost, dispatch
-from curate.engine.work.executor import Engine, Executor
-from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.plan import Task
 from curate.engine.ray.nodes import check_nodes, drop_mirrors, on_node, worker_env
 from curate.engine.ray.worker import RETRIES, ModelWorker, ProgressSink, Setup, call, call_sharing, run_task
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.plan import Task
+from curate.engine.work import shared_dir, work_store
+from curate.engine.work.dispatch import Slots, WorkerLost, dispatch
+from curate.engine.work.executor import Engine, Executor
 from curate.io.store import is_uri
 
 
@@ -50,7 +51,7 @@ class RayEngine(Engine):
                    config.resume, list(config.inputs), config.fallback_store)
 
     def __init__(self, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
-                 env: list[str] = (), store: str | None = None, resume: bool = False, inputs: list[str] = (),
+                 env: Sequence[str] = (), store: str | None = None, resume: bool = False, inputs: Sequence[str] = (),
                  fallback_store: str | None = None):
         self.progress = progress
         self.status = status
@@ -70,7 +71,9 @@ class RayEngine(Engine):
             # "local": a new instance for the run, even where a cluster runs on this machine
             context = ray.init(address=address or "local",
                                runtime_env={"env_vars": worker_env(env, store=stores)},
-                               include_dashboard=None, log_to_driver=False, logging_level="WARNING",
+                               # ray's annotation says int; it takes a level's name too, as logging does
+                               include_dashboard=None, log_to_driver=False,
+                               logging_level="WARNING",  # type: ignore[arg-type]
                                configure_logging=address is None)
             self.owned = True
             url = getattr(context, "dashboard_url", None)
@@ -81,24 +84,27 @@ class RayEngine(Engine):
             status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
                    f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
             self.here = ray.get_runtime_context().get_node_id()
-            candidate = work_store.for_run(store or fallback_store, layout) if store or fallback_store else None
+            where = store or fallback_store
+            candidate = work_store.for_run(where, layout) if where else None
             if store:
+                assert candidate is not None  # made from `store`
                 candidate.start(resume)
             blind = check_nodes(self.work, nodes, candidate, [os.path.abspath(p) for p in inputs if not is_uri(p)])
             if blind:
+                assert candidate is not None  # check_nodes refuses blind nodes without a store
                 self.store = candidate
                 if not store:  # the output's own prefix: readied only when a node needs it
                     candidate.start(resume)
                 status(f"Ray: {len(blind)} of {len(nodes)} nodes share the work files through {candidate.uri}")
             elif store:
                 self.store = candidate
-            self.sink = ProgressSink.remote()
+            self.sink = ProgressSink.remote()  # type: ignore[attr-defined]  # @ray.remote adds .remote
         except BaseException:
             self.close()
             raise
 
-    @property
-    def cores(self) -> int:
+    @property  # read-only here: the cluster's CPUs, asked each time
+    def cores(self) -> int:  # type: ignore[override]
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def cpu_executor(self, workers: int) -> "RayExecutor":
@@ -228,7 +234,8 @@ class RayModelPool(_RaySlots, Executor):
             count = max(1, cpu_workers)
             threads = max(1, engine.cores // count)
             options = {"num_cpus": 1}
-        self.workers = [ModelWorker.options(**options).remote() for _ in range(count)]
+        # @ray.remote adds .options
+        self.workers = [ModelWorker.options(**options).remote() for _ in range(count)]  # type: ignore[attr-defined]
         self.threads = threads
         self.ctx: StageContext | None = None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Sequence
 
 import ray
 
@@ -24,7 +25,7 @@ def on_node(node: str):
     return NodeAffinitySchedulingStrategy(node, soft=False)
 
 
-def worker_env(names: list[str] = (), store: bool = False) -> dict[str, str]:
+def worker_env(names: Sequence[str] = (), store: bool = False) -> dict[str, str]:
     """The environment Ray workers get beyond the node's own: this checkout on the import path
     (where curate is not installed on the nodes, the driver's source tree, if the nodes see it),
     CURATE_* settings, the variables the recipe's operators read (`names`, e.g. an API key's:
@@ -63,6 +64,7 @@ def check_nodes(work: Path, nodes: list[dict], store: WorkStore | None, inputs: 
                           f"store: --work-store s3://BUCKET/PREFIX")
     for n, look in zip(nodes, looks):
         if look["store_error"]:
+            assert store is not None  # only a store given has an error
             raise CurateError(f"Ray node {n['NodeManagerAddress']} cannot read the work store {store.uri}: "
                               f"{look['store_error']}. Every node needs access to it (credentials, endpoint)")
         if look["missing_inputs"]:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import ray
 
-from curate.engine.tasks import context
-from curate.engine.work import shared_dir, work_store
-from curate.engine.tasks.context import StageContext
 from curate.engine.failpoints import failpoint
-from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import RunLayout
 from curate.engine.rundir.run_dir import hold_worker_lock
+from curate.engine.tasks import context
+from curate.engine.tasks.context import StageContext
+from curate.engine.tasks.plan import Task
+from curate.engine.work import shared_dir, work_store
 from curate.engine.work.work_store import WorkStore
 from curate.engine.work.worker import use_cores
 
@@ -122,6 +122,7 @@ def call_sharing(setup: Setup, directory: str, view: tuple, fn, *args):
     use_cores(1)
     blind = _blind(setup)
     if blind:
+        assert setup.store is not None  # call_sharing: the run has a work store
         work_store.mirror(setup.store.work, setup.session)
         result, written = shared_dir.run_piece(setup.store, Path(directory), view, fn, args)
     else:

@@ -27,6 +27,7 @@ class _IdHashes:
         import polars as pl  # here, not at the top: every run and worker imports this module
 
         frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)  # what a RecordBatch gives
         content = frame.drop("_id").hash_rows(_SEED) if frame.width > 1 else pl.Series(np.zeros(len(frame), np.uint64))
         ids = frame.get_column("_id").hash(_SEED)
         self.parts.append(np.column_stack([ids.to_numpy(), content.to_numpy()]).astype(np.uint64))

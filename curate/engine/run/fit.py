@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import cast
 
 import pyarrow.parquet as pq
 
@@ -33,7 +34,8 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
             drop_unread(Path(layout.fit), state_files(FitState.load(files.read_bytes(layout.state))))
         return json.loads(files.read_bytes(layout.fit_report))
     step = ctx.stage.global_step
-    op: Global = step.build(ctx.recipe)
+    assert step is not None  # fit runs a Global stage's step
+    op = cast(Global, step.build(ctx.recipe))
     op.setup()
     files.remove(layout.fit)
     files.makedirs(layout.fit)

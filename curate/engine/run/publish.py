@@ -23,14 +23,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from curate.card import card_text
-from curate.engine.work.executor import Executor
 from curate.engine.failpoints import failpoint
 from curate.engine.rundir.layout import MANIFEST_FORMAT, Files, RunLayout
 from curate.engine.rundir.store_files import output_errors
+from curate.engine.work.executor import Executor
 from curate.io import output_formats, retries
+from curate.manifest import build as build_manifest, read as read_manifest
 from curate.recipe import Recipe
-from curate.manifest import build as build_manifest
-from curate.manifest import read as read_manifest
 from curate.trace import merge_shards, trace_schema, versions
 
 

@@ -29,24 +29,23 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 import pyarrow as pa
 
 from curate import observers, preflight
-from curate.engine.work import engines, work_store
+from curate.engine.failpoints import failpoint
+from curate.engine.result import TaskResult
+from curate.engine.run.fit import fit
+from curate.engine.run.publish import lineage, publish, stage_data
+from curate.engine.rundir.layout import Files, RunLayout
+from curate.engine.rundir.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
 from curate.engine.tasks import plan
 from curate.engine.tasks.context import READ_BYTES, READ_STEP, StageContext
-from curate.engine.work.executor import Engine, Executor
-from curate.engine.failpoints import failpoint
-from curate.engine.run.fit import fit
-from curate.engine.rundir.layout import Files, RunLayout
-from curate.engine.run.publish import lineage, publish, stage_data
-from curate.engine.result import TaskResult
-from curate.engine.rundir.run_dir import discard_failed_start, open_run_dir, produced_anything, remembered_work_store
 from curate.engine.tasks.task import run_task
+from curate.engine.work import engines, work_store
+from curate.engine.work.executor import Engine, Executor
 from curate.errors import CurateError, NoSpace
-
 from curate.io import hub, input_schema, output_formats, retries
 from curate.io.sources import Source, input_objects
 from curate.manifest import read as read_manifest
@@ -246,7 +245,9 @@ class _Run:
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards, rows))
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
-            results = self._stage(ctx, list(the_plan.tasks[stage.index]), engine, executor)
+            tasks = the_plan.tasks[stage.index]
+            assert tasks is not None  # stage 0's planned, a later one's made from the shards above
+            results = self._stage(ctx, list(tasks), engine, executor)
             failpoint("stage-done")
             if stage.index > 0 and not self.opts.keep_work:
                 # Its input, the stage before's shards, is read by nothing now (its tasks are
@@ -301,7 +302,7 @@ class _Run:
             else:  # its worker died too often: its rows go to the trace with the error, none is lost
                 result = run_task(ctx, task, failure=result.failed)
             done[task.name] = result
-        return [done[t.name] for t in tasks]
+        return cast(list[TaskResult], [done[t.name] for t in tasks])  # each done before or run now
 
     def _done(self, ctx: StageContext, task: plan.Task) -> TaskResult | None:
         """The task's result if its done marker says it finished (in an earlier attempt of the run)."""
@@ -372,7 +373,7 @@ class _Run:
             from curate.report.report import write_staged
 
             write_staged(manifest, self.layout.root, data, trace, target)
-        except Exception as e:  # noqa: BLE001: whatever went wrong, the run's data stands
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
             self.reporter.status(f"warning: report.html not written ({type(e).__name__}: {e}); --no-report skips it")
             return False
         self.reporter.status(f"report: {self.layout.report}")

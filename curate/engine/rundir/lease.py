@@ -114,7 +114,7 @@ class StoreLease:
                     self.lost = True
                     return
                 self.files.write_bytes(self.path, self._body())
-            except Exception:  # noqa: BLE001: a failed renewal is retried; the check before publishing decides
+            except Exception:  # noqa: BLE001 - a failed renewal is retried; the check before publishing decides
                 continue
 
     def check(self) -> None:

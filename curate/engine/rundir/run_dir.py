@@ -12,11 +12,15 @@ import json
 import os
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from curate.engine.rundir.layout import OUTPUT, PUBLISHED, Files, RunLayout, is_run_directory, json_object
 from curate.engine.rundir.store_files import output_errors
 from curate.errors import CurateError
 from curate.manifest import Manifest
+
+if TYPE_CHECKING:
+    from curate.engine.rundir.lease import StoreLease
 from curate.manifest import read as read_manifest
 
 _files = Files()  # the local directory's
@@ -41,7 +45,7 @@ class RunLock:
     def __init__(self, layout: RunLayout):
         self.layout = layout
         self.fd: int | None = None
-        self.lease = None  # on a store: its lease (lease.py)
+        self.lease: StoreLease | None = None  # on a store: its lease (lease.py)
 
     def acquire(self) -> None:
         self._flock()

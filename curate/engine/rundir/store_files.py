@@ -144,5 +144,5 @@ def output_errors(root: str):
                           f"variables, profile) or output.storage_options") from None
     except FileNotFoundError as e:
         raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
-    except (ValueError, *store_exceptions()) as e:  # store_exceptions: botocore's missing credentials too
+    except (ValueError,) + store_exceptions() as e:  # store_exceptions: botocore's missing credentials too
         raise CurateError(f"output {root}: cannot write there: {type(e).__name__}: {e}") from None

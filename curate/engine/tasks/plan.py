@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 import pyarrow.parquet as pq
 
@@ -183,7 +184,7 @@ def input_tasks(sources: list[Source], limit: int | None) -> list[Task]:
     return [Task(0, i, (s,)) for i, s in enumerate(split_parquet(sources))]
 
 
-def shard_tasks(stage: int, shards: list[Path], rows: list[int] | None = None) -> list[Task]:
+def shard_tasks(stage: int, shards: Sequence[str | Path], rows: list[int] | None = None) -> list[Task]:
     """A task per shard of the stage before; `rows`: each shard's rows where known (the tasks'
     results say them), else read from the shards' footers."""
     tasks, offset = [], 0

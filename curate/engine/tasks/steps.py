@@ -8,7 +8,7 @@ import asyncio
 import gc
 import inspect
 import time
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,7 @@ def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
         return op.keep(batch)
     if isinstance(op, Map):
         return op.process(batch)
-    return op.apply(batch, load_state(ctx))
+    return cast(Global, op).apply(batch, load_state(ctx))  # neither a Filter nor a Map: a Global
 
 
 def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats: StepStats,
@@ -88,6 +88,7 @@ def _expand(step, parents: pa.RecordBatch, result: Result, ctx: StageContext, st
             traces: TraceSink) -> pa.RecordBatch:
     """A 1 -> n (or n -> 1) step: children get their `_id`, dropped input rows go to the trace."""
     children, verdict = result
+    assert verdict is not None  # to_result: an expanding step's result has its verdict
     idx = expand.parent_index(step, parents, children, verdict)
     _remove(parents, verdict, step, ctx, stats, traces)
     stats.rows_in += parents.num_rows
@@ -224,8 +225,9 @@ async def run_async(ctx: StageContext, task: Task, ops: list[Operator], batches,
             traces.write(label, gone)
         for label, s in mine.stats.items():
             stats.setdefault(label, StepStats()).add(s)
-        for event in mine.progress if progress else ():
-            progress(*event)
+        if progress:
+            for event in mine.progress:
+                progress(*event)
         commit(batch)
 
     try:

@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate import observers
-from curate.engine.tasks.context import READ_BYTES, READ_STEP, Progress, StageContext, operators_for, prepared_name
 from curate.engine.failpoints import failpoint
-from curate.engine.rundir.layout import Files
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+from curate.engine.rundir.layout import Files
+from curate.engine.tasks.context import READ_BYTES, READ_STEP, Progress, StageContext, operators_for, prepared_name
+from curate.engine.tasks.plan import Task
 from curate.engine.tasks.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
 from curate.io import output_formats, retries
 from curate.io.meter import ReadMeter
@@ -164,6 +164,7 @@ def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWrite
     """A batch through the stage's steps: prepared for the next Global, shown to the run's
     observers as output (with its internal columns, such as _embedding, still there), written."""
     if preparer is not None and batch.num_rows:
+        assert ctx.next_global is not None  # the preparer is its operator's
         batch = prepare(preparer, ctx.next_global, batch, ctx, stats)
     if batch.num_rows:
         observers.observe(summaries, "output", batch)

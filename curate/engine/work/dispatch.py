@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import Generic, Hashable, Sequence, TypeVar
+from typing import Generic, Hashable, Sequence, TypeVar, cast
 
 from curate.engine.failpoints import failpoint
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
+from curate.engine.tasks.plan import Task
 
 Slot = TypeVar("Slot")
 Handle = TypeVar("Handle", bound=Hashable)
@@ -85,7 +85,7 @@ def dispatch(tasks: Sequence[Task], slots: list, executor: Slots, attempts: int 
         executor.cancel(list(running))
         raise
     executor.relay()
-    return results
+    return cast(list[TaskResult], results)  # every task ran
 
 
 def _times(n: int) -> str:

@@ -15,16 +15,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Callable
 
-from curate.engine.work import work_store
+from curate.engine.result import TaskResult
 from curate.engine.tasks.context import StageContext
 from curate.engine.tasks.plan import Task
-from curate.engine.result import TaskResult
+from curate.engine.work import work_store
 
 if TYPE_CHECKING:
     from curate.engine.work.engines import EngineConfig
 
 
 class Executor(ABC):
+    workers: list  # a model pool's workers (the runner counts them)
+
     @abstractmethod
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
         """Run `tasks` of one stage, as many at once as its policy allows; results in task order."""
@@ -42,7 +44,7 @@ class Executor(ABC):
 
 class Engine(ABC):
     cores: int  # the cores its executors run tasks on (this machine's, or a cluster's)
-    store = None  # the work store (work_store.WorkStore) its tasks copy their files to, if any
+    store: work_store.WorkStore | None = None  # the work store its tasks copy their files to, if any
 
     @classmethod
     @abstractmethod
@@ -65,7 +67,7 @@ class Engine(ABC):
             if ctx.stage.global_step is not None:
                 work_store.publish_state(self.store, ctx.layout)
 
-    def receive(self, ctx: StageContext, result: TaskResult) -> None:
+    def receive(self, ctx: StageContext, result: TaskResult) -> None:  # noqa: B027 - a hook, by default empty
         """Bring a finished task's files into the run's `_work/`. Default: they are there."""
 
     def manifest_entries(self) -> dict:
@@ -73,5 +75,5 @@ class Engine(ABC):
         typed in manifest.py, for the runner to write; never what the run computed. Default: none."""
         return {}
 
-    def close(self, discard_work: bool = False) -> None:
+    def close(self, discard_work: bool = False) -> None:  # noqa: B027 - a hook, by default empty
         """End the engine; `discard_work`: the run finished, its work files are not needed again."""

@@ -105,7 +105,7 @@ class WorkStore:
         except FileNotFoundError:
             return None
 
-    def fetch(self, path: Path, replace: bool = False) -> bool:
+    def fetch(self, path: str | Path, replace: bool = False) -> bool:
         """`path` from the store, unless it is here already (False) and not to be `replace`d (a
         fit's file that changed); it appears under its name only whole."""
         path = Path(path)

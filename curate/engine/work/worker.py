@@ -13,15 +13,16 @@ import signal
 import sys
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
 
 import pyarrow as pa
 
-from curate.engine.tasks.context import StageContext
-from curate.engine.work.dispatch import Slots
-from curate.engine.tasks.plan import Task
 from curate.engine.result import TaskResult
 from curate.engine.rundir.run_dir import hold_worker_lock
+from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.plan import Task
 from curate.engine.tasks.task import run_task
+from curate.engine.work.dispatch import Slots
 from curate.errors import CurateError, NoSpace
 from curate.lifetime import die_with_parent
 
@@ -69,7 +70,7 @@ def _close_the_fork_servers_pipe() -> None:
     worker) would outlive a killed run. Workers start no processes of their own from it."""
     from multiprocessing import forkserver
 
-    server = forkserver._forkserver
+    server: Any = forkserver._forkserver  # multiprocessing's private state: not in typeshed
     if server._forkserver_alive_fd is not None:
         os.close(server._forkserver_alive_fd)
         server._forkserver_alive_fd = None
@@ -173,6 +174,9 @@ class FutureSlots(Slots):
 class PoolSlots(FutureSlots):
     """Slots of the local pools: their handles are futures, their progress comes on `self.queue`
     and goes to `self.progress`."""
+
+    queue: Any  # set by the subclass
+    progress: Progress
 
     def relay(self) -> None:
         relay_progress(self.queue, self.progress)
