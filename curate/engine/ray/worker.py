@@ -27,7 +27,7 @@ RETRIES = 3  # runs of a task whose worker died, after the first
 class ProgressSink:
     """Rows counts from the workers, summed per step until the driver takes them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.rows: dict[str, list[int]] = {}
 
     def add(self, label: str, rows_in: int, rows_out: int) -> None:

@@ -20,7 +20,7 @@ _SEED = 0x5EED  # fixed: hashes are compared across tasks and resumed runs
 
 
 class _IdHashes:
-    def __init__(self):
+    def __init__(self) -> None:
         self.parts: list[np.ndarray] = []  # (n, 2) uint64: id hash, content hash
 
     def observe(self, batch: pa.RecordBatch) -> None:

@@ -182,7 +182,7 @@ IO_BATCHES_IN_FLIGHT = 4
 class _InFlight:
     """What one batch in flight produced, kept apart until its turn: counts, trace rows, progress."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.stats: dict[str, StepStats] = {}
         self.traced: list[tuple[str, pa.RecordBatch]] = []
         self.progress: list[tuple[str, int, int]] = []
