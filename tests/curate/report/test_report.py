@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -23,19 +22,22 @@ steps:
   - quality_heuristics: {{}}
   - complexity_scores: {{metrics: [words, mattr]}}
   - embed: {{backend: hash, dim: 64}}
-  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr], sample: 300, bleu_sample: 40, clusters: 4}}
+  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr],
+                      sample: 300, bleu_sample: 40, clusters: 4}}
   - gopher_quality: {{}}
   - exact_dedup: {{}}
   - qdc_select: {{fraction: 0.5, quality: {{quality_heuristic: 1}}, complexity: {{complexity_mattr: 1}}}}
-  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr], sample: 300, bleu_sample: 40, clusters: 4}}
+  - dataset_metrics: {{embedding_column: _embedding, score_columns: [quality_heuristic, complexity_mattr],
+                      sample: 300, bleu_sample: 40, clusters: 4}}
 """
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     pytest.importorskip("faiss")
-    from curate.cli import app
     from typer.testing import CliRunner
+
+    from curate.cli import app
 
     tmp = tmp_path_factory.mktemp("report")
     generate(tmp / "demo", docs=400, files=2, seed=0)
