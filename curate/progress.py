@@ -26,7 +26,7 @@ from curate.engine.tasks.context import READ_STEP
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
-from curate.manifest import Manifest
+from curate.manifest import Manifest, build as build_manifest
 from curate.ops import Global, Map
 from curate.preflight import Preflight
 from curate.recipe import Recipe
@@ -194,7 +194,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
             reporter = Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting)
             manifest = run(recipe, opts, reporter, checked)
         # the bars and the batch log end where the run did, however short it was
-        stages.finish(sum(o["bytes"] for o in manifest.get("outputs", ())))
+        stages.finish(sum(o.bytes for o in build_manifest(manifest).outputs))  # what run returns: the manifest
         stage_bar() if terminal else log_line(stages.state())
     return manifest
 
