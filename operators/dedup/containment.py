@@ -29,11 +29,9 @@ from curate.fit_state import Decisions
 from curate.ops import SERIAL, Parallel, Verdict
 from curate_operators.dedup import resolve, signature_pass
 from curate_operators.dedup.db import FLOOR_MB, connect
-from curate_operators.dedup.near import NearDedup, NearDedupParams
 from curate_operators.dedup.lsh import ContainmentPlan
-from curate_operators.dedup.shingles import ShingleSpec
+from curate_operators.dedup.near import NearDedup, NearDedupParams
 from curate_operators.dedup.store import RowStore
-from curate_operators.dedup.threads import default_workers
 from curate_operators.dedup.verify import SAMPLE_DTYPE, containment, cutoffs, screened_containment
 
 log = logging.getLogger(__name__)
@@ -47,13 +45,21 @@ KEY_COUNT_SAMPLE = 16
 
 
 class ContainmentParams(NearDedupParams):
-    threshold: float = Field(0.8, gt=0.0, le=1.0, description="tau: remove A when |S(A)∩S(B)|/|S(A)| >= tau for a larger B.")
+    threshold: float = Field(0.8, gt=0.0, le=1.0, description="tau: remove A when |S(A)∩S(B)|/|S(A)| >= tau "
+                                                               "for a larger B.")
     num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations per document.")
-    max_miss: float = Field(0.01, gt=0.0, lt=1.0, description="LSH design target: chance of missing a pair exactly at tau, worst size ratio of its partition pair.")
-    partition_ratio: float = Field(1.41, gt=1.0, description="Size partitions are geometric classes of this ratio (LSH Ensemble).")
-    verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for verification; exact for documents with fewer.")
-    screen_sample: int = Field(64, ge=0, description="First pass of verification on this many smallest hashes per document; 0 disables it.")
-    screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is below threshold - margin are not verified further.")
+    max_miss: float = Field(0.01, gt=0.0, lt=1.0, description="LSH design target: chance of missing a pair "
+                                                                 "exactly at tau, worst size ratio of its partition "
+                                                                 "pair.")
+    partition_ratio: float = Field(1.41, gt=1.0, description="Size partitions are geometric classes of this "
+                                                                  "ratio (LSH Ensemble).")
+    verify_sample: int = Field(2048, ge=16, description="Shingle hashes kept per document for "
+                                                                "verification; exact for documents with fewer.")
+    screen_sample: int = Field(64, ge=0, description="First pass of verification on this many "
+                                                              "smallest hashes per document; 0 disables it.")
+    screen_margin: float = Field(0.3, ge=0.0, le=1.0, description="Pairs whose first-pass containment is "
+                                                                     "below threshold - margin are not verified "
+                                                                     "further.")
     # A one-row band key is one MinHash value: the smallest hashed shingle of each document that
     # has it, so the documents of a key are those whose smallest shingle is one common phrase,
     # and its pairs grow with the square of the corpus. Measured on the demo corpus (band keys of
@@ -62,16 +68,18 @@ class ContainmentParams(NearDedupParams):
     # 0.02% of the band rows at 990k (a contained pair shares tens of bands: it loses ~none).
     # Counted on a sample of the documents (KEY_COUNT_SAMPLE), so the cut-off is approximate.
     # Bands of several rows are always joined: there a key shared by many is a near-copy.
-    max_bucket: int = Field(100, ge=2, description="One-row band keys (one MinHash value) shared by more documents than this are "
-                                                  "common shingles: left out of the candidate join (counted in the manifest's summary).")
-    verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds memory: ~10 KB a pair).")
+    max_bucket: int = Field(100, ge=2, description="One-row band keys (one MinHash value) shared by more documents "
+                                                  "than this are common shingles: left out of the candidate join "
+                                                  "(counted in the manifest's summary).")
+    verify_chunk: int = Field(25_000, ge=1, description="Candidate pairs verified per chunk (bounds "
+                                                        "memory: ~10 KB a pair).")
     # 0.25 GB: at 1M bench documents (a 1.9 GB sample file) gathers that mapped the file afresh
     # verified as fast as the kept map (4.3 s vs 4.5 s, warm page cache), while the kept map made
     # each worker's resident memory grow with the corpus (2.1 GB there).
-    sample_map_gb: float = Field(0.25, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) mapped during "
-                                                          "verification while it is at most this size: resident up to the "
-                                                          "file's size. Larger files are read row by row, outside "
-                                                          "resident memory.")
+    sample_map_gb: float = Field(0.25, ge=0.0, description="Keep the shingle-sample file (4 B a sampled shingle) "
+                                                          "mapped during verification while it is at most this size: "
+                                                          "resident up to the file's size. Larger files are read row "
+                                                          "by row, outside resident memory.")
 
 
 class ContainmentDedup(NearDedup):
@@ -83,23 +91,17 @@ class ContainmentDedup(NearDedup):
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         p = self.params
         workdir = Path(workdir)
-        workers = p.workers or default_workers()
         plan = ContainmentPlan(p.num_perm, p.threshold, p.max_miss, p.partition_ratio)
         started = time.monotonic()
-        out = signature_pass.run(
-            batches, workdir,
-            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
-            text_column=self.text_column, prefer=p.prefer, sample=p.verify_sample, keep_sigs=False,
-            parallel=parallel, heads=p.screen_sample or None,
-        )
+        out = self.signatures(batches, workdir, plan, parallel, sample=p.verify_sample, keep_sigs=False,
+                              heads=p.screen_sample or None)
         log.info("containment_dedup: signed %d rows in %.1fs", out.rows, time.monotonic() - started)
-        if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
-            return Decisions(str(workdir / "decisions.parquet"), reason="contained", removed=0)
-        memory_gb = parallel.budget_gb(p.memory_gb)  # each join's, within the run's budget
-        con = connect(workdir, memory_gb, workers)
+        if out.rows == 0:
+            return self.none_removed(workdir, "contained")
+        memory_gb, con = self.joins(workdir, parallel)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
         rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
-        candidates, common = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or workers,
+        candidates, common = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or self.join_threads,
                                               p.max_bucket, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
@@ -252,7 +254,8 @@ def group_pairs(job: _PairsJob, i: int, group: str) -> tuple[int, int]:
         source = f"SELECT * FROM read_parquet('{job.buckets_dir / group}/*.parquet'){_key_range(part, parts)}"
         if one_row:  # a key's rows are all in one part (the part is a stretch of keys): its count is whole
             con.execute(f"""CREATE OR REPLACE TEMP TABLE common AS
-                            SELECT band, key, count(*) * {KEY_COUNT_SAMPLE} AS n FROM ({source}) WHERE ord % {KEY_COUNT_SAMPLE} = 0
+                            SELECT band, key, count(*) * {KEY_COUNT_SAMPLE} AS n FROM ({source})
+                            WHERE ord % {KEY_COUNT_SAMPLE} = 0
                             GROUP BY band, key HAVING count(*) * {KEY_COUNT_SAMPLE} > {job.max_bucket}""")
             common += con.execute("SELECT count(*), coalesce(sum(n), 0) FROM common").fetchone()
             source = f"SELECT * FROM ({source}) ANTI JOIN common USING (band, key)"

@@ -2,10 +2,10 @@
 
 Same shingles, signatures and on-disk band rows as containment_dedup, with a fixed banding:
 14 bands x 8 rows (datatrove's) by default, or chosen for a Jaccard `threshold` within
-`num_perm` MinHash values as datasketch and text-dedup choose it (jaccard_bands.py). Documents sharing a band key are linked to the
-best-ranked member of that bucket (duckdb, a band group at a time); a chunked union-find turns
-the links into components (past the fit's memory budget, duckdb does, over the links on disk:
-components.py); each component keeps its best-ranked member (`prefer` column, then
+`num_perm` MinHash values as datasketch and text-dedup choose it (jaccard_bands.py). Documents
+sharing a band key are linked to the best-ranked member of that bucket (duckdb, a band group at a
+time); a chunked union-find turns the links into components (past the fit's memory budget, duckdb
+does, over the links on disk: components.py); each component keeps its best-ranked member (`prefer` column, then
 _id). The trace names the kept member and the Jaccard estimated from the two signatures. The
 signing and the band groups' links are pieces of the fit's `parallel` map (the run's workers);
 the components do not depend on the order of the links.
@@ -25,15 +25,12 @@ from pydantic import Field, model_validator
 
 from curate.fit_state import COPY_OPTIONS, Decisions
 from curate.ops import SERIAL, Parallel, Verdict
-from curate_operators.dedup import components, resolve, signature_pass
+from curate_operators.dedup import components, resolve
 from curate_operators.dedup.db import connect
 from curate_operators.dedup.jaccard_bands import optimal_bands
-from curate_operators.dedup.near import NearDedup, NearDedupParams
 from curate_operators.dedup.lsh import JaccardPlan
 from curate_operators.dedup.minhash import estimated_jaccard
-from curate_operators.dedup.shingles import ShingleSpec
-from curate_operators.dedup.threads import default_workers
-
+from curate_operators.dedup.near import NearDedup, NearDedupParams
 
 DEFAULT_NUM_PERM = 112  # datatrove's signature: 14 bands x 8 rows
 
@@ -47,7 +44,8 @@ class MinhashParams(NearDedupParams):
                                  f"(default {DEFAULT_NUM_PERM}); more separate pairs near the threshold better, "
                                  "at the cost of signing time.")
     bands: int = Field(14, ge=1, description="LSH bands (datatrove's default: 14).")
-    rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); Jaccard threshold ~ (1/bands)^(1/rows).")
+    rows_per_band: int = Field(8, ge=1, description="MinHash values per band (datatrove's default: 8); "
+                                                    "Jaccard threshold ~ (1/bands)^(1/rows).")
     edge_chunk: int = Field(1_000_000, ge=1, description="Candidate pairs per union-find chunk (bounds memory).")
 
     @model_validator(mode="before")
@@ -84,22 +82,16 @@ class MinhashDedup(NearDedup):
     def fit(self, batches: Iterable[pa.RecordBatch], workdir: Path, parallel: Parallel = SERIAL) -> Decisions:
         p = self.params
         workdir = Path(workdir)
-        workers = p.workers or default_workers()
         plan = JaccardPlan(p.bands, p.rows_per_band)
-        out = signature_pass.run(
-            batches, workdir,
-            spec=ShingleSpec(p.shingle, p.ngram, p.lowercase, self.seed), plan=plan,
-            text_column=self.text_column, prefer=p.prefer, sample=None, keep_sigs=True, parallel=parallel,
-        )
-        if out.rows == 0:  # every row was removed before this step: nothing to compare (duckdb finds no files)
-            return Decisions(str(workdir / "decisions.parquet"), reason="near_duplicate", removed=0)
-        memory_gb = parallel.budget_gb(p.memory_gb)  # each join's, within the run's budget
-        con = connect(workdir, memory_gb, workers)
+        out = self.signatures(batches, workdir, plan, parallel, sample=None, keep_sigs=True)
+        if out.rows == 0:
+            return self.none_removed(workdir, "near_duplicate")
+        memory_gb, con = self.joins(workdir, parallel)
         rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links"
         links.mkdir(exist_ok=True)
         np.save(workdir / "rank.npy", rank)
-        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", memory_gb, parallel.threads or workers)
+        job = _LinksJob(out.buckets_dir, links, workdir / "rank.npy", memory_gb, parallel.threads or self.join_threads)
         parallel.map(partial(group_links, job), range(len(out.bucket_groups)), out.bucket_groups)
         dups = workdir / "dups.parquet"
         if UNION_FIND_BYTES_PER_ROW * len(rank) <= parallel.budget_gb(float("inf")) * 2**30:
@@ -117,14 +109,16 @@ class MinhashDedup(NearDedup):
             a, _ = out.sigs.gather(dup)
             b, _ = out.sigs.gather(keeper)
             jaccard = estimated_jaccard(a.reshape(-1, plan.num_perm), b.reshape(-1, plan.num_perm))
-            pq.write_table(pa.table({"_ord": dup, "keeper": keeper, "jaccard": jaccard}), jaccards / f"part-{i:06d}.parquet")
+            pq.write_table(pa.table({"_ord": dup, "keeper": keeper, "jaccard": jaccard}),
+                           jaccards / f"part-{i:06d}.parquet")
         removed = pq.ParquetFile(dups).metadata.num_rows
         if removed == 0:  # no chunk was written: duckdb needs a file to read
             pq.write_table(DUPS_SCHEMA.append(pa.field("jaccard", pa.float64())).empty_table(),
                            jaccards / "part-000000.parquet")
         con.execute(f"""
             COPY (
-              SELECT x._ord, json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
+              SELECT x._ord,
+                     json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
               FROM read_parquet('{jaccards}/*.parquet') x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper
               ORDER BY x._ord
             ) TO '{decisions}' {COPY_OPTIONS}
