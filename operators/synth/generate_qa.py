@@ -28,6 +28,7 @@ from curate.llm.step import LLMBacked
 from curate.ops import TEXT, Map, Params, Result, Verdict
 from curate_operators.synth.cleaning import clean
 from curate_operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
+from curate_operators.synth.rephrase import llm_field
 
 DETAIL_CHARS = 4000  # of a raw answer kept in the trace's detail
 
@@ -41,8 +42,7 @@ class GenerateQAParams(Params):
     max_pairs: int = Field(8, ge=1, description="Most pairs kept per document (the first ones).")
     text_template: str = Field("Question: {question}\nAnswer: {answer}",
                                description="The text column of each pair's row, from {question} and {answer}.")
-    llm: LLMConfig = Field(description="The LLM (as rephrase's): backend, model, base_url, api_key_env, concurrency, "
-                                       "max_tokens, temperature, top_p, seed, cache_dir.")
+    llm: LLMConfig = llm_field()
 
     @field_validator("preset")
     @classmethod
@@ -81,7 +81,8 @@ class GenerateQA(LLMBacked, Map):
         llm = self.params.llm
         messages = ({"role": "system", "content": self.system},) if self.system else ()
         messages += ({"role": "user", "content": self.template.replace("{document}", text)},)
-        return Request(messages, llm.max_tokens, llm.temperature, llm.top_p, self.seed if llm.seed is None else llm.seed)
+        return Request(messages, llm.max_tokens, llm.temperature, llm.top_p,
+                       self.seed if llm.seed is None else llm.seed)
 
     async def process(self, batch: pa.RecordBatch):
         ids = batch.column("_id").cast(pa.string()).to_pylist()

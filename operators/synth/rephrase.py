@@ -29,6 +29,12 @@ from curate_operators.synth.cleaning import clean
 from curate_operators.synth.prompts import PROMPTS, TEMPLATE
 
 
+def llm_field(description: str = "The LLM (as rephrase's): backend, model, base_url, api_key_env, concurrency, "
+                                  "max_tokens, temperature, top_p, seed, cache_dir."):
+    """The required `llm` field (an LLMConfig) of the synth operators that take rephrase's LLM settings."""
+    return Field(description=description)
+
+
 class RephraseParams(Params):
     styles: list[str] = Field(["medium"], min_length=1, description="Styles to rephrase in: easy, medium, hard, "
                                                                      "qa (the paper's prompts) or your own.")
@@ -96,7 +102,8 @@ class Rephrase(LLMBacked, Map):
         llm = self.params.llm
         messages = ({"role": "system", "content": self.params.system},) if self.params.system else ()
         messages += ({"role": "user", "content": self.params.template.format(prompt=self.prompts[style], text=text)},)
-        return Request(messages, llm.max_tokens, llm.temperature, llm.top_p, self.seed if llm.seed is None else llm.seed)
+        return Request(messages, llm.max_tokens, llm.temperature, llm.top_p,
+                       self.seed if llm.seed is None else llm.seed)
 
     async def process(self, batch: pa.RecordBatch):
         ids = batch.column("_id").cast(pa.string()).to_pylist()

@@ -34,6 +34,7 @@ from curate.llm.step import LLMBacked
 from curate.ops import Map, Params, Result, Verdict, reads_column, writes_column
 from curate_operators.synth.cleaning import clean
 from curate_operators.synth.instruct import load_prompt
+from curate_operators.synth.rephrase import llm_field
 
 
 class RespondParams(Params):
@@ -48,8 +49,7 @@ class RespondParams(Params):
                                                   "here (for a reward model under classifier_score).")
     pair_template: str = Field("{instruction}\n\n{response}",
                                description="pair_column's text, from {instruction} and {response}.")
-    llm: LLMConfig = Field(description="The LLM (as rephrase's): backend, model, base_url, api_key_env, concurrency, "
-                                       "max_tokens, temperature, top_p, seed, cache_dir.")
+    llm: LLMConfig = llm_field()
 
     @field_validator("template")
     @classmethod
