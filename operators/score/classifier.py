@@ -14,7 +14,7 @@ from pydantic import Field
 
 from curate.columns import put, text_values, with_nulls
 from curate.ops import Map, Resources, loaded, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams, load_scorer
+from curate_operators.score.model_params import ModelScoreParams, scorer
 
 
 class ClassifierParams(ModelScoreParams):
@@ -32,11 +32,7 @@ class ClassifierScore(Map):
     Params = ClassifierParams
     resources = Resources(cpus=1.0, pool="model")
 
-    @loaded
-    def model(self):
-        from curate_operators.score.lm import Classifier
-
-        return load_scorer(Classifier, self.params, self.name)
+    model = scorer("Classifier")
 
     @loaded
     def index(self) -> int:

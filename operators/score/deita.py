@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from curate.columns import put, text_values
 from curate.ops import Map, Resources, loaded, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams, load_scorer
+from curate_operators.score.model_params import ModelScoreParams, scorer
 
 PROMPT = ("You are a helpful assistant. Please identify the complexity score of the following user query. \n"
           "##Query: {instruction}  \n##Complexity: ")
@@ -41,12 +41,7 @@ class DeitaComplexity(Map):
     Params = DeitaParams
     resources = Resources(cpus=1.0, pool="model")
 
-    @loaded
-    def lm(self):
-        """The scorer."""
-        from curate_operators.score.lm import CausalLM
-
-        return load_scorer(CausalLM, self.params, self.name)
+    lm = scorer("CausalLM", "The scorer.")
 
     @loaded
     def digits(self) -> np.ndarray:

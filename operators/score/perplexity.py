@@ -15,8 +15,8 @@ import pyarrow as pa
 from pydantic import model_validator
 
 from curate.columns import put, text_values, with_nulls
-from curate.ops import Map, Resources, loaded, reads_column, writes_column
-from curate_operators.score.model_params import ModelScoreParams, load_scorer
+from curate.ops import Map, Resources, reads_column, writes_column
+from curate_operators.score.model_params import ModelScoreParams, scorer
 
 
 class PerplexityParams(ModelScoreParams):
@@ -42,11 +42,7 @@ class Perplexity(Map):
     def computed_provides(self) -> tuple[str, ...]:
         return ("complexity_ifd",) if self.params.instruction_column else ()
 
-    @loaded
-    def lm(self):
-        from curate_operators.score.lm import CausalLM
-
-        return load_scorer(CausalLM, self.params, self.name)
+    lm = scorer("CausalLM")
 
     def process(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         p = self.params
