@@ -13,9 +13,16 @@ __version__ = "0.1.0"
 
 # name -> module that defines it; `ops` is the submodule curate/ops.py itself (the operator
 # contract, with the catalog's names() and describe()).
-_LAZY = {"run": "curate.api", "Run": "curate.api", "Recipe": "curate.api", "open_run": "curate.api",
-         "CurateWarning": "curate.api", "CurateError": "curate.errors", "RecipeError": "curate.errors",
-         "ops": None}
+_LAZY = {
+    "run": "curate.api",
+    "Run": "curate.api",
+    "Recipe": "curate.api",
+    "open_run": "curate.api",
+    "CurateWarning": "curate.api",
+    "CurateError": "curate.errors",
+    "RecipeError": "curate.errors",
+    "ops": None,
+}
 
 __all__ = ["__version__", *_LAZY]
 

@@ -155,9 +155,14 @@ class Recipe:
 
     # -- checking and saving -------------------------------------------------------------------
 
-    def validate(self, *, input: str | None = None, output: str | None = None,  # noqa: A002 - `curate run`'s names
-                 set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
-                 data: bool = False) -> "recipe_module.Recipe":
+    def validate(
+        self,
+        *,
+        input: str | None = None,
+        output: str | None = None,  # noqa: A002 - `curate run`'s names
+        set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
+        data: bool = False,
+    ) -> "recipe_module.Recipe":
         """Check the recipe as `curate validate --no-data` does (and with `data=True` as `curate
         validate` does: the output path, the input files and each step's columns against them).
         Returns the validated model the engine runs; raises RecipeError / CurateError naming the place."""
@@ -200,8 +205,12 @@ def _as_yaml(value: Any) -> str:
     """`value` as YAML text that loads back to it (what `--set key=TEXT` parses). One line, in
     flow style: a float keeps its exponent's dot (PyYAML reads `1e-05` as a string, `1.0e-05`
     as a float), a string that looks like a number stays quoted."""
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=math.inf).strip() \
-        .removesuffix("...").strip()
+    return (
+        yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=math.inf)
+        .strip()
+        .removesuffix("...")
+        .strip()
+    )
 
 
 def _overrides(set_: Mapping[str, Any] | Iterable[str] | None) -> list[str]:
@@ -216,8 +225,12 @@ def _overrides(set_: Mapping[str, Any] | Iterable[str] | None) -> list[str]:
     return [str(item) for item in set_]
 
 
-def load_recipe(recipe: RecipeLike, set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
-                input: str | None = None, output: str | None = None) -> "recipe_module.Recipe":  # noqa: A002
+def load_recipe(
+    recipe: RecipeLike,
+    set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
+    input: str | None = None,
+    output: str | None = None,
+) -> "recipe_module.Recipe":  # noqa: A002
     """The validated recipe `curate run` would run: `recipe` loaded, `set` applied, then `input` and
     `output` replacing the recipe's. A path is read as the command reads it (its errors name the file)."""
     from curate.recipe import load
@@ -293,11 +306,24 @@ def finished_run(r: "recipe_module.Recipe") -> "Manifest | None":
     return finished_manifest(r.output.path, r.fingerprint(), r.output.storage_options)
 
 
-def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = None,  # noqa: A002
-        set: Mapping[str, Any] | Iterable[str] | None = None, workers: int | None = None,  # noqa: A002
-        resume: bool = False, overwrite: bool = False, limit: int | None = None, keep_work: bool = False,
-        engine: str = "local", address: str | None = None, work_store: str | None = None,
-        report: bool = True, progress: bool = True, progress_seconds: float = 30.0) -> "Run":
+def run(
+    recipe: RecipeLike,
+    *,
+    input: str | None = None,
+    output: str | None = None,  # noqa: A002
+    set: Mapping[str, Any] | Iterable[str] | None = None,
+    workers: int | None = None,  # noqa: A002
+    resume: bool = False,
+    overwrite: bool = False,
+    limit: int | None = None,
+    keep_work: bool = False,
+    engine: str = "local",
+    address: str | None = None,
+    work_store: str | None = None,
+    report: bool = True,
+    progress: bool = True,
+    progress_seconds: float = 30.0,
+) -> "Run":
     """Run a recipe, as `curate run RECIPE` does, and return the finished Run.
 
     recipe: a path, YAML text, a dict or a curate.Recipe. The keywords are `curate run`'s options:
@@ -326,8 +352,17 @@ def run(recipe: RecipeLike, *, input: str | None = None, output: str | None = No
             if report and done.local and not done.report_path.is_file():
                 _write_report(done.path)  # the run was interrupted while it was written
             return done
-    opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
-                      engine=engine, address=address, work_store=work_store, report=report)
+    opts = RunOptions(
+        workers=workers or 0,
+        resume=resume,
+        overwrite=overwrite,
+        limit=limit,
+        keep_work=keep_work,
+        engine=engine,
+        address=address,
+        work_store=work_store,
+        report=report,
+    )
     with _workers_skip_main():
         written = execute(r, opts, _console(progress), progress_seconds)
     # A Hub output is read back from the run's local staging directory, which holds what was published
@@ -374,8 +409,11 @@ def _write_report(run_dir: Path) -> Path | None:
 
         return write_report(run_dir)
     except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
-        warnings.warn(f"report.html not written ({type(e).__name__}: {e}); `curate report {run_dir}` tries again",
-                      CurateWarning, stacklevel=3)
+        warnings.warn(
+            f"report.html not written ({type(e).__name__}: {e}); `curate report {run_dir}` tries again",
+            CurateWarning,
+            stacklevel=3,
+        )
         return None
 
 
@@ -393,8 +431,12 @@ def open_run(path: str | Path) -> "Run":
 
 # The files of each output format that hold its rows as a table (webdataset: the metadata Parquet
 # written beside each tar; megatron holds token ids only, no table).
-_TABLE_FILES = {"parquet": (".parquet",), "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst"), "hf": (".arrow",),
-                "webdataset": (".parquet",)}
+_TABLE_FILES = {
+    "parquet": (".parquet",),
+    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst"),
+    "hf": (".arrow",),
+    "webdataset": (".parquet",),
+}
 
 
 @dataclass
@@ -428,8 +470,10 @@ class Run:
         """The output files holding the rows as a table, in the manifest's order (paths, or URIs)."""
         fmt = self.manifest.format
         if fmt not in _TABLE_FILES:
-            raise CurateError(f"{self.path}: a {fmt} output holds token ids, not a table; read its "
-                              f"data/part-NNNNN.bin/.idx with megatron-core's IndexedDataset")
+            raise CurateError(
+                f"{self.path}: a {fmt} output holds token ids, not a table; read its "
+                f"data/part-NNNNN.bin/.idx with megatron-core's IndexedDataset"
+            )
         names = [o.path for o in self.manifest.outputs]
         return [self._join(n) for n in names if n.endswith(_TABLE_FILES[fmt])]
 
@@ -485,8 +529,14 @@ class Run:
             if self._exists(path):
                 tables.append(pq.read_table(path, filesystem=self._fs()))
         if not tables:
-            return pa.table({"_id": pa.array([], pa.string()), "step": pa.array([], pa.string()),
-                             "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
+            return pa.table(
+                {
+                    "_id": pa.array([], pa.string()),
+                    "step": pa.array([], pa.string()),
+                    "reason": pa.array([], pa.string()),
+                    "detail": pa.array([], pa.string()),
+                }
+            )
         # Each step's rows carry the row's columns as that step saw them: unify what differs
         return pa.concat_tables(tables, promote_options="permissive")
 
@@ -501,8 +551,10 @@ class Run:
 
         said = []
         if self.manifest.duplicate_ids is not None:
-            said.append(f"{self.manifest.duplicate_ids.message} (manifest.json duplicate_ids; "
-                        f"input.on_duplicate_id: fail refuses them)")
+            said.append(
+                f"{self.manifest.duplicate_ids.message} (manifest.json duplicate_ids; "
+                f"input.on_duplicate_id: fail refuses them)"
+            )
         emptied = emptied_by([s.model_dump() for s in self.manifest.steps])
         if emptied:
             said.append(f"every row was removed: {emptied}")
@@ -512,11 +564,15 @@ class Run:
         def top(reasons: dict | None) -> str:
             return ", ".join(f"{k} ({v:,})" for k, v in sorted((reasons or {}).items(), key=lambda kv: -kv[1])[:3])
 
-        rows = "\n".join(f"| {s['step']} | {s['rows_in']:,} | {s['rows_out']:,} | {s['removed']:,} | "
-                         f"{top(s['reasons'])} |" for s in self.funnel())
-        return (f"**{self.manifest.name}** in `{self.path}`: {self.rows_in:,} rows in, "
-                f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n"
-                f"|---|---:|---:|---:|---|\n{rows}")
+        rows = "\n".join(
+            f"| {s['step']} | {s['rows_in']:,} | {s['rows_out']:,} | {s['removed']:,} | {top(s['reasons'])} |"
+            for s in self.funnel()
+        )
+        return (
+            f"**{self.manifest.name}** in `{self.path}`: {self.rows_in:,} rows in, "
+            f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n"
+            f"|---|---:|---:|---:|---|\n{rows}"
+        )
 
     # -- paths on disk or on a store -----------------------------------------------------------
 
@@ -618,11 +674,24 @@ def describe_operator(name: str) -> OperatorInfo:
     parameters = []
     for field_name, info in cls.Params.model_fields.items():
         required = info.is_required()
-        parameters.append(Parameter(name=field_name, type=type_and_range(info),
-                                    default=None if required else info.get_default(call_default_factory=True),
-                                    required=required, description=info.description or "",
-                                    column=column_role(info)))
+        parameters.append(
+            Parameter(
+                name=field_name,
+                type=type_and_range(info),
+                default=None if required else info.get_default(call_default_factory=True),
+                required=required,
+                description=info.description or "",
+                column=column_role(info),
+            )
+        )
     doc = inspect.cleandoc(cls.__doc__ or sys.modules[cls.__module__].__doc__ or "")
-    return OperatorInfo(name=name, kind=cls.kind, summary=summary(cls), doc=doc, module=registry.catalog()[name],
-                        parameters=tuple(parameters), resources=cls.resources.model_dump(),
-                        params_schema=cls.Params.model_json_schema())
+    return OperatorInfo(
+        name=name,
+        kind=cls.kind,
+        summary=summary(cls),
+        doc=doc,
+        module=registry.catalog()[name],
+        parameters=tuple(parameters),
+        resources=cls.resources.model_dump(),
+        params_schema=cls.Params.model_json_schema(),
+    )

@@ -39,8 +39,13 @@ class _Commands(TyperGroup):
     def resolve_command(self, ctx: Context, args: list[str]):
         if args and self.get_command(ctx, args[0]) is None:
             # No such command: Typer's "Did you mean ...?" looks in self.commands only.
-            self.commands.update({name: _command_group(name) for name in plugins.registered(plugins.COMMANDS)
-                                  if name not in self.commands})
+            self.commands.update(
+                {
+                    name: _command_group(name)
+                    for name in plugins.registered(plugins.COMMANDS)
+                    if name not in self.commands
+                }
+            )
         return super().resolve_command(ctx, args)
 
 
@@ -105,22 +110,33 @@ def _unavailable(name: str, ep, error: Exception):
     stub = typer.Typer(add_completion=False)
 
     # No options of its own and any arguments accepted, so `curate NAME ... --help` explains too.
-    @stub.command(name=name, help=f"(unavailable: {why})", add_help_option=False,
-                  context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @stub.command(
+        name=name,
+        help=f"(unavailable: {why})",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
     def explain() -> None:
         if cli_errors.show_tracebacks:
             import traceback
 
             cli_errors.err.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
-        cli_errors.err.print(f"[bold red]error:[/] `curate {name}` is unavailable: {plugins.origin(ep)} does not "
-                             f"load ({why}); reinstall or uninstall that package", highlight=False)
+        cli_errors.err.print(
+            f"[bold red]error:[/] `curate {name}` is unavailable: {plugins.origin(ep)} does not "
+            f"load ({why}); reinstall or uninstall that package",
+            highlight=False,
+        )
         raise typer.Exit(1)
 
     return typer.main.get_command(stub)
 
 
-app = typer.Typer(cls=_Commands, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Curate training data: YAML recipes of operators over streamed Arrow batches.")
+app = typer.Typer(
+    cls=_Commands,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Curate training data: YAML recipes of operators over streamed Arrow batches.",
+)
 out = Console(width=None if sys.stdout.isatty() else 120)  # logs of batch jobs get full tables
 
 
@@ -135,8 +151,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     cli_errors.show_tracebacks = debug
 
@@ -160,34 +177,55 @@ def run(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
     input: Optional[str] = typer.Option(None, "--input", "-i", help="Replace the recipe's input.path."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Replace the recipe's output.path."),
-    set_: Optional[List[str]] = typer.Option(None, "--set",
-                                             help="Override a recipe value: key.path=value (repeatable)."),
+    set_: Optional[List[str]] = typer.Option(
+        None, "--set", help="Override a recipe value: key.path=value (repeatable)."
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in the same output."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
-                                          help="Worker processes (default: one per core)."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", "-w", min=1, help="Worker processes (default: one per core)."
+    ),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Process only the first N input rows."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Check the recipe against the input's first batch and "
-                                                          "show the plan; process nothing, write nothing."),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Check the recipe against the input's first batch and show the plan; process nothing, write nothing.",
+    ),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep the _work directory after success."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
     engine: str = typer.Option("local", "--engine", help=f"What runs the tasks: {_engines()}."),
-    address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster's address "
-                                                                  "(host:port, or auto); default: a Ray instance "
-                                                                  "started for the run."),
-    work_store: Optional[str] = typer.Option(None, "--work-store", help="An fsspec URI (s3://BUCKET/PREFIX, "
-                                             "gs://...) the tasks copy the run's work files to as they finish: "
-                                             "with --engine ray, for nodes that do not see the output directory; "
-                                             "with an output at a URI, so that --resume continues the run on "
-                                             "another machine."),
+    address: Optional[str] = typer.Option(
+        None,
+        "--address",
+        help="With --engine ray: the cluster's address "
+        "(host:port, or auto); default: a Ray instance "
+        "started for the run.",
+    ),
+    work_store: Optional[str] = typer.Option(
+        None,
+        "--work-store",
+        help="An fsspec URI (s3://BUCKET/PREFIX, "
+        "gs://...) the tasks copy the run's work files to as they finish: "
+        "with --engine ray, for nodes that do not see the output directory; "
+        "with an output at a URI, so that --resume continues the run on "
+        "another machine.",
+    ),
     no_report: bool = typer.Option(False, "--no-report", help="Do not write report.html at the end."),
-    submit: bool = typer.Option(False, "--submit", help="With --engine slurm: send the run's driver to Slurm as a "
-                                "small job (sbatch; its script and log in ./curate-slurm/) and return, so that "
-                                "this machine (a login node) runs nothing heavy; inside an allocation "
-                                "(SLURM_JOB_ID set), run it as an srun step of it instead and wait."),
-    progress_seconds: float = typer.Option(30.0, "--progress-seconds", min=0.1, envvar="CURATE_PROGRESS_SECONDS",
-                                           help="When stderr is no terminal (nohup, Slurm): a progress line every "
-                                                "this many seconds."),
+    submit: bool = typer.Option(
+        False,
+        "--submit",
+        help="With --engine slurm: send the run's driver to Slurm as a "
+        "small job (sbatch; its script and log in ./curate-slurm/) and return, so that "
+        "this machine (a login node) runs nothing heavy; inside an allocation "
+        "(SLURM_JOB_ID set), run it as an srun step of it instead and wait.",
+    ),
+    progress_seconds: float = typer.Option(
+        30.0,
+        "--progress-seconds",
+        min=0.1,
+        envvar="CURATE_PROGRESS_SECONDS",
+        help="When stderr is no terminal (nohup, Slurm): a progress line every this many seconds.",
+    ),
 ) -> None:
     """Run a recipe, print the per-step funnel and write report.html."""
     from curate import preflight
@@ -203,12 +241,23 @@ def run(
     r = _load(recipe, set_, input, output)
     driver_args = None  # --submit: the driver's `curate run` arguments
     if submit:
-        driver_args = [str(recipe), *(["--input", input] if input else []), *(["--output", output] if output else []),
-                       *[a for s in set_ or [] for a in ("--set", s)], *(["--resume"] if resume else []),
-                       *(["--overwrite"] if overwrite else []), *(["--workers", str(workers)] if workers else []),
-                       *(["--limit", str(limit)] if limit else []), *(["--keep-work"] if keep_work else []),
-                       *(["--work-store", work_store] if work_store else []), *(["--no-report"] if no_report else []),
-                       "--progress-seconds", str(progress_seconds), "--engine", "slurm"]
+        driver_args = [
+            str(recipe),
+            *(["--input", input] if input else []),
+            *(["--output", output] if output else []),
+            *[a for s in set_ or [] for a in ("--set", s)],
+            *(["--resume"] if resume else []),
+            *(["--overwrite"] if overwrite else []),
+            *(["--workers", str(workers)] if workers else []),
+            *(["--limit", str(limit)] if limit else []),
+            *(["--keep-work"] if keep_work else []),
+            *(["--work-store", work_store] if work_store else []),
+            *(["--no-report"] if no_report else []),
+            "--progress-seconds",
+            str(progress_seconds),
+            "--engine",
+            "slurm",
+        ]
     if driver_args is not None and not dry_run:  # --submit
         _submit_driver(r, driver_args)
         return
@@ -226,8 +275,17 @@ def run(
     from curate.trace import emptied_by
     from curate.words import count
 
-    opts = RunOptions(workers=workers or 0, resume=resume, overwrite=overwrite, limit=limit, keep_work=keep_work,
-                      engine=engine, address=address, work_store=work_store, report=not no_report)
+    opts = RunOptions(
+        workers=workers or 0,
+        resume=resume,
+        overwrite=overwrite,
+        limit=limit,
+        keep_work=keep_work,
+        engine=engine,
+        address=address,
+        work_store=work_store,
+        report=not no_report,
+    )
     # what curate.run() runs too: the manifest, and for a Hub output where it went (hub, run_dir)
     result = execute(r, opts, cli_errors.err, progress_seconds)
     manifest = Manifest.model_validate(result)
@@ -238,21 +296,31 @@ def run(
         state = "held it already" if published["already"] else f"commit {published['commit']}"
         if published.get("retries"):
             state += f", {published['retries']} Hub requests retried"
-        out.print(f"published {count(manifest.rows_out, 'row')} to {r.output.path} ({state}): {published['url']}; "
-                  f"the run: {result['run_dir']}", soft_wrap=True)
+        out.print(
+            f"published {count(manifest.rows_out, 'row')} to {r.output.path} ({state}): {published['url']}; "
+            f"the run: {result['run_dir']}",
+            soft_wrap=True,
+        )
     else:
         data = f"{r.output.path.rstrip('/')}/data" if _on_store(r) else Path(r.output.path) / "data"
-        out.print(f"wrote {count(manifest.rows_out, 'row')} to {data} "
-                  f"({count(manifest.data_files, 'file')}) in {manifest.seconds:.1f}s")
+        out.print(
+            f"wrote {count(manifest.rows_out, 'row')} to {data} "
+            f"({count(manifest.data_files, 'file')}) in {manifest.seconds:.1f}s"
+        )
     if manifest.duplicate_ids is not None:
-        cli_errors.err.print(f"[bold yellow]warning:[/] {manifest.duplicate_ids.message} (manifest.json "
-                             f"duplicate_ids; input.on_duplicate_id: fail refuses them)", highlight=False)
+        cli_errors.err.print(
+            f"[bold yellow]warning:[/] {manifest.duplicate_ids.message} (manifest.json "
+            f"duplicate_ids; input.on_duplicate_id: fail refuses them)",
+            highlight=False,
+        )
     empty_files = (manifest.steps[0].counts or {}).get("empty_files") if manifest.steps else None
     if empty_files:  # skipped, as input.on_bad_row: trace has it (fail refuses them)
-        cli_errors.err.print(f"[bold yellow]warning:[/] {count(empty_files, 'input file')} "
-                             f"{'was' if empty_files == 1 else 'were'} empty (no rows) and skipped (manifest.json: "
-                             f"the read step's counts.empty_files; input.on_bad_row: fail refuses them)",
-                             highlight=False)
+        cli_errors.err.print(
+            f"[bold yellow]warning:[/] {count(empty_files, 'input file')} "
+            f"{'was' if empty_files == 1 else 'were'} empty (no rows) and skipped (manifest.json: "
+            f"the read step's counts.empty_files; input.on_bad_row: fail refuses them)",
+            highlight=False,
+        )
     emptied = emptied_by([s.model_dump() for s in manifest.steps])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
@@ -272,9 +340,13 @@ def _submit_driver(r, run_args: list[str]) -> None:
         if job != "0":
             raise typer.Exit(int(job))
         return
-    out.print(f"submitted the driver of {r.name} as Slurm job {job}; its log: {log} (tail -f it); its script: "
-              f"{log.parent / 'driver.sh'}; scancel {job} stops the run and cancels its tasks", soft_wrap=True,
-              markup=False, highlight=False)
+    out.print(
+        f"submitted the driver of {r.name} as Slurm job {job}; its log: {log} (tail -f it); its script: "
+        f"{log.parent / 'driver.sh'}; scancel {job} stops the run and cancels its tasks",
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
+    )
 
 
 def _on_store(r) -> bool:
@@ -295,8 +367,11 @@ def _report_after_run(run_dir: Path) -> None:
 
         path = write_report(run_dir)
     except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
-        cli_errors.err.print(f"[bold yellow]warning:[/] report.html not written ({type(e).__name__}: {e}); "
-                             f"`curate report {run_dir}` tries again", highlight=False)
+        cli_errors.err.print(
+            f"[bold yellow]warning:[/] report.html not written ({type(e).__name__}: {e}); "
+            f"`curate report {run_dir}` tries again",
+            highlight=False,
+        )
         return
     out.print(f"report: {path}")
 
@@ -315,8 +390,15 @@ def _finished(r) -> bool:
     return True
 
 
-def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engine: str = "local",
-               driver_args: list[str] | None = None) -> None:
+def _show_plan(
+    r,
+    checked,
+    limit: int | None,
+    as_json: bool,
+    workers: int,
+    engine: str = "local",
+    driver_args: list[str] | None = None,
+) -> None:
     import json
 
     from curate import memory
@@ -330,8 +412,16 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engin
 
         on_slurm = dry_run(r, checked.sources, limit, workers, driver_args=driver_args)
     if as_json:
-        print(json.dumps({**the_plan.describe(), "memory_gb": memory.budget_gb(r.memory_gb),
-                          **({"slurm": on_slurm} if on_slurm else {})}, indent=1))
+        print(
+            json.dumps(
+                {
+                    **the_plan.describe(),
+                    "memory_gb": memory.budget_gb(r.memory_gb),
+                    **({"slurm": on_slurm} if on_slurm else {}),
+                },
+                indent=1,
+            )
+        )
         return
     sources = checked.sources
     out.print(f"[bold]{r.name}[/]: {count(len(sources), 'input file')} ({sources[0].format}, first: {sources[0].path})")
@@ -343,8 +433,10 @@ def _show_plan(r, checked, limit: int | None, as_json: bool, workers: int, engin
         tally = count(len(tasks), "task") if tasks is not None else f"a task per shard of stage {stage.index - 1}"
         out.print(f"  stage {stage.index} ({where}, {tally}): " + " -> ".join(names))
         if stage.global_step is not None:
-            out.print(f"    fit of {stage.global_step.label}: memory budget {memory.describe(r.memory_gb)}, "
-                      f"spilling to disk past it")
+            out.print(
+                f"    fit of {stage.global_step.label}: memory budget {memory.describe(r.memory_gb)}, "
+                f"spilling to disk past it"
+            )
     out.print(f"  output: {r.output.path}")
     if on_slurm:
         from curate.engine.slurm import show_dry_run
@@ -384,10 +476,11 @@ def validate(
     except InputError as e:
         raise InputError(f"{e} (--no-data checks the recipe without its input)") from None
     checked = preflight.check(r, sources)
-    against = (f"the first batch of {checked.first.path}" if checked.first
-               else "nothing: the input has no rows")
-    out.print(f"ok: {recipe} ({steps}); {count(len(sources), 'input file')}; columns checked against {against}",
-              soft_wrap=True)
+    against = f"the first batch of {checked.first.path}" if checked.first else "nothing: the input has no rows"
+    out.print(
+        f"ok: {recipe} ({steps}); {count(len(sources), 'input file')}; columns checked against {against}",
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -411,13 +504,21 @@ def inspect(path: Path = typer.Argument(..., help="A Parquet file, directory of 
 
 @app.command()
 @handle_errors
-def report(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
-           by: str = typer.Option(None, "--by", metavar="COLUMN",
-                                  help="Also break rows kept and removed down by this column's values "
-                                       "(default: the recipe's report.by)."),
-           by_domain: str = typer.Option(None, "--by-domain", metavar="COLUMN",
-                                         help="Also break them down by the domain of the URL in this column "
-                                              "(default: the recipe's report.by_domain).")) -> None:
+def report(
+    run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
+    by: str = typer.Option(
+        None,
+        "--by",
+        metavar="COLUMN",
+        help="Also break rows kept and removed down by this column's values (default: the recipe's report.by).",
+    ),
+    by_domain: str = typer.Option(
+        None,
+        "--by-domain",
+        metavar="COLUMN",
+        help="Also break them down by the domain of the URL in this column (default: the recipe's report.by_domain).",
+    ),
+) -> None:
     """Write RUN_DIR/report.html: funnel, lengths, sources, removal reasons with samples, duplicates, QDC."""
     from curate.report.report import write_report
 
@@ -426,25 +527,39 @@ def report(run_dir: Path = typer.Argument(..., help="A finished run directory (w
 
 @app.command()
 @handle_errors
-def card(run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
-         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write it (default: "
-                                                                             "RUN_DIR/README.md)."),
-         license: Optional[str] = typer.Option(None, "--license", help="The licence id (default: the recipe's "
-                                                                       "output.hub.license)."),
-         language: Optional[List[str]] = typer.Option(None, "--language", help="A language code (repeatable; "
-                                                      "default: the recipe's output.hub.language, else those a "
-                                                      "language_id step keeps)."),
-         task_category: Optional[List[str]] = typer.Option(None, "--task-category", help="A task category "
-                                                           "(repeatable; default: text-generation)."),
-         pretty_name: Optional[str] = typer.Option(None, "--pretty-name", help="The title (default: the recipe's "
-                                                                               "name).")) -> None:
+def card(
+    run_dir: Path = typer.Argument(..., help="A finished run directory (with manifest.json)."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Where to write it (default: RUN_DIR/README.md)."
+    ),
+    license: Optional[str] = typer.Option(
+        None, "--license", help="The licence id (default: the recipe's output.hub.license)."
+    ),
+    language: Optional[List[str]] = typer.Option(
+        None,
+        "--language",
+        help="A language code (repeatable; "
+        "default: the recipe's output.hub.language, else those a "
+        "language_id step keeps).",
+    ),
+    task_category: Optional[List[str]] = typer.Option(
+        None, "--task-category", help="A task category (repeatable; default: text-generation)."
+    ),
+    pretty_name: Optional[str] = typer.Option(None, "--pretty-name", help="The title (default: the recipe's name)."),
+) -> None:
     """Write the run's dataset card: README.md with the Hugging Face Hub's YAML front matter (configs
     and data_files, license, language, size), the funnel with reasons, tokens, QDC metrics, the
     recipe as run, lineage and how to reproduce it; `datasets.load_dataset(RUN_DIR)` then reads data/."""
     from curate.card import write_card
 
-    path = write_card(run_dir, output, license=license, language=language or None,
-                      task_categories=task_category or None, pretty_name=pretty_name)
+    path = write_card(
+        run_dir,
+        output,
+        license=license,
+        language=language or None,
+        task_categories=task_category or None,
+        pretty_name=pretty_name,
+    )
     out.print(f"wrote {path}")
 
 
@@ -457,12 +572,18 @@ def demo(
     seed: int = typer.Option(0, help="Random seed."),
     workers: int = typer.Option(1, "--workers", "-w", help="Processes writing files (same bytes whatever the number)."),
     for_recipe: Optional[str] = typer.Option(
-        None, "--for", help="Write instead the demo input of a recipe that the corpus does not feed as it is: "
+        None,
+        "--for",
+        help="Write instead the demo input of a recipe that the corpus does not feed as it is: "
         "sft-qdc (DIR/sft.jsonl), decontaminate (DIR/gsm8k.jsonl, DIR/mmlu.jsonl, from the corpus in --corpus), "
         "wrap (DIR/web.jsonl) or ablate (DIR/crawl/, the corpus at a raw crawl's junk and duplicate rates, and "
-        "DIR/heldout.jsonl, clean held-out text: --docs, --files, --seed apply)."),
-    corpus: Path = typer.Option(Path("data/demo"), help="With --for decontaminate: the demo corpus the benchmark "
-                                "items are taken from (generated there first if missing)."),
+        "DIR/heldout.jsonl, clean held-out text: --docs, --files, --seed apply).",
+    ),
+    corpus: Path = typer.Option(
+        Path("data/demo"),
+        help="With --for decontaminate: the demo corpus the benchmark "
+        "items are taken from (generated there first if missing).",
+    ),
 ) -> None:
     """Generate the demo corpus (English-like documents with planted duplicates and junk), or
     with --for, a recipe's demo input."""
@@ -500,10 +621,20 @@ def serve_mock(
     unknown = [f for f in chosen if f not in FAULTS]
     if unknown:
         raise CurateError(f"--faults: unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
-    out.print(f"mock LLM on http://127.0.0.1:{port}/v1 (models: {', '.join(model or ['mock'])}, "
-              f"fault rate {fault_rate})", highlight=False)
-    serve(port=port, models=model or ["mock"], api_key=api_key, fault_rate=fault_rate, faults=chosen,
-          retry_after=retry_after, stall_s=stall_s, seed=seed)
+    out.print(
+        f"mock LLM on http://127.0.0.1:{port}/v1 (models: {', '.join(model or ['mock'])}, fault rate {fault_rate})",
+        highlight=False,
+    )
+    serve(
+        port=port,
+        models=model or ["mock"],
+        api_key=api_key,
+        fault_rate=fault_rate,
+        faults=chosen,
+        retry_after=retry_after,
+        stall_s=stall_s,
+        seed=seed,
+    )
 
 
 from curate.ablate.command import ablate as _ablate  # noqa: E402 - only typer is imported there
@@ -539,8 +670,9 @@ def _log_level() -> None:
     if not level:
         return
     if not isinstance(logging.getLevelName(level), int):
-        print(f"{LOG_LEVEL}={os.environ[LOG_LEVEL]!r} is not a log level (DEBUG, INFO, WARNING, ERROR)",
-              file=sys.stderr)
+        print(
+            f"{LOG_LEVEL}={os.environ[LOG_LEVEL]!r} is not a log level (DEBUG, INFO, WARNING, ERROR)", file=sys.stderr
+        )
         raise SystemExit(2)
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     for name in ("curate", "curate_operators", "curate_lake"):

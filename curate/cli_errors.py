@@ -42,8 +42,11 @@ def fail(exc: BaseException) -> None:
         err.print(f"[bold red]error:[/] {escape(denied)}", highlight=False)
         raise typer.Exit(2)
     if isinstance(exc, BrokenProcessPool):  # a worker was killed from outside (the OOM killer, say)
-        err.print(f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
-                  f"Continue with --resume", highlight=False)
+        err.print(
+            f"[bold red]error:[/] a worker process died ({exc}); if memory ran out, use fewer --workers. "
+            f"Continue with --resume",
+            highlight=False,
+        )
         raise typer.Exit(1)
     err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
     err.print("this is a bug in curate; run with --debug for the traceback")

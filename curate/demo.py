@@ -29,8 +29,16 @@ from curate.errors import CurateError
 DUPLICATE = "duplicate"
 DUPLICATE_NORMALIZED = "duplicate_normalized"
 LOW_QUALITY_KINDS = (
-    "too_short", "symbol_heavy", "bullet_spam", "ellipsis_lines", "repeated_lines",
-    "repeated_paragraphs", "repeated_ngrams", "non_alpha", "no_stop_words", "long_words",
+    "too_short",
+    "symbol_heavy",
+    "bullet_spam",
+    "ellipsis_lines",
+    "repeated_lines",
+    "repeated_paragraphs",
+    "repeated_ngrams",
+    "non_alpha",
+    "no_stop_words",
+    "long_words",
 )
 PLANTED_KINDS = (DUPLICATE, DUPLICATE_NORMALIZED) + LOW_QUALITY_KINDS
 
@@ -115,9 +123,13 @@ class _Language:
         cap[0] = 1
         cap[1:] = ends[:-1]
         end_kind = rng.random(total)
-        punct = np.where(ends, np.where(end_kind < _PARAGRAPH_P, _PARAGRAPH,
-                                        np.where(end_kind < _PARAGRAPH_P + _QUESTION_P, _QUESTION, _PERIOD)),
-                         np.where(commas, _COMMA, _SPACE))
+        punct = np.where(
+            ends,
+            np.where(
+                end_kind < _PARAGRAPH_P, _PARAGRAPH, np.where(end_kind < _PARAGRAPH_P + _QUESTION_P, _QUESTION, _PERIOD)
+            ),
+            np.where(commas, _COMMA, _SPACE),
+        )
         surface = (punct * 2 + cap) * self.size + ids
         joined = "".join(self.surfaces[surface].tolist())
         stops = np.cumsum(self.surface_len[surface])[last]
@@ -157,8 +169,11 @@ def _pseudo_words(rng: np.random.Generator, n: int, syllables: tuple[int, int]) 
     while len(out) < n:
         k = 4 * n
         count = rng.integers(syllables[0], syllables[1] + 1, k)
-        parts = [rng.choice(onsets, (k, syllables[1])), rng.choice(vowels, (k, syllables[1])),
-                 rng.choice(codas, (k, syllables[1]))]
+        parts = [
+            rng.choice(onsets, (k, syllables[1])),
+            rng.choice(vowels, (k, syllables[1])),
+            rng.choice(codas, (k, syllables[1])),
+        ]
         sfx = rng.choice(suffixes, k)
         for i in range(k):
             word = "".join(parts[0][i, j] + parts[1][i, j] + parts[2][i, j] for j in range(count[i])) + sfx[i]
@@ -187,6 +202,7 @@ def _good_lengths(rng: np.random.Generator, n: int) -> np.ndarray:
 
 # --- low-quality kinds: each breaks one Gopher rule, and has >= 60 words unless it is `too_short` ---
 
+
 def _too_short(lang, rng, n):
     return lang.texts(rng, rng.integers(10, 45, n))
 
@@ -199,8 +215,10 @@ def _symbol_heavy(lang, rng, n):
 def _non_alpha(lang, rng, n):
     # 40% of the words become numbers and symbols: < 80% of words contain a letter.
     junk = np.array(["1,024", "3.14", "2024", "%", "$99", "404", "||", "0x1f", "12:30", "+/-", "7", "==>"])
-    return [_mark_words(t, rng, 0.4, lambda w: junk[rng.integers(len(junk))])
-            for t in lang.texts(rng, rng.integers(60, 400, n))]
+    return [
+        _mark_words(t, rng, 0.4, lambda w: junk[rng.integers(len(junk))])
+        for t in lang.texts(rng, rng.integers(60, 400, n))
+    ]
 
 
 def _mark_words(text: str, rng: np.random.Generator, share: float, change) -> str:
@@ -218,8 +236,14 @@ def _lines_docs(lang, rng, n, lines_range, words_range, make_doc):
 
 
 def _bullet_spam(lang, rng, n):
-    return _lines_docs(lang, rng, n, (20, 60), (4, 10),
-                       lambda lines, r: "\n".join(("• " if r.random() < 0.5 else "- ") + ln for ln in lines))
+    return _lines_docs(
+        lang,
+        rng,
+        n,
+        (20, 60),
+        (4, 10),
+        lambda lines, r: "\n".join(("• " if r.random() < 0.5 else "- ") + ln for ln in lines),
+    )
 
 
 def _ellipsis_lines(lang, rng, n):
@@ -227,6 +251,7 @@ def _ellipsis_lines(lang, rng, n):
     def doc(lines, r):
         cut = r.permutation(len(lines)) < len(lines) // 2
         return "\n".join(ln[:-1] + "..." if c else ln for ln, c in zip(lines, cut.tolist()))
+
     return _lines_docs(lang, rng, n, (20, 50), (8, 20), doc)
 
 
@@ -234,6 +259,7 @@ def _repeated_lines(lang, rng, n):
     def doc(lines, r):
         distinct = lines[: r.integers(3, 6)]
         return "\n".join(distinct[i] for i in r.integers(0, len(distinct), len(lines)))
+
     return _lines_docs(lang, rng, n, (20, 40), (10, 18), doc)
 
 
@@ -241,6 +267,7 @@ def _repeated_paragraphs(lang, rng, n):
     def doc(paragraphs, r):
         distinct = paragraphs[: r.integers(2, 4)]
         return "\n\n".join(distinct[i] for i in r.integers(0, len(distinct), r.integers(6, 11)))
+
     return _lines_docs(lang, rng, n, (3, 4), (30, 80), doc)
 
 
@@ -249,6 +276,7 @@ def _repeated_ngrams(lang, rng, n):
     def spam(text, r):
         phrase = " ".join(lang.words[i] for i in lang.sample(r, 3))
         return _mark_words(text, r, 0.25, lambda w: f"{w} {phrase}")
+
     return [spam(t, rng) for t in lang.texts(rng, rng.integers(100, 500, n))]
 
 
@@ -261,10 +289,16 @@ def _long_words(lang, rng, n):
 
 
 _LOW_QUALITY = {
-    "too_short": _too_short, "symbol_heavy": _symbol_heavy, "bullet_spam": _bullet_spam,
-    "ellipsis_lines": _ellipsis_lines, "repeated_lines": _repeated_lines,
-    "repeated_paragraphs": _repeated_paragraphs, "repeated_ngrams": _repeated_ngrams,
-    "non_alpha": _non_alpha, "no_stop_words": _no_stop_words, "long_words": _long_words,
+    "too_short": _too_short,
+    "symbol_heavy": _symbol_heavy,
+    "bullet_spam": _bullet_spam,
+    "ellipsis_lines": _ellipsis_lines,
+    "repeated_lines": _repeated_lines,
+    "repeated_paragraphs": _repeated_paragraphs,
+    "repeated_ngrams": _repeated_ngrams,
+    "non_alpha": _non_alpha,
+    "no_stop_words": _no_stop_words,
+    "long_words": _long_words,
 }
 assert tuple(_LOW_QUALITY) == LOW_QUALITY_KINDS
 
@@ -286,8 +320,16 @@ def _case_space_variant(text: str, rng: np.random.Generator) -> str:
 _GOOD, _POOL_ORIGINAL, _POOL_DUPLICATE, _POOL_NORMALIZED = range(4)
 _LOW_QUALITY_BASE = 4  # kind code of LOW_QUALITY_KINDS[i] is 4 + i
 
-_DOMAINS = ("example.com", "news.example.org", "forum.example.net", "blog.example.io", "wiki.example.edu",
-            "shop.example.co", "docs.example.dev", "mirror.example.info")
+_DOMAINS = (
+    "example.com",
+    "news.example.org",
+    "forum.example.net",
+    "blog.example.io",
+    "wiki.example.edu",
+    "shop.example.co",
+    "docs.example.dev",
+    "mirror.example.info",
+)
 _SOURCES = ("web", "news", "forum", "blog", "wiki", "web", "docs", "web")
 
 
@@ -300,8 +342,14 @@ class _Plan:
     file_bounds: list[int]  # rows of file i are file_bounds[i]:file_bounds[i + 1]
 
 
-def _plan(docs: int, files: int, seed: int, low_quality_rate: float = LOW_QUALITY_RATE,
-          pool_reference_rate: float = POOL_REFERENCE_RATE, pool_fraction: float = POOL_FRACTION) -> _Plan:
+def _plan(
+    docs: int,
+    files: int,
+    seed: int,
+    low_quality_rate: float = LOW_QUALITY_RATE,
+    pool_reference_rate: float = POOL_REFERENCE_RATE,
+    pool_fraction: float = POOL_FRACTION,
+) -> _Plan:
     rng = np.random.default_rng([seed, 1])
     u = rng.random(docs)
     kind = np.full(docs, _GOOD, dtype=np.int8)
@@ -324,7 +372,7 @@ def _plan(docs: int, files: int, seed: int, low_quality_rate: float = LOW_QUALIT
 def _chunk_rows(plan: _Plan, rng: np.random.Generator, rows: range) -> list[bytes]:
     """The JSON lines of `rows` (global row numbers)."""
     lang = _languages()[0]
-    kind = plan.kind[rows.start:rows.stop]
+    kind = plan.kind[rows.start : rows.stop]
     texts: list[str | None] = [None] * len(rows)
     planted: list[str | None] = [None] * len(rows)
     good = np.flatnonzero(kind == _GOOD)
@@ -344,9 +392,16 @@ def _chunk_rows(plan: _Plan, rng: np.random.Generator, rows: range) -> list[byte
         texts[i] = text
     site = rng.integers(0, len(_DOMAINS), len(rows)).tolist()
     return [
-        orjson.dumps({"id": f"doc-{row:09d}", "text": texts[i],
-                      "url": f"https://{_DOMAINS[site[i]]}/p/{row:x}-{plan.seed}",
-                      "source": _SOURCES[site[i]], "planted": planted[i]}) + b"\n"
+        orjson.dumps(
+            {
+                "id": f"doc-{row:09d}",
+                "text": texts[i],
+                "url": f"https://{_DOMAINS[site[i]]}/p/{row:x}-{plan.seed}",
+                "source": _SOURCES[site[i]],
+                "planted": planted[i],
+            }
+        )
+        + b"\n"
         for i, row in enumerate(rows)
     ]
 
@@ -356,8 +411,10 @@ def _write_file(plan: _Plan, index: int, path: Path) -> Path:
     lo, hi = plan.file_bounds[index], plan.file_bounds[index + 1]
     tmp = path.with_name(path.name + ".tmp")
     # mtime=0 and no file name in the header: the bytes depend only on the content.
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL,
-                                               filename="", mtime=0) as out:
+    with (
+        open(tmp, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, filename="", mtime=0) as out,
+    ):
         for start in range(lo, hi, ROWS_PER_CHUNK):
             out.writelines(_chunk_rows(plan, rng, range(start, min(start + ROWS_PER_CHUNK, hi))))
     os.replace(tmp, path)
@@ -372,9 +429,16 @@ def _write_file_forked(index: int, path: Path) -> Path:
     return _write_file(_FORKED_PLAN, index, path)
 
 
-def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int = 0,
-             workers: int = 1, low_quality_rate: float = LOW_QUALITY_RATE,
-             pool_reference_rate: float = POOL_REFERENCE_RATE, pool_fraction: float = POOL_FRACTION) -> list[Path]:
+def generate(
+    out_dir: str | Path,
+    docs: int = 20_000,
+    files: int = 8,
+    seed: int = 0,
+    workers: int = 1,
+    low_quality_rate: float = LOW_QUALITY_RATE,
+    pool_reference_rate: float = POOL_REFERENCE_RATE,
+    pool_fraction: float = POOL_FRACTION,
+) -> list[Path]:
     """Write `docs` rows over `files` files `out_dir/part-NNNN.jsonl.gz`; return their paths.
 
     Columns: id, text, url, source, planted (a PLANTED_KINDS value, or null for a good row).
@@ -385,11 +449,16 @@ def generate(out_dir: str | Path, docs: int = 20_000, files: int = 8, seed: int 
     """
     if files < 1 or docs < files:
         raise CurateError(f"the demo corpus needs docs >= files >= 1, got docs={docs}, files={files}")
-    if min(low_quality_rate, pool_reference_rate) < 0 or low_quality_rate + pool_reference_rate > 1 \
-            or not 0 < pool_fraction <= 1:
-        raise CurateError(f"the demo corpus needs rates in [0, 1] adding up to at most 1 and a pool fraction in "
-                          f"(0, 1], got low_quality_rate={low_quality_rate}, pool_reference_rate="
-                          f"{pool_reference_rate}, pool_fraction={pool_fraction}")
+    if (
+        min(low_quality_rate, pool_reference_rate) < 0
+        or low_quality_rate + pool_reference_rate > 1
+        or not 0 < pool_fraction <= 1
+    ):
+        raise CurateError(
+            f"the demo corpus needs rates in [0, 1] adding up to at most 1 and a pool fraction in "
+            f"(0, 1], got low_quality_rate={low_quality_rate}, pool_reference_rate="
+            f"{pool_reference_rate}, pool_fraction={pool_fraction}"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = _plan(docs, files, seed, low_quality_rate, pool_reference_rate, pool_fraction)

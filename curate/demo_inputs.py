@@ -104,15 +104,30 @@ def crawl(directory: str | Path, docs: int = 20_000, files: int = 8, seed: int =
     from curate.demo import clean_documents, generate
 
     directory = Path(directory)
-    paths = generate(directory / "crawl", docs=docs, files=files, seed=seed, workers=workers,
-                     low_quality_rate=CRAWL_LOW_QUALITY_RATE, pool_reference_rate=CRAWL_POOL_REFERENCE_RATE,
-                     pool_fraction=CRAWL_POOL_FRACTION)
+    paths = generate(
+        directory / "crawl",
+        docs=docs,
+        files=files,
+        seed=seed,
+        workers=workers,
+        low_quality_rate=CRAWL_LOW_QUALITY_RATE,
+        pool_reference_rate=CRAWL_POOL_REFERENCE_RATE,
+        pool_fraction=CRAWL_POOL_FRACTION,
+    )
     rows = [{"id": f"heldout-{i:04d}", "text": t} for i, t in enumerate(clean_documents(HELDOUT_DOCS, seed + 1))]
     return paths + [_write_jsonl(directory / "heldout.jsonl", rows)]
 
 
-def write(recipe: str, directory: str | Path, *, seed: int = 0, corpus: str | Path = "data/demo",
-          docs: int = 20_000, files: int = 8, workers: int = 1) -> list[Path]:
+def write(
+    recipe: str,
+    directory: str | Path,
+    *,
+    seed: int = 0,
+    corpus: str | Path = "data/demo",
+    docs: int = 20_000,
+    files: int = 8,
+    workers: int = 1,
+) -> list[Path]:
     """The demo input of `recipe` (one of RECIPES) written under `directory`; the files written."""
     if recipe == "sft-qdc":
         return sft(directory, seed=seed)

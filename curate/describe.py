@@ -64,9 +64,9 @@ def _first_sentence(text: str) -> str:
         elif ch == '"':
             quoted = not quoted
         elif ch == "." and not depth and not quoted and (i + 1 == len(text) or text[i + 1] == " "):
-            if text[max(0, i - 4):i + 1].endswith(("e.g.", "i.e.", " al.", "vs.", "etc.")):
+            if text[max(0, i - 4) : i + 1].endswith(("e.g.", "i.e.", " al.", "vs.", "etc.")):
                 continue
-            return text[:i + 1]
+            return text[: i + 1]
     return text
 
 
@@ -100,8 +100,9 @@ def describe_operator(name: str) -> Table:
         default = "(required)" if info.is_required() else repr(info.get_default(call_default_factory=True))
         table.add_row(field_name, _type_and_range(info), default, info.description or "")
     res = cls.resources
-    table.caption = (f"resources: cpus={res.cpus}, gpus={res.gpus}"
-                     + (f", memory={res.memory_gb} GB" if res.memory_gb else ""))
+    table.caption = f"resources: cpus={res.cpus}, gpus={res.gpus}" + (
+        f", memory={res.memory_gb} GB" if res.memory_gb else ""
+    )
     return table
 
 
@@ -128,8 +129,10 @@ def inspect_path(path: Path) -> list:
     path = Path(spec)
     if (path / "_work").is_dir() and not (path / "manifest.json").is_file():
         # manifest.json is written last: whatever data/ holds, this run is not finished
-        raise CurateError(f"{spec}: an unfinished curate run (no manifest.json); continue it with "
-                          f"`curate run RECIPE --output {spec} --resume`")
+        raise CurateError(
+            f"{spec}: an unfinished curate run (no manifest.json); continue it with "
+            f"`curate run RECIPE --output {spec} --resume`"
+        )
     if (path / "manifest.json").is_file():
         from curate.manifest import read as read_manifest
         from curate.progress import funnel_table

@@ -9,17 +9,35 @@ from curate.errors import MissingPackage
 
 # import name -> the extra that installs it (where several do, the one for the operators using it)
 EXTRA_OF = {
-    "torch": "embed", "sentence_transformers": "embed", "transformers": "embed", "open_clip": "embed",
-    "PIL": "embed", "faiss": "embed", "threadpoolctl": "embed",
-    "aiohttp": "llm", "pysbd": "llm",
+    "torch": "embed",
+    "sentence_transformers": "embed",
+    "transformers": "embed",
+    "open_clip": "embed",
+    "PIL": "embed",
+    "faiss": "embed",
+    "threadpoolctl": "embed",
+    "aiohttp": "llm",
+    "pysbd": "llm",
     "ray": "ray",
     "lxml": "adp",
-    "py3langid": "web", "tokenizers": "web",
-    "warcio": "warc", "cchardet": "warc", "trafilatura": "warc", "justext": "warc", "lxml_html_clean": "warc",
+    "py3langid": "web",
+    "tokenizers": "web",
+    "warcio": "warc",
+    "cchardet": "warc",
+    "trafilatura": "warc",
+    "justext": "warc",
+    "lxml_html_clean": "warc",
     "resiliparse": "warc",
-    "fsspec": "remote", "s3fs": "remote", "isal": "remote",
-    "datasets": "hf", "huggingface_hub": "hub",
-    "scipy": "qdc", "vendi_score": "qdc", "sacrebleu": "qdc", "sklearn": "qdc", "tree_sitter": "qdc",
+    "fsspec": "remote",
+    "s3fs": "remote",
+    "isal": "remote",
+    "datasets": "hf",
+    "huggingface_hub": "hub",
+    "scipy": "qdc",
+    "vendi_score": "qdc",
+    "sacrebleu": "qdc",
+    "sklearn": "qdc",
+    "tree_sitter": "qdc",
     "mkdocs": "docs",
 }
 
@@ -41,8 +59,7 @@ def missing(error: ModuleNotFoundError, who: str) -> MissingPackage | None:
     name = (error.name or "").split(".")[0]
     if name not in EXTRA_OF:
         return None
-    return MissingPackage(name, f"{who} needs the Python package {name}, which is not installed: "
-                                f"{install_hint(name)}")
+    return MissingPackage(name, f"{who} needs the Python package {name}, which is not installed: {install_hint(name)}")
 
 
 def require(modules, who: str) -> None:
@@ -54,5 +71,6 @@ def require(modules, who: str) -> None:
             found = False
         if not found:
             top = module.split(".")[0]
-            raise MissingPackage(top, f"{who} needs the Python package {top}, which is not installed: "
-                                      f"{install_hint(module)}")
+            raise MissingPackage(
+                top, f"{who} needs the Python package {top}, which is not installed: {install_hint(module)}"
+            )

@@ -57,8 +57,9 @@ class InputEntry(_Open):
     path: str
     bytes: int | None = None
     modified_ns: int | None = Field(None, description="A local file's modification time (ns since the epoch).")
-    version: str | None = Field(None, description="An object's version as its store's listing gave it (ETag, "
-                                                  "VersionId, generation, blob id).")
+    version: str | None = Field(
+        None, description="An object's version as its store's listing gave it (ETag, VersionId, generation, blob id)."
+    )
 
 
 class OutputEntry(_Open):
@@ -102,20 +103,23 @@ class SlurmTaskEntry(_Open):
 class SlurmEntry(_Open):
     """`--engine slurm`: what Slurm ran for the run, every attempt of it (`--resume`) included."""
 
-    driver_job: str | None = Field(None, description="The job the driver itself ran in (`--submit`, or inside an "
-                                                     "allocation), if any.")
+    driver_job: str | None = Field(
+        None, description="The job the driver itself ran in (`--submit`, or inside an allocation), if any."
+    )
     allocation: str | None = Field(None, description="The allocation whose srun steps ran the tasks, if any.")
     jobs: list[SlurmJobEntry] = Field(default_factory=list, description="Every array or step submitted, in order.")
-    tasks: list[SlurmTaskEntry] = Field(default_factory=list, description="Per item: the job and node that gave "
-                                                                             "its result.")
+    tasks: list[SlurmTaskEntry] = Field(
+        default_factory=list, description="Per item: the job and node that gave its result."
+    )
 
 
 class ReportSettings(_Open):
     """The recipe's `report:` breakdowns (`${VAR}`s expanded), which `curate report` shows unless told otherwise."""
 
     by: str | None = Field(None, description="Rows kept and removed broken down by this column's values.")
-    by_domain: str | None = Field(None, description="Rows kept and removed broken down by the domain of the URL "
-                                                    "in this column.")
+    by_domain: str | None = Field(
+        None, description="Rows kept and removed broken down by the domain of the URL in this column."
+    )
 
 
 class Manifest(_Open):
@@ -132,8 +136,9 @@ class Manifest(_Open):
     steps: list[StepEntry] = Field(description="The funnel: one entry per step, in order.")
     run: RunInfo
     inputs: list[InputEntry]
-    versions: dict[str, str] = Field(description="curate's, Python's and the versions of the packages that shape "
-                                                 "the bytes.")
+    versions: dict[str, str] = Field(
+        description="curate's, Python's and the versions of the packages that shape the bytes."
+    )
     format: str = Field(description="The output format (parquet, jsonl, hf, webdataset, megatron).")
     data_files: int
     outputs: list[OutputEntry]
@@ -174,9 +179,12 @@ def read(data: bytes | str, where: str) -> Manifest:
     if version is None and "recipe_fingerprint" in content:  # written before the field existed: version 1
         content = {**content, "format_version": FORMAT_VERSION}
     elif version != FORMAT_VERSION:
-        raise CurateError(f"{where}: a manifest of format {version!r}, which this curate ({FORMAT_VERSION}) cannot "
-                          f"read: use the curate that wrote it, or a newer one" if version else
-                          f"{where}: not a curate manifest (no format_version)")
+        raise CurateError(
+            f"{where}: a manifest of format {version!r}, which this curate ({FORMAT_VERSION}) cannot "
+            f"read: use the curate that wrote it, or a newer one"
+            if version
+            else f"{where}: not a curate manifest (no format_version)"
+        )
     try:
         return Manifest.model_validate(content)
     except ValidationError as e:

@@ -80,8 +80,9 @@ class TextColumn:
 TEXT = TextColumn()
 
 
-def reads_column(default: Any = ..., description: str | None = None, *, instead_of_text: bool = False,
-                 **field: Any) -> Any:
+def reads_column(
+    default: Any = ..., description: str | None = None, *, instead_of_text: bool = False, **field: Any
+) -> Any:
     """A Params field naming input columns: a name, a list of names or a dict keyed by names (None
     or empty: none). The operator `requires` them. `instead_of_text`: the field replaces the text
     column, which the operator reads when no such field of its Params names a column."""
@@ -95,7 +96,7 @@ def writes_column(default: Any = ..., description: str | None = None, **field: A
 
 
 def column_role(field: FieldInfo) -> str | None:
-    """"reads" or "writes" for a field declared with reads_column / writes_column, else None."""
+    """ "reads" or "writes" for a field declared with reads_column / writes_column, else None."""
     extra = field.json_schema_extra
     role = extra.get("column") if isinstance(extra, dict) else None
     return role if isinstance(role, str) else None
@@ -116,8 +117,11 @@ def declared_columns(params: Params, role: str, text_column: str) -> tuple[str, 
     place of the `instead_of_text` fields when none of them names one."""
     fields = {name: info for name, info in type(params).model_fields.items() if column_role(info) == role}
     named = {name: _names(getattr(params, name)) for name in fields}
-    instead = [name for name, info in fields.items()  # a column field's json_schema_extra is a dict
-               if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("instead_of_text")]
+    instead = [
+        name
+        for name, info in fields.items()  # a column field's json_schema_extra is a dict
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("instead_of_text")
+    ]
     if instead and not any(named[name] for name in instead):
         named[instead[0]] = (text_column,)
     return tuple(column for names in named.values() for column in names)

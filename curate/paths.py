@@ -23,8 +23,9 @@ _PATH_PREFIXES = ("/", "./", "../", "~", ".\\")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:\ is a Windows path
 
 
-def local_path(default: Any = ..., description: str | None = None, *, hub: bool,
-               unless: dict[str, Any] | None = None, **field: Any) -> Any:
+def local_path(
+    default: Any = ..., description: str | None = None, *, hub: bool, unless: dict[str, Any] | None = None, **field: Any
+) -> Any:
     """A Params field naming a local file or folder; `hub`: a Hugging Face hub id is accepted
     too. `unless`: sibling field values under which the field names no local path (an LLM's
     `model` with `backend: openai` is the endpoint's model name)."""
@@ -72,6 +73,8 @@ def missing_paths(params: BaseModel) -> Iterator[tuple[str, str]]:
             continue
         message = f"{value} does not exist ({path.resolve()})"
         if kind == "hub":
-            message += (f"; it is taken as a local path because {path_reason(value)} (a Hugging Face hub id, "
-                        f"org/name, would be looked up in the local cache instead)")
+            message += (
+                f"; it is taken as a local path because {path_reason(value)} (a Hugging Face hub id, "
+                f"org/name, would be looked up in the local cache instead)"
+            )
         yield key, message

@@ -86,8 +86,9 @@ def decide(recipe: Recipe, sources: list[Source], scanned: list[tuple[pa.Schema 
             if schema is None:
                 continue
             if column not in schema.names:  # in none of its rows (the file was read whole, or has a header)
-                raise InputError(f"{source.path}: no column '{column}', which {read[column]} reads (other input "
-                                 f"files have it)")
+                raise InputError(
+                    f"{source.path}: no column '{column}', which {read[column]} reads (other input files have it)"
+                )
             f = schema.field(column)
             if input_schema.mixed(f):  # values of several kinds: the first kind, each value checked as read
                 if column not in pinned and (first_type := input_schema.first_type(f)) is not None:
@@ -100,22 +101,34 @@ def decide(recipe: Recipe, sources: list[Source], scanned: list[tuple[pa.Schema 
                 continue
             want, first = pinned[column]
             if type_kind(want) != type_kind(f.type):
-                raise InputError(f"{source.path}: column '{column}' is {f.type}, but {want} in the first input "
-                                 f"file ({first.path}), and {read[column]} reads it; every input file must give "
-                                 f"it the same type")
+                raise InputError(
+                    f"{source.path}: column '{column}' is {f.type}, but {want} in the first input "
+                    f"file ({first.path}), and {read[column]} reads it; every input file must give "
+                    f"it the same type"
+                )
     return input_schema.pin(merged, {column: type_ for column, (type_, _) in pinned.items()})
 
 
-def first_schema(sources: list[Source], recipe: Recipe,
-                 decided: pa.Schema | None = None) -> tuple[Source | None, pa.Schema | None]:
+def first_schema(
+    sources: list[Source], recipe: Recipe, decided: pa.Schema | None = None
+) -> tuple[Source | None, pa.Schema | None]:
     """The schema of the input's first batch, as the workers will see it (`_id` and hive
     partition columns added), and its source. Reads one batch, or more only past empty files."""
     spec = recipe.input
     for source in sources:
-        with closing(read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                 on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, peek=True,
-                                 schema=decided, on_truncated=spec.on_truncated,
-                                 mime_types=spec.mime_types)) as chunks:
+        with closing(
+            read_source(
+                source,
+                id_column=spec.id_column,
+                batch_rows=spec.batch_rows,
+                on_bad_row=spec.on_bad_row,
+                raw_column=spec.raw_column,
+                peek=True,
+                schema=decided,
+                on_truncated=spec.on_truncated,
+                mime_types=spec.mime_types,
+            )
+        ) as chunks:
             for batch, _ in chunks:
                 if batch is not None and batch.num_rows:
                     return source, batch.schema
@@ -145,8 +158,9 @@ def check_steps(recipe: Recipe, schema: pa.Schema, where: str) -> None:
     output_formats.check_tokens(recipe.output, schema)
     for setting, column in recipe.report.columns():
         if column not in seen:
-            raise RecipeError(setting, f"no column {column!r} in {where} nor made by a step; columns are: "
-                                       f"{', '.join(seen)}")
+            raise RecipeError(
+                setting, f"no column {column!r} in {where} nor made by a step; columns are: {', '.join(seen)}"
+            )
 
 
 def check_text_type(op, step, schema: pa.Schema, where: str) -> None:
@@ -160,8 +174,10 @@ def check_text_type(op, step, schema: pa.Schema, where: str) -> None:
     f = schema.field(column)
     if input_schema.mixed(f) or type_kind(f.type) in (None, "text"):
         return
-    raise InputError(f"{where}: steps[{step.index - 1}].{step.name}: column '{column}' must be text, it is "
-                     f"{f.type} (input.text_column names the column of text)")
+    raise InputError(
+        f"{where}: steps[{step.index - 1}].{step.name}: column '{column}' must be text, it is "
+        f"{f.type} (input.text_column names the column of text)"
+    )
 
 
 def check_paths(recipe: Recipe) -> None:
@@ -193,14 +209,20 @@ def check_output(recipe: Recipe) -> None:
     out = Path(recipe.output.path)
     for place in (out, *out.parents):
         if place.exists() and not place.is_dir():
-            raise RecipeError("output.path", f"{out} is an existing file; the output is a directory (data/, "
-                                             f"trace/, manifest.json): choose another path" if place == out else
-                                             f"{out}: {place} is a file, so no directory can be made there")
+            raise RecipeError(
+                "output.path",
+                f"{out} is an existing file; the output is a directory (data/, "
+                f"trace/, manifest.json): choose another path"
+                if place == out
+                else f"{out}: {place} is a file, so no directory can be made there",
+            )
     unwritable(out)
     for spec, directory in searched_directories(recipe.input.path):
         if out.resolve().is_relative_to(directory.resolve()):
-            raise RecipeError("output.path", f"{out} is inside {directory}, which the input ({spec}) is read "
-                                             f"from: write the output outside it")
+            raise RecipeError(
+                "output.path",
+                f"{out} is inside {directory}, which the input ({spec}) is read from: write the output outside it",
+            )
 
 
 def unwritable(out: Path) -> None:
@@ -217,9 +239,12 @@ def unwritable(out: Path) -> None:
     except OSError:
         read_only = False
     why = "it is on a read-only file system" if read_only else "this user may not write in it"
-    raise RecipeError("output.path", f"{place} is not writable ({why}; running as {running_as()}), so the run "
-                                     f"cannot {'write in' if place == out else 'make'} {out}: choose another "
-                                     f"output (--output) or change its permissions")
+    raise RecipeError(
+        "output.path",
+        f"{place} is not writable ({why}; running as {running_as()}), so the run "
+        f"cannot {'write in' if place == out else 'make'} {out}: choose another "
+        f"output (--output) or change its permissions",
+    )
 
 
 def input_columns_read(recipe: Recipe, schema: pa.Schema) -> dict[str, str]:
@@ -249,13 +274,17 @@ def type_kind(t: pa.DataType) -> str | None:
         inner = type_kind(t.value_type)
         size = f"[{t.list_size}]" if pa.types.is_fixed_size_list(t) else ""
         return None if inner is None else f"list{size} of {inner}"
-    kinds = (("text", (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)),
-             ("binary", (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
-                         pa.types.is_binary_view)),
-             ("number", (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)),
-             ("boolean", (pa.types.is_boolean,)),
-             ("time", (pa.types.is_temporal,)),
-             ("struct", (pa.types.is_struct,)))
+    kinds = (
+        ("text", (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)),
+        (
+            "binary",
+            (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_binary_view),
+        ),
+        ("number", (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)),
+        ("boolean", (pa.types.is_boolean,)),
+        ("time", (pa.types.is_temporal,)),
+        ("struct", (pa.types.is_struct,)),
+    )
     return next((kind for kind, tests in kinds if any(test(t) for test in tests)), str(t))
 
 

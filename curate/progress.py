@@ -107,21 +107,37 @@ def _expected_rows(recipe: Recipe, read_total: int | None):
     return rows_in
 
 
-def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
-                      checked: list[Source] | Preflight | None = None, interval: float = DEFAULT_INTERVAL,
-                      source_rows: dict[Source, int] | None = None) -> dict:
+def run_with_progress(
+    recipe: Recipe,
+    opts: RunOptions,
+    console: Console,
+    checked: list[Source] | Preflight | None = None,
+    interval: float = DEFAULT_INTERVAL,
+    source_rows: dict[Source, int] | None = None,
+) -> dict:
     """Run with a bar per step and one per stage (tasks done, ETA) on a terminal; elsewhere (a
     batch log) a plain line every `interval` seconds. The input files (`checked`: the preflight's
     check of them, or the files) give the bars their totals where known (`source_rows`: those the
     preflight read, Preflight.rows); a resumed run has none, as its finished tasks report no rows."""
     sources = checked.sources if isinstance(checked, Preflight) else checked
     terminal = console.is_terminal
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(bar_width=20), _Percent(),
-                        _Rows(), _RowsPerSecond(), TimeElapsedColumn(), _Eta(), console=console, transient=False,
-                        disable=not terminal)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:<28}"),
+        BarColumn(bar_width=20),
+        _Percent(),
+        _Rows(),
+        _RowsPerSecond(),
+        TimeElapsedColumn(),
+        _Eta(),
+        console=console,
+        transient=False,
+        disable=not terminal,
+    )
     known = sources is not None and not opts.resume
-    expected = _expected_rows(recipe, input_rows(sources, opts.limit, source_rows)
-                              if known and sources is not None else None)
+    expected = _expected_rows(
+        recipe, input_rows(sources, opts.limit, source_rows) if known and sources is not None else None
+    )
     bars: dict[str, TaskID] = {}
     kept: dict[str, int] = {}
     seen: dict[str, tuple[float, int]] = {}  # label -> (first rows at, rows in): the batch log's rate
@@ -147,8 +163,12 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
         if label not in bars:
             bars[label] = progress.add_task(label, total=100.0)
         eta = None if state["eta"] is None else duration(state["eta"])
-        progress.update(bars[label], completed=state["percent"], tasks=f"{state['done']}/"
-                        f"{count(state['tasks'], 'task')}, {bytes_text(state)}", eta=eta)
+        progress.update(
+            bars[label],
+            completed=state["percent"],
+            tasks=f"{state['done']}/{count(state['tasks'], 'task')}, {bytes_text(state)}",
+            eta=eta,
+        )
 
     shown: list[dict] = []  # the stage bar shown last, as it was
 
@@ -165,8 +185,7 @@ def run_with_progress(recipe: Recipe, opts: RunOptions, console: Console,
         label = last[0] if last else None
         first, total = seen.get(label, (0.0, 0)) if label is not None else (0.0, 0)
         rate = total / max(time.monotonic() - first, 1e-9) if label else 0.0
-        console.print(plain_line(time.monotonic() - started, state, label, total, rate),
-                      markup=False, highlight=False)
+        console.print(plain_line(time.monotonic() - started, state, label, total, rate), markup=False, highlight=False)
 
     def stage_started(*args, **kwargs) -> None:
         # A stage shorter than the interval would never show: the batch log gets its end line
@@ -210,9 +229,18 @@ def funnel_table(manifest: Manifest) -> Table:
         share = 100 * s.removed / s.rows_in if s.rows_in else 0.0
         # what a step counted (tokens, redactions: its manifest `counts`) beside what it removed
         said = [f"{k} ({v:,})" for k, v in reasons] + [f"{k} {v:,}" for k, v in (s.counts or {}).items()]
-        table.add_row(s.step, f"{s.rows_in:,}", f"{s.rows_out:,}", f"{s.removed:,}", f"{share:.1f}",
-                      f"{s.seconds:.2f}", ", ".join(said))
+        table.add_row(
+            s.step,
+            f"{s.rows_in:,}",
+            f"{s.rows_out:,}",
+            f"{s.removed:,}",
+            f"{share:.1f}",
+            f"{s.seconds:.2f}",
+            ", ".join(said),
+        )
     # Steps run in parallel, so their seconds add up to more than the run took.
-    table.caption = (f"seconds: each step's time summed over workers (with its fit, for a global step); "
-                     f"the run took {manifest.seconds:.1f}s")
+    table.caption = (
+        f"seconds: each step's time summed over workers (with its fit, for a global step); "
+        f"the run took {manifest.seconds:.1f}s"
+    )
     return table

@@ -21,8 +21,10 @@ def catalog() -> dict[str, str]:
     names = {name: ep.value for name, ep in plugins.registered(plugins.OPERATORS).items()}
     if not names:
         # curate registers dozens itself: none means its package metadata is missing or stale
-        raise CurateError(f"no operators are registered (entry-point group {plugins.OPERATORS}); "
-                          "install curate with `pip install -e .` (again, after pyproject.toml changed)")
+        raise CurateError(
+            f"no operators are registered (entry-point group {plugins.OPERATORS}); "
+            "install curate with `pip install -e .` (again, after pyproject.toml changed)"
+        )
     return names
 
 

@@ -59,8 +59,7 @@ class StageTracker:
         self.started = clock()
         self.fit: tuple[int, str, float] | None = None  # a Global fit running before its stage: (stage, label, since)
 
-    def start(self, index: int, tasks: list, done: Callable[[], list[bool]],
-              written: Callable[[], int] = int) -> None:
+    def start(self, index: int, tasks: list, done: Callable[[], list[bool]], written: Callable[[], int] = int) -> None:
         weights = [task_bytes(t) for t in tasks]
         fill = max(1, sum(weights) // max(1, sum(1 for w in weights if w)))  # unknown sizes: the mean
         with self.lock:
@@ -115,9 +114,17 @@ class StageTracker:
             now = sum(r for r, b in zip(read, self.before) if not b)
             rate = now / max(self.clock() - self.started, 1e-9) if now else None
             eta = (total - finished) / rate if rate else None
-            return {"stage": self.index, "tasks": len(self.weights), "done": sum(self.done),
-                    "percent": 100 * finished / total, "eta": 0.0 if finished == total else eta,
-                    "bytes": sum(self.weights), "read": finished, "rate": rate, "written": self.written}
+            return {
+                "stage": self.index,
+                "tasks": len(self.weights),
+                "done": sum(self.done),
+                "percent": 100 * finished / total,
+                "eta": 0.0 if finished == total else eta,
+                "bytes": sum(self.weights),
+                "read": finished,
+                "rate": rate,
+                "written": self.written,
+            }
 
 
 def ended(stage: dict) -> dict:
@@ -162,8 +169,10 @@ def plain_line(elapsed: float, stage: dict | None, label: str | None, rows: int,
         return " ".join(parts)
     if stage is not None:
         eta = "eta unknown until bytes are read" if stage["eta"] is None else f"eta {duration(stage['eta'])}"
-        parts.append(f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
-                     f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};")
+        parts.append(
+            f"stage {stage['stage']}, {stage['done']}/{count(stage['tasks'], 'task')} "
+            f"({stage['percent']:.0f}%), {eta}, {bytes_text(stage)};"
+        )
     if label is not None:
         parts.append(f"{label}: {count(rows, 'row')} in ({rate:,.0f} rows/s)")
     return " ".join(parts).rstrip(";")

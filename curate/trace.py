@@ -57,8 +57,7 @@ def _per_row(value, n: int) -> pa.Array:
     return arr.cast(pa.string())
 
 
-def removed_rows(batch: pa.RecordBatch, keep: np.ndarray, reason, detail, step: str,
-                 with_rows: bool) -> pa.RecordBatch:
+def removed_rows(batch: pa.RecordBatch, keep: np.ndarray, reason, detail, step: str, with_rows: bool) -> pa.RecordBatch:
     """The trace batch for the rows of `batch` where `keep` is False."""
     drop = ~keep
     n = len(keep)
@@ -97,8 +96,9 @@ def trace_schema(parts: list[Path]) -> pa.Schema | None:
         return None
 
 
-def merge_shards(parts: list[Path], target: Path, compression: str | None = "zstd",
-                 schema: pa.Schema | None = None) -> int:
+def merge_shards(
+    parts: list[Path], target: Path, compression: str | None = "zstd", schema: pa.Schema | None = None
+) -> int:
     """Concatenate Parquet shards into one file, streaming, atomically. Returns the row count.
     `schema`: the file's (each part cast to it), default the union of the parts'."""
     if not parts:
@@ -109,9 +109,11 @@ def merge_shards(parts: list[Path], target: Path, compression: str | None = "zst
     except (pa.ArrowTypeError, pa.ArrowInvalid) as e:
         # Data shards are merged only when their schemas are equal; a step's trace holds the
         # removed rows of every input file, so input files whose columns differ in type meet here.
-        raise CurateError(f"{target.stem}: the removed rows of input files whose columns have different "
-                          f"types cannot be kept in one trace file ({e}). Make the input files agree, or set "
-                          f"output.trace_rows: false to keep only _id, reason and detail") from None
+        raise CurateError(
+            f"{target.stem}: the removed rows of input files whose columns have different "
+            f"types cannot be kept in one trace file ({e}). Make the input files agree, or set "
+            f"output.trace_rows: false to keep only _id, reason and detail"
+        ) from None
     tmp = target.with_name(target.name + ".tmp")
     rows = 0
     with pq.ParquetWriter(tmp, schema, compression=compression, write_statistics=True) as writer:
@@ -136,14 +138,20 @@ def check_conservation(steps: list[dict]) -> None:
     for s in steps:
         if "expanded" in s:
             if s["rows_in"] != s["expanded"] + s["removed"]:
-                raise RuntimeError(f"conservation violated at {s['step']}: {s['rows_in']} in != "
-                                   f"{s['expanded']} expanded + {s['removed']} removed")
+                raise RuntimeError(
+                    f"conservation violated at {s['step']}: {s['rows_in']} in != "
+                    f"{s['expanded']} expanded + {s['removed']} removed"
+                )
         elif s["rows_in"] != s["rows_out"] + s["removed"]:
-            raise RuntimeError(f"conservation violated at {s['step']}: {s['rows_in']} in != "
-                               f"{s['rows_out']} out + {s['removed']} removed")
+            raise RuntimeError(
+                f"conservation violated at {s['step']}: {s['rows_in']} in != "
+                f"{s['rows_out']} out + {s['removed']} removed"
+            )
         if previous_out is not None and s["rows_in"] != previous_out:
-            raise RuntimeError(f"conservation violated before {s['step']}: got {s['rows_in']} rows, "
-                               f"the previous step gave {previous_out}")
+            raise RuntimeError(
+                f"conservation violated before {s['step']}: got {s['rows_in']} rows, "
+                f"the previous step gave {previous_out}"
+            )
         previous_out = s["rows_out"]
 
 
@@ -172,15 +180,32 @@ def check_not_emptied(steps: list[dict], allow_empty: bool) -> None:
     if last is None or allow_empty:
         return
     check = "the input files" if last["kind"] == "read" else "that step's parameters"
-    raise CurateError(f"{emptied_by(steps)}, so the output would be empty. Check {check}, or set "
-                      f"`allow_empty: true` in the recipe to publish an empty output (--resume then "
-                      f"publishes this run as it is, with its trace)")
+    raise CurateError(
+        f"{emptied_by(steps)}, so the output would be empty. Check {check}, or set "
+        f"`allow_empty: true` in the recipe to publish an empty output (--resume then "
+        f"publishes this run as it is, with its trace)"
+    )
 
 
 # Packages whose versions can change a run's bytes (readers, hashing, numerics, models), recorded
 # in the manifest where installed; looked up in the package metadata, never imported.
-SHAPING_PACKAGES = ("polars", "duckdb", "numpy", "xxhash", "regex", "orjson", "scipy", "scikit-learn", "faiss-cpu",
-                    "tokenizers", "torch", "transformers", "sentence-transformers", "open_clip_torch", "py3langid")
+SHAPING_PACKAGES = (
+    "polars",
+    "duckdb",
+    "numpy",
+    "xxhash",
+    "regex",
+    "orjson",
+    "scipy",
+    "scikit-learn",
+    "faiss-cpu",
+    "tokenizers",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "open_clip_torch",
+    "py3langid",
+)
 
 
 def versions() -> dict[str, str]:
@@ -195,6 +220,3 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             pass
     return out
-
-
-

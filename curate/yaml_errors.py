@@ -27,18 +27,25 @@ def _explain(e: yaml.MarkedYAMLError) -> tuple[yaml.Mark, str] | None:
     if "quoted scalar" in context and "end of stream" in problem:
         return opened, "a quote opened here is never closed: add the closing quote at the end of the value"
     if "mapping values are not allowed" in problem:
-        return at, ("a `key: value` where none can start: either the line above lacks its colon (`key: value`), "
-                    "or this line is indented deeper than the keys beside it, or a value holds ': ' (put such "
-                    "a value in quotes)")
+        return at, (
+            "a `key: value` where none can start: either the line above lacks its colon (`key: value`), "
+            "or this line is indented deeper than the keys beside it, or a value holds ': ' (put such "
+            "a value in quotes)"
+        )
     if "could not find expected ':'" in problem:
         return opened, "a key without its colon: write `key: value`"
     if "flow sequence" in context or "flow mapping" in context:
         pair = "[]" if "sequence" in context else "{}"
-        return opened, f"the {pair[0]} opened here is not closed where expected: check the commas inside it and " \
-                       f"its closing {pair[1]}"
+        return (
+            opened,
+            f"the {pair[0]} opened here is not closed where expected: check the commas inside it and "
+            f"its closing {pair[1]}",
+        )
     if "block collection" in context and "'?'" in problem:
-        return at, ("this line is indented like the items of the list above (`- ...`) but is not one: indent it "
-                    "further, under the item it belongs to, or start it with `- `")
+        return at, (
+            "this line is indented like the items of the list above (`- ...`) but is not one: indent it "
+            "further, under the item it belongs to, or start it with `- `"
+        )
     if "expected <block end>" in problem and "'<scalar>'" in problem:
         return at, "more text after a value that ended (a closing quote or bracket): put the whole value in quotes"
     if "expected <block end>" in problem:
@@ -64,6 +71,9 @@ def yaml_error(path: str | Path | None, text: str, e: yaml.YAMLError) -> RecipeE
     mark, words = explained
     lines = text.splitlines()
     shown = lines[mark.line].rstrip().replace("\t", "\\t") if mark.line < len(lines) else ""  # a tab, seen
-    return RecipeError(f"{where}, line {mark.line + 1}",
-                       f"not valid YAML: {words}" + (f". The line: \"{shown}\"" if shown else "")
-                       + f". PyYAML: {pyyaml} (line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1})")
+    return RecipeError(
+        f"{where}, line {mark.line + 1}",
+        f"not valid YAML: {words}"
+        + (f'. The line: "{shown}"' if shown else "")
+        + f". PyYAML: {pyyaml} (line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1})",
+    )

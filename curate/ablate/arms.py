@@ -102,5 +102,7 @@ def recipe_arms(recipe_path: str, names: tuple[str, str] = ("input", "output")) 
     r = recipe_module.load(recipe_path)
     paths = [r.input.path] if isinstance(r.input.path, str) else list(r.input.path)
     fmt = r.input.format if r.input.format not in ("hf", "hf_disk") else None
-    return [Arm(names[0], recipe_path, "data", paths, fmt, r.input.text_column),
-            Arm(names[1], recipe_path, "recipe", [], None, r.input.text_column)]
+    return [
+        Arm(names[0], recipe_path, "data", paths, fmt, r.input.text_column),
+        Arm(names[1], recipe_path, "recipe", [], None, r.input.text_column),
+    ]

@@ -80,7 +80,7 @@ class Tokens:
         ids = self.op.process(batch).column("input_ids")
         flat = ids.values.to_numpy(zero_copy_only=False).astype(np.int64)
         offsets = ids.offsets.to_numpy()
-        return [flat[offsets[i]:offsets[i + 1] - 1] for i in range(len(texts))]
+        return [flat[offsets[i] : offsets[i + 1] - 1] for i in range(len(texts))]
 
 
 def load_tokens(tokenizer: str | None, eos: str | None, out_dir: Path) -> Tokens:
@@ -98,8 +98,10 @@ def load_tokens(tokenizer: str | None, eos: str | None, out_dir: Path) -> Tokens
     if eos is None:
         eos = next((t for t in EOS_CANDIDATES if op.tokenizer.token_to_id(t) is not None), None)
         if eos is None:
-            raise CurateError(f"--tokenizer {tokenizer}: it has no end-of-text token "
-                              f"({', '.join(EOS_CANDIDATES)}); name the one to put between documents with --eos")
+            raise CurateError(
+                f"--tokenizer {tokenizer}: it has no end-of-text token "
+                f"({', '.join(EOS_CANDIDATES)}); name the one to put between documents with --eos"
+            )
         op = _set_up(tokenize, where, eos)
     vocab = op.tokenizer.get_vocab_size(with_added_tokens=True)
     return Tokens(op, vocab, op.eos_id, where)
@@ -138,8 +140,10 @@ def read_texts(paths: list[str], fmt: str | None, text_column: str, what: str) -
                 if batch is None:
                     continue
                 if text_column not in batch.schema.names:
-                    raise CurateError(f"{what}: {source.path} has no column {text_column!r} "
-                                      f"(columns: {', '.join(batch.schema.names)}); choose one with --text-column")
+                    raise CurateError(
+                        f"{what}: {source.path} has no column {text_column!r} "
+                        f"(columns: {', '.join(batch.schema.names)}); choose one with --text-column"
+                    )
                 for t in batch.column(text_column).to_pylist():
                     if t:
                         yield t
@@ -172,8 +176,17 @@ class Sample:
     held_out: list[str]  # held-out documents (in a seeded order)
 
 
-def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int, allow_repeat: bool,
-               holdout: float, excluded: set[int], draw: int = 0) -> Sample:
+def sample_arm(
+    name: str,
+    texts: list[str],
+    tok: Tokens,
+    tokens: int,
+    seed: int,
+    allow_repeat: bool,
+    holdout: float,
+    excluded: set[int],
+    draw: int = 0,
+) -> Sample:
     """Exactly `tokens` training ids of the arm's documents (see the module doc). `excluded`:
     xxhash64s of texts never trained on (the eval files'). `draw`: which of the seeded samples
     (training seed s trains on draw s, so that the seeds vary the documents too); the held-out
@@ -193,7 +206,7 @@ def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int,
     order = rng.permutation(len(keep))
     parts, got, chunk = [], 0, 256
     for start in range(0, len(order), chunk):  # documents tokenized in sample order, until enough
-        ids = tok.encode([keep[i] for i in order[start:start + chunk]])
+        ids = tok.encode([keep[i] for i in order[start : start + chunk]])
         for a in ids:
             parts.append(a)
             parts.append(np.array([tok.eos_id], np.int64))
@@ -201,8 +214,10 @@ def sample_arm(name: str, texts: list[str], tok: Tokens, tokens: int, seed: int,
         if got >= tokens and not allow_repeat:
             break
     if got < tokens and not allow_repeat:
-        raise CurateError(f"arm {name} has {got:,} training tokens, fewer than --tokens {tokens:,} "
-                          f"(use --allow-repeat to train on it more than once, or fewer --tokens)")
+        raise CurateError(
+            f"arm {name} has {got:,} training tokens, fewer than --tokens {tokens:,} "
+            f"(use --allow-repeat to train on it more than once, or fewer --tokens)"
+        )
     complete = len(parts) // 2 == len(keep)  # every document tokenized: `got` is all the arm has
     available = got if complete else None
     docs = [np.concatenate([parts[i], parts[i + 1]]) for i in range(0, len(parts), 2)]

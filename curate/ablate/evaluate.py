@@ -46,8 +46,11 @@ def text_set(name: str, texts: list[str], tok, max_tokens: int) -> TextSet:
         if got and got + len(full) > max_tokens:
             break
         ids = full[:max_tokens]
-        text_bytes = len(t.encode("utf-8")) if len(ids) == len(full) else \
-            len(tok.op.tokenizer.decode([int(x) for x in ids]).encode("utf-8"))
+        text_bytes = (
+            len(t.encode("utf-8"))
+            if len(ids) == len(full)
+            else len(tok.op.tokenizer.decode([int(x) for x in ids]).encode("utf-8"))
+        )
         parts += [np.array([tok.eos_id]), ids]
         owners += [np.array([-1]), np.full(len(ids), len(nbytes))]
         nbytes.append(text_bytes)
@@ -67,19 +70,28 @@ def doc_nll(model, ts: TextSet, seq_len: int, device: str, batch: int = 16) -> n
     nll = np.zeros(len(ts.bytes), np.float64)
     with torch.no_grad():
         for b in range(0, len(starts), batch):
-            group = starts[b:b + batch]
+            group = starts[b : b + batch]
             length = min(seq_len, n - group[0]) if len(group) == 1 else seq_len
             x = np.zeros((len(group), length), np.int64)
             y = np.full((len(group), length), -100, np.int64)
             owner = np.full((len(group), length), -1, np.int64)
             for r, s in enumerate(group):
                 e = min(s + seq_len, n)
-                x[r, :e - s] = ts.stream[s:e]
-                y[r, :e - s] = ts.stream[s + 1:e + 1]
-                owner[r, :e - s] = ts.doc_of[s + 1:e + 1]
+                x[r, : e - s] = ts.stream[s:e]
+                y[r, : e - s] = ts.stream[s + 1 : e + 1]
+                owner[r, : e - s] = ts.doc_of[s + 1 : e + 1]
             logits = model(input_ids=torch.from_numpy(x).to(device)).logits.float()
-            lp = F.cross_entropy(logits.reshape(-1, logits.size(-1)), torch.from_numpy(y).reshape(-1).to(device),
-                                 reduction="none", ignore_index=-100).double().cpu().numpy()
+            lp = (
+                F.cross_entropy(
+                    logits.reshape(-1, logits.size(-1)),
+                    torch.from_numpy(y).reshape(-1).to(device),
+                    reduction="none",
+                    ignore_index=-100,
+                )
+                .double()
+                .cpu()
+                .numpy()
+            )
             own = owner.reshape(-1)
             mask = own >= 0
             nll += np.bincount(own[mask], weights=lp[mask], minlength=len(nll))
@@ -91,6 +103,7 @@ def bpb(nll: np.ndarray, nbytes: np.ndarray) -> float:
 
 
 # ---- multiple choice -------------------------------------------------------------------------
+
 
 @dataclass
 class Item:
@@ -113,8 +126,11 @@ def parse_item(row: dict, where: str) -> Item:
             return Item(_hellaswag_clean(ctx), [" " + _hellaswag_clean(e) for e in row["endings"]], int(row["label"]))
         if "question" in row and isinstance(row.get("choices"), dict) and "answerKey" in row:
             labels = row["choices"]["label"]
-            return Item(f"Question: {row['question']}\nAnswer:", [" " + t for t in row["choices"]["text"]],
-                        labels.index(row["answerKey"]))
+            return Item(
+                f"Question: {row['question']}\nAnswer:",
+                [" " + t for t in row["choices"]["text"]],
+                labels.index(row["answerKey"]),
+            )
         if "goal" in row and "sol1" in row:
             return Item(f"Question: {row['goal']}\nAnswer:", [" " + row["sol1"], " " + row["sol2"]], int(row["label"]))
         if "context" in row and "choices" in row and "gold" in row:
@@ -125,8 +141,9 @@ def parse_item(row: dict, where: str) -> Item:
             return Item(row["context"], choices, gold)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CurateError(f"{where}: not a multiple-choice item: {type(e).__name__}: {e}") from None
-    raise CurateError(f"{where}: not a HellaSwag, ARC, PIQA or {{context, choices, gold}} item "
-                      f"(keys: {', '.join(sorted(row))})")
+    raise CurateError(
+        f"{where}: not a HellaSwag, ARC, PIQA or {{context, choices, gold}} item (keys: {', '.join(sorted(row))})"
+    )
 
 
 def read_items(path: str) -> list[Item]:
@@ -162,15 +179,15 @@ def choice_logprobs(model, items: list[Item], tok, seq_len: int, device: str, ba
         ctx = tok.encode([item.context])[0] if item.context else np.zeros(0, np.int64)
         for whole in tok.encode([item.context + choice for choice in item.choices]):
             cont = len(whole) - len(ctx)
-            seqs.append((np.concatenate([[tok.eos_id], whole])[-(seq_len + 1):], min(cont, seq_len)))
+            seqs.append((np.concatenate([[tok.eos_id], whole])[-(seq_len + 1) :], min(cont, seq_len)))
     lls = np.zeros(len(seqs), np.float64)
     with torch.no_grad():
         for b in range(0, len(seqs), batch):
-            group = seqs[b:b + batch]
+            group = seqs[b : b + batch]
             width = max(len(ids) for ids, _ in group) - 1
             x = np.zeros((len(group), width), np.int64)
             for r, (ids, _) in enumerate(group):
-                x[r, :len(ids) - 1] = ids[:-1]
+                x[r, : len(ids) - 1] = ids[:-1]
             logp = F.log_softmax(model(input_ids=torch.from_numpy(x).to(device)).logits.float(), -1).double().cpu()
             for r, (ids, cont) in enumerate(group):
                 if cont <= 0:
@@ -180,7 +197,7 @@ def choice_logprobs(model, items: list[Item], tok, seq_len: int, device: str, ba
                 lls[b + r] = float(logp[r, positions, targets].sum())
     out, at = [], 0
     for item in items:
-        out.append(lls[at:at + len(item.choices)])
+        out.append(lls[at : at + len(item.choices)])
         at += len(item.choices)
     return out
 

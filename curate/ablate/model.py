@@ -28,8 +28,14 @@ def model_config(model: str, vocab: int, seq_len: int) -> dict:
     d: dict[str, Any]
     if model in PRESETS:
         d = dict(model_type="llama", **PRESETS[model])
-        d.update(num_key_value_heads=d["num_attention_heads"], tie_word_embeddings=False, attention_bias=False,
-                 mlp_bias=False, rms_norm_eps=1e-5, hidden_act="silu")
+        d.update(
+            num_key_value_heads=d["num_attention_heads"],
+            tie_word_embeddings=False,
+            attention_bias=False,
+            mlp_bias=False,
+            rms_norm_eps=1e-5,
+            hidden_act="silu",
+        )
     else:
         p = Path(model)
         if not p.is_file():

@@ -118,9 +118,12 @@ def _device(opts: Options) -> str:
 
 
 def _fingerprint(opts: Options, arms, tok) -> dict:
-    keep = {k: v for k, v in asdict(opts).items()
-            if k not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every", "expect", "metric",
-                         "alpha")}
+    keep = {
+        k: v
+        for k, v in asdict(opts).items()
+        if k
+        not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every", "expect", "metric", "alpha")
+    }
     keep["arms"] = [{"name": a.name, "spec": a.spec, "paths": a.paths} for a in arms]
     keep["tokenizer"] = tok.where if opts.tokenizer else "byte-level"
     return json.loads(json.dumps(keep, default=str))
@@ -129,8 +132,10 @@ def _fingerprint(opts: Options, arms, tok) -> dict:
 def ablate(opts: Options, log: Callable[[str], None] = print) -> dict:
     """Run the ablation; returns ablation.json's content (with `dry_run` a plan instead)."""
     if opts.tokens % opts.seq_len:
-        raise CurateError(f"--tokens {opts.tokens:,} is not a multiple of --seq-len {opts.seq_len} "
-                          f"(every training token is in a whole sequence)")
+        raise CurateError(
+            f"--tokens {opts.tokens:,} is not a multiple of --seq-len {opts.seq_len} "
+            f"(every training token is in a whole sequence)"
+        )
     if opts.batch % opts.accum:
         raise CurateError(f"--batch {opts.batch} does not split into --accum {opts.accum} micro-batches")
     if opts.seeds < 1:
@@ -155,40 +160,56 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     for p in opts.eval_text:
         if not Path(p).exists() and not any(c in p for c in "*?["):
             raise CurateError(f"--eval-text {p}: not found")
-        eval_texts[Path(p).stem.split(".")[0]] = list(data.read_texts([p], None, opts.text_column or "text",
-                                                                      f"--eval-text {p}"))
+        eval_texts[Path(p).stem.split(".")[0]] = list(
+            data.read_texts([p], None, opts.text_column or "text", f"--eval-text {p}")
+        )
     excluded = {data.content_key(t) for texts in eval_texts.values() for t in texts}
     samples = {}
     for arm in arms:
         texts = list(data.read_texts(arm.paths, arm.format, arm.text_column, f"arm {arm.name}"))
-        sample = data.sample_arm(arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat,
-                                 opts.holdout, excluded)
+        sample = data.sample_arm(
+            arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat, opts.holdout, excluded
+        )
         samples[arm.name] = sample
         if not opts.dry_run:  # seed 0 trains on tokens.npy, seed s on tokens-seed-s.npy (draw s)
             (opts.output / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
             for draw in range(1, opts.seeds):
-                other = data.sample_arm(arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat,
-                                        opts.holdout, excluded, draw)
+                other = data.sample_arm(
+                    arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat, opts.holdout, excluded, draw
+                )
                 np.save(opts.output / "arms" / arm.name / _sample_file(draw), other.train.astype(np.int32))
-            data.write_sample(sample, opts.output / "arms" / arm.name,
-                              {"arm": arm.name, "spec": arm.spec, "paths": arm.paths, "tokens": opts.tokens,
-                               "available": sample.available, "documents": sample.documents,
-                               "epochs": sample.epochs, "held_out_documents": len(sample.held_out),
-                               "samples": [_sample_file(s) for s in range(opts.seeds)]})
+            data.write_sample(
+                sample,
+                opts.output / "arms" / arm.name,
+                {
+                    "arm": arm.name,
+                    "spec": arm.spec,
+                    "paths": arm.paths,
+                    "tokens": opts.tokens,
+                    "available": sample.available,
+                    "documents": sample.documents,
+                    "epochs": sample.epochs,
+                    "held_out_documents": len(sample.held_out),
+                    "samples": [_sample_file(s) for s in range(opts.seeds)],
+                },
+            )
         del texts
-        avail = (f"of {sample.available:,}, epochs {sample.epochs:.3g}" if sample.available
-                 else "under one epoch")
-        log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}), "
-            f"{len(sample.held_out):,} documents held out")
+        avail = f"of {sample.available:,}, epochs {sample.epochs:.3g}" if sample.available else "under one epoch"
+        log(f"arm {arm.name}: {opts.tokens:,} tokens sampled ({avail}), {len(sample.held_out):,} documents held out")
     sets = [evaluate.text_set(name, texts, tok, opts.eval_tokens) for name, texts in eval_texts.items() if texts]
-    sets += [evaluate.text_set(f"heldout-{a.name}", samples[a.name].held_out, tok, opts.eval_tokens)
-             for a in arms if samples[a.name].held_out]
+    sets += [
+        evaluate.text_set(f"heldout-{a.name}", samples[a.name].held_out, tok, opts.eval_tokens)
+        for a in arms
+        if samples[a.name].held_out
+    ]
     if not sets and not mc_sets:
-        raise CurateError("nothing to evaluate on: no --eval-text, no --eval-mc, and no arm has held-out "
-                          "documents (raise --holdout)")
+        raise CurateError(
+            "nothing to evaluate on: no --eval-text, no --eval-mc, and no arm has held-out documents (raise --holdout)"
+        )
     if opts.metric:
-        names = [f"bpb:{ts.name}" for ts in sets] + [f"{k}:{n}" for n in mc_sets for k in ("acc", "acc_norm",
-                                                                                        "gold_prob")]
+        names = [f"bpb:{ts.name}" for ts in sets] + [
+            f"{k}:{n}" for n in mc_sets for k in ("acc", "acc_norm", "gold_prob")
+        ]
         if len(opts.lrs) > 1:
             names = [f"{m}@lr={lr:g}" for lr in opts.lrs for m in names]
         if opts.metric not in names:
@@ -201,8 +222,17 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
         from curate.ablate.model import build, default_lr, parameters
 
         opts.lrs = [float(f"{default_lr(parameters(build(config, 0))):.3g}")]
-    spec0 = TrainSpec(opts.seq_len, opts.batch, opts.accum, opts.lrs[0], opts.warmup, opts.weight_decay, 0, device,
-                      opts.checkpoint_every)
+    spec0 = TrainSpec(
+        opts.seq_len,
+        opts.batch,
+        opts.accum,
+        opts.lrs[0],
+        opts.warmup,
+        opts.weight_decay,
+        0,
+        device,
+        opts.checkpoint_every,
+    )
     if opts.dry_run:
         return _plan(opts, arms, config, spec0, tok)
     fingerprint = _fingerprint(opts, arms, tok)
@@ -211,8 +241,10 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
         before = json.loads(config_path.read_text())
         if before != fingerprint:
             changed = sorted(k for k in set(before) | set(fingerprint) if before.get(k) != fingerprint.get(k))
-            raise CurateError(f"--resume: the ablation in {opts.output} was started with other settings "
-                              f"({', '.join(changed)}); use --overwrite to start again")
+            raise CurateError(
+                f"--resume: the ablation in {opts.output} was started with other settings "
+                f"({', '.join(changed)}); use --overwrite to start again"
+            )
     save_json(config_path, fingerprint)
     runs = list(itertools.product(opts.lrs, range(opts.seeds), arms))
     results: dict[tuple, dict] = {}
@@ -220,11 +252,34 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     began = time.perf_counter()
     for n, (lr, seed, arm) in enumerate(runs, 1):
         run_dir = opts.output / "runs" / arm.name / (f"seed-{seed}" + (f"-lr-{lr:g}" if len(opts.lrs) > 1 else ""))
-        spec = TrainSpec(opts.seq_len, opts.batch, opts.accum, lr, opts.warmup, opts.weight_decay, seed, device,
-                         opts.checkpoint_every)
+        spec = TrainSpec(
+            opts.seq_len,
+            opts.batch,
+            opts.accum,
+            lr,
+            opts.warmup,
+            opts.weight_decay,
+            seed,
+            device,
+            opts.checkpoint_every,
+        )
         train_ids = np.load(opts.output / "arms" / arm.name / _sample_file(seed), mmap_mode="r")
-        res, per_item = _one_run(arm.name, train_ids, config, spec, sets, mc_sets, tok, run_dir,
-                                 opts.resume, log, f"[{n}/{len(runs)}]", began, n - 1, len(runs))
+        res, per_item = _one_run(
+            arm.name,
+            train_ids,
+            config,
+            spec,
+            sets,
+            mc_sets,
+            tok,
+            run_dir,
+            opts.resume,
+            log,
+            f"[{n}/{len(runs)}]",
+            began,
+            n - 1,
+            len(runs),
+        )
         results[(lr, seed, arm.name)] = res
         items[(lr, seed, arm.name)] = per_item
     from curate.ablate.results import assemble
@@ -243,8 +298,22 @@ def _cores() -> int:
     return max(1, available_cores())
 
 
-def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, mc_sets, tok, run_dir: Path,
-             resume: bool, log, tag: str, began: float, done_runs: int, all_runs: int) -> tuple[dict, dict]:
+def _one_run(
+    arm: str,
+    tokens: np.ndarray,
+    config: dict,
+    spec: TrainSpec,
+    sets,
+    mc_sets,
+    tok,
+    run_dir: Path,
+    resume: bool,
+    log,
+    tag: str,
+    began: float,
+    done_runs: int,
+    all_runs: int,
+) -> tuple[dict, dict]:
     from curate.ablate.model import build, parameters
     from curate.ablate.train import train
 
@@ -263,8 +332,10 @@ def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, 
             left = (steps - step) * spec.batch * spec.seq_len / rate
             elapsed = time.perf_counter() - began
             total_left = left + (all_runs - done_runs - 1) * (elapsed + left) / max(done_runs + 1, 1)
-            log(f"{tag} {arm} seed {spec.seed}: step {step}/{steps}, {rate:,.0f} tokens/s, ETA {left:.0f}s "
-                f"(ablation {total_left:.0f}s)")
+            log(
+                f"{tag} {arm} seed {spec.seed}: step {step}/{steps}, {rate:,.0f} tokens/s, ETA {left:.0f}s "
+                f"(ablation {total_left:.0f}s)"
+            )
 
     trained = train(model, tokens, spec, run_dir / "checkpoint.pt", progress)
     metrics, per_item = {}, {}
@@ -277,10 +348,18 @@ def _one_run(arm: str, tokens: np.ndarray, config: dict, spec: TrainSpec, sets, 
         for key, values in per.items():
             metrics[f"{key}:{name}"] = float(values.mean())
             per_item[f"{key}:{name}"] = values
-    res = {"seed": spec.seed, "lr": spec.lr, "metrics": metrics, "losses": trained.losses, "steps": trained.steps,
-           "tokens": trained.tokens, "seconds": trained.seconds, "cpu_seconds": trained.cpu_seconds,
-           "parameters": parameters(model),
-           "tokens_per_s": trained.tokens / max(trained.seconds, 1e-9)}
+    res = {
+        "seed": spec.seed,
+        "lr": spec.lr,
+        "metrics": metrics,
+        "losses": trained.losses,
+        "steps": trained.steps,
+        "tokens": trained.tokens,
+        "seconds": trained.seconds,
+        "cpu_seconds": trained.cpu_seconds,
+        "parameters": parameters(model),
+        "tokens_per_s": trained.tokens / max(trained.seconds, 1e-9),
+    }
     np.savez(items_path, **per_item)  # type: ignore[arg-type]  # numpy's stub takes the names for allow_pickle
     save_json(result_path, res)
     (run_dir / "checkpoint.pt").unlink(missing_ok=True)
@@ -303,7 +382,16 @@ def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
     rate = 3 * spec.seq_len * spec.batch / max(marks[4] - marks[1], 1e-9)  # the first step warms up
     runs = len(arms) * opts.seeds * len(opts.lrs)
     flops = 6 * params * opts.tokens * runs
-    return {"dry_run": True, "arms": [a.name for a in arms], "parameters": params,
-            "non_embedding_parameters": parameters(model, embeddings=False), "tokens_per_run": opts.tokens,
-            "steps_per_run": steps, "runs": runs, "flops": flops, "measured_tokens_per_s": rate,
-            "estimated_seconds": opts.tokens * runs / rate, "model": config}
+    return {
+        "dry_run": True,
+        "arms": [a.name for a in arms],
+        "parameters": params,
+        "non_embedding_parameters": parameters(model, embeddings=False),
+        "tokens_per_run": opts.tokens,
+        "steps_per_run": steps,
+        "runs": runs,
+        "flops": flops,
+        "measured_tokens_per_s": rate,
+        "estimated_seconds": opts.tokens * runs / rate,
+        "model": config,
+    }

@@ -46,8 +46,10 @@ def _betainc(a: float, b: float, x: float) -> float:
     d = 1 / (d if abs(d) > 1e-300 else 1e-300)
     f = d
     for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1 + num * d
             d = 1 / (d if abs(d) > 1e-300 else 1e-300)
             c = 1 + num / c
@@ -74,8 +76,13 @@ def bootstrap(score, n_items: int, resamples: int = 2000, seed: int = 0) -> dict
     """Paired bootstrap over items: `score(idx)` -> the difference b - a on items idx."""
     rng = np.random.default_rng(seed)
     diffs = np.array([score(rng.integers(0, n_items, n_items)) for _ in range(resamples)])
-    return {"low": float(np.percentile(diffs, 2.5)), "high": float(np.percentile(diffs, 97.5)),
-            "share_le_0": float((diffs <= 0).mean()), "resamples": resamples, "items": n_items}
+    return {
+        "low": float(np.percentile(diffs, 2.5)),
+        "high": float(np.percentile(diffs, 97.5)),
+        "share_le_0": float((diffs <= 0).mean()),
+        "resamples": resamples,
+        "items": n_items,
+    }
 
 
 def verdict(a: str, b: str, metric: str, diff: float, p: float | None, alpha: float) -> tuple[str | None, str]:

@@ -68,8 +68,13 @@ def steps_for(tokens: int, spec: TrainSpec) -> int:
     return math.ceil(tokens // spec.seq_len / spec.batch)
 
 
-def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
-          progress: Callable[[int, int, float], None] | None = None) -> TrainResult:
+def train(
+    model,
+    tokens: np.ndarray,
+    spec: TrainSpec,
+    checkpoint: Path | None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> TrainResult:
     """Train `model` on `tokens` (a multiple of seq_len) in place; returns the loss curve."""
     import torch
     import torch.nn.functional as F
@@ -82,9 +87,13 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
     steps = steps_for(len(tokens), spec)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": spec.weight_decay},
-                             {"params": rest, "weight_decay": 0.0}],
-                            lr=spec.lr, betas=(0.9, 0.95), eps=1e-8, foreach=False)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": spec.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+        lr=spec.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+        foreach=False,
+    )
     result = TrainResult()
     start = 0
     if checkpoint is not None and checkpoint.is_file():
@@ -95,24 +104,29 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
         result.losses = state["losses"]
         result.seconds = state["seconds"]
         result.cpu_seconds = state.get("cpu_seconds", 0.0)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-                else torch.autocast("cpu", enabled=False))
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    )
     micro = max(1, spec.batch // spec.accum)
     began, cpu_began = time.perf_counter(), time.process_time()
     done_before, cpu_before = result.seconds, result.cpu_seconds
     for step in range(start, steps):
-        rows = order[step * spec.batch:(step + 1) * spec.batch]
+        rows = order[step * spec.batch : (step + 1) * spec.batch]
         lr = lr_at(step, steps, spec)
         for group in opt.param_groups:
             group["lr"] = lr
         targets_total = len(rows) * (spec.seq_len - 1)
         step_loss = 0.0
         for m in range(0, len(rows), micro):
-            x = windows[rows[m:m + micro]].to(device)
+            x = windows[rows[m : m + micro]].to(device)
             with autocast:
                 logits = model(input_ids=x).logits
-            loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1),
-                                   reduction="sum") / targets_total
+            loss = (
+                F.cross_entropy(
+                    logits[:, :-1].float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1), reduction="sum"
+                )
+                / targets_total
+            )
             loss.backward()
             step_loss += loss.item()
         if spec.grad_clip:
@@ -124,11 +138,24 @@ def train(model, tokens: np.ndarray, spec: TrainSpec, checkpoint: Path | None,
         result.cpu_seconds = cpu_before + time.process_time() - cpu_began
         if progress is not None:
             progress(step + 1, steps, result.seconds)
-        if checkpoint is not None and spec.checkpoint_every and (step + 1) % spec.checkpoint_every == 0 \
-                and step + 1 < steps:
+        if (
+            checkpoint is not None
+            and spec.checkpoint_every
+            and (step + 1) % spec.checkpoint_every == 0
+            and step + 1 < steps
+        ):
             tmp = checkpoint.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
-                        "losses": result.losses, "seconds": result.seconds, "cpu_seconds": result.cpu_seconds}, tmp)
+            torch.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "step": step + 1,
+                    "losses": result.losses,
+                    "seconds": result.seconds,
+                    "cpu_seconds": result.cpu_seconds,
+                },
+                tmp,
+            )
             os.replace(tmp, checkpoint)
     result.steps = steps
     result.tokens = len(tokens)

@@ -68,8 +68,19 @@ from curate.words import count
 
 COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")
 # Slurm's states in which a job will not run again by itself (squeue's long names)
-ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-         "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
+ENDED = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "REVOKED",
+    "SPECIAL_EXIT",
+}
 GONE = "GONE"  # no longer listed by Slurm (purged after MinJobAge) nor by sacct
 RESULT_GRACE_SECONDS = 30.0  # a task Slurm says COMPLETED whose result file is not visible yet (NFS)
 UNREACHABLE_SECONDS = 600.0  # squeue failing this long stops the run
@@ -86,11 +97,13 @@ def slurm(command: list[str], timeout: float = 60) -> subprocess.CompletedProces
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
-        raise CurateError(f"--engine slurm needs Slurm's client commands on PATH ({', '.join(COMMANDS)}); "
-                          f"{command[0]} is not there") from None
+        raise CurateError(
+            f"--engine slurm needs Slurm's client commands on PATH ({', '.join(COMMANDS)}); {command[0]} is not there"
+        ) from None
     except subprocess.TimeoutExpired:
-        raise CurateError(f"--engine slurm: `{command[0]}` did not answer in {timeout:.0f}s (is slurmctld up?)") \
-            from None
+        raise CurateError(
+            f"--engine slurm: `{command[0]}` did not answer in {timeout:.0f}s (is slurmctld up?)"
+        ) from None
 
 
 def max_array_size() -> int:
@@ -148,15 +161,27 @@ def _mem(gb: float | None) -> str | None:
     return f"{math.ceil(gb * 1024)}M" if gb else None
 
 
-def sbatch_options(spec, job_name: str, directory: str, cpus: int, mem: str | None, gres: str | None,
-                   cwd: str) -> list[str]:
+def sbatch_options(
+    spec, job_name: str, directory: str, cpus: int, mem: str | None, gres: str | None, cwd: str
+) -> list[str]:
     """The #SBATCH options of a batch's launch script: the job's name, its logs under
     `directory`, its cores, then the recipe's `slurm:` settings (`slurm.mem` over the stage's own)."""
-    options = [f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', job_name)}", f"--output={directory}/logs/%A_%a.out",
-               f"--cpus-per-task={cpus}", "--ntasks=1", f"--chdir={cwd}"]
-    for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
-                        ("time", spec.time), ("mem", spec.mem or mem), ("gres", gres),
-                        ("constraint", spec.constraint)):
+    options = [
+        f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', job_name)}",
+        f"--output={directory}/logs/%A_%a.out",
+        f"--cpus-per-task={cpus}",
+        "--ntasks=1",
+        f"--chdir={cwd}",
+    ]
+    for flag, value in (
+        ("partition", spec.partition),
+        ("account", spec.account),
+        ("qos", spec.qos),
+        ("time", spec.time),
+        ("mem", spec.mem or mem),
+        ("gres", gres),
+        ("constraint", spec.constraint),
+    ):
         if value:
             options.append(f"--{flag}={value}")
     return options + list(spec.extra_sbatch)
@@ -165,12 +190,19 @@ def sbatch_options(spec, job_name: str, directory: str, cpus: int, mem: str | No
 def launch_script(spec, name: str, items: int | None, directory: str, options: list[str]) -> str:
     """A batch's launch script: array task N runs item N + CURATE_SLURM_OFFSET (slurm_task.py)."""
     python = spec.python or sys.executable
-    script = ["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
-              f"# curate: {name}, {count(items, 'item') if items is not None else 'its items'}; run with "
-              f"sbatch --array=INDICES "
-              f"--export=ALL,CURATE_SLURM_OFFSET=N", spec.env_setup or "", "export PYTHONUNBUFFERED=1",
-              f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(directory)} "
-              f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"', ""]
+    script = [
+        "#!/bin/bash",
+        *[f"#SBATCH {o}" for o in options],
+        "",
+        f"# curate: {name}, {count(items, 'item') if items is not None else 'its items'}; run with "
+        f"sbatch --array=INDICES "
+        f"--export=ALL,CURATE_SLURM_OFFSET=N",
+        spec.env_setup or "",
+        "export PYTHONUNBUFFERED=1",
+        f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(directory)} "
+        f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"',
+        "",
+    ]
     return "\n".join(script)
 
 
@@ -226,8 +258,15 @@ class SlurmEngine(Engine):
     def from_config(cls, config) -> "SlurmEngine":
         return cls(config.progress, config.layout, config.status, config.slurm, config.store, config.resume)
 
-    def __init__(self, progress: Progress, layout: RunLayout, status=lambda message: None, spec=None,
-                 store: str | None = None, resume: bool = False):
+    def __init__(
+        self,
+        progress: Progress,
+        layout: RunLayout,
+        status=lambda message: None,
+        spec=None,
+        store: str | None = None,
+        resume: bool = False,
+    ):
         from curate.recipe import SlurmSpec
 
         self.progress = progress
@@ -236,20 +275,27 @@ class SlurmEngine(Engine):
         self.spec = spec or SlurmSpec()
         missing = [c for c in COMMANDS if shutil.which(c) is None]
         if missing:
-            raise CurateError(f"--engine slurm needs Slurm's client commands on PATH; not found: "
-                              f"{', '.join(missing)} (run from a login node of the cluster)")
+            raise CurateError(
+                f"--engine slurm needs Slurm's client commands on PATH; not found: "
+                f"{', '.join(missing)} (run from a login node of the cluster)"
+            )
         self.max_array = max_array_size()
         if self.max_array < 1:
-            raise CurateError("--engine slurm runs each stage as a job array, and this cluster has them off "
-                              "(MaxArraySize=0 in slurm.conf)")
+            raise CurateError(
+                "--engine slurm runs each stage as a job array, and this cluster has them off "
+                "(MaxArraySize=0 in slurm.conf)"
+            )
         self.cores = cluster_cpus(self.spec.partition)
         self.root = Path(layout.work) / "slurm"
         self.root.mkdir(parents=True, exist_ok=True)
         self.jobs_file = self.root / "jobs.txt"  # every job id any attempt of the run submitted
         if resume:
             self._cancel_earlier()
-        attempts = [int(p.name.removeprefix("attempt-")) for p in self.root.glob("attempt-*")
-                    if p.name.removeprefix("attempt-").isdigit()]
+        attempts = [
+            int(p.name.removeprefix("attempt-"))
+            for p in self.root.glob("attempt-*")
+            if p.name.removeprefix("attempt-").isdigit()
+        ]
         self.attempt = self.root / f"attempt-{max(attempts, default=0) + 1}"
         self.attempt.mkdir()
         self.live: list[str] = []  # job ids submitted and not known to be over
@@ -265,11 +311,15 @@ class SlurmEngine(Engine):
         self.steps: dict[int, subprocess.Popen] = {}  # srun steps running, by item (of the current batch)
         if self.allocation:
             self.cores = allocation_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")) or self.cores
-            status(f"Slurm: inside allocation {self.allocation} ({self.cores} CPUs): each task runs as an srun "
-                   f"step of it; scripts and logs in {self.attempt}")
+            status(
+                f"Slurm: inside allocation {self.allocation} ({self.cores} CPUs): each task runs as an srun "
+                f"step of it; scripts and logs in {self.attempt}"
+            )
         else:
-            status(f"Slurm: {self.cores} CPUs in {self.spec.partition or 'the default partition'}, arrays of at "
-                   f"most {self.max_array} tasks; scripts and logs in {self.attempt}")
+            status(
+                f"Slurm: {self.cores} CPUs in {self.spec.partition or 'the default partition'}, arrays of at "
+                f"most {self.max_array} tasks; scripts and logs in {self.attempt}"
+            )
 
     def _cancel_earlier(self) -> None:
         """Cancel what an earlier attempt of the run submitted and left (its driver was killed)."""
@@ -294,8 +344,9 @@ class SlurmEngine(Engine):
 
     # -- batches of array tasks --------------------------------------------------------------------
 
-    def new_batch(self, name: str, items: list, shared: dict, cpus: int, parallel: int | None,
-                  mem: str | None, gres: str | None) -> Batch:
+    def new_batch(
+        self, name: str, items: list, shared: dict, cpus: int, parallel: int | None, mem: str | None, gres: str | None
+    ) -> Batch:
         """A directory for `items` (pickled one a file), `shared` (batch.json) and its launch script."""
         self.batches += 1
         directory = self.attempt / f"{self.batches:03d}-{name}"
@@ -304,12 +355,19 @@ class SlurmEngine(Engine):
         for i, item in enumerate(items):
             (directory / "items" / f"{i}.pkl").write_bytes(pickle.dumps(item))
         lock = json.loads(Path(self.layout.lock).read_text() or "{}")
-        (directory / "batch.json").write_text(json.dumps({
-            **shared, "cwd": self.cwd, "threads": cpus, "lock": self.layout.lock,
-            "workers_lock": self.layout.workers_lock, "driver": {"pid": lock.get("pid", os.getpid()),
-                                                                 "host": lock.get("host", socket.gethostname())}}))
-        options = sbatch_options(self.spec, f"curate.{self.run_name}.{name}", str(directory), cpus, mem, gres,
-                                 self.cwd)
+        (directory / "batch.json").write_text(
+            json.dumps(
+                {
+                    **shared,
+                    "cwd": self.cwd,
+                    "threads": cpus,
+                    "lock": self.layout.lock,
+                    "workers_lock": self.layout.workers_lock,
+                    "driver": {"pid": lock.get("pid", os.getpid()), "host": lock.get("host", socket.gethostname())},
+                }
+            )
+        )
+        options = sbatch_options(self.spec, f"curate.{self.run_name}.{name}", str(directory), cpus, mem, gres, self.cwd)
         (directory / "launch.sh").write_text(launch_script(self.spec, name, len(items), str(directory), options))
         return Batch(name, directory, len(items), cpus, options)
 
@@ -319,8 +377,12 @@ class SlurmEngine(Engine):
         previous = None
         for offset, indices in windows(items, self.max_array):
             members = [offset + i for i in indices]
-            command = ["sbatch", "--parsable", f"--array={array_spec(indices, parallel)}",
-                       f"--export=ALL,CURATE_SLURM_OFFSET={offset}"]
+            command = [
+                "sbatch",
+                "--parsable",
+                f"--array={array_spec(indices, parallel)}",
+                f"--export=ALL,CURATE_SLURM_OFFSET={offset}",
+            ]
             if previous:
                 command.append(f"--dependency=afterany:{previous}")
             command.append(str(batch.directory / "launch.sh"))
@@ -339,11 +401,27 @@ class SlurmEngine(Engine):
                 batch.runs[m] = batch.runs.get(m, 0) + 1
                 batch.element[m] = (job, str(i))
             with open(batch.directory / "submissions.jsonl", "a") as f:
-                f.write(json.dumps({"job": job, "array": array_spec(indices, parallel), "offset": offset,
-                                    "items": members, "attempt": attempt, "command": command}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "job": job,
+                            "array": array_spec(indices, parallel),
+                            "offset": offset,
+                            "items": members,
+                            "attempt": attempt,
+                            "command": command,
+                        }
+                    )
+                    + "\n"
+                )
 
-    def run_batch(self, batch: Batch, parallel: int | None, describe: Callable[[int], str],
-                  on_result: Callable[[int, object], None] = lambda i, r: None) -> list:
+    def run_batch(
+        self,
+        batch: Batch,
+        parallel: int | None,
+        describe: Callable[[int], str],
+        on_result: Callable[[int, object], None] = lambda i, r: None,
+    ) -> list:
         """Submit every item of `batch`, wait for all their results (resubmitting what Slurm ended
         without one); the results in item order."""
         if self.allocation:
@@ -363,8 +441,10 @@ class SlurmEngine(Engine):
             except Unreachable as e:  # nothing is known of the tasks this round: none is taken as lost
                 unreachable = unreachable or time.monotonic()
                 if time.monotonic() - unreachable > UNREACHABLE_SECONDS:
-                    raise CurateError(f"--engine slurm: squeue has failed for {UNREACHABLE_SECONDS:.0f}s: {e}; "
-                                      f"the run's jobs are cancelled, continue with --resume") from None
+                    raise CurateError(
+                        f"--engine slurm: squeue has failed for {UNREACHABLE_SECONDS:.0f}s: {e}; "
+                        f"the run's jobs are cancelled, continue with --resume"
+                    ) from None
                 continue
             unreachable = 0.0
             counts = {"pending": 0, "running": 0}
@@ -379,8 +459,10 @@ class SlurmEngine(Engine):
                     counts["running"] += 1
                 elif (batch.directory / "errors" / f"{item}.pkl").exists():
                     continue  # raised next round, once its file is whole
-                elif name == "COMPLETED" and time.monotonic() - batch.first_done.setdefault(item, time.monotonic()) \
-                        < RESULT_GRACE_SECONDS:
+                elif (
+                    name == "COMPLETED"
+                    and time.monotonic() - batch.first_done.setdefault(item, time.monotonic()) < RESULT_GRACE_SECONDS
+                ):
                     continue  # its result file may not be visible here yet
                 else:
                     reason = state[1] if isinstance(state, tuple) else ""
@@ -389,25 +471,35 @@ class SlurmEngine(Engine):
                 job, index = batch.element[item]
                 log = batch.directory / "logs" / f"{job}_{index}.out"
                 if batch.runs[item] > retries:
-                    raise CurateError(f"{describe(item)}: Slurm ended array task {job}_{index} as {state} "
-                                      f"{_times(batch.runs[item])} (slurm.retries: {retries}); its log: {log}"
-                                      + _tail(log))
-                self.status(f"Slurm: {describe(item)}: array task {job}_{index} ended as {state} without a "
-                            f"result; submitting it again ({batch.runs[item]} of {retries + 1} runs)")
+                    raise CurateError(
+                        f"{describe(item)}: Slurm ended array task {job}_{index} as {state} "
+                        f"{_times(batch.runs[item])} (slurm.retries: {retries}); its log: {log}" + _tail(log)
+                    )
+                self.status(
+                    f"Slurm: {describe(item)}: array task {job}_{index} ended as {state} without a "
+                    f"result; submitting it again ({batch.runs[item]} of {retries + 1} runs)"
+                )
             if lost:
                 self.submit(batch, sorted(lost), parallel)
             now = time.monotonic()
             summary = (counts["pending"], counts["running"], len(batch.results))
             if summary != reported and now - last_status >= STATUS_SECONDS:
-                self.status(f"Slurm: {batch.name}: {summary[0]} pending, {summary[1]} running, "
-                            f"{summary[2]} of {batch.total} done")
+                self.status(
+                    f"Slurm: {batch.name}: {summary[0]} pending, {summary[1]} running, "
+                    f"{summary[2]} of {batch.total} done"
+                )
                 reported, last_status = summary, now
         self._relay(batch, seen_progress)
         self._forget(batch)
         return [batch.results[i] for i in range(batch.total)]
 
-    def _run_steps(self, batch: Batch, parallel: int | None, describe: Callable[[int], str],
-                   on_result: Callable[[int, object], None]) -> list:
+    def _run_steps(
+        self,
+        batch: Batch,
+        parallel: int | None,
+        describe: Callable[[int], str],
+        on_result: Callable[[int, object], None],
+    ) -> list:
         """Inside an allocation: each item as an srun step of it (its launch script, the item
         number in CURATE_SLURM_OFFSET), at most `parallel` at once; a step that ends without a
         result is run again up to `slurm.retries` times."""
@@ -420,16 +512,35 @@ class SlurmEngine(Engine):
                 item = queued.pop(0)
                 batch.runs[item] = batch.runs.get(item, 0) + 1
                 log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
-                command = ["srun", "--exclusive", "--ntasks=1", "--nodes=1", *options, f"--output={log}",
-                           "bash", str(batch.directory / "launch.sh")]
+                command = [
+                    "srun",
+                    "--exclusive",
+                    "--ntasks=1",
+                    "--nodes=1",
+                    *options,
+                    f"--output={log}",
+                    "bash",
+                    str(batch.directory / "launch.sh"),
+                ]
                 env = {**os.environ, "CURATE_SLURM_OFFSET": str(item)}
                 env.pop("SLURM_ARRAY_TASK_ID", None)
                 with open(log.with_suffix(".srun"), "wb") as said:  # srun's own messages
-                    self.steps[item] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                                        stdout=subprocess.DEVNULL, stderr=said)
+                    self.steps[item] = subprocess.Popen(
+                        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said
+                    )
                 with open(batch.directory / "submissions.jsonl", "a") as f:
-                    f.write(json.dumps({"step": item, "allocation": self.allocation, "attempt": batch.runs[item],
-                                        "items": [item], "command": command}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "step": item,
+                                "allocation": self.allocation,
+                                "attempt": batch.runs[item],
+                                "items": [item],
+                                "command": command,
+                            }
+                        )
+                        + "\n"
+                    )
             self._poll(batch, seen_progress, on_result)
             for item, proc in list(self.steps.items()):
                 if proc.poll() is None:
@@ -443,11 +554,15 @@ class SlurmEngine(Engine):
                 if (batch.directory / "errors" / f"{item}.pkl").exists():
                     continue  # raised next round
                 if batch.runs[item] > retries:
-                    raise CurateError(f"{describe(item)}: its srun step in allocation {self.allocation} ended "
-                                      f"without a result {_times(batch.runs[item])} ({state}; slurm.retries: "
-                                      f"{retries}); its log: {log}" + _tail(log))
-                self.status(f"Slurm: {describe(item)}: its srun step ended without a result ({state}); running "
-                            f"it again ({batch.runs[item]} of {retries + 1} runs)")
+                    raise CurateError(
+                        f"{describe(item)}: its srun step in allocation {self.allocation} ended "
+                        f"without a result {_times(batch.runs[item])} ({state}; slurm.retries: "
+                        f"{retries}); its log: {log}" + _tail(log)
+                    )
+                self.status(
+                    f"Slurm: {describe(item)}: its srun step ended without a result ({state}); running "
+                    f"it again ({batch.runs[item]} of {retries + 1} runs)"
+                )
                 queued.insert(0, item)
         self._relay(batch, seen_progress)
         for proc in list(self.steps.values()):  # their results are in: srun is ending
@@ -521,8 +636,11 @@ class SlurmEngine(Engine):
         submissions (job ids), and for each item that gave a result the job and node that ran it
         (its task's `where/ITEM.json`)."""
         jobs, tasks = [], []
-        attempts = sorted((int(p.name.removeprefix("attempt-")), p) for p in self.root.glob("attempt-*")
-                          if p.name.removeprefix("attempt-").isdigit())
+        attempts = sorted(
+            (int(p.name.removeprefix("attempt-")), p)
+            for p in self.root.glob("attempt-*")
+            if p.name.removeprefix("attempt-").isdigit()
+        )
         for number, attempt in attempts:
             for directory in sorted(p for p in attempt.iterdir() if (p / "batch.json").is_file()):
                 name = directory.name.partition("-")[2]
@@ -536,19 +654,41 @@ class SlurmEngine(Engine):
                     sent = json.loads(line)
                     for m in sent["items"]:
                         runs[m] = runs.get(m, 0) + 1
-                    jobs.append({"job": sent.get("job") or sent.get("allocation", "?"), "batch": name,
-                                 "array": sent.get("array"), "offset": sent.get("offset", 0), "items": sent["items"],
-                                 "attempt": sent.get("attempt", 1), "run_attempt": number})
+                    jobs.append(
+                        {
+                            "job": sent.get("job") or sent.get("allocation", "?"),
+                            "batch": name,
+                            "array": sent.get("array"),
+                            "offset": sent.get("offset", 0),
+                            "items": sent["items"],
+                            "attempt": sent.get("attempt", 1),
+                            "run_attempt": number,
+                        }
+                    )
                 for where in sorted((directory / "where").glob("*.json"), key=lambda p: int(p.stem)):
                     item = int(where.stem)
                     if not (directory / "results" / f"{item}.pkl").exists():
                         continue
                     ran = json.loads(where.read_text())
-                    tasks.append({"batch": name, "item": item, "task": names[item] if names else None,
-                                  "job": ran["job"], "node": ran["node"], "runs": runs.get(item, 1),
-                                  "run_attempt": number})
-        return {"slurm": {"driver_job": os.environ.get("SLURM_JOB_ID"), "allocation": self.allocation,
-                          "jobs": jobs, "tasks": tasks}}
+                    tasks.append(
+                        {
+                            "batch": name,
+                            "item": item,
+                            "task": names[item] if names else None,
+                            "job": ran["job"],
+                            "node": ran["node"],
+                            "runs": runs.get(item, 1),
+                            "run_attempt": number,
+                        }
+                    )
+        return {
+            "slurm": {
+                "driver_job": os.environ.get("SLURM_JOB_ID"),
+                "allocation": self.allocation,
+                "jobs": jobs,
+                "tasks": tasks,
+            }
+        }
 
     def cancel(self) -> None:
         """scancel every job this driver submitted that may still run (inside an allocation: stop
@@ -616,8 +756,13 @@ def _sacct(jobs: list[str], detailed: bool) -> dict:
     """States from accounting where the cluster keeps it; GONE for jobs it does not know."""
     out: dict = {}
     try:
-        res = subprocess.run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(jobs)],
-                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            ["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(jobs)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         for line in res.stdout.splitlines() if res.returncode == 0 else []:
             job, _, state = line.partition("|")
             state = state.split()[0] if state else ""  # "CANCELLED by 0"
@@ -646,16 +791,24 @@ class SlurmExecutor(Executor):
 
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
         self.engine.run_name = ctx.recipe.name
-        cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model,
-                                                    len(self.workers))
+        cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model, len(self.workers))
         name = f"stage{ctx.stage.index}"
-        batch = self.engine.new_batch(name, [("task", task) for task in tasks],
-                                      {"ctx": "ctx.pkl", "tasks": [t.name for t in tasks]}, cpus, parallel, mem, gres)
+        batch = self.engine.new_batch(
+            name,
+            [("task", task) for task in tasks],
+            {"ctx": "ctx.pkl", "tasks": [t.name for t in tasks]},
+            cpus,
+            parallel,
+            mem,
+            gres,
+        )
         (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
-        self.engine.status(f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
-                           f"{'srun steps' if self.engine.allocation else 'a job array'} "
-                           f"(at most {parallel} at once, {cpus} CPUs each"
-                           f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}")
+        self.engine.status(
+            f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
+            f"{'srun steps' if self.engine.allocation else 'a job array'} "
+            f"(at most {parallel} at once, {cpus} CPUs each"
+            f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}"
+        )
 
         def describe(i: int) -> str:
             return f"stage {ctx.stage.index} task {tasks[i].name}"
@@ -675,11 +828,18 @@ class SlurmExecutor(Executor):
         # As many array tasks as run at once, each running its share of the pieces in turn: an
         # array task's start (a Python process importing curate) is paid once per share
         groups = [list(range(len(pieces)))[g::parallel] for g in range(min(parallel, len(pieces)))]
-        batch = self.engine.new_batch(f"map{self.maps}-{fname}", [("calls", fn, [pieces[i] for i in group])
-                                                                  for group in groups],
-                                      {}, spec.cpus_per_task or 1, parallel, None, None)
-        shares = self.engine.run_batch(batch, parallel,
-                                       lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}")
+        batch = self.engine.new_batch(
+            f"map{self.maps}-{fname}",
+            [("calls", fn, [pieces[i] for i in group]) for group in groups],
+            {},
+            spec.cpus_per_task or 1,
+            parallel,
+            None,
+            None,
+        )
+        shares = self.engine.run_batch(
+            batch, parallel, lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}"
+        )
         results: list = [None] * len(pieces)
         for group, share in zip(groups, shares):
             for i, result in zip(group, share):
@@ -691,8 +851,9 @@ class SlurmExecutor(Executor):
             self.engine.cancel()
 
 
-def dry_run(recipe, sources: list, limit: int | None, workers: int, model_workers: int = 1,
-            driver_args: list[str] | None = None) -> dict:
+def dry_run(
+    recipe, sources: list, limit: int | None, workers: int, model_workers: int = 1, driver_args: list[str] | None = None
+) -> dict:
     """What `--engine slurm` would submit for `recipe`, submitting nothing (`curate run --dry-run`):
     the cluster's figures it plans with, and per stage its tasks' resources, its launch script and
     its job arrays (the first stage's; a later stage has a task per shard of the one before, known
@@ -709,9 +870,11 @@ def dry_run(recipe, sources: list, limit: int | None, workers: int, model_worker
         cores = cluster_cpus(spec.partition)
     except CurateError as e:
         max_array, cores = 1001, plan.available_cores()
-        notes.append(f"Slurm not reachable here ({str(e).strip().splitlines()[-1]}): planned with MaxArraySize "
-                     f"1001 and this machine's "
-                     f"{count(cores, 'CPU')}")
+        notes.append(
+            f"Slurm not reachable here ({str(e).strip().splitlines()[-1]}): planned with MaxArraySize "
+            f"1001 and this machine's "
+            f"{count(cores, 'CPU')}"
+        )
     allocation = None if os.environ.get(DRIVER_ENV) else os.environ.get("SLURM_JOB_ID")
     if allocation:
         cores = allocation_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")) or cores
@@ -719,24 +882,40 @@ def dry_run(recipe, sources: list, limit: int | None, workers: int, model_worker
     directory = "BATCH_DIR"  # _work/slurm/attempt-N/NNN-stageK under the run directory, when it runs
     stages = []
     for stage, tasks in zip(the_plan.stages, the_plan.tasks):
-        cpus, parallel, gres, mem = stage_resources(spec, stage.policy, stage.resource_class == "model",
-                                                    model_workers)
+        cpus, parallel, gres, mem = stage_resources(spec, stage.policy, stage.resource_class == "model", model_workers)
         name = f"stage{stage.index}"
         n = len(tasks) if tasks is not None else None
         options = sbatch_options(spec, f"curate.{recipe.name}.{name}", directory, cpus, mem, gres, os.getcwd())
-        entry = {"stage": stage.index, "tasks": n, "cpus_per_task": cpus, "parallel": parallel, "gres": gres,
-                 "mem": spec.mem or mem, "script": launch_script(spec, name, n, directory, options)}
+        entry = {
+            "stage": stage.index,
+            "tasks": n,
+            "cpus_per_task": cpus,
+            "parallel": parallel,
+            "gres": gres,
+            "mem": spec.mem or mem,
+            "script": launch_script(spec, name, n, directory, options),
+        }
         if n is not None and allocation:
             entry["steps"] = n
         elif n is not None:
-            entry["arrays"] = [{"array": array_spec(indices, parallel), "offset": offset, "tasks": len(indices)}
-                               for offset, indices in windows(list(range(n)), max_array)]
+            entry["arrays"] = [
+                {"array": array_spec(indices, parallel), "offset": offset, "tasks": len(indices)}
+                for offset, indices in windows(list(range(n)), max_array)
+            ]
         if stage.global_step is not None:
-            entry["fit"] = {"step": stage.global_step.label, "pieces_parallel": max(1, cores // (spec.cpus_per_task
-                                                                                                 or 1))}
+            entry["fit"] = {
+                "step": stage.global_step.label,
+                "pieces_parallel": max(1, cores // (spec.cpus_per_task or 1)),
+            }
         stages.append(entry)
-    planned = {"max_array_size": max_array, "cpus": cores, "partition": spec.partition, "allocation": allocation,
-               "stages": stages, "notes": notes}
+    planned = {
+        "max_array_size": max_array,
+        "cpus": cores,
+        "partition": spec.partition,
+        "allocation": allocation,
+        "stages": stages,
+        "notes": notes,
+    }
     if driver_args is not None and not allocation:
         planned["driver_script"] = driver_script(spec, recipe.name, driver_args, "curate-slurm/NAME-DATE", os.getcwd())
     return planned
@@ -746,36 +925,45 @@ def show_dry_run(planned: dict, print_line: Callable[[str], None]) -> None:
     """`dry_run`'s plan as lines for the terminal: the array sizes per stage, then each launch script."""
     where = planned["partition"] or "the default partition"
     if planned["allocation"]:
-        print_line(f"Slurm (nothing submitted): inside allocation {planned['allocation']} ({planned['cpus']} CPUs): "
-                   f"each task would run as an srun step of it")
+        print_line(
+            f"Slurm (nothing submitted): inside allocation {planned['allocation']} ({planned['cpus']} CPUs): "
+            f"each task would run as an srun step of it"
+        )
     else:
-        print_line(f"Slurm (nothing submitted): {planned['cpus']} CPUs in {where}, MaxArraySize "
-                   f"{planned['max_array_size']}")
+        print_line(
+            f"Slurm (nothing submitted): {planned['cpus']} CPUs in {where}, MaxArraySize {planned['max_array_size']}"
+        )
     for note in planned["notes"]:
         print_line(f"  note: {note}")
     for s in planned["stages"]:
         asks = [f"{count(s['cpus_per_task'], 'CPU')} each"] + [f"--{k}={s[k]}" for k in ("gres", "mem") if s[k]]
         each = f"{', '.join(asks)}, at most {s['parallel']} at once"
         if "fit" in s:
-            print_line(f"  stage {s['stage']}: fit of {s['fit']['step']} first, its parallel pieces as arrays of at "
-                       f"most {s['fit']['pieces_parallel']} tasks")
+            print_line(
+                f"  stage {s['stage']}: fit of {s['fit']['step']} first, its parallel pieces as arrays of at "
+                f"most {s['fit']['pieces_parallel']} tasks"
+            )
         if s["tasks"] is None:
-            print_line(f"  stage {s['stage']}: a task per shard of stage {s['stage'] - 1} (known when it ends), "
-                       f"{each}")
+            print_line(f"  stage {s['stage']}: a task per shard of stage {s['stage'] - 1} (known when it ends), {each}")
         elif "steps" in s:
             print_line(f"  stage {s['stage']}: {count(s['tasks'], 'srun step')}, {each}")
         else:
-            arrays = ", ".join(f"--array={a['array']}" + (f" (offset {a['offset']})" if a["offset"] else "")
-                               for a in s["arrays"])
-            print_line(f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(len(s['arrays']), 'job array')}"
-                       f" ({each}): {arrays}")
+            arrays = ", ".join(
+                f"--array={a['array']}" + (f" (offset {a['offset']})" if a["offset"] else "") for a in s["arrays"]
+            )
+            print_line(
+                f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(len(s['arrays']), 'job array')}"
+                f" ({each}): {arrays}"
+            )
     if "driver_script" in planned:
         print_line("  --submit: the driver's job script (curate-slurm/NAME-DATE under this directory):")
         for line in planned["driver_script"].rstrip("\n").splitlines():
             print_line(f"    {line}")
     for s in planned["stages"]:
-        print_line(f"  launch script of stage {s['stage']} (BATCH_DIR: _work/slurm/attempt-N/NNN-stage{s['stage']} "
-                   f"in the run directory):")
+        print_line(
+            f"  launch script of stage {s['stage']} (BATCH_DIR: _work/slurm/attempt-N/NNN-stage{s['stage']} "
+            f"in the run directory):"
+        )
         for line in s["script"].rstrip("\n").splitlines():
             print_line(f"    {line}")
 
@@ -787,19 +975,38 @@ def driver_script(spec, name: str, run_args: list[str], directory: str, cwd: str
     """The sbatch script of `--submit`: `curate run RUN_ARGS` as a small job of its own (the
     driver only waits on its tasks' arrays, submitted from the job; a Global fit's serial part and
     the publishing run in it), its log `driver-%j.out` in `directory`."""
-    options = [f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', f'curate.{name}.driver')}",
-               f"--output={directory}/driver-%j.out", f"--cpus-per-task={spec.driver_cpus}", "--ntasks=1",
-               f"--chdir={cwd}"]
-    for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos),
-                        ("time", spec.driver_time), ("mem", spec.driver_mem), ("constraint", spec.constraint)):
+    options = [
+        f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', f'curate.{name}.driver')}",
+        f"--output={directory}/driver-%j.out",
+        f"--cpus-per-task={spec.driver_cpus}",
+        "--ntasks=1",
+        f"--chdir={cwd}",
+    ]
+    for flag, value in (
+        ("partition", spec.partition),
+        ("account", spec.account),
+        ("qos", spec.qos),
+        ("time", spec.driver_time),
+        ("mem", spec.driver_mem),
+        ("constraint", spec.constraint),
+    ):
         if value:
             options.append(f"--{flag}={value}")
     python = spec.python or sys.executable
     command = " ".join(shlex.quote(a) for a in [python, "-m", "curate.cli", "run", *run_args])
-    return "\n".join(["#!/bin/bash", *[f"#SBATCH {o}" for o in options], "",
-                      f"# curate: the driver of {name}: it submits each stage's job arrays and waits on them",
-                      spec.env_setup or "", "export PYTHONUNBUFFERED=1", f"export {DRIVER_ENV}=1",
-                      f"exec {command}", ""])
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            *[f"#SBATCH {o}" for o in options],
+            "",
+            f"# curate: the driver of {name}: it submits each stage's job arrays and waits on them",
+            spec.env_setup or "",
+            "export PYTHONUNBUFFERED=1",
+            f"export {DRIVER_ENV}=1",
+            f"exec {command}",
+            "",
+        ]
+    )
 
 
 def submit_driver(recipe, run_args: list[str], status: Callable[[str], None]) -> tuple[str, Path | None]:
@@ -817,11 +1024,23 @@ def submit_driver(recipe, run_args: list[str], status: Callable[[str], None]) ->
     if allocation:
         if shutil.which("srun") is None:
             raise CurateError("--submit inside an allocation runs the driver as an srun step: srun is not on PATH")
-        command = ["srun", "--overlap", "--ntasks=1", "--nodes=1", f"--cpus-per-task={spec.driver_cpus}",
-                   f"--job-name=curate.{re.sub(r'[^A-Za-z0-9_.-]', '_', recipe.name)}.driver",
-                   python, "-m", "curate.cli", "run", *run_args]
-        status(f"Slurm: inside allocation {allocation}: the driver runs as an srun step of it, its tasks as steps "
-               f"too (nothing submitted)")
+        command = [
+            "srun",
+            "--overlap",
+            "--ntasks=1",
+            "--nodes=1",
+            f"--cpus-per-task={spec.driver_cpus}",
+            f"--job-name=curate.{re.sub(r'[^A-Za-z0-9_.-]', '_', recipe.name)}.driver",
+            python,
+            "-m",
+            "curate.cli",
+            "run",
+            *run_args,
+        ]
+        status(
+            f"Slurm: inside allocation {allocation}: the driver runs as an srun step of it, its tasks as steps "
+            f"too (nothing submitted)"
+        )
         env = {k: v for k, v in os.environ.items() if k != DRIVER_ENV}
         return str(subprocess.run(command, env=env, stdin=subprocess.DEVNULL).returncode), None
     missing = [c for c in COMMANDS if shutil.which(c) is None]

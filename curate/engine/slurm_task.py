@@ -72,8 +72,10 @@ def _watch_driver(lock_path: str, driver: dict, seconds: float = WATCH_SECONDS) 
         while True:
             time.sleep(seconds)
             if not _finished.is_set() and not driver_alive(lock_path, driver):
-                sys.stderr.write(f"curate: the run's driver (pid {driver.get('pid')} on {driver.get('host')}) no "
-                                 f"longer holds {lock_path}: stopping\n")
+                sys.stderr.write(
+                    f"curate: the run's driver (pid {driver.get('pid')} on {driver.get('host')}) no "
+                    f"longer holds {lock_path}: stopping\n"
+                )
                 sys.stderr.flush()
                 os._exit(DRIVER_GONE)
 
@@ -129,8 +131,11 @@ def main(argv: list[str]) -> int:
 
     hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
     if not driver_alive(batch["lock"], batch["driver"]):
-        print(f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
-              f"longer holds {batch['lock']}: not running item {item}", file=sys.stderr)
+        print(
+            f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
+            f"longer holds {batch['lock']}: not running item {item}",
+            file=sys.stderr,
+        )
         return DRIVER_GONE
     _watch_driver(batch["lock"], batch["driver"])
     if os.path.isdir(batch["cwd"]):
@@ -139,8 +144,12 @@ def main(argv: list[str]) -> int:
     from curate.engine.work.worker import use_cores
 
     use_cores(int(batch.get("threads", 1)))
-    print(f"curate: item {item} of {directory.name} on {os.uname().nodename} "
-          f"(Slurm job {os.environ.get('SLURM_JOB_ID', '?')})", file=sys.stderr, flush=True)
+    print(
+        f"curate: item {item} of {directory.name} on {os.uname().nodename} "
+        f"(Slurm job {os.environ.get('SLURM_JOB_ID', '?')})",
+        file=sys.stderr,
+        flush=True,
+    )
     work = pickle.loads(item_file.read_bytes())
     result: object  # a task's TaskResult, or the results of the pieces of `map` work
     try:
@@ -166,8 +175,11 @@ def main(argv: list[str]) -> int:
         from curate.errors import CurateError
 
         traceback.print_exc()
-        error = e if isinstance(e, (CurateError, WorkerError)) else \
-            WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc())  # a bug: its traceback for --debug
+        error = (
+            e
+            if isinstance(e, (CurateError, WorkerError))
+            else WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc())
+        )  # a bug: its traceback for --debug
         try:
             data = pickle.dumps(error)
             pickle.loads(data)

@@ -4,8 +4,9 @@ what store.py and retries.py catch by name without importing a store's package f
 from __future__ import annotations
 
 
-def installed(always: list[type[BaseException]],
-              optional: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[type[BaseException], ...]:
+def installed(
+    always: list[type[BaseException]], optional: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[type[BaseException], ...]:
     """`always`, and each (module, class names) of `optional` whose module imports."""
     found = list(always)
     for module, names in optional:

@@ -42,8 +42,14 @@ _URI = re.compile(r"hf://datasets/(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*
 FORM = "hf://datasets/ORG/NAME, or hf://datasets/ORG/NAME@REVISION"
 KEEP = (".gitattributes",)  # what a new repository holds: not "other content"
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
-RETRY_TEXT = ("Too Many Requests", "Service Unavailable", "rate limit",
-              "maximum queue size reached", "maximum time in concurrency queue reached", "lfs-verify")
+RETRY_TEXT = (
+    "Too Many Requests",
+    "Service Unavailable",
+    "rate limit",
+    "maximum queue size reached",
+    "maximum time in concurrency queue reached",
+    "lfs-verify",
+)
 ATTEMPTS = int(os.environ.get("CURATE_HUB_ATTEMPTS", "6"))  # tries of one Hub call, the first included
 MAX_FILES = 25_000  # LFS files one commit may hold (create_commit's documented limit)
 MAX_WAIT = 60.0  # seconds: the longest wait between two tries, whatever the Hub asks
@@ -65,8 +71,9 @@ class Target:
 
     @property
     def url(self) -> str:
-        return (f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}"
-                + (f"/tree/{self.revision}" if self.revision else ""))
+        return f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}" + (
+            f"/tree/{self.revision}" if self.revision else ""
+        )
 
 
 def is_hub(path) -> bool:
@@ -93,12 +100,12 @@ def target_of(output) -> Target:
     target = parse(output.path)
     revision = output.hub.revision if output.hub is not None and output.hub.revision else None
     if revision and target.revision and revision != target.revision:
-        raise CurateError(f"output.path names revision {target.revision} and output.hub.revision {revision}: "
-                          f"give one")
+        raise CurateError(f"output.path names revision {target.revision} and output.hub.revision {revision}: give one")
     unknown = sorted(set(output.storage_options) - {"endpoint", "token"})
     if unknown:
-        raise CurateError(f"output.storage_options of an hf:// output takes endpoint and token, "
-                          f"not {', '.join(unknown)}")
+        raise CurateError(
+            f"output.storage_options of an hf:// output takes endpoint and token, not {', '.join(unknown)}"
+        )
     endpoint = str(output.storage_options.get("endpoint") or _endpoint()).rstrip("/")
     return Target(target.uri, target.repo_id, revision or target.revision, endpoint)
 
@@ -149,8 +156,10 @@ def _token(output) -> str:
 
     token = output.storage_options.get("token") or get_token()
     if not token:
-        raise CurateError("publishing to the Hugging Face Hub needs a token with write access: set HF_TOKEN, or "
-                          "run `hf auth login` (or give output.storage_options.token: ${VAR})")
+        raise CurateError(
+            "publishing to the Hugging Face Hub needs a token with write access: set HF_TOKEN, or "
+            "run `hf auth login` (or give output.storage_options.token: ${VAR})"
+        )
     return str(token)
 
 
@@ -173,14 +182,20 @@ def _wait(error: Exception, attempt: int) -> float:
                 return min(float(value), MAX_WAIT)
         except ValueError:
             pass
-    return min(2.0 ** attempt, MAX_WAIT)
+    return min(2.0**attempt, MAX_WAIT)
 
 
 def _retryable(error: Exception) -> bool:
     if _status(error) in RETRY_STATUS:
         return True
-    if type(error).__name__ in ("ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError",
-                                "ConnectionError", "Timeout"):
+    if type(error).__name__ in (
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "RemoteProtocolError",
+        "ConnectionError",
+        "Timeout",
+    ):
         return True
     return any(text in str(error) for text in RETRY_TEXT)
 
@@ -208,8 +223,10 @@ class _Calls:
                     reason = str(_status(e) or type(e).__name__)
                     self.retries[reason] = self.retries.get(reason, 0) + 1
                     wait = _wait(e, attempt)
-                    self.status(f"the Hub answered {reason} to {what}; trying again in {wait:.0f}s "
-                                f"({attempt + 1} of {ATTEMPTS - 1} retries)")
+                    self.status(
+                        f"the Hub answered {reason} to {what}; trying again in {wait:.0f}s "
+                        f"({attempt + 1} of {ATTEMPTS - 1} retries)"
+                    )
                     time.sleep(wait)
                     continue
                 raise self.error(what, e, attempt + 1) from None
@@ -223,8 +240,10 @@ class _Calls:
         elif status == 403:
             why = f"the token may not write to {repo}: use a token with write access to its namespace"
         elif status == 412:
-            why = ("the branch moved while publishing (someone else committed); --resume checks the repository "
-                   "again and publishes")
+            why = (
+                "the branch moved while publishing (someone else committed); --resume checks the repository "
+                "again and publishes"
+            )
         elif status == 429 or (status in RETRY_STATUS and tries >= ATTEMPTS):
             why = f"the Hub kept refusing ({status}, {tries} tries): try again later"
         else:
@@ -255,8 +274,15 @@ def _remote(calls: _Calls, api, branch: str) -> Remote:
 
     target = calls.target
     try:
-        info = calls("reading the repository", api.repo_info, target.repo_id, repo_type="dataset", revision=branch,
-                     token=calls.token, passthrough=(RepositoryNotFoundError, RevisionNotFoundError))
+        info = calls(
+            "reading the repository",
+            api.repo_info,
+            target.repo_id,
+            repo_type="dataset",
+            revision=branch,
+            token=calls.token,
+            passthrough=(RepositoryNotFoundError, RevisionNotFoundError),
+        )
     except RepositoryNotFoundError:
         return Remote(False, False, [], None, None)
     except RevisionNotFoundError:
@@ -264,8 +290,9 @@ def _remote(calls: _Calls, api, branch: str) -> Remote:
     files = sorted(s.rfilename for s in (info.siblings or []))
     manifest = None
     if "manifest.json" in files:
-        manifest = calls("reading its manifest.json", _read, api, target.repo_id, "manifest.json", info.sha,
-                         calls.token)
+        manifest = calls(
+            "reading its manifest.json", _read, api, target.repo_id, "manifest.json", info.sha, calls.token
+        )
     return Remote(True, True, files, info.sha, manifest)
 
 
@@ -292,14 +319,18 @@ def _refusal(target: Target, branch: str, remote: Remote, fingerprint: str, over
     ours = _curate_manifest(remote.manifest)
     if ours is not None:
         if ours.recipe_fingerprint != fingerprint and not overwrite:
-            return (f"{target.repo_id} ({branch}) holds a run of another recipe ({ours.name}, fingerprint "
-                    f"{ours.recipe_fingerprint}); --overwrite replaces it")
+            return (
+                f"{target.repo_id} ({branch}) holds a run of another recipe ({ours.name}, fingerprint "
+                f"{ours.recipe_fingerprint}); --overwrite replaces it"
+            )
         return None
     other = [f for f in remote.files if f not in KEEP]
     if other:
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-        return (f"{target.repo_id} ({branch}) holds files curate did not publish ({shown}); publish to a new "
-                f"repository, or to a new branch (hf://datasets/{target.repo_id}@BRANCH)")
+        return (
+            f"{target.repo_id} ({branch}) holds files curate did not publish ({shown}); publish to a new "
+            f"repository, or to a new branch (hf://datasets/{target.repo_id}@BRANCH)"
+        )
     return None
 
 
@@ -328,16 +359,17 @@ def check(recipe, overwrite: bool = False, status: Callable[[str], None] = lambd
     branch = target.revision or "main"
     remote = _remote(calls, api, branch)
     if target.revision and not remote.branch and remote.repo and recipe.output.hub.create_pr:
-        raise CurateError(f"publishing to {target.uri}: create_pr opens a pull request against an existing branch; "
-                          f"{branch} does not exist")
+        raise CurateError(
+            f"publishing to {target.uri}: create_pr opens a pull request against an existing branch; "
+            f"{branch} does not exist"
+        )
     why = _refusal(target, branch, remote, recipe.fingerprint(), overwrite)
     if why:
         raise CurateError(f"publishing to {target.uri}: {why}")
     return Checked(calls, api, branch, remote, me.get("name", ""))
 
 
-def publish(run_dir: Path, recipe, overwrite: bool = False,
-            status: Callable[[str], None] = lambda m: None) -> dict:
+def publish(run_dir: Path, recipe, overwrite: bool = False, status: Callable[[str], None] = lambda m: None) -> dict:
     """The finished run in `run_dir` published to the Hub in one commit (see the module's doc);
     what was done: {repo, revision, url, commit, files, retries, already}."""
     from curate import card as card_module
@@ -368,37 +400,85 @@ def publish(run_dir: Path, recipe, overwrite: bool = False,
     card_bytes = _scrub(text, calls.token).encode()
     # Our earlier run's data and trace files that this one does not replace: deleted in the same
     # commit (a file someone added beside them, a LICENSE say, stays)
-    stale = [f for f in remote.files if f.startswith(("data/", "trace/")) and f not in paths] \
-        if _curate_manifest(remote.manifest) else []
+    stale = (
+        [f for f in remote.files if f.startswith(("data/", "trace/")) and f not in paths]
+        if _curate_manifest(remote.manifest)
+        else []
+    )
     adds = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(f)) for f, p in pairs[:-1]]
-    adds += [CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card_bytes),
-             CommitOperationAdd(path_in_repo="manifest.json", path_or_fileobj=manifest)]
+    adds += [
+        CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card_bytes),
+        CommitOperationAdd(path_in_repo="manifest.json", path_or_fileobj=manifest),
+    ]
     operations = adds + [CommitOperationDelete(path_in_repo=p) for p in stale]
     if len(adds) > MAX_FILES:  # before anything is made or uploaded
-        raise CurateError(f"publishing to {target.uri}: {len(adds)} files are more than one commit takes "
-                          f"({MAX_FILES}); "
-                          f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite")
+        raise CurateError(
+            f"publishing to {target.uri}: {len(adds)} files are more than one commit takes "
+            f"({MAX_FILES}); "
+            f"write fewer, larger shards (output.shard_mb, output.merge_shards: true) and --overwrite"
+        )
 
     if not remote.repo:
-        calls(f"creating {target.repo_id}", api.create_repo, target.repo_id, repo_type="dataset",
-              private=spec.private, exist_ok=True, token=calls.token)
+        calls(
+            f"creating {target.repo_id}",
+            api.create_repo,
+            target.repo_id,
+            repo_type="dataset",
+            private=spec.private,
+            exist_ok=True,
+            token=calls.token,
+        )
         status(f"created {target.endpoint}/datasets/{target.repo_id}" + (" (private)" if spec.private else ""))
     if branch != "main" and not remote.branch:
-        calls(f"creating the branch {branch}", api.create_branch, target.repo_id, branch=branch, repo_type="dataset",
-              exist_ok=True, token=calls.token)
+        calls(
+            f"creating the branch {branch}",
+            api.create_branch,
+            target.repo_id,
+            branch=branch,
+            repo_type="dataset",
+            exist_ok=True,
+            token=calls.token,
+        )
     size = sum(f.stat().st_size for f, _ in pairs)
     status(f"uploading {len(adds)} files ({size / 1e6:.1f} MB) to {target.repo_id}")
-    calls("uploading the files", api.preupload_lfs_files, target.repo_id, additions=adds, repo_type="dataset",
-          revision=branch, create_pr=spec.create_pr, token=calls.token)
+    calls(
+        "uploading the files",
+        api.preupload_lfs_files,
+        target.repo_id,
+        additions=adds,
+        repo_type="dataset",
+        revision=branch,
+        create_pr=spec.create_pr,
+        token=calls.token,
+    )
     failpoint("hub-uploaded")
     rows = read(manifest, str(run_dir / "manifest.json")).rows_out
     message = spec.commit_message or f"curate: {recipe.name}, {rows} rows"
-    description = (f"Published by curate: recipe {recipe.name} (fingerprint {recipe.fingerprint()}), "
-                   f"{len(pairs) - 1} data and trace files, the dataset card and manifest.json in one commit.")
-    info = calls("committing", api.create_commit, target.repo_id, operations, commit_message=message,
-                 commit_description=description, repo_type="dataset", revision=branch, create_pr=spec.create_pr,
-                 parent_commit=None if spec.create_pr else remote.head, token=calls.token)
+    description = (
+        f"Published by curate: recipe {recipe.name} (fingerprint {recipe.fingerprint()}), "
+        f"{len(pairs) - 1} data and trace files, the dataset card and manifest.json in one commit."
+    )
+    info = calls(
+        "committing",
+        api.create_commit,
+        target.repo_id,
+        operations,
+        commit_message=message,
+        commit_description=description,
+        repo_type="dataset",
+        revision=branch,
+        create_pr=spec.create_pr,
+        parent_commit=None if spec.create_pr else remote.head,
+        token=calls.token,
+    )
     url = info.pr_url if spec.create_pr and info.pr_url else info.commit_url
     status(f"published {target.uri}: {url}")
-    return {**result, "commit": info.oid, "url": url, "files": len(adds), "deleted": len(stale),
-            "retries": sum(calls.retries.values()), "retry_reasons": dict(sorted(calls.retries.items()))}
+    return {
+        **result,
+        "commit": info.oid,
+        "url": url,
+        "files": len(adds),
+        "deleted": len(stale),
+        "retries": sum(calls.retries.values()),
+        "retry_reasons": dict(sorted(calls.retries.items())),
+    }

@@ -44,8 +44,13 @@ def _kind(t: pa.DataType) -> str:
         return "number"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t) \
-            or pa.types.is_fixed_size_list(t):
+    if (
+        pa.types.is_struct(t)
+        or pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_map(t)
+        or pa.types.is_fixed_size_list(t)
+    ):
         return "nested"
     return str(t)
 
@@ -176,8 +181,9 @@ def as_text(value, mode: str):
 
 def value_kind(value) -> str:
     """A JSON value's kind, as a message names it."""
-    return {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object",
-            list: "array"}.get(type(value), type(value).__name__)
+    return {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def misfit(value, type_: pa.DataType) -> str | None:

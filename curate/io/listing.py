@@ -40,8 +40,9 @@ class Listing:
     run_directory: bool | None = None  # the URI names a run directory: finished (True) or not
 
 
-def in_unnamed_run_directory(f: PurePath, base: PurePath, pattern: tuple[str, ...], skipped: list,
-                             is_run: Callable[[PurePath], bool]) -> bool:
+def in_unnamed_run_directory(
+    f: PurePath, base: PurePath, pattern: tuple[str, ...], skipped: list, is_run: Callable[[PurePath], bool]
+) -> bool:
     """Whether a glob's match `f` lies in a curate run directory (at or below `base`) reached
     through a wildcard: `out/*/data/*.parquet` names the runs' data/ and reads it, `out/**/*.parquet`
     does not. Pattern parts line up with the path's only before a `**`."""
@@ -50,7 +51,7 @@ def in_unnamed_run_directory(f: PurePath, base: PurePath, pattern: tuple[str, ..
         directory = type(f)(*parts[:k])
         if not is_run(directory):
             continue
-        named = k < len(pattern) and "**" not in pattern[:k + 1] and not glob.has_magic(pattern[k])
+        named = k < len(pattern) and "**" not in pattern[: k + 1] and not glob.has_magic(pattern[k])
         if not named:
             if directory not in skipped:
                 skipped.append(directory)
@@ -72,8 +73,8 @@ def relative_name(parts: tuple[str, ...], base: tuple[str, ...]) -> str:
     """The path of `parts` relative to `base` (parts too), or its name where it is not below
     `base`, as a posix path: what PurePosixPath's relative_to and name give."""
     rooted = bool(parts) and parts[0].startswith("/")  # "/" or "//": a relative base holds no rooted path
-    if parts[:len(base)] == base and (base or not rooted):
-        return "/".join(parts[len(base):]) or "."
+    if parts[: len(base)] == base and (base or not rooted):
+        return "/".join(parts[len(base) :]) or "."
     return PurePosixPath(PurePosixPath(*parts).name).as_posix()
 
 
@@ -164,10 +165,14 @@ def _run_directories(fs, found: dict, base: PurePosixPath, complete: bool) -> se
     at once (a request or two each)."""
     if complete:
         candidates = {posixpath.dirname(k) for k in found if k.endswith("/manifest.json")} | {
-            posixpath.dirname(posixpath.dirname(k)) for k in found if k.endswith(f"/{layout.WORK}/run.json")}
+            posixpath.dirname(posixpath.dirname(k)) for k in found if k.endswith(f"/{layout.WORK}/run.json")
+        }
     else:
-        candidates = {str(PurePosixPath(*PurePosixPath(k).parts[:i])) for k in found
-                      for i in range(len(base.parts), len(PurePosixPath(k).parts))}
+        candidates = {
+            str(PurePosixPath(*PurePosixPath(k).parts[:i]))
+            for k in found
+            for i in range(len(base.parts), len(PurePosixPath(k).parts))
+        }
     files = layout.Files(_arrow_fs(fs))
     ordered = sorted(candidates)
     marks = store.map_objects(lambda d: layout.is_run_directory(d, files), ordered, remote=True)

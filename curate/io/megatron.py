@@ -29,8 +29,10 @@ def token_type(schema: pa.Schema, where: str) -> pa.DataType:
     """The integer type of `schema`'s input_ids lists; a CurateError naming `where` when the column
     is missing or is not a list of integers."""
     if TOKENS not in schema.names:
-        raise CurateError(f"{where}: no '{TOKENS}' column to write token ids from: add a tokenize step "
-                          f"(or one writing token ids to '{TOKENS}')")
+        raise CurateError(
+            f"{where}: no '{TOKENS}' column to write token ids from: add a tokenize step "
+            f"(or one writing token ids to '{TOKENS}')"
+        )
     t = schema.field(TOKENS).type
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_integer(t.value_type):
         raise CurateError(f"{where}: column '{TOKENS}' must hold lists of integer token ids, it is {t}")
@@ -39,8 +41,10 @@ def token_type(schema: pa.Schema, where: str) -> pa.DataType:
 
 def megatron_code(value_type: pa.DataType, where: str) -> int:
     if value_type not in CODES:
-        raise CurateError(f"{where}: Megatron has no {value_type} token type (it reads uint8, int8, int16, uint16, "
-                          f"int32, int64): tokenize with dtype auto, int32 or int64")
+        raise CurateError(
+            f"{where}: Megatron has no {value_type} token type (it reads uint8, int8, int16, uint16, "
+            f"int32, int64): tokenize with dtype auto, int32 or int64"
+        )
     return CODES[value_type]
 
 

@@ -52,15 +52,25 @@ def client(uri: str, options: dict | None) -> tuple[Any, str] | None:
     inner = given.get("client_kwargs") or {}
     if set(given) - OPTIONS or not isinstance(inner, dict) or set(inner) - CLIENT_KWARGS:
         return None
-    endpoint = (given.get("endpoint_url") or inner.get("endpoint_url") or os.environ.get("AWS_ENDPOINT_URL_S3")
-                or os.environ.get("AWS_ENDPOINT_URL"))
+    endpoint = (
+        given.get("endpoint_url")
+        or inner.get("endpoint_url")
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+    )
     region = inner.get("region_name")
     if not endpoint and not region:
         return None  # AWS itself, the bucket's region unknown: s3fs follows the redirect to it
     path = uri.split("://", 1)[1]
     try:
-        fs = _client(endpoint or "", region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-                     or "us-east-1", given.get("key"), given.get("secret"), given.get("token"), bool(given.get("anon")))
+        fs = _client(
+            endpoint or "",
+            region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            given.get("key"),
+            given.get("secret"),
+            given.get("token"),
+            bool(given.get("anon")),
+        )
     except ImportError:  # a pyarrow built without S3
         return None
     return fs, path
@@ -71,12 +81,16 @@ def _client(endpoint: str, region: str, key: str | None, secret: str | None, tok
     """One client per set of options in a process (made once: it starts the AWS SDK)."""
     from pyarrow import fs as pafs
 
-    kwargs = {"region": region, "anonymous": anon,
-              # one attempt: curate's policy retries and counts (retries.py)
-              "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1),
-              # botocore's waits (s3fs's): the SDK's own 3 s without a byte failed every try of a
-              # footer against a store slowed by a loaded machine
-              "connect_timeout": TIMEOUT_S, "request_timeout": TIMEOUT_S}
+    kwargs = {
+        "region": region,
+        "anonymous": anon,
+        # one attempt: curate's policy retries and counts (retries.py)
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1),
+        # botocore's waits (s3fs's): the SDK's own 3 s without a byte failed every try of a
+        # footer against a store slowed by a loaded machine
+        "connect_timeout": TIMEOUT_S,
+        "request_timeout": TIMEOUT_S,
+    }
     if endpoint:
         parsed = urlparse(endpoint)
         kwargs.update(endpoint_override=parsed.netloc + parsed.path.rstrip("/"), scheme=parsed.scheme or "https")
@@ -96,8 +110,10 @@ def _head(fs, path: str, uri: str, etag: str | None, policy: retries.Policy):
     now = handle.metadata().get("ETag") or handle.metadata().get(b"ETag")
     if etag and now is not None and _etag(now) != _etag(etag):
         handle.close()
-        raise InputError(f"{uri}: the object changed since the input was listed (ETag {etag}, now {_etag(now)}); "
-                         f"run again to read its new version")
+        raise InputError(
+            f"{uri}: the object changed since the input was listed (ETag {etag}, now {_etag(now)}); "
+            f"run again to read its new version"
+        )
     return handle
 
 
@@ -171,7 +187,7 @@ class NativeObject:
             if not start <= self._pos < start + len(held):
                 self._held = (self._pos, self._block_at(self._pos))
                 start, held = self._held
-            part = held[self._pos - start: self._pos - start + size]
+            part = held[self._pos - start : self._pos - start + size]
             parts.append(part)
             self._pos += len(part)
             size -= len(part)

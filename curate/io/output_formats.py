@@ -42,8 +42,13 @@ from curate.io.megatron import TOKENS, megatron_code, to_megatron, token_type
 from curate.io.packing import to_packed
 
 SUFFIX = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
-PATTERN = {"parquet": "*.parquet", "jsonl": "part-*.jsonl*", "hf": "*.arrow", "webdataset": "*.tar",
-           "megatron": "*.bin"}
+PATTERN = {
+    "parquet": "*.parquet",
+    "jsonl": "part-*.jsonl*",
+    "hf": "*.arrow",
+    "webdataset": "*.tar",
+    "megatron": "*.bin",
+}
 TOKEN_TOTALS = "_tokens.json"
 # Field metadata of a string column holding JSON text that JSON lines output writes nested.
 JSON_TEXT = b"curate.json_text"
@@ -111,9 +116,14 @@ def to_webdataset(part: Path) -> None:
     target = part.with_suffix(".tar")
     tmp, meta_tmp = target.with_name(target.name + ".tmp"), part.with_name(part.name + ".meta.tmp")
     meta_columns = [n for n in names if n != "image"]
-    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar, \
-            pq.ParquetWriter(meta_tmp, pf.schema_arrow.remove(names.index("image")) if "image" in names
-                             else pf.schema_arrow, compression="zstd") as meta:
+    with (
+        tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar,
+        pq.ParquetWriter(
+            meta_tmp,
+            pf.schema_arrow.remove(names.index("image")) if "image" in names else pf.schema_arrow,
+            compression="zstd",
+        ) as meta,
+    ):
         for batch in pf.iter_batches(batch_size=1024):
             for row in batch.to_pylist():
                 for name, data in sample_members(row, str(row[key_column])):
@@ -147,8 +157,9 @@ def check_tokens(output, schema: pa.Schema) -> None:
 
 def write_token_totals(staging: Path, shards: list[dict], **about) -> None:
     totals = {key: sum(s[key] for s in shards) for key in shards[0] if key != "file"} if shards else {}
-    (staging / TOKEN_TOTALS).write_text(json.dumps({**about, "documents": 0, "tokens": 0, **totals,
-                                                    "shards": shards}, indent=1) + "\n")
+    (staging / TOKEN_TOTALS).write_text(
+        json.dumps({**about, "documents": 0, "tokens": 0, **totals, "shards": shards}, indent=1) + "\n"
+    )
 
 
 def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None) -> None:
@@ -157,8 +168,9 @@ def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None
     parts = sorted(staging.glob("part-*.parquet"))
     if pack is not None:
         codec = None if compression == "none" else compression or "zstd"
-        shards = run_map(to_packed, parts, [pack.seq_len] * len(parts), [pack.pad_id] * len(parts),
-                         [codec] * len(parts))
+        shards = run_map(
+            to_packed, parts, [pack.seq_len] * len(parts), [pack.pad_id] * len(parts), [codec] * len(parts)
+        )
         write_token_totals(staging, shards, seq_len=pack.seq_len, last=pack.last)
     elif fmt == "megatron":
         write_token_totals(staging, run_map(to_megatron, parts))
@@ -172,9 +184,15 @@ def convert(staging: Path, fmt: str, compression: str | None, run_map, pack=None
             pq.write_table(pa.table({}), staging / "part-00000.parquet")
             parts, targets = [staging / "part-00000.parquet"], [staging / "data-00000-of-00001.arrow"]
         run_map(to_arrow_stream, parts, targets)
-        state: dict[str, Any] = {"_data_files": [{"filename": t.name} for t in targets], "_fingerprint": None,
-                 "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
-                 "_output_all_columns": False, "_split": None}
+        state: dict[str, Any] = {
+            "_data_files": [{"filename": t.name} for t in targets],
+            "_fingerprint": None,
+            "_format_columns": None,
+            "_format_kwargs": {},
+            "_format_type": None,
+            "_output_all_columns": False,
+            "_split": None,
+        }
         (staging / "state.json").write_text(json.dumps(state, indent=2))
         (staging / "dataset_info.json").write_text(json.dumps({"description": "written by curate"}))
 
@@ -187,8 +205,9 @@ def remote_fs(uri: str, what: str = "output.upload", options: dict | None = None
     try:
         import fsspec
     except ImportError:
-        raise CurateError(f"{what} needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// "
-                          "or gcsfs for gs://") from None
+        raise CurateError(
+            f"{what} needs fsspec (pip install 'curate[remote]'), plus s3fs for s3:// or gcsfs for gs://"
+        ) from None
     if options is not None:
         from curate.io.store import filesystem
 

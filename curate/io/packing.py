@@ -29,9 +29,15 @@ from curate.io.megatron import TOKENS, token_lists, token_type
 
 
 def packed_schema(value_type: pa.DataType) -> pa.Schema:
-    return pa.schema([(TOKENS, pa.list_(value_type)), ("position_ids", pa.list_(pa.int32())),
-                      ("cu_seqlens", pa.list_(pa.int32())), ("doc_ids", pa.list_(pa.string())),
-                      ("continued", pa.bool_())])
+    return pa.schema(
+        [
+            (TOKENS, pa.list_(value_type)),
+            ("position_ids", pa.list_(pa.int32())),
+            ("cu_seqlens", pa.list_(pa.int32())),
+            ("doc_ids", pa.list_(pa.string())),
+            ("continued", pa.bool_()),
+        ]
+    )
 
 
 def offsets(counts: np.ndarray) -> pa.Array:
@@ -63,8 +69,7 @@ class Packer:
         starts = np.concatenate([self.starts, np.repeat(firsts, lengths)])
         names = pa.concat_arrays([self.ids, doc_ids.cast(pa.string())])
         full = len(tokens) // self.seq_len * self.seq_len
-        rows = self._rows(tokens[:full], docs[:full], starts[:full], names, np.full(full // self.seq_len,
-                                                                                    self.seq_len))
+        rows = self._rows(tokens[:full], docs[:full], starts[:full], names, np.full(full // self.seq_len, self.seq_len))
         first = docs[full] if full < len(docs) else len(names)  # the first document still carried
         self.tokens, self.docs, self.starts = tokens[full:], docs[full:] - first, starts[full:]
         self.ids, self.base = names.slice(first), self.base + full
@@ -98,13 +103,18 @@ class Packer:
         bounds = np.zeros((n, width + 1), bool)
         bounds[:, :width] = piece
         bounds[np.arange(n), used] = True  # where the real ids end
-        return pa.table([pa.ListArray.from_arrays(offsets(np.full(n, width)), pa.array(tokens.ravel())),
-                         pa.ListArray.from_arrays(offsets(np.full(n, width)), pa.array(positions.ravel())),
-                         pa.ListArray.from_arrays(offsets(bounds.sum(1)),
-                                                  pa.array((np.flatnonzero(bounds) % (width + 1)).astype(np.int32))),
-                         pa.ListArray.from_arrays(offsets(piece.sum(1)), names.take(pa.array(docs[piece]))),
-                         pa.array(starts[:, 0] < row_start[:, 0])],
-                        schema=packed_schema(self.value_type))
+        return pa.table(
+            [
+                pa.ListArray.from_arrays(offsets(np.full(n, width)), pa.array(tokens.ravel())),
+                pa.ListArray.from_arrays(offsets(np.full(n, width)), pa.array(positions.ravel())),
+                pa.ListArray.from_arrays(
+                    offsets(bounds.sum(1)), pa.array((np.flatnonzero(bounds) % (width + 1)).astype(np.int32))
+                ),
+                pa.ListArray.from_arrays(offsets(piece.sum(1)), names.take(pa.array(docs[piece]))),
+                pa.array(starts[:, 0] < row_start[:, 0]),
+            ],
+            schema=packed_schema(self.value_type),
+        )
 
 
 def to_packed(part: Path, seq_len: int, pad_id: int | None, compression: str | None) -> dict:
@@ -133,5 +143,10 @@ def to_packed(part: Path, seq_len: int, pad_id: int | None, compression: str | N
             rows += 1
     os.replace(tmp, part)
     tokens = packer.base + (len(packer.tokens) if pad_id is not None else 0)
-    return {"file": part.stem, "documents": documents, "tokens": int(tokens), "rows": rows,
-            "padded" if pad_id is not None else "dropped": int(left)}
+    return {
+        "file": part.stem,
+        "documents": documents,
+        "tokens": int(tokens),
+        "rows": rows,
+        "padded" if pad_id is not None else "dropped": int(left),
+    }

@@ -22,8 +22,10 @@ from curate.errors import InputError
 
 def check_format(source, raw_column: str | None) -> None:
     if raw_column is not None and source.format != "jsonl":
-        raise InputError(f"{source.path}: input.raw_column reads JSON (lines or an array of records); this file is "
-                         f"{source.format}, whose rows are records as they are: leave input.raw_column empty")
+        raise InputError(
+            f"{source.path}: input.raw_column reads JSON (lines or an array of records); this file is "
+            f"{source.format}, whose rows are records as they are: leave input.raw_column empty"
+        )
 
 
 def reader(column: str) -> Callable:
@@ -75,8 +77,9 @@ def _one(line: bytes) -> tuple[str, str | None]:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as e:
         return text, f"malformed JSON: {e}"
-    return text, None if isinstance(record, (dict, list)) else f"expected a JSON object or array, got " \
-                                                              f"{type(record).__name__}"
+    return text, None if isinstance(
+        record, (dict, list)
+    ) else f"expected a JSON object or array, got {type(record).__name__}"
 
 
 def _array(path: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
@@ -86,5 +89,10 @@ def _array(path: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
         raise InputError(f"{path}: not valid JSON ({e})") from None
     for i, record in enumerate(records, 1):
         text = orjson.dumps(record).decode()
-        yield i, text, None if isinstance(record, (dict, list)) else (
-            f"record {i} of the array is a {type(record).__name__}, not a JSON object or array")
+        yield (
+            i,
+            text,
+            None
+            if isinstance(record, (dict, list))
+            else (f"record {i} of the array is a {type(record).__name__}, not a JSON object or array"),
+        )

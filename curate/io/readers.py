@@ -64,11 +64,19 @@ class BadRows:
 Chunk = tuple[pa.RecordBatch | None, BadRows | None]
 
 
-def read_source(source: Source, *, id_column: str | None = None, batch_rows: int = 8192,
-                on_bad_row: str = "trace", raw_column: str | None = None,
-                meter: ReadMeter | None = None, peek: bool = False, schema: pa.Schema | None = None,
-                on_truncated: str = "fail",
-                mime_types: list[str] | tuple[str, ...] | None = None) -> Generator[Chunk, None, None]:
+def read_source(
+    source: Source,
+    *,
+    id_column: str | None = None,
+    batch_rows: int = 8192,
+    on_bad_row: str = "trace",
+    raw_column: str | None = None,
+    meter: ReadMeter | None = None,
+    peek: bool = False,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+    mime_types: list[str] | tuple[str, ...] | None = None,
+) -> Generator[Chunk, None, None]:
     """Batches of `source` with `_id` added (or taken from `id_column`), in file order, in the
     columns of `schema` (the input's, decided from every file: input_schema.py; by default this
     file's own, read whole first); a row with a value that cannot take its type is a bad row. With
@@ -78,8 +86,13 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
     `on_truncated`: "keep" reads a compressed file cut short up to the cut (a bad row says where).
     `mime_types`: a WARC file's payload types read (default: HTML and XHTML; curate/io/warc.py)."""
     readers: dict[str, Callable[..., Any]] = {
-        "jsonl": _jsonl, "parquet": functools.partial(_parquet, peek=peek), "csv": _csv,
-        "arrow_stream": _arrow_stream, "webdataset": _webdataset, "warc": warc.read}
+        "jsonl": _jsonl,
+        "parquet": functools.partial(_parquet, peek=peek),
+        "csv": _csv,
+        "arrow_stream": _arrow_stream,
+        "webdataset": _webdataset,
+        "warc": warc.read,
+    }
     meter = meter or ReadMeter()
     with named_errors(source.path, source.format):
         if _empty(source, on_bad_row, meter):
@@ -95,11 +108,13 @@ def read_source(source: Source, *, id_column: str | None = None, batch_rows: int
                 reader = functools.partial(reader, selection=warc.Selection(mime_types=tuple(mime_types)))
         row, bad_rows = 0, 0
         chunks = reader(source, batch_rows, on_bad_row, meter)
-        for batch, bad in (_then_unchanged(chunks, source, peek) if source.is_uri else chunks):
+        for batch, bad in _then_unchanged(chunks, source, peek) if source.is_uri else chunks:
             bad_rows += len(bad) if bad is not None else 0
             if bad is not None and len(bad) and on_bad_row == "fail":
-                raise InputError(f"{source.path}, {bad.unit} {bad.line[0]}: {bad.error[0]} "
-                                 f"(set input.on_bad_row: trace to send such rows to the trace instead)")
+                raise InputError(
+                    f"{source.path}, {bad.unit} {bad.line[0]}: {bad.error[0]} "
+                    f"(set input.on_bad_row: trace to send such rows to the trace instead)"
+                )
             if batch is not None and batch.num_rows:
                 batch = _add_partition(batch, source)
                 batch = _add_id(batch, source, row, id_column)
@@ -133,8 +148,10 @@ def _then_unchanged(chunks: Iterator[Chunk], source: Source, peek: bool) -> Iter
         asked.result()
 
 
-EMPTY_FAILS = ("input.on_bad_row: fail refuses an empty input file; with trace, the default, it is skipped "
-               "and counted in the manifest")
+EMPTY_FAILS = (
+    "input.on_bad_row: fail refuses an empty input file; with trace, the default, it is skipped "
+    "and counted in the manifest"
+)
 
 
 def is_empty_file(source: Source) -> bool:
@@ -160,8 +177,7 @@ def _input_stream(source: Source, meter: ReadMeter | None = None, block: int | N
     (before decompression)."""
     codec = COMPRESSIONS.get(Path(source.path).suffix.lower())
     if source.is_uri:
-        return store.open_stream(source.path, source.storage_options, codec, source.size, source.version, meter,
-                                 block)
+        return store.open_stream(source.path, source.storage_options, codec, source.size, source.version, meter, block)
     raw = pa.OSFile(source.path)
     if meter is not None:
         meter.follow(raw)
@@ -170,8 +186,9 @@ def _input_stream(source: Source, meter: ReadMeter | None = None, block: int | N
     return pa.input_stream(raw, compression=codec)
 
 
-def _arrow_batches(source: Source, meter: ReadMeter | None = None,
-                   block: int | None = None) -> pa.ipc.RecordBatchStreamReader:
+def _arrow_batches(
+    source: Source, meter: ReadMeter | None = None, block: int | None = None
+) -> pa.ipc.RecordBatchStreamReader:
     """An Arrow stream file's batches: a local file mapped, not read; an object streamed (in
     requests of `block` bytes)."""
     if source.is_uri:
@@ -182,8 +199,9 @@ def _arrow_batches(source: Source, meter: ReadMeter | None = None,
     return pa.ipc.open_stream(mapped)
 
 
-def file_schema(source: Source, raw_column: str | None = None,
-                partitions: bool = True) -> tuple[pa.Schema | None, int | None]:
+def file_schema(
+    source: Source, raw_column: str | None = None, partitions: bool = True
+) -> tuple[pa.Schema | None, int | None]:
     """The columns `read_source` gives for `source` (hive partition columns added unless not
     `partitions`, `_id` not), read
     cheaply: a Parquet footer, an Arrow stream's header, a CSV file's first block (as the reader
@@ -264,8 +282,10 @@ def _add_partition(batch: pa.RecordBatch, source: Source) -> pa.RecordBatch:
 def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | None) -> pa.RecordBatch:
     if id_column:
         if id_column not in batch.schema.names:
-            raise InputError(f"{source.path}: id column '{id_column}' (input.id_column) not found; "
-                             f"columns are: {', '.join(batch.schema.names)}")
+            raise InputError(
+                f"{source.path}: id column '{id_column}' (input.id_column) not found; "
+                f"columns are: {', '.join(batch.schema.names)}"
+            )
         ids = pc.cast(batch.column(id_column), pa.string())
         if ids.null_count:
             first = pc.index(pc.is_null(ids), True).as_py()
@@ -280,8 +300,9 @@ def _add_id(batch: pa.RecordBatch, source: Source, start: int, id_column: str | 
     return put(batch, "_id", ids)
 
 
-def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int,
-         bad: BadRows | None) -> tuple[pa.RecordBatch, BadRows | None]:
+def _fit(
+    batch: pa.RecordBatch, schema: pa.Schema, first_row: int, bad: BadRows | None
+) -> tuple[pa.RecordBatch, BadRows | None]:
     """`batch` (whose first row is the file's row `first_row`, 0-based) conformed to `schema`;
     rows with a value that cannot take its type are taken out into `bad` (as JSON text)."""
     fitted, misfits = input_schema.conform(batch, schema)
@@ -296,8 +317,15 @@ def _fit(batch: pa.RecordBatch, schema: pa.Schema, first_row: int,
     return fitted.filter(pa.array(keep)), bad
 
 
-def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, peek: bool = False,
-             schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
+def _parquet(
+    source: Source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter: ReadMeter,
+    peek: bool = False,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+) -> Iterator[Chunk]:
     pf = open_parquet(source.path, source.storage_options, source.size, source.version, peek)
     groups = list(source.row_groups) if source.row_groups is not None else None
     rows, done = parquet_rows(pf.metadata, source), 0
@@ -311,8 +339,14 @@ def _parquet(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
         yield fitted, bad
 
 
-def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
-                  schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
+def _arrow_stream(
+    source: Source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter: ReadMeter,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+) -> Iterator[Chunk]:
     done = 0
     with _arrow_batches(source, meter) as reader:
         for batch in reader:
@@ -321,8 +355,14 @@ def _arrow_stream(source: Source, batch_rows: int, on_bad_row: str, meter: ReadM
             yield fitted, bad
 
 
-def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter,
-                schema: pa.Schema | None = None, on_truncated: str = "fail") -> Iterator[Chunk]:
+def _webdataset(
+    source: Source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter: ReadMeter,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+) -> Iterator[Chunk]:
     """Samples of a tar shard as rows (curate/io/webdataset.py) in the input's columns; malformed
     ones, and those with a field that cannot take its type, as bad rows whose position is that
     of their first member in the tar (unit "member") and whose error names the member."""
@@ -354,13 +394,22 @@ def _webdataset(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMet
         yield flush()
 
 
-def _csv(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, schema: pa.Schema | None = None,
-         on_truncated: str = "fail") -> Iterator[Chunk]:
+def _csv(
+    source: Source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter: ReadMeter,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+) -> Iterator[Chunk]:
     bad = BadRows()
 
     def on_invalid(row) -> str:
-        bad.add(row.number if row.number is not None else -1, row.text,
-                f"expected {row.expected_columns} columns, got {row.actual_columns}")
+        bad.add(
+            row.number if row.number is not None else -1,
+            row.text,
+            f"expected {row.expected_columns} columns, got {row.actual_columns}",
+        )
         return "skip"
 
     reader = _open_csv(source, on_invalid, meter, schema)
@@ -378,8 +427,13 @@ def _csv_options(source: Source) -> tuple[str, pcsv.ParseOptions]:
     return delimiter, pcsv.ParseOptions(delimiter=delimiter)
 
 
-def _open_csv(source: Source, on_invalid, meter: ReadMeter | None = None, schema: pa.Schema | None = None,
-              column_types: dict | None = None) -> pcsv.CSVStreamingReader:
+def _open_csv(
+    source: Source,
+    on_invalid,
+    meter: ReadMeter | None = None,
+    schema: pa.Schema | None = None,
+    column_types: dict | None = None,
+) -> pcsv.CSVStreamingReader:
     """The CSV reader, its columns typed as `schema` says (a mixed field as text), else as the
     reader infers them from the first block."""
     delimiter, _ = _csv_options(source)
@@ -387,10 +441,12 @@ def _open_csv(source: Source, on_invalid, meter: ReadMeter | None = None, schema
         column_types = {f.name: pa.string() if input_schema.mixed(f) else f.type for f in schema}
     # UTF-8 is checked per batch (_drop_invalid_utf8): pyarrow's own check turns a column binary
     # (first block) or fails the whole file (later blocks), where one bad row should go to the trace.
-    return pcsv.open_csv(_input_stream(source, meter),
-                         read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
-                         parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
-                         convert_options=pcsv.ConvertOptions(check_utf8=False, column_types=column_types or {}))
+    return pcsv.open_csv(
+        _input_stream(source, meter),
+        read_options=pcsv.ReadOptions(block_size=CHUNK_BYTES, use_threads=False),
+        parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+        convert_options=pcsv.ConvertOptions(check_utf8=False, column_types=column_types or {}),
+    )
 
 
 def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> pa.RecordBatch:
@@ -412,8 +468,9 @@ def _drop_invalid_utf8(batch: pa.RecordBatch, first_row: int, bad: BadRows) -> p
                 except UnicodeDecodeError as e:
                     keep[i] = False
                     # line = data row + 1 (the header), exact unless earlier fields span lines
-                    bad.add(first_row + i + 2, value, f"field '{name}' is not valid UTF-8 "
-                                                      f"({e.reason} at byte {e.start})")
+                    bad.add(
+                        first_row + i + 2, value, f"field '{name}' is not valid UTF-8 ({e.reason} at byte {e.start})"
+                    )
     return batch.filter(pa.array(keep))
 
 
@@ -445,9 +502,11 @@ def _blocks(source: Source, meter: ReadMeter | None, on_truncated: str) -> Itera
             raise
         error = f"{type(e).__name__}: {e}"
     if on_truncated != "keep":
-        raise InputError(f"{source.path}: the compressed file is cut short (truncated after {done:,} bytes of its "
-                         f"text were read: {error}); set input.on_truncated: keep to keep the rows before the cut "
-                         f"(the cut goes to the trace), or replace the file")
+        raise InputError(
+            f"{source.path}: the compressed file is cut short (truncated after {done:,} bytes of its "
+            f"text were read: {error}); set input.on_truncated: keep to keep the rows before the cut "
+            f"(the cut goes to the trace), or replace the file"
+        )
     with _input_stream(source) as stream:
         skip = done  # given already, in the blocks before the cut
         try:
@@ -462,8 +521,9 @@ def _blocks(source: Source, meter: ReadMeter | None, on_truncated: str) -> Itera
     yield _Cut(error)
 
 
-def _line_blocks(source: Source, meter: ReadMeter | None,
-                 on_truncated: str) -> Iterator[tuple[bytes, int, BadRows | None]]:
+def _line_blocks(
+    source: Source, meter: ReadMeter | None, on_truncated: str
+) -> Iterator[tuple[bytes, int, BadRows | None]]:
     """(whole lines, the line number of the first, the cut) of the file: blocks of about
     CHUNK_BYTES cut after a newline; at a cut (a truncated compressed file read on), the last
     piece of a line before it is a bad row of reason `truncated`."""
@@ -471,8 +531,12 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
     for block in _blocks(source, meter, on_truncated):
         if isinstance(block, _Cut):
             bad = BadRows()
-            bad.add(line_no + rest.count(b"\n"), rest[-200:], f"the file is cut short here ({block.error}): what "
-                    f"followed is lost", reason="truncated")
+            bad.add(
+                line_no + rest.count(b"\n"),
+                rest[-200:],
+                f"the file is cut short here ({block.error}): what followed is lost",
+                reason="truncated",
+            )
             yield b"", line_no, bad  # `rest` is the line the cut went through: it is in `bad`
             return
         data = rest + block
@@ -487,8 +551,14 @@ def _line_blocks(source: Source, meter: ReadMeter | None,
         yield rest, line_no, None
 
 
-def _jsonl(source: Source, batch_rows: int, on_bad_row: str, meter: ReadMeter, schema: pa.Schema | None = None,
-           on_truncated: str = "fail") -> Iterator[Chunk]:
+def _jsonl(
+    source: Source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter: ReadMeter,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+) -> Iterator[Chunk]:
     assert schema is not None  # batches() passes the file's schema, scanned when not given
     modes = {f.name: mode for f in schema if (mode := input_schema.mixed(f))}
     for data, line_no, cut in _line_blocks(source, meter, on_truncated):
@@ -535,9 +605,11 @@ def _parse_options(schema: pa.Schema | None) -> pjson.ParseOptions:
 
 
 def _read_json(data: bytes | memoryview, schema: pa.Schema | None) -> pa.Table:
-    return pjson.read_json(pa.BufferReader(data),
-                           read_options=pjson.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                           parse_options=_parse_options(schema))
+    return pjson.read_json(
+        pa.BufferReader(data),
+        read_options=pjson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+        parse_options=_parse_options(schema),
+    )
 
 
 def _valid_utf8(data: bytes | memoryview) -> bool:
@@ -551,8 +623,9 @@ def _valid_utf8(data: bytes | memoryview) -> bool:
     return True
 
 
-def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema,
-                       first_line: int) -> tuple[pa.Table | None, BadRows | None]:
+def _parse_jsonl_chunk(
+    data: bytes | memoryview, schema: pa.Schema, first_line: int
+) -> tuple[pa.Table | None, BadRows | None]:
     if _valid_utf8(data):  # pyarrow's JSON parser does not validate UTF-8
         try:
             return _read_json(data, schema), None
@@ -585,8 +658,14 @@ def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema,
         try:
             _read_json(line, schema)
         except pa.ArrowInvalid as e:
-            why = next((f"field '{k}' {problem}" for k, v in obj.items()
-                        if (problem := input_schema.misfit(v, schema.field(k).type))), None)
+            why = next(
+                (
+                    f"field '{k}' {problem}"
+                    for k, v in obj.items()
+                    if (problem := input_schema.misfit(v, schema.field(k).type))
+                ),
+                None,
+            )
             bad.add(where, line, why or f"{e}".replace("JSON parse error: ", ""))
             continue
         good.append(line)
@@ -595,8 +674,10 @@ def _parse_jsonl_chunk(data: bytes | memoryview, schema: pa.Schema,
 
 # The whole-file schemas the preflight merges into the input's (input_schema.py).
 
-def scan_schema(source: Source, raw_column: str | None = None,
-                on_truncated: str = "fail") -> tuple[pa.Schema | None, int | None]:
+
+def scan_schema(
+    source: Source, raw_column: str | None = None, on_truncated: str = "fail"
+) -> tuple[pa.Schema | None, int | None]:
     """The schema of every row of `source` (hive partition columns not added), and its rows
     where a footer tells them. Parquet and Arrow: the file's header. JSONL, CSV and WebDataset:
     the whole file is read, so that a field whose type changes anywhere in it is seen (as a
@@ -638,11 +719,28 @@ def _chunk_schemas(data: memoryview) -> Iterator[pa.Schema]:
     if mid < 0 or mid + 1 >= body:
         return  # one line
     yield from _chunk_schemas(data[: mid + 1])
-    yield from _chunk_schemas(data[mid + 1:])
+    yield from _chunk_schemas(data[mid + 1 :])
 
 
-CSV_NULLS = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "N/A", "NA",
-             "NULL", "NaN", "n/a", "nan", "null"]  # pyarrow.csv's default null values
+CSV_NULLS = [
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "n/a",
+    "nan",
+    "null",
+]  # pyarrow.csv's default null values
 
 
 def _scan_csv(source: Source, merged: input_schema.Merge) -> None:
@@ -697,9 +795,11 @@ def _check_quotes(source: Source) -> None:
             for _ in reader:
                 pass
         except csv.Error as e:
-            raise InputError(f"{source.path}, line {reader.line_num}: {e}: a quoted field is left open or a quote "
-                             f"stands outside one, so the rows after it cannot be told apart (fix the quoting; "
-                             f"a field that holds a quote is written \"like \"\"this\"\"\")") from None
+            raise InputError(
+                f"{source.path}, line {reader.line_num}: {e}: a quoted field is left open or a quote "
+                f"stands outside one, so the rows after it cannot be told apart (fix the quoting; "
+                f'a field that holds a quote is written "like ""this""")'
+            ) from None
 
 
 def _scan_webdataset(source: Source, merged: input_schema.Merge) -> None:

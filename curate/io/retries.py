@@ -37,8 +37,16 @@ from curate.io import exceptions
 OPTION = "retries"  # the storage_options key of this policy (taken out before fsspec sees the options)
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # S3's error codes for "slow down" and "try again", whatever the status says
-RETRY_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
-               "ServiceUnavailable", "RequestLimitExceeded", "TooManyRequests"}
+RETRY_CODES = {
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "RequestTimeout",
+    "InternalError",
+    "ServiceUnavailable",
+    "RequestLimitExceeded",
+    "TooManyRequests",
+}
 
 
 @dataclass(frozen=True)
@@ -55,16 +63,18 @@ class Policy:
         if given is None:
             return cls()
         if not isinstance(given, dict) or set(given) - {"attempts", "backoff_s", "max_backoff_s"}:
-            raise InputError(f"{setting}.{OPTION}: expected a mapping of attempts, backoff_s and "
-                             f"max_backoff_s (got {given!r})")
+            raise InputError(
+                f"{setting}.{OPTION}: expected a mapping of attempts, backoff_s and max_backoff_s (got {given!r})"
+            )
         try:
             values: dict[str, Any] = {k: (int if k == "attempts" else float)(v) for k, v in given.items()}
             policy = cls(**values)
         except (TypeError, ValueError) as e:
             raise InputError(f"{setting}.{OPTION}: {e}") from None
         if policy.attempts < 1 or policy.backoff_s < 0 or policy.max_backoff_s < 0:
-            raise InputError(f"{setting}.{OPTION}: attempts must be at least 1 and the waits "
-                             f"not negative (got {given!r})")
+            raise InputError(
+                f"{setting}.{OPTION}: attempts must be at least 1 and the waits not negative (got {given!r})"
+            )
         return policy
 
     def delay(self, retry: int) -> float:
@@ -123,9 +133,14 @@ def take_untallied() -> dict[str, int]:
 
 def _transient() -> tuple[type[BaseException], ...]:
     """What a broken connection, a cut body or a timeout raises, by the libraries under fsspec."""
-    return exceptions.installed([ConnectionError, TimeoutError, http.client.IncompleteRead], (
-        ("aiohttp", ("ClientPayloadError", "ClientConnectionError")), ("fsspec.exceptions", ("FSTimeoutError",)),
-        ("botocore.exceptions", ("ConnectionError", "HTTPClientError", "IncompleteReadError"))))
+    return exceptions.installed(
+        [ConnectionError, TimeoutError, http.client.IncompleteRead],
+        (
+            ("aiohttp", ("ClientPayloadError", "ClientConnectionError")),
+            ("fsspec.exceptions", ("FSTimeoutError",)),
+            ("botocore.exceptions", ("ConnectionError", "HTTPClientError", "IncompleteReadError")),
+        ),
+    )
 
 
 def failure(error: BaseException) -> str | None:
@@ -144,9 +159,14 @@ def failure(error: BaseException) -> str | None:
 # answer has no body to name its error), "AWS Error NETWORK_CONNECTION during ...: curlCode: 18, ..."
 _AWS_ERROR = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))?")
 # the AWS SDK's names of the errors retried (with the reason counted, as an S3 answer's is by hook_s3)
-AWS_RETRIED = {"SLOW_DOWN": "503 SlowDown", "THROTTLING": "Throttling", "SERVICE_UNAVAILABLE": "503",
-               "INTERNAL_FAILURE": "500", "REQUEST_TIMEOUT": "RequestTimeout",
-               "NETWORK_CONNECTION": "NETWORK_CONNECTION"}
+AWS_RETRIED = {
+    "SLOW_DOWN": "503 SlowDown",
+    "THROTTLING": "Throttling",
+    "SERVICE_UNAVAILABLE": "503",
+    "INTERNAL_FAILURE": "500",
+    "REQUEST_TIMEOUT": "RequestTimeout",
+    "NETWORK_CONNECTION": "NETWORK_CONNECTION",
+}
 
 
 def _aws_failure(message: str) -> str | None:
@@ -216,8 +236,10 @@ def s3_options(options: dict, setting: str = "input.storage_options") -> dict:
     answers its needs-retry event instead: see `hook_s3`)."""
     config = dict(options.get("config_kwargs") or {})
     if "retries" in config:
-        raise InputError(f"{setting}.config_kwargs.retries: curate retries the store's requests "
-                         f"itself (and counts them); set {setting}.{OPTION}: {{attempts: N}} instead")
+        raise InputError(
+            f"{setting}.config_kwargs.retries: curate retries the store's requests "
+            f"itself (and counts them); set {setting}.{OPTION}: {{attempts: N}} instead"
+        )
     config["retries"] = {"mode": "standard", "total_max_attempts": 1}
     return {**options, "config_kwargs": config}
 

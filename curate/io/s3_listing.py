@@ -79,8 +79,15 @@ async def _list(fs, bucket: str, prefix: str, delimiter: str, gate: asyncio.Sema
     while True:
         kw: dict[str, str] = {"ContinuationToken": token} if token else {}
         async with gate:
-            page = await fs._call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, Delimiter=delimiter,
-                                     MaxKeys=PAGE_KEYS, **kw, **fs.req_kw)
+            page = await fs._call_s3(
+                "list_objects_v2",
+                Bucket=bucket,
+                Prefix=prefix,
+                Delimiter=delimiter,
+                MaxKeys=PAGE_KEYS,
+                **kw,
+                **fs.req_kw,
+            )
         found, more, token = page[_PAGE]
         objects += found
         subprefixes += more
@@ -96,16 +103,19 @@ def _hook(client) -> None:
     if check is not None:
         events.unregister("before-parse.s3.*", check)
     events.unregister("before-parse.s3.*", unique_id="curate-lean-listing")
-    events.register_first("before-parse.s3.*", functools.partial(_before_parse, check),
-                          unique_id="curate-lean-listing")
+    events.register_first("before-parse.s3.*", functools.partial(_before_parse, check), unique_id="curate-lean-listing")
 
 
 def _before_parse(check, response_dict: dict, customized_response_dict: dict, operation_model, **kw) -> None:
     """A lean page's answer parsed here; any other answer looked at by botocore's `check`."""
     if not (_LEAN.get() and operation_model.name == "ListObjectsV2" and response_dict["status_code"] == 200):
         if check is not None:
-            check(response_dict=response_dict, customized_response_dict=customized_response_dict,
-                  operation_model=operation_model, **kw)
+            check(
+                response_dict=response_dict,
+                customized_response_dict=customized_response_dict,
+                operation_model=operation_model,
+                **kw,
+            )
         return
     try:
         root = ElementTree.fromstring(response_dict["body"])
@@ -128,8 +138,10 @@ def parse_page(root: ElementTree.Element) -> tuple[list[tuple[str, int, str | No
     # decodes them after its parse, as unquote_plus does
     decode = unquote_plus if root.findtext(f"{ns}EncodingType") == "url" else str
     # S3 gives every object its Key and Size, every common prefix its Prefix (ETag may be missing)
-    objects = [(decode(cast(str, c.findtext(f"{ns}Key"))), int(cast(str, c.findtext(f"{ns}Size"))),
-                c.findtext(f"{ns}ETag")) for c in root.iterfind(f"{ns}Contents")]
+    objects = [
+        (decode(cast(str, c.findtext(f"{ns}Key"))), int(cast(str, c.findtext(f"{ns}Size"))), c.findtext(f"{ns}ETag"))
+        for c in root.iterfind(f"{ns}Contents")
+    ]
     subprefixes = [decode(cast(str, p.findtext(f"{ns}Prefix"))) for p in root.iterfind(f"{ns}CommonPrefixes")]
     more = root.findtext(f"{ns}IsTruncated") == "true"
     return objects, subprefixes, root.findtext(f"{ns}NextContinuationToken") if more else None

@@ -19,12 +19,19 @@ from curate.io import retries, store
 from curate.io.listing import in_unnamed_run_directory, is_data_name, list_uri
 
 SUFFIX_FORMATS = {
-    ".parquet": "parquet", ".pq": "parquet",
-    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
-    ".csv": "csv", ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "csv",
     ".arrow": "arrow_stream",
-    ".tar": "webdataset", ".tgz": "webdataset",
-    ".warc": "warc", ".arc": "warc", ".wet": "warc",  # also .warc.gz etc.: gzip per record, read by warc.py
+    ".tar": "webdataset",
+    ".tgz": "webdataset",
+    ".warc": "warc",
+    ".arc": "warc",
+    ".wet": "warc",  # also .warc.gz etc.: gzip per record, read by warc.py
 }
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
 
@@ -71,8 +78,9 @@ def file_format(path: str, declared: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
-    raise InputError(f"{path}: cannot tell the format from the extension; "
-                     f"set input.format (parquet, jsonl, csv, webdataset, warc)")
+    raise InputError(
+        f"{path}: cannot tell the format from the extension; set input.format (parquet, jsonl, csv, webdataset, warc)"
+    )
 
 
 def _suffixes(path: str) -> list[str]:
@@ -116,8 +124,9 @@ _footers: dict[tuple[str, int | None, str], object] = {}
 _footer_bytes = 0
 
 
-def open_parquet(path: str, storage_options: dict | None = None, size: int | None = None, version: str = "",
-                 peek: bool = False):
+def open_parquet(
+    path: str, storage_options: dict | None = None, size: int | None = None, version: str = "", peek: bool = False
+):
     """`pq.ParquetFile(path)`, its footer read; a damaged or truncated file is an InputError naming
     it. A URI is read by range requests: the footer now (or the one this process read before of
     the same object: size and version), later only the row groups asked for (`size`, `version`:
@@ -135,8 +144,11 @@ def open_parquet(path: str, storage_options: dict | None = None, size: int | Non
         key = (path, size, version)
         known = _footers.get(key) if size is not None and version else None
         opened = store.open_random(path, storage_options, size, version)
-        pf = (pq.ParquetFile(opened, metadata=known, pre_buffer=False, buffer_size=PEEK_BUFFER) if peek else
-              pq.ParquetFile(opened, metadata=known, pre_buffer=True))
+        pf = (
+            pq.ParquetFile(opened, metadata=known, pre_buffer=False, buffer_size=PEEK_BUFFER)
+            if peek
+            else pq.ParquetFile(opened, metadata=known, pre_buffer=True)
+        )
         if known is None and size is not None and version and _footer_bytes < FOOTERS_KEPT_BYTES:
             _footers[key] = pf.metadata
             _footer_bytes += pf.metadata.serialized_size
@@ -157,17 +169,27 @@ def _run_directory_error(path: str, finished: bool) -> InputError:
     data = f"{path.rstrip('/')}/data"
     if finished:
         return InputError(f"{path} is a curate run directory; to read its output, name its data: {data}")
-    return InputError(f"{path} is an unfinished curate run directory (no manifest.json): its files are not "
-                      f"a dataset yet; finish it with --resume, then name its data: {data}")
+    return InputError(
+        f"{path} is an unfinished curate run directory (no manifest.json): its files are not "
+        f"a dataset yet; finish it with --resume, then name its data: {data}"
+    )
 
 
 def _no_files_error(spec: str, skipped: list) -> InputError:
-    left_out = (f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
-                f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
-                if skipped else "")
-    relative = "" if store.is_uri(spec) or Path(spec).expanduser().is_absolute() else (
-        f" (a relative path is relative to the working directory, {Path.cwd()}, not to the recipe's: run curate "
-        f"from the directory the recipe's paths start at, or give --input an absolute path)")
+    left_out = (
+        f" (left out: the curate run director{'ies' if len(skipped) > 1 else 'y'} "
+        f"{', '.join(map(str, skipped))}; to read a run's output, name its data/ directory)"
+        if skipped
+        else ""
+    )
+    relative = (
+        ""
+        if store.is_uri(spec) or Path(spec).expanduser().is_absolute()
+        else (
+            f" (a relative path is relative to the working directory, {Path.cwd()}, not to the recipe's: run curate "
+            f"from the directory the recipe's paths start at, or give --input an absolute path)"
+        )
+    )
     return InputError(f"no input files match {spec}{left_out}{relative}")
 
 
@@ -180,8 +202,17 @@ def _uri_sources(spec: str, declared_format: str | None, options: dict) -> list[
         raise _no_files_error(spec, found.skipped)
     sources = []
     for uri, rel, info in found.files:
-        sources.append(Source(uri, file_format(uri, declared_format), rel, _hive_partition(rel.split("/")[:-1]),
-                              size=info.get("size"), version=store.version(info), storage_options=options))
+        sources.append(
+            Source(
+                uri,
+                file_format(uri, declared_format),
+                rel,
+                _hive_partition(rel.split("/")[:-1]),
+                size=info.get("size"),
+                version=store.version(info),
+                storage_options=options,
+            )
+        )
     return sources
 
 
@@ -253,18 +284,24 @@ def _hf_cache_sources(name: str, split: str | None) -> list[Source]:
     try:
         import datasets  # optional extra: curate[hf]
     except ImportError:
-        raise InputError(f"reading the Hugging Face dataset '{name}' needs the `datasets` package: "
-                         f"pip install 'curate[hf]'") from None
+        raise InputError(
+            f"reading the Hugging Face dataset '{name}' needs the `datasets` package: pip install 'curate[hf]'"
+        ) from None
     try:
         ds = datasets.load_dataset(name, split=split or "train")
     except Exception as e:  # datasets raises many types; all mean "not available here"
-        raise InputError(f"Hugging Face dataset '{name}' (split {split or 'train'}) is not available locally: "
-                         f"{e}") from None
+        raise InputError(
+            f"Hugging Face dataset '{name}' (split {split or 'train'}) is not available locally: {e}"
+        ) from None
     return [Source(f["filename"], "arrow_stream", f"{name}/{Path(f['filename']).name}") for f in ds.cache_files]
 
 
-def discover(paths: str | list[str], declared_format: str | None = None, split: str | None = None,
-             storage_options: dict | None = None) -> list[Source]:
+def discover(
+    paths: str | list[str],
+    declared_format: str | None = None,
+    split: str | None = None,
+    storage_options: dict | None = None,
+) -> list[Source]:
     """All input files in a stable order. Raises InputError when nothing matches."""
     specs = [paths] if isinstance(paths, str) else list(paths)
     sources: list[Source] = []
@@ -291,14 +328,18 @@ def discover(paths: str | list[str], declared_format: str | None = None, split: 
                 raise InputError(f"input not found: {spec}")
             base = _glob_base(spec)
             is_run = cache(is_run_directory)  # asked for every directory on the way to each match
-            files = [Path(m) for m in matches if _is_data_file(Path(m))
-                     and not in_unnamed_run_directory(Path(m), base, p.parts, skipped, is_run)]
+            files = [
+                Path(m)
+                for m in matches
+                if _is_data_file(Path(m)) and not in_unnamed_run_directory(Path(m), base, p.parts, skipped, is_run)
+            ]
         if not files:
             raise _no_files_error(spec, skipped)
         for f in files:
             rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
-            sources.append(Source(str(f), file_format(str(f), declared_format), rel.as_posix(),
-                                  _hive_partition(rel.parent.parts)))
+            sources.append(
+                Source(str(f), file_format(str(f), declared_format), rel.as_posix(), _hive_partition(rel.parent.parts))
+            )
     return sources
 
 

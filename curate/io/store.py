@@ -32,11 +32,20 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Per filesystem, what changes when an object's bytes do (in this order in a fingerprint): S3's
 # ETag and VersionId, GCS's generation, Azure's etag and version_id, the Hub's blob or LFS id,
 # an HTTP server's ETag or Last-Modified, a local or in-memory file's mtime / creation time.
-VERSION_KEYS = ("ETag", "VersionId", "generation", "etag", "version_id", "blob_id", "Last-Modified",
-                "mtime", "created")
+VERSION_KEYS = ("ETag", "VersionId", "generation", "etag", "version_id", "blob_id", "Last-Modified", "mtime", "created")
 STREAM_BLOCK = 8 << 20  # bytes per request of a sequential read
-PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
-            "abfss": "adlfs", "hf": "huggingface_hub", "http": "aiohttp", "https": "aiohttp"}
+PACKAGES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "az": "adlfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+    "hf": "huggingface_hub",
+    "http": "aiohttp",
+    "https": "aiohttp",
+}
 
 
 def is_uri(spec: str) -> bool:
@@ -75,9 +84,14 @@ def filesystem(uri: str, options: dict | None = None, side: str = "input"):
 def store_exceptions() -> tuple[type[BaseException], ...]:
     """What the filesystems raise for an unreachable endpoint, a refused credential or a failed
     request, where they do not turn it into an OSError themselves."""
-    return exceptions.installed([OSError, TimeoutError, ConnectionError], (
-        ("botocore.exceptions", ("BotoCoreError", "ClientError")), ("aiohttp", ("ClientError",)),
-        ("huggingface_hub.errors", ("HfHubHTTPError",))))
+    return exceptions.installed(
+        [OSError, TimeoutError, ConnectionError],
+        (
+            ("botocore.exceptions", ("BotoCoreError", "ClientError")),
+            ("aiohttp", ("ClientError",)),
+            ("huggingface_hub.errors", ("HfHubHTTPError",)),
+        ),
+    )
 
 
 @contextmanager
@@ -90,8 +104,10 @@ def store_errors(uri: str, doing: str = "cannot list") -> Iterator[None]:
     except FileNotFoundError as e:
         raise InputError(f"input not found: {uri} ({e or 'no such object, prefix or bucket'})") from None
     except PermissionError as e:
-        raise InputError(f"{uri}: access refused ({e}); check the credentials (environment variables, "
-                         f"profile) or input.storage_options") from None
+        raise InputError(
+            f"{uri}: access refused ({e}); check the credentials (environment variables, "
+            f"profile) or input.storage_options"
+        ) from None
     except store_exceptions() as e:
         raise InputError(f"{uri}: {doing}: {type(e).__name__}: {e}") from None
 
@@ -113,8 +129,9 @@ def _open(uri: str, options: dict | None, size: int | None, version: str, block:
     native = native_s3.client(uri, options)
     if native is not None:
         with store_errors(uri, "cannot open"):
-            return native_s3.NativeObject(*native, uri, _version_fields(version).get("ETag"),
-                                          retries.Policy.of(options), block)
+            return native_s3.NativeObject(
+                *native, uri, _version_fields(version).get("ETag"), retries.Policy.of(options), block
+            )
     fs, path = filesystem(uri, options)
     listed = size is not None and uri.split("://", 1)[0].lower() in OPENS_LISTED
     with store_errors(uri, "cannot open"):
@@ -145,8 +162,15 @@ def open_random(uri: str, options: dict | None = None, size: int | None = None, 
     return _open(uri, options, size, version, cache_type="none")
 
 
-def open_stream(uri: str, options: dict | None = None, compression: str | None = None,
-                size: int | None = None, version: str = "", meter=None, block: int | None = None) -> pa.NativeFile:
+def open_stream(
+    uri: str,
+    options: dict | None = None,
+    compression: str | None = None,
+    size: int | None = None,
+    version: str = "",
+    meter=None,
+    block: int | None = None,
+) -> pa.NativeFile:
     """`uri` as a stream read front to back in requests of `block` bytes (STREAM_BLOCK by
     default), decompressed on the way; `size` and `version`: the object's, as listed; `meter` (a
     ReadMeter) follows the position in the object."""

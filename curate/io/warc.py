@@ -44,8 +44,9 @@ from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
-SCHEMA = pa.schema([(name, pa.string()) for name in
-                    ("url", "warc_date", "warc_record_id", "content_type", "charset", "html", "text")])
+SCHEMA = pa.schema(
+    [(name, pa.string()) for name in ("url", "warc_date", "warc_record_id", "content_type", "charset", "html", "text")]
+)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 SUFFIXES = (".warc", ".arc", ".wet")  # before an optional .gz
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -210,7 +211,7 @@ class _Inflated:
                 continue
             while len(self.buf) - i < 1024 and self._fill():
                 pass
-            if _starts_record(self.buf[i:i + RAW_BLOCK]):
+            if _starts_record(self.buf[i : i + RAW_BLOCK]):
                 self.buf_at += i
                 self.buf = self.buf[i:]
                 return True
@@ -240,8 +241,15 @@ def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Br
     from warcio.statusandheaders import StatusAndHeadersParserException
 
     loader = ArcWarcRecordLoader(verify_http=False, arc2warc=False)
-    parse_errors = (ArchiveLoadFailed, StatusAndHeadersParserException, ValueError, EOFError, KeyError,
-                    IndexError, UnicodeDecodeError)
+    parse_errors = (
+        ArchiveLoadFailed,
+        StatusAndHeadersParserException,
+        ValueError,
+        EOFError,
+        KeyError,
+        IndexError,
+        UnicodeDecodeError,
+    )
     stream = _Inflated(raw)
     while True:
         it = ArchiveIterator(stream, no_record_parse=True)
@@ -254,13 +262,21 @@ def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Br
                 damage = stream.damage
                 if damage is not None and damage.start <= start:
                     damage.reported = True
-                    found = Broken(damage.raw_offset, _head(record), f"record at byte {damage.raw_offset} "
-                                   f"({_where(record)}): {damage.error}", damage.reason)
+                    found = Broken(
+                        damage.raw_offset,
+                        _head(record),
+                        f"record at byte {damage.raw_offset} ({_where(record)}): {damage.error}",
+                        damage.reason,
+                    )
                 elif truncated:
-                    found = Broken(stream.raw_offset(start), _head(record), f"record at byte "
-                                   f"{stream.raw_offset(start)} ({_where(record)}): the file ends inside it "
-                                   f"({record.raw_stream.limit:,} of its {record.length:,} bytes are missing)",
-                                   "truncated")
+                    found = Broken(
+                        stream.raw_offset(start),
+                        _head(record),
+                        f"record at byte "
+                        f"{stream.raw_offset(start)} ({_where(record)}): the file ends inside it "
+                        f"({record.raw_stream.limit:,} of its {record.length:,} bytes are missing)",
+                        "truncated",
+                    )
                 if isinstance(found, Broken):
                     if found.offset < 0:  # from _page: a record whose headers or payload fail
                         found.offset = stream.raw_offset(start)
@@ -272,8 +288,12 @@ def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Br
         except parse_errors as e:
             if stream.damage is None:  # the record's own WARC header does not parse
                 at = stream.raw_offset(it.offset)
-                yield Broken(at, b"", f"record at byte {at}: not a WARC/ARC record ({_one_line(e)})"
-                             + ("" if stream.gzip else "; the rest of the file cannot be read"))
+                yield Broken(
+                    at,
+                    b"",
+                    f"record at byte {at}: not a WARC/ARC record ({_one_line(e)})"
+                    + ("" if stream.gzip else "; the rest of the file cannot be read"),
+                )
                 stream.skip_member()
                 if not stream.resync():
                     return
@@ -282,8 +302,7 @@ def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Br
         if damage is None:
             return
         if not damage.reported:
-            yield Broken(damage.raw_offset, b"", f"record at byte {damage.raw_offset}: {damage.error}",
-                         damage.reason)
+            yield Broken(damage.raw_offset, b"", f"record at byte {damage.raw_offset}: {damage.error}", damage.reason)
         if not stream.resync():
             return
 
@@ -337,9 +356,13 @@ def _page(record, loader, selection: Selection, parse_errors) -> Page | Broken |
         return Page(-1, uri or None, date, record_id, mime, "utf-8", None, text)
     decoded = decode(payload, declared)
     if decoded is None:
-        return Broken(-1, _head(record), f"{_where(record)}: no charset decodes its payload (declared: "
-                                         f"{declared!r}; tried {', '.join(_candidates(payload, declared))}, then "
-                                         f"detection: {_detect(payload)})")
+        return Broken(
+            -1,
+            _head(record),
+            f"{_where(record)}: no charset decodes its payload (declared: "
+            f"{declared!r}; tried {', '.join(_candidates(payload, declared))}, then "
+            f"detection: {_detect(payload)})",
+        )
     html, charset = decoded
     return Page(-1, uri or None, date, record_id, mime, charset, html, None)
 
@@ -384,9 +407,20 @@ _CHARSET = re.compile(rb"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.I)
 _META = re.compile(rb"<meta\b[^>]*>", re.I)
 # What browsers read these labels as (WHATWG Encoding): windows-1252 is a superset that differs
 # only in 0x80-0x9F, where real pages labelled Latin-1 mean 1252's quotes and dashes.
-_AS = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "l1": "cp1252", "ascii": "cp1252",
-       "us-ascii": "cp1252", "iso8859-1": "cp1252", "iso_8859-1": "cp1252", "x-sjis": "shift_jis",
-       "utf-16": "utf-8", "utf-16le": "utf-8", "utf-16be": "utf-8"}  # a <meta> saying UTF-16 is read as UTF-8
+_AS = {
+    "iso-8859-1": "cp1252",
+    "latin1": "cp1252",
+    "latin-1": "cp1252",
+    "l1": "cp1252",
+    "ascii": "cp1252",
+    "us-ascii": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso_8859-1": "cp1252",
+    "x-sjis": "shift_jis",
+    "utf-16": "utf-8",
+    "utf-16le": "utf-8",
+    "utf-16be": "utf-8",
+}  # a <meta> saying UTF-16 is read as UTF-8
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
@@ -461,8 +495,10 @@ def decode(payload: bytes, declared_content_type: str | None) -> tuple[str, str]
 
 # Rows -----------------------------------------------------------------------------------------
 
-def batches(raw: BinaryIO, batch_rows: int, selection: Selection = DEFAULT
-            ) -> Iterator[tuple[pa.RecordBatch | None, list[Broken]]]:
+
+def batches(
+    raw: BinaryIO, batch_rows: int, selection: Selection = DEFAULT
+) -> Iterator[tuple[pa.RecordBatch | None, list[Broken]]]:
     """`records` as RecordBatches of SCHEMA (at most `batch_rows` rows, or BATCH_PAYLOAD_BYTES of
     text) with the bad records met since the last batch."""
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
@@ -490,8 +526,15 @@ def batches(raw: BinaryIO, batch_rows: int, selection: Selection = DEFAULT
         yield flush()
 
 
-def read(source, batch_rows: int, on_bad_row: str, meter, schema: pa.Schema | None = None,
-         on_truncated: str = "fail", selection: Selection = DEFAULT):
+def read(
+    source,
+    batch_rows: int,
+    on_bad_row: str,
+    meter,
+    schema: pa.Schema | None = None,
+    on_truncated: str = "fail",
+    selection: Selection = DEFAULT,
+):
     """curate/io/readers.py's reader for `input.format: warc`: (batch, BadRows) chunks of the
     file `source` (local or at a URI: streamed, never downloaded whole), each bad record a bad
     row at its byte offset (unit "offset"). `on_truncated` does not apply: a member cut short is one
@@ -513,6 +556,7 @@ def read(source, batch_rows: int, on_bad_row: str, meter, schema: pa.Schema | No
                     bad.add(b.offset, b.raw, b.error, b.reason)
             if batch is not None and schema is not None and batch.schema != schema:
                 fields = [f for f in schema if f.name in SCHEMA.names]  # not partition columns: added after
-                batch = pa.RecordBatch.from_arrays([batch.column(f.name).cast(f.type) for f in fields],
-                                                   schema=pa.schema(fields))
+                batch = pa.RecordBatch.from_arrays(
+                    [batch.column(f.name).cast(f.type) for f in fields], schema=pa.schema(fields)
+                )
             yield batch, bad

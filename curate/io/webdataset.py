@@ -65,7 +65,7 @@ def split_name(name: str) -> tuple[str, str]:
     dot = name.find(".", slash + 1)
     if dot < 0:
         return name, ""
-    return name[:dot], name[dot + 1:].lower()
+    return name[:dot], name[dot + 1 :].lower()
 
 
 @contextmanager
@@ -97,8 +97,9 @@ def samples(path: str, storage_options: dict | None = None, meter=None) -> Itera
                     continue
                 key, suffix = split_name(member.name)
                 if not suffix:  # belongs to no sample
-                    yield Malformed(position, member.name, f"member {member.name} has no suffix (KEY.jpg, KEY.txt, "
-                                                           f"KEY.json, ...)")
+                    yield Malformed(
+                        position, member.name, f"member {member.name} has no suffix (KEY.jpg, KEY.txt, KEY.json, ...)"
+                    )
                     continue
                 if current is not None and key != current.key:
                     yield current
@@ -111,25 +112,30 @@ def samples(path: str, storage_options: dict | None = None, meter=None) -> Itera
                 assert extracted is not None  # a regular file (isfile above) always has its data
                 data = extracted.read()
                 if suffix in current.members:
-                    yield Malformed(position, member.name, f"member {member.name} repeats the {suffix} of "
-                                                           f"sample {key}")
+                    yield Malformed(position, member.name, f"member {member.name} repeats the {suffix} of sample {key}")
                 else:
                     current.members[suffix] = data
             ended = _properly_ended(tar)
     except TAR_ERRORS as e:
         where = f"member {last_name}" if last_name else "its first member"
         cut = current if current is not None else None
-        yield Malformed(cut.first if cut else position, ", ".join(cut.names) if cut else "",
-                        f"truncated or damaged tar at {where}: {type(e).__name__}: {e}"
-                        + (f"; sample {cut.key} is lost" if cut else ""))
+        yield Malformed(
+            cut.first if cut else position,
+            ", ".join(cut.names) if cut else "",
+            f"truncated or damaged tar at {where}: {type(e).__name__}: {e}"
+            + (f"; sample {cut.key} is lost" if cut else ""),
+        )
         return
     if current is not None:
         if ended:
             yield current
         else:
-            yield Malformed(current.first, ", ".join(current.names),
-                            f"truncated tar: it ends after member {last_name} without the end-of-archive "
-                            f"marker, so sample {current.key} may be incomplete")
+            yield Malformed(
+                current.first,
+                ", ".join(current.names),
+                f"truncated tar: it ends after member {last_name} without the end-of-archive "
+                f"marker, so sample {current.key} may be incomplete",
+            )
 
 
 def _properly_ended(tar: tarfile.TarFile) -> bool:
@@ -149,8 +155,10 @@ def sample_row(sample: Sample, shard: str) -> tuple[dict | None, str | None]:
     """(row, None) for a well-formed sample of the tar `shard`, else (None, the problem naming the member)."""
     suffix = next((s for s in IMAGE_SUFFIXES if s in sample.members), None)
     if suffix is None:
-        return None, (f"sample {sample.key} has no image member ({', '.join(f'KEY.{s}' for s in IMAGE_SUFFIXES)}); "
-                      f"its members: {', '.join(sample.names)}")
+        return None, (
+            f"sample {sample.key} has no image member ({', '.join(f'KEY.{s}' for s in IMAGE_SUFFIXES)}); "
+            f"its members: {', '.join(sample.names)}"
+        )
     row: dict = {"_key": sample.key, "image": sample.members[suffix]}
     meta: dict = {}
     if "json" in sample.members:
@@ -214,8 +222,9 @@ def misfit(row: dict, schema: pa.Schema) -> str | None:
     or None."""
     unknown = [name for name in row if name not in schema.names]
     if unknown:
-        return (f"field '{unknown[0]}' of {row['_key']}.json is not among the input's columns "
-                f"({', '.join(schema.names)})")
+        return (
+            f"field '{unknown[0]}' of {row['_key']}.json is not among the input's columns ({', '.join(schema.names)})"
+        )
     for name, value in row.items():
         field_ = schema.field(name)
         if input_schema.mixed(field_) is None and (problem := input_schema.misfit(value, field_.type)):

@@ -19,8 +19,16 @@ class ShardWriter:
     all-null in earlier batches, say) is handled by casting to the first schema.
     """
 
-    def __init__(self, directory: Path, prefix: str, *, shard_bytes: int = 256 << 20,
-                 compression: str = "zstd", row_group_rows: int = 64 * 1024, row_group_bytes: int = 64 << 20):
+    def __init__(
+        self,
+        directory: Path,
+        prefix: str,
+        *,
+        shard_bytes: int = 256 << 20,
+        compression: str = "zstd",
+        row_group_rows: int = 64 * 1024,
+        row_group_bytes: int = 64 << 20,
+    ):
         self.directory = Path(directory)
         self.prefix = prefix
         self.shard_bytes = shard_bytes
@@ -94,8 +102,9 @@ class ShardWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         final = self.directory / f"{self.prefix}-{len(self.paths):03d}.parquet"
         self._tmp = final.with_name(final.name + ".tmp")
-        self._writer = pq.ParquetWriter(self._tmp, self._schema, compression=self.compression,
-                                        write_statistics=True, store_schema=True)
+        self._writer = pq.ParquetWriter(
+            self._tmp, self._schema, compression=self.compression, write_statistics=True, store_schema=True
+        )
         self.paths.append(final)
         self.shard_rows.append(0)
 

@@ -44,15 +44,20 @@ class RequestCache:
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill; fsync at checkpoints
-        self.db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, finish_reason TEXT, "
-                        "tokens_in INTEGER, tokens_out INTEGER, error TEXT, detail TEXT)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, finish_reason TEXT, "
+            "tokens_in INTEGER, tokens_out INTEGER, error TEXT, detail TEXT)"
+        )
 
     def get_many(self, keys: list[str]) -> dict[str, Answer]:
         found: dict[str, Answer] = {}
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            rows = self.db.execute(f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail "
-                                   f"FROM answers WHERE key IN ({','.join('?' * len(part))})", part)
+            part = keys[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail "
+                f"FROM answers WHERE key IN ({','.join('?' * len(part))})",
+                part,
+            )
             for key, text, finish, t_in, t_out, error, detail in rows:
                 found[key] = Answer(text, finish, t_in, t_out, error, detail, permanent=error is not None, cached=True)
         return found
@@ -60,8 +65,11 @@ class RequestCache:
     def put_many(self, items: list[tuple[str, Answer]]) -> list[str]:
         """Record answers, and permanently bad requests, in one transaction; transient failures
         are not kept. Returns the keys recorded."""
-        rows = [(key, a.text, a.finish_reason, a.tokens_in, a.tokens_out, a.error, a.detail)
-                for key, a in items if a.error is None or a.permanent]
+        rows = [
+            (key, a.text, a.finish_reason, a.tokens_in, a.tokens_out, a.error, a.detail)
+            for key, a in items
+            if a.error is None or a.permanent
+        ]
         if rows:
             with self.db:
                 self.db.execute("BEGIN")
@@ -169,8 +177,10 @@ class CachedBackend:
                 mine.setdefault(key, []).append(i)
         self._count("cache_hits", from_disk)
         self._count("cache_misses", len(mine))
-        self._count("duplicates", settled + sum(len(rows) for rows in joined.values()) +
-                    sum(len(rows) - 1 for rows in mine.values()))
+        self._count(
+            "duplicates",
+            settled + sum(len(rows) for rows in joined.values()) + sum(len(rows) - 1 for rows in mine.values()),
+        )
         loop = asyncio.get_running_loop()
         sent = list(mine)
         for key in sent:

@@ -17,25 +17,38 @@ _OP: dict[str, Any] = {"json_schema_extra": OPERATIONAL}
 
 class LLMConfig(Params):
     backend: Literal["openai", "transformers", "vllm"] = Field(
-        "openai", description="openai: an OpenAI-compatible HTTP endpoint; transformers or vllm: a local model.")
-    model: str = local_path(hub=True, unless={"backend": "openai"},
-                            description="Model name at the endpoint, or a local model name or directory.")
+        "openai", description="openai: an OpenAI-compatible HTTP endpoint; transformers or vllm: a local model."
+    )
+    model: str = local_path(
+        hub=True,
+        unless={"backend": "openai"},
+        description="Model name at the endpoint, or a local model name or directory.",
+    )
     base_url: str | None = Field(None, description="Endpoint, e.g. http://localhost:8000/v1 (openai backend).", **_OP)
-    api_key_env: str | None = Field("OPENAI_API_KEY", description="Environment variable holding the API key "
-                                    "(read when sending, never written anywhere).", **_OP)
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        description="Environment variable holding the API key (read when sending, never written anywhere).",
+        **_OP,
+    )
     concurrency: int = Field(256, gt=0, description="Requests in flight per process (openai backend).", **_OP)
     timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (openai backend).", **_OP)
-    max_retries: int = Field(6, ge=0, description="Retries of a request that timed out or got 429/5xx/a bad body.",
-                             **_OP)
-    backoff_s: float = Field(0.5, ge=0, description="First retry's backoff cap; doubles each retry, full jitter.",
-                             **_OP)
+    max_retries: int = Field(
+        6, ge=0, description="Retries of a request that timed out or got 429/5xx/a bad body.", **_OP
+    )
+    backoff_s: float = Field(
+        0.5, ge=0, description="First retry's backoff cap; doubles each retry, full jitter.", **_OP
+    )
     max_backoff_s: float = Field(60.0, ge=0, description="Largest backoff between retries.", **_OP)
     max_tokens: int = Field(512, gt=0, description="Most tokens generated per answer.")
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
     seed: int | None = Field(None, description="Sampling seed sent with each request; default: the recipe's seed.")
-    cache_dir: str | None = Field(None, description="Request cache directory; default $CURATE_CACHE_DIR or "
-                                  "~/.cache/curate. Outlives the run, so answers are never paid twice.", **_OP)
+    cache_dir: str | None = Field(
+        None,
+        description="Request cache directory; default $CURATE_CACHE_DIR or "
+        "~/.cache/curate. Outlives the run, so answers are never paid twice.",
+        **_OP,
+    )
     batch_size: int = Field(16, gt=0, description="Prompts per generate call (local backends).", **_OP)
     dtype: str = Field("auto", description="Local backends' weights dtype: auto, float32, bfloat16, float16.")
 
@@ -59,8 +72,16 @@ def open_backend(config: LLMConfig, cached: bool = True):
         from curate.llm.openai import OpenAIBackend
 
         assert config.base_url is not None  # _endpoint: the openai backend has one
-        backend = OpenAIBackend(config.model, config.base_url, config.api_key_env, config.concurrency,
-                                config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
+        backend = OpenAIBackend(
+            config.model,
+            config.base_url,
+            config.api_key_env,
+            config.concurrency,
+            config.timeout_s,
+            config.max_retries,
+            config.backoff_s,
+            config.max_backoff_s,
+        )
     elif config.backend == "transformers":
         from curate.llm.local import TransformersBackend
 

@@ -25,8 +25,9 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
-            raise BackendError("the transformers backend needs torch and transformers: "
-                               "pip install 'curate[embed]'") from None
+            raise BackendError(
+                "the transformers backend needs torch and transformers: pip install 'curate[embed]'"
+            ) from None
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model)
             dtype = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
@@ -57,7 +58,7 @@ class TransformersBackend:
             groups.setdefault(str(requests[i].sampling()), []).append(i)
         for members in groups.values():
             for start in range(0, len(members), self.batch_size):
-                batch = members[start:start + self.batch_size]
+                batch = members[start : start + self.batch_size]
                 for i, answer in zip(batch, self._batch([prompts[i] for i in batch], requests[batch[0]])):
                     answers[i] = answer
                     on_answer(i, answer)
@@ -70,19 +71,25 @@ class TransformersBackend:
         encoded = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         if request.seed is not None:
             torch.manual_seed(request.seed)
-        sampling = {"do_sample": True, "temperature": request.temperature, "top_p": request.top_p} \
-            if request.temperature > 0 else {"do_sample": False}
+        sampling = (
+            {"do_sample": True, "temperature": request.temperature, "top_p": request.top_p}
+            if request.temperature > 0
+            else {"do_sample": False}
+        )
         with torch.inference_mode():
-            out = self.lm.generate(**encoded, max_new_tokens=request.max_tokens,
-                                   pad_token_id=self.tokenizer.pad_token_id, **sampling)
+            out = self.lm.generate(
+                **encoded, max_new_tokens=request.max_tokens, pad_token_id=self.tokenizer.pad_token_id, **sampling
+            )
         width = encoded["input_ids"].shape[1]
-        return [self._answer(out[row, width:].tolist(), int(encoded["attention_mask"][row].sum()))
-                for row in range(len(prompts))]
+        return [
+            self._answer(out[row, width:].tolist(), int(encoded["attention_mask"][row].sum()))
+            for row in range(len(prompts))
+        ]
 
     def _answer(self, tokens: list[int], prompt_tokens: int) -> Answer:
         eos = self.tokenizer.eos_token_id
         stopped = eos in tokens
         if stopped:
-            tokens = tokens[:tokens.index(eos)]
+            tokens = tokens[: tokens.index(eos)]
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         return Answer(text, "stop" if stopped else "length", prompt_tokens, len(tokens) + stopped)

@@ -46,8 +46,16 @@ def reply_to(messages: list[dict], sampling: dict | None = None) -> str:
 
 
 class MockLLM:
-    def __init__(self, models=("mock",), api_key: str | None = None, fault_rate: float = 0.0,
-                 faults=FAULTS, retry_after: float = 1.0, stall_s: float = 30.0, seed: int = 0):
+    def __init__(
+        self,
+        models=("mock",),
+        api_key: str | None = None,
+        fault_rate: float = 0.0,
+        faults=FAULTS,
+        retry_after: float = 1.0,
+        stall_s: float = 30.0,
+        seed: int = 0,
+    ):
         self.models, self.api_key = list(models), api_key
         self.fault_rate, self.faults = fault_rate, list(faults)
         self.retry_after, self.stall_s = retry_after, stall_s
@@ -78,8 +86,10 @@ class MockLLM:
     async def stats(self, request):
         from aiohttp import web
 
-        return web.Response(body=orjson.dumps({"received": self.received, "answered": self.answered,
-                                               "faults": self.injected}), content_type="application/json")
+        return web.Response(
+            body=orjson.dumps({"received": self.received, "answered": self.answered, "faults": self.injected}),
+            content_type="application/json",
+        )
 
     async def chat(self, request):
         from aiohttp import web
@@ -107,10 +117,17 @@ class MockLLM:
         elif "[[long]]" in prompt:
             finish = "length"
         self.answered[key] = self.answered.get(key, 0) + 1
-        body = {"id": "mock", "object": "chat.completion", "model": doc["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                          "total_tokens": len(prompt.split()) + len(text.split())}}
+        body = {
+            "id": "mock",
+            "object": "chat.completion",
+            "model": doc["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": len(prompt.split()),
+                "completion_tokens": len(text.split()),
+                "total_tokens": len(prompt.split()) + len(text.split()),
+            },
+        }
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
     def _fault_for(self, key: str, asked_before: int) -> str | None:
@@ -118,7 +135,7 @@ class MockLLM:
         if not self.fault_rate:
             return None
         draw = hashlib.sha256(f"{self.seed}:{key}:{asked_before}".encode()).digest()
-        if int.from_bytes(draw[:8], "big") >= self.fault_rate * 2 ** 64:
+        if int.from_bytes(draw[:8], "big") >= self.fault_rate * 2**64:
             return None
         return self.faults[int.from_bytes(draw[8:16], "big") % len(self.faults)]
 
@@ -129,8 +146,9 @@ class MockLLM:
             await asyncio.sleep(self.stall_s)
             return web.json_response({"error": {"message": "too late"}}, status=504)
         if fault == "429":
-            return web.json_response({"error": {"message": "slow down"}}, status=429,
-                                     headers={"Retry-After": str(self.retry_after)})
+            return web.json_response(
+                {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": str(self.retry_after)}
+            )
         if fault == "500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if fault == "malformed":

@@ -10,23 +10,59 @@ from __future__ import annotations
 import hashlib
 import re
 
-TOPICS = ("volcanoes", "tax law", "bread baking", "chess openings", "tide pools", "jazz harmony", "sleep cycles",
-          "glaciers", "bee colonies", "solar panels", "roman roads", "coral reefs", "lichens", "subway maps",
-          "sourdough", "origami", "radio waves", "desert plants", "ancient coins", "wind turbines", "poetry meter",
-          "soap films", "bird migration", "compound interest", "typewriters", "moss gardens", "kite design",
-          "rainforest frogs", "paper mills", "sailing knots")
-FORMS = ("Explain to a ten-year-old how {t} work and why they matter",
-         "List three surprising facts about {t} and cite a reason for each",
-         "Write a short persuasive paragraph arguing that {t} deserve more public attention",
-         "Compare {t} with {u} in terms of their history and everyday relevance",
-         "Describe a typical day of someone whose job involves {t}",
-         "Suggest five interview questions for an expert on {t}",
-         "Summarize the main risks associated with {t} for a general audience",
-         "Give step by step advice for a beginner who wants to learn about {t}")
+TOPICS = (
+    "volcanoes",
+    "tax law",
+    "bread baking",
+    "chess openings",
+    "tide pools",
+    "jazz harmony",
+    "sleep cycles",
+    "glaciers",
+    "bee colonies",
+    "solar panels",
+    "roman roads",
+    "coral reefs",
+    "lichens",
+    "subway maps",
+    "sourdough",
+    "origami",
+    "radio waves",
+    "desert plants",
+    "ancient coins",
+    "wind turbines",
+    "poetry meter",
+    "soap films",
+    "bird migration",
+    "compound interest",
+    "typewriters",
+    "moss gardens",
+    "kite design",
+    "rainforest frogs",
+    "paper mills",
+    "sailing knots",
+)
+FORMS = (
+    "Explain to a ten-year-old how {t} work and why they matter",
+    "List three surprising facts about {t} and cite a reason for each",
+    "Write a short persuasive paragraph arguing that {t} deserve more public attention",
+    "Compare {t} with {u} in terms of their history and everyday relevance",
+    "Describe a typical day of someone whose job involves {t}",
+    "Suggest five interview questions for an expert on {t}",
+    "Summarize the main risks associated with {t} for a general audience",
+    "Give step by step advice for a beginner who wants to learn about {t}",
+)
 
-STYLES = ("for readers of a travel magazine", "using a table with short rows", "while avoiding any technical jargon",
-          "in the voice of a weary ship captain", "as a numbered checklist for new volunteers",
-          "citing one historical anecdote along the way", "in under fifty words", "with a rhyming couplet at the end")
+STYLES = (
+    "for readers of a travel magazine",
+    "using a table with short rows",
+    "while avoiding any technical jargon",
+    "in the voice of a weary ship captain",
+    "as a numbered checklist for new volunteers",
+    "citing one historical anecdote along the way",
+    "in under fifty words",
+    "with a rhyming couplet at the end",
+)
 
 
 def _draw(text: str, n: int) -> int:
@@ -77,10 +113,12 @@ def _self_instruct(prompt: str) -> str:
     return " " + "\n".join(f"{nxt + j}. {inst}" if j else inst for j, inst in enumerate(out))
 
 
-_ADDED = {"constraints": " Answer in no more than 120 words and include one concrete example.",
-          "deepening": " Also discuss the underlying causes and the long-term consequences.",
-          "concretizing": " Focus specifically on the case of {t}.",
-          "reasoning": " Explain your reasoning step by step before giving a final answer."}
+_ADDED = {
+    "constraints": " Answer in no more than 120 words and include one concrete example.",
+    "deepening": " Also discuss the underlying causes and the long-term consequences.",
+    "concretizing": " Focus specifically on the case of {t}.",
+    "reasoning": " Explain your reasoning step by step before giving a final answer.",
+}
 
 
 def _evolve_depth(prompt: str) -> str:
@@ -89,8 +127,15 @@ def _evolve_depth(prompt: str) -> str:
         return given
     if "[[copy]]" in given:
         return f"#Rewritten Prompt#: {given} (rewritten prompt)"
-    method = ("constraints" if "constraints/requirements" in prompt else "deepening" if "depth and breadth" in prompt
-              else "concretizing" if "specific concepts" in prompt else "reasoning")
+    method = (
+        "constraints"
+        if "constraints/requirements" in prompt
+        else "deepening"
+        if "depth and breadth" in prompt
+        else "concretizing"
+        if "specific concepts" in prompt
+        else "reasoning"
+    )
     return given + _ADDED[method].format(t=TOPICS[_draw(given, len(TOPICS))])
 
 
@@ -100,14 +145,16 @@ def _evolve_breadth(prompt: str) -> str:
     return FORMS[_draw(given + "f", len(FORMS))].format(t=t, u=u) + ", drawing on rare historical cases."
 
 
-_ANSWER = ("{T} is easiest to understand by starting from what it is for and who relies on it.",
-           "A common mistake is to treat {t} as simpler than it is; the details matter.",
-           "For example, a beginner can look at one small case of {t} and follow it from start to finish.",
-           "The main reasons are history, cost and convenience, in roughly that order.",
-           "Experts disagree on some points, so it helps to compare two or three sources.",
-           "In short, {t} rewards patience, careful observation and a willingness to ask questions.",
-           "A practical first step is to write down what you already know and what you want to find out.",
-           "Keep in mind the risks as well as the benefits before drawing a conclusion.")
+_ANSWER = (
+    "{T} is easiest to understand by starting from what it is for and who relies on it.",
+    "A common mistake is to treat {t} as simpler than it is; the details matter.",
+    "For example, a beginner can look at one small case of {t} and follow it from start to finish.",
+    "The main reasons are history, cost and convenience, in roughly that order.",
+    "Experts disagree on some points, so it helps to compare two or three sources.",
+    "In short, {t} rewards patience, careful observation and a willingness to ask questions.",
+    "A practical first step is to write down what you already know and what you want to find out.",
+    "Keep in mind the risks as well as the benefits before drawing a conclusion.",
+)
 
 
 def answer_instruction(instruction: str, seed) -> str:

@@ -29,8 +29,17 @@ PERMANENT_STATUS = {400, 413, 422}
 class OpenAIBackend:
     kind = "openai"
 
-    def __init__(self, model: str, base_url: str, api_key_env: str | None = "OPENAI_API_KEY", concurrency: int = 256,
-                 timeout_s: float = 120.0, max_retries: int = 6, backoff_s: float = 0.5, max_backoff_s: float = 60.0):
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        concurrency: int = 256,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 60.0,
+    ):
         self.model, self.base_url = model, base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.concurrency, self.timeout_s = concurrency, timeout_s
@@ -55,7 +64,9 @@ class OpenAIBackend:
 
         return aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300),
-            headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+        )
 
     async def _holder(self) -> AsyncGenerator:
         session = self._session()
@@ -91,8 +102,9 @@ class OpenAIBackend:
                 body = await response.read()
                 status = response.status
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
-            raise BackendError(f"cannot reach the LLM endpoint {self.base_url} ({type(e).__name__}: {e}); "
-                               f"check llm.base_url") from None
+            raise BackendError(
+                f"cannot reach the LLM endpoint {self.base_url} ({type(e).__name__}: {e}); check llm.base_url"
+            ) from None
         self._raise_fatal(status, body)
         if status != 200:
             raise BackendError(f"the LLM endpoint {where} answered {status}: {body[:200]!r}")
@@ -101,18 +113,25 @@ class OpenAIBackend:
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return  # an endpoint without a model list: the first request will tell
         if served and self.model not in served:
-            raise BackendError(f"the LLM endpoint {self.base_url} does not serve model {self.model!r}; it serves: "
-                               f"{', '.join(served[:20])}")
+            raise BackendError(
+                f"the LLM endpoint {self.base_url} does not serve model {self.model!r}; it serves: "
+                f"{', '.join(served[:20])}"
+            )
 
     def _raise_fatal(self, status: int, body: bytes) -> None:
         said = body[:300].decode("utf-8", "replace")
         if status in (401, 403):
-            raise BackendError(f"the LLM endpoint {self.base_url} refused the API key ({status}: {said}); check the "
-                               f"key in ${self.api_key_env}" if self.api_key_env else
-                               f"the LLM endpoint {self.base_url} needs an API key ({status}); set llm.api_key_env")
+            raise BackendError(
+                f"the LLM endpoint {self.base_url} refused the API key ({status}: {said}); check the "
+                f"key in ${self.api_key_env}"
+                if self.api_key_env
+                else f"the LLM endpoint {self.base_url} needs an API key ({status}); set llm.api_key_env"
+            )
         if status == 404:
-            raise BackendError(f"the LLM endpoint {self.base_url} answered 404 for model {self.model!r} ({said}); "
-                               f"check llm.base_url and llm.model")
+            raise BackendError(
+                f"the LLM endpoint {self.base_url} answered 404 for model {self.model!r} ({said}); "
+                f"check llm.base_url and llm.model"
+            )
 
     async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
         """Up to `concurrency` senders pull the requests in turn (not one task per request: a
@@ -157,8 +176,11 @@ class OpenAIBackend:
                     answer = Answer(error=f"http_{status}", detail=payload[:300].decode("utf-8", "replace"))
                     wait = _retry_after_seconds(retry_after) if status == 429 else None
                 elif status in PERMANENT_STATUS:
-                    return Answer(error="bad_request", detail=f"{status}: {payload[:300].decode('utf-8', 'replace')}",
-                                  permanent=True)
+                    return Answer(
+                        error="bad_request",
+                        detail=f"{status}: {payload[:300].decode('utf-8', 'replace')}",
+                        permanent=True,
+                    )
                 else:
                     self._raise_fatal(status, payload)
                     answer = Answer(error=f"http_{status}", detail=payload[:300].decode("utf-8", "replace"))
@@ -173,8 +195,10 @@ class OpenAIBackend:
                 break
             await self.sleep(max(wait or 0.0, self._backoff(attempts - 1)))
         if unreachable == attempts:  # every attempt failed to connect: the server is gone
-            raise BackendError(f"the LLM endpoint {self.base_url} stopped accepting connections ({answer.detail}); "
-                               f"the run can continue with --resume once it is back")
+            raise BackendError(
+                f"the LLM endpoint {self.base_url} stopped accepting connections ({answer.detail}); "
+                f"the run can continue with --resume once it is back"
+            )
         # An attempt that could not connect sent nothing: said apart, so that the count can be
         # checked against the server's.
         unsent = f", {unreachable} of them not sent (no connection)" if unreachable else ""
@@ -183,7 +207,7 @@ class OpenAIBackend:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^attempt)]."""
-        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2 ** attempt))
+        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
 
 
 def _parse(payload: bytes) -> Answer:
@@ -196,8 +220,12 @@ def _parse(payload: bytes) -> Answer:
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as e:
         return Answer(error="malformed", detail=f"{type(e).__name__}: {e}; body {payload[:200]!r}")
     usage = doc.get("usage") or {}
-    return Answer(text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
-                  int(usage.get("completion_tokens") or 0))
+    return Answer(
+        text,
+        choice.get("finish_reason"),
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+    )
 
 
 def _retry_after_seconds(value: str | None) -> float | None:

@@ -67,4 +67,3 @@ class Backend(Protocol):
 
     async def check(self) -> None:
         """Raise BackendError if the backend cannot serve the run (called once before the data)."""
-

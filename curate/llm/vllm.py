@@ -33,8 +33,10 @@ class VLLMBackend:
         from vllm import SamplingParams
 
         self.load()
-        params = [SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
-                  for r in requests]
+        params = [
+            SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
+            for r in requests
+        ]
         outputs = self.engine.chat([list(r.messages) for r in requests], sampling_params=params, use_tqdm=False)
         answers = []
         for i, out in enumerate(outputs):

@@ -55,8 +55,14 @@ def score_bins(run: Run, step: str) -> list[tuple[float, int]]:
     if low is None:
         return []
     width = (high - low) / BINS or 1.0
-    counted = dict(run.trace_sql(step, f"least(floor((s - {low!r}) / {width!r}), {BINS - 1})::INT AS b, count(*)",
-                                 where=f", LATERAL (SELECT {SCORE} AS s) WHERE s IS NOT NULL", tail="GROUP BY b"))
+    counted = dict(
+        run.trace_sql(
+            step,
+            f"least(floor((s - {low!r}) / {width!r}), {BINS - 1})::INT AS b, count(*)",
+            where=f", LATERAL (SELECT {SCORE} AS s) WHERE s IS NOT NULL",
+            tail="GROUP BY b",
+        )
+    )
     edges = range(BINS) if high > low else range(1)
     return [(round(low + b * width, 6), int(counted.get(b, 0))) for b in edges]
 
@@ -66,19 +72,29 @@ def nearest_threshold(run: Run, step: str) -> list[dict]:
     the row it was removed as a duplicate of."""
     text = run.text_column
     member = ident(text) if text in run.trace_columns[step] else "NULL"
-    found = run.trace_sql(step, f"k, s, _trace_id, _detail, {member}",
-                          where=f", LATERAL (SELECT {NAMED} AS k, {SCORE} AS s) WHERE k IS NOT NULL AND s IS NOT NULL",
-                          tail=f"ORDER BY s, _trace_id LIMIT {LARGEST}")
+    found = run.trace_sql(
+        step,
+        f"k, s, _trace_id, _detail, {member}",
+        where=f", LATERAL (SELECT {NAMED} AS k, {SCORE} AS s) WHERE k IS NOT NULL AND s IS NOT NULL",
+        tail=f"ORDER BY s, _trace_id LIMIT {LARGEST}",
+    )
     kept = texts(run, [f[0] for f in found])
-    return [{"score": s, "kept_id": k, "kept_text": kept.get(k), "member_id": mid, "detail": detail,
-             "member_text": mtext} for k, s, mid, detail, mtext in found]
+    return [
+        {"score": s, "kept_id": k, "kept_text": kept.get(k), "member_id": mid, "detail": detail, "member_text": mtext}
+        for k, s, mid, detail, mtext in found
+    ]
 
 
 def dedup_steps(run: Run) -> list[str]:
     """The steps whose trace details name the row a removed one duplicates."""
-    return [step for step in run.traces
-            if run.sql(f"SELECT count(*) FROM (SELECT {NAMED} AS k FROM (SELECT detail AS _detail FROM "
-                    f"read_parquet({quote(run.traces[step])}) LIMIT {PROBE})) WHERE k IS NOT NULL")[0][0]]
+    return [
+        step
+        for step in run.traces
+        if run.sql(
+            f"SELECT count(*) FROM (SELECT {NAMED} AS k FROM (SELECT detail AS _detail FROM "
+            f"read_parquet({quote(run.traces[step])}) LIMIT {PROBE})) WHERE k IS NOT NULL"
+        )[0][0]
+    ]
 
 
 def sizes(run: Run, step: str) -> list[tuple[int, int]]:
@@ -93,12 +109,17 @@ def largest(run: Run, step: str) -> list[dict]:
     """The LARGEST clusters: size, the named row's id and one removed member's id, detail and text."""
     text = run.text_column
     member = f"arg_min({ident(text)}, _trace_id)" if text in run.trace_columns[step] else "NULL"
-    found = run.trace_sql(step, f"k, count(*) + 1 AS size, min(_trace_id), arg_min(_detail, _trace_id), {member}",
-                          where=f", LATERAL (SELECT {NAMED} AS k) WHERE k IS NOT NULL",
-                          tail=f"GROUP BY k ORDER BY size DESC, k LIMIT {LARGEST}")
+    found = run.trace_sql(
+        step,
+        f"k, count(*) + 1 AS size, min(_trace_id), arg_min(_detail, _trace_id), {member}",
+        where=f", LATERAL (SELECT {NAMED} AS k) WHERE k IS NOT NULL",
+        tail=f"GROUP BY k ORDER BY size DESC, k LIMIT {LARGEST}",
+    )
     kept = texts(run, [f[0] for f in found])
-    return [{"size": size, "kept_id": k, "kept_text": kept.get(k), "member_id": mid, "detail": detail,
-             "member_text": mtext} for k, size, mid, detail, mtext in found]
+    return [
+        {"size": size, "kept_id": k, "kept_text": kept.get(k), "member_id": mid, "detail": detail, "member_text": mtext}
+        for k, size, mid, detail, mtext in found
+    ]
 
 
 def texts(run: Run, ids: list[str]) -> dict[str, str]:
@@ -121,34 +142,46 @@ def texts(run: Run, ids: list[str]) -> dict[str, str]:
 
 def _side_by_side(clusters: list[dict], first: str = "rows") -> str:
     rows = "".join(
-        f"<tr><td class=\"num\">{format(c['size'], ',') if 'size' in c else format(c['score'], 'g')}</td>"
-        f"<td class=\"sample\"><b>{html.escape(c['kept_id'])}</b>\n{html.escape(clip(c['kept_text']))}</td>"
-        f"<td class=\"sample\"><b>{html.escape(c['member_id'])}</b> — {html.escape(c['detail'] or '')}\n"
-        f"{html.escape(clip(c['member_text']))}</td></tr>" for c in clusters)
-    return (f"<table class=\"clusters\"><tr><th>{first}</th><th>the row the others duplicate</th>"
-            f"<th>one row removed as its duplicate</th></tr>{rows}</table>")
+        f'<tr><td class="num">{format(c["size"], ",") if "size" in c else format(c["score"], "g")}</td>'
+        f'<td class="sample"><b>{html.escape(c["kept_id"])}</b>\n{html.escape(clip(c["kept_text"]))}</td>'
+        f'<td class="sample"><b>{html.escape(c["member_id"])}</b> — {html.escape(c["detail"] or "")}\n'
+        f"{html.escape(clip(c['member_text']))}</td></tr>"
+        for c in clusters
+    )
+    return (
+        f'<table class="clusters"><tr><th>{first}</th><th>the row the others duplicate</th>'
+        f"<th>one row removed as its duplicate</th></tr>{rows}</table>"
+    )
 
 
 def _figure(go, step: str, n: int, counts: list[tuple[int, int]]) -> str:
     fig = go.Figure(go.Bar(x=[str(s) for s, _ in counts], y=[c for _, c in counts], marker_color="#1f77b4"))
-    fig.update_layout(title=f"{step}: clusters by size", xaxis=dict(title="rows in the cluster", type="category"),
-                      yaxis_title="clusters")
-    return f"<div class=\"hist\">{figure(fig, f'dup-sizes-{n}', 280)}</div>"
+    fig.update_layout(
+        title=f"{step}: clusters by size",
+        xaxis=dict(title="rows in the cluster", type="category"),
+        yaxis_title="clusters",
+    )
+    return f'<div class="hist">{figure(fig, f"dup-sizes-{n}", 280)}</div>'
 
 
 def _score_figure(go, step: str, n: int, bins: list[tuple[float, int]]) -> str:
     fig = go.Figure(go.Bar(x=[f"{edge:g}" for edge, _ in bins], y=[c for _, c in bins], marker_color="#ff7f0e"))
-    fig.update_layout(title=f"{step}: score of the rows removed", xaxis=dict(title="score (from)", type="category"),
-                      yaxis_title="rows removed")
-    return f"<div class=\"hist\">{figure(fig, f'dup-scores-{n}', 280)}</div>"
+    fig.update_layout(
+        title=f"{step}: score of the rows removed",
+        xaxis=dict(title="score (from)", type="category"),
+        yaxis_title="rows removed",
+    )
+    return f'<div class="hist">{figure(fig, f"dup-scores-{n}", 280)}</div>'
 
 
 def _near(go, step: str, n: int, run: Run) -> str:
     bins = score_bins(run, step)
     if not bins:
         return ""
-    return (f"{_score_figure(go, step, n, bins)}<h4>the {LARGEST} rows removed nearest the threshold "
-            f"(lowest score)</h4>{_side_by_side(nearest_threshold(run, step), 'score')}")
+    return (
+        f"{_score_figure(go, step, n, bins)}<h4>the {LARGEST} rows removed nearest the threshold "
+        f"(lowest score)</h4>{_side_by_side(nearest_threshold(run, step), 'score')}"
+    )
 
 
 def render(go, run: Run) -> str:
@@ -158,10 +191,12 @@ def render(go, run: Run) -> str:
         clusters = sum(c for _, c in counts)
         removed = sum((s - 1) * c for s, c in counts)
         summary = table(["cluster size", "clusters"], counts[:40], numeric={0, 1}) if len(counts) <= 40 else ""
-        parts.append(f"<h3>{html.escape(step)}</h3><p>{clusters:,} clusters; {removed:,} rows removed as duplicates "
-                     f"of another row.</p>{summary}{_figure(go, step, n, counts) if len(counts) > 1 else ''}"
-                     f"<h4>the {LARGEST} largest clusters</h4>{_side_by_side(largest(run, step))}"
-                     f"{_near(go, step, n, run)}")
+        parts.append(
+            f"<h3>{html.escape(step)}</h3><p>{clusters:,} clusters; {removed:,} rows removed as duplicates "
+            f"of another row.</p>{summary}{_figure(go, step, n, counts) if len(counts) > 1 else ''}"
+            f"<h4>the {LARGEST} largest clusters</h4>{_side_by_side(largest(run, step))}"
+            f"{_near(go, step, n, run)}"
+        )
     if not parts:
         return ""
     return section("duplicates", "Duplicate clusters", "".join(parts))

@@ -20,7 +20,7 @@ def kept(run: Run) -> list[tuple[str, str]]:
     text = run.text_column
     if not run.data or text not in run.data_columns:
         return []
-    picked = run.data[::max(1, len(run.data) // PAIRS)][:PAIRS]
+    picked = run.data[:: max(1, len(run.data) // PAIRS)][:PAIRS]
     per_file = -(-PAIRS // len(picked))
     out = []
     for path in picked:
@@ -45,8 +45,13 @@ def removed(run: Run) -> list[dict]:
         first: dict[str, dict] = {}
         for r in batch.to_pylist():
             if r["reason"] not in first:
-                first[r["reason"]] = {"step": step, "reason": r["reason"], "detail": r.get("detail"), "id": r["_id"],
-                                      "text": (r.get("row") or {}).get(text)}
+                first[r["reason"]] = {
+                    "step": step,
+                    "reason": r["reason"],
+                    "detail": r.get("detail"),
+                    "id": r["_id"],
+                    "text": (r.get("row") or {}).get(text),
+                }
         per_step.append(list(first.values()))
     out: list[dict] = []
     while len(out) < PAIRS and any(per_step):
@@ -66,11 +71,16 @@ def render(run: Run) -> str:
         if i < len(right):
             r = right[i]
             detail = f" ({html.escape(r['detail'])})" if r["detail"] else ""
-            gone = (f"<b>{html.escape(r['step'])}: {html.escape(r['reason'])}</b>{detail} — {html.escape(r['id'])}\n"
-                    f"{html.escape(clip(r['text']))}")
+            gone = (
+                f"<b>{html.escape(r['step'])}: {html.escape(r['reason'])}</b>{detail} — {html.escape(r['id'])}\n"
+                f"{html.escape(clip(r['text']))}"
+            )
         else:
             gone = ""
-        cells.append(f"<tr><td class=\"sample\">{k}</td><td class=\"sample\">{gone}</td></tr>")
-    return section("kept-removed", "Rows kept beside rows removed",
-                   f"<table class=\"kept-removed\"><tr><th>kept (output)</th><th>removed (step: reason)</th></tr>"
-                   f"{''.join(cells)}</table>")
+        cells.append(f'<tr><td class="sample">{k}</td><td class="sample">{gone}</td></tr>')
+    return section(
+        "kept-removed",
+        "Rows kept beside rows removed",
+        f'<table class="kept-removed"><tr><th>kept (output)</th><th>removed (step: reason)</th></tr>'
+        f"{''.join(cells)}</table>",
+    )

@@ -46,8 +46,9 @@ def measures(run: Run) -> list[tuple[str, str, str]]:
     """(label, column, SQL of a row's length): characters of the text column, then token counts."""
     text = run.text_column
     found = []
-    if pa.types.is_string(run.data_columns.get(text, pa.null())) or \
-            any(pa.types.is_string(c.get(text, pa.null())) for c in run.trace_columns.values()):
+    if pa.types.is_string(run.data_columns.get(text, pa.null())) or any(
+        pa.types.is_string(c.get(text, pa.null())) for c in run.trace_columns.values()
+    ):
         found.append(("characters", text, f"length({ident(text)})"))
     return found + token_measures(run)
 
@@ -88,19 +89,26 @@ def _figure(go, label: str, key: str, counts: dict[str, Side]) -> str:
     bins = list(range(min(found), max(found) + 1))  # every bin between, so a gap is drawn as zero
     x = [bin_edges(b)[0] for b in bins]
     inputs = [counts["output"].bins.get(b, 0) + counts["removed"].bins.get(b, 0) for b in bins]
-    for name, y, color in (("input (kept + removed)", inputs, "#888"),
-                           ("output", [counts["output"].bins.get(b, 0) for b in bins], "#1f77b4")):
-        fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines", line=dict(shape="hv", color=color),
-                                 fill="tozeroy"))
-    fig.update_layout(title=f"{label} per row: input vs output", xaxis=dict(type="log", title=f"{label} (log scale)"),
-                      yaxis_title="rows", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
-    return f"<div class=\"hist\">{figure(fig, f'lengths-{key}', 320)}</div>"
+    for name, y, color in (
+        ("input (kept + removed)", inputs, "#888"),
+        ("output", [counts["output"].bins.get(b, 0) for b in bins], "#1f77b4"),
+    ):
+        fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines", line=dict(shape="hv", color=color), fill="tozeroy"))
+    fig.update_layout(
+        title=f"{label} per row: input vs output",
+        xaxis=dict(type="log", title=f"{label} (log scale)"),
+        yaxis_title="rows",
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+    )
+    return f'<div class="hist">{figure(fig, f"lengths-{key}", 320)}</div>'
 
 
 def render(go, run: Run) -> str:
     m = run.manifest
-    rows = [["files (bytes on disk)", sum(i.bytes or 0 for i in m.inputs), sum(o.bytes for o in m.outputs)],
-            ["rows", m.rows_in, m.rows_out]]
+    rows = [
+        ["files (bytes on disk)", sum(i.bytes or 0 for i in m.inputs), sum(o.bytes for o in m.outputs)],
+        ["rows", m.rows_in, m.rows_out],
+    ]
     figs = []
     for n, (label, column, expr) in enumerate(measures(run)):
         counts = count(run, column, expr, text_bytes=label == "characters")
@@ -111,15 +119,17 @@ def render(go, run: Run) -> str:
             rows.append([f"rows with no {label}", out.bins.get(-1, 0) + gone.bins.get(-1, 0), out.bins.get(-1, 0)])
         if label == "characters":
             rows.append([f"text bytes ({column}, UTF-8)", out.bytes + gone.bytes, out.bytes])
-        rows.append([label if label == "characters" else f"{label} (rows counted)", out.total + gone.total,
-                     out.total])
-    note = ("<p>In: every row read (kept, or removed by a step as the trace holds it); out: the output. Tokens "
-            "are those the counting step saw, so rows removed before it have none.</p>")
+        rows.append([label if label == "characters" else f"{label} (rows counted)", out.total + gone.total, out.total])
+    note = (
+        "<p>In: every row read (kept, or removed by a step as the trace holds it); out: the output. Tokens "
+        "are those the counting step saw, so rows removed before it have none.</p>"
+    )
     body = table(["", "in", "out"], rows, numeric={1, 2}) + note + "".join(figs)
     column = html.escape(repr(run.text_column))
     if not any(label == "characters" for label, _, _ in measures(run)):
-        body += (f"<p>No characters counted: the text column {column} is not a string column of the output "
-                 f"or the trace.</p>")
+        body += (
+            f"<p>No characters counted: the text column {column} is not a string column of the output or the trace.</p>"
+        )
     elif not figs:
         body += f"<p>No length to draw: the text column {column} has one length bin.</p>"
     return section("lengths", "Lengths, bytes and tokens: input vs output", body)

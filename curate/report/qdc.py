@@ -8,9 +8,17 @@ from dataclasses import dataclass
 from curate.manifest import Manifest
 
 # Dataset metrics shown side by side, with the direction that means "more diverse".
-DIVERSITY = [("distinct_1", "higher"), ("distinct_2", "higher"), ("distinct_3", "higher"), ("distinct_4", "higher"),
-             ("vendi", "higher"), ("mean_pairwise_distance", "higher"), ("cluster_entropy_normalized", "higher"),
-             ("self_bleu", "lower"), ("compression_ratio", "lower")]
+DIVERSITY = [
+    ("distinct_1", "higher"),
+    ("distinct_2", "higher"),
+    ("distinct_3", "higher"),
+    ("distinct_4", "higher"),
+    ("vendi", "higher"),
+    ("mean_pairwise_distance", "higher"),
+    ("cluster_entropy_normalized", "higher"),
+    ("self_bleu", "lower"),
+    ("compression_ratio", "lower"),
+]
 
 
 @dataclass(frozen=True)
@@ -32,26 +40,46 @@ def comparisons(manifest: Manifest) -> list[Comparison]:
     out = []
     run = manifest.entry("dataset_metrics")
     if run:
-        out.append(Comparison(f"run: input vs output (distinct-n over all rows; the other metrics on a sample of "
-                              f"{run['settings']['sample']:,} rows by _id)",
-                              (f"input ({run['input']['rows']:,} rows)", f"output ({run['output']['rows']:,} rows)"),
-                              flat(run["input"]), flat(run["output"])))
+        out.append(
+            Comparison(
+                f"run: input vs output (distinct-n over all rows; the other metrics on a sample of "
+                f"{run['settings']['sample']:,} rows by _id)",
+                (f"input ({run['input']['rows']:,} rows)", f"output ({run['output']['rows']:,} rows)"),
+                flat(run["input"]),
+                flat(run["output"]),
+            )
+        )
     measured = [s for s in manifest.steps if s.op == "dataset_metrics" and s.summary]
     if len(measured) >= 2:
         first, last = measured[0], measured[-1]
-        out.append(Comparison(f"dataset metrics: {first.step} vs {last.step}",
-                              (f"input ({first.step})", f"output ({last.step})"),
-                              flat(first.summary), flat(last.summary)))
+        out.append(
+            Comparison(
+                f"dataset metrics: {first.step} vs {last.step}",
+                (f"input ({first.step})", f"output ({last.step})"),
+                flat(first.summary),
+                flat(last.summary),
+            )
+        )
     elif len(measured) == 1:
-        out.append(Comparison(f"dataset metrics at {measured[0].step}", (measured[0].step, None),
-                              flat(measured[0].summary), {}))
+        out.append(
+            Comparison(
+                f"dataset metrics at {measured[0].step}", (measured[0].step, None), flat(measured[0].summary), {}
+            )
+        )
     for s in manifest.steps:
         if s.op == "qdc_select" and s.summary:
             summary = s.summary
-            out.append(Comparison(f"{s.step}: input vs selection ({summary.get('method')})",
-                                  (f"input ({summary['input']['rows']:,} rows)",
-                                   f"selection ({summary['selection']['rows']:,} rows)"),
-                                  flat_qdc(summary["input"]), flat_qdc(summary["selection"])))
+            out.append(
+                Comparison(
+                    f"{s.step}: input vs selection ({summary.get('method')})",
+                    (
+                        f"input ({summary['input']['rows']:,} rows)",
+                        f"selection ({summary['selection']['rows']:,} rows)",
+                    ),
+                    flat_qdc(summary["input"]),
+                    flat_qdc(summary["selection"]),
+                )
+            )
     return out
 
 

@@ -40,8 +40,9 @@ def write_report(run_dir: Path, by: str | None = None, by_domain: str | None = N
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.is_file():
-        raise CurateError(f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, "
-                          f"or --resume it)")
+        raise CurateError(
+            f"{run_dir} is not a finished run: it has no manifest.json (run `curate run` to the end, or --resume it)"
+        )
     manifest = read_manifest(manifest_path.read_bytes(), str(manifest_path))
     target = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
@@ -65,15 +66,27 @@ def render(manifest: Manifest, run: Run, by: str | None = None, by_domain: str |
 
     if manifest.report is not None:
         by, by_domain = by or manifest.report.by, by_domain or manifest.report.by_domain
-    sections = [_header(manifest), _funnel(go, manifest), lengths.render(go, run),
-                sources.render(go, run, by, by_domain), _timings(go, manifest),
-                _reasons(manifest, run), kept_removed.render(run), duplicates.render(go, run),
-                _qdc(go, manifest), scores.render(go, run), _clusters(manifest), summaries.render(go, manifest)]
+    sections = [
+        _header(manifest),
+        _funnel(go, manifest),
+        lengths.render(go, run),
+        sources.render(go, run, by, by_domain),
+        _timings(go, manifest),
+        _reasons(manifest, run),
+        kept_removed.render(run),
+        duplicates.render(go, run),
+        _qdc(go, manifest),
+        scores.render(go, run),
+        _clusters(manifest),
+        summaries.render(go, manifest),
+    ]
     body = "\n".join(s for s in sections if s)
     title = html.escape(f"curate report: {manifest.name}")
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n"
-            f"<style>{_CSS}</style>\n<script type=\"text/javascript\">{plotly_js()}</script></head>\n"
-            f"<body><h1>{title}</h1>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>\n'
+        f'<style>{_CSS}</style>\n<script type="text/javascript">{plotly_js()}</script></head>\n'
+        f"<body><h1>{title}</h1>\n{body}\n</body></html>\n"
+    )
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -89,37 +102,56 @@ def plotly_js() -> str:
 
     js = (ASSETS / "plotly-basic.min.js").read_text(encoding="utf-8")
     if f"v{get_plotlyjs_version()}" not in js[:200]:
-        raise CurateError(f"report: the vendored plotly.js is not version {get_plotlyjs_version()}, the one the "
-                          f"installed plotly package writes figures for (see {ASSETS / 'README.md'})")
+        raise CurateError(
+            f"report: the vendored plotly.js is not version {get_plotlyjs_version()}, the one the "
+            f"installed plotly package writes figures for (see {ASSETS / 'README.md'})"
+        )
     return js
 
 
 def _header(m: Manifest) -> str:
-    rows: list[list] = [["rows in", m.rows_in], ["rows out", m.rows_out], ["seconds", m.seconds],
-                        ["data files", m.data_files], ["recipe fingerprint", m.recipe_fingerprint], ["seed", m.seed],
-                        ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())]]
-    return f"<section id=\"summary\"><h2>Run</h2>{table(['', ''], rows)}</section>"
+    rows: list[list] = [
+        ["rows in", m.rows_in],
+        ["rows out", m.rows_out],
+        ["seconds", m.seconds],
+        ["data files", m.data_files],
+        ["recipe fingerprint", m.recipe_fingerprint],
+        ["seed", m.seed],
+        ["report written", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())],
+    ]
+    return f'<section id="summary"><h2>Run</h2>{table(["", ""], rows)}</section>'
 
 
 def _funnel(go, m: Manifest) -> str:
     steps = m.steps
     first = max(steps[0].rows_out, 1) if steps else 1
     # A funnel drawn with centred horizontal bars (the basic plotly.js bundle has no funnel trace).
-    fig = go.Figure(go.Bar(y=[s.step for s in steps], x=[s.rows_out for s in steps], orientation="h",
-                           base=[-s.rows_out / 2 for s in steps], marker_color="#1f77b4",
-                           text=[f"{s.rows_out:,} ({100 * s.rows_out / first:.1f}%)" for s in steps],
-                           textposition="inside", insidetextanchor="middle", hoverinfo="text+y"))
-    fig.update_layout(title="rows after each step", yaxis=dict(autorange="reversed"),
-                      xaxis=dict(showticklabels=False, zeroline=False))
-    return f"<section id=\"funnel\"><h2>Funnel</h2>{figure(fig, 'funnel', 120 + 40 * len(steps))}</section>"
+    fig = go.Figure(
+        go.Bar(
+            y=[s.step for s in steps],
+            x=[s.rows_out for s in steps],
+            orientation="h",
+            base=[-s.rows_out / 2 for s in steps],
+            marker_color="#1f77b4",
+            text=[f"{s.rows_out:,} ({100 * s.rows_out / first:.1f}%)" for s in steps],
+            textposition="inside",
+            insidetextanchor="middle",
+            hoverinfo="text+y",
+        )
+    )
+    fig.update_layout(
+        title="rows after each step", yaxis=dict(autorange="reversed"), xaxis=dict(showticklabels=False, zeroline=False)
+    )
+    return f'<section id="funnel"><h2>Funnel</h2>{figure(fig, "funnel", 120 + 40 * len(steps))}</section>'
 
 
 def _timings(go, m: Manifest) -> str:
     steps = m.steps
     fig = go.Figure(go.Bar(x=[s.seconds for s in steps], y=[s.step for s in steps], orientation="h"))
-    fig.update_layout(title="seconds per step (summed over workers; a global step includes its fit)",
-                      yaxis=dict(autorange="reversed"))
-    return f"<section id=\"timings\"><h2>Timings</h2>{figure(fig, 'timings', 120 + 30 * len(steps))}</section>"
+    fig.update_layout(
+        title="seconds per step (summed over workers; a global step includes its fit)", yaxis=dict(autorange="reversed")
+    )
+    return f'<section id="timings"><h2>Timings</h2>{figure(fig, "timings", 120 + 30 * len(steps))}</section>'
 
 
 def _text_field(row: dict | None, text_column: str) -> str:
@@ -143,8 +175,13 @@ def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str
             bucket = found.setdefault(data["reason"][i], [])
             if len(bucket) < SAMPLES_PER_REASON:
                 row = data["row"][i] if "row" in data else None
-                bucket.append((data.get("_id", [""] * batch.num_rows)[i], data.get("detail", [""] * batch.num_rows)[i],
-                               _text_field(row, text_column)))
+                bucket.append(
+                    (
+                        data.get("_id", [""] * batch.num_rows)[i],
+                        data.get("detail", [""] * batch.num_rows)[i],
+                        _text_field(row, text_column),
+                    )
+                )
         seen += batch.num_rows
         if seen >= SAMPLE_SCAN:
             break
@@ -164,17 +201,27 @@ def _reasons(m: Manifest, run: Run) -> str:
             examples = samples.get(reason, [])
             rows.append([reason, count, f"{100 * count / max(s.rows_in, 1):.1f}%"])
             parts_html = "".join(
-                f"<tr><td></td><td colspan=\"2\" class=\"sample\">{html.escape(str(i))} — "
-                f"{html.escape(str(d or ''))}\n{html.escape(t)}</td></tr>" for i, d, t in examples)
+                f'<tr><td></td><td colspan="2" class="sample">{html.escape(str(i))} — '
+                f"{html.escape(str(d or ''))}\n{html.escape(t)}</td></tr>"
+                for i, d, t in examples
+            )
             rows[-1].append(parts_html)
-        reasons_table = "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>" + "".join(
-            f"<tr><td>{html.escape(r)}</td><td class=\"num\">{c:,}</td><td class=\"num\">{p}</td></tr>{ex}"
-            for r, c, p, ex in rows) + "</table>"
+        reasons_table = (
+            "<table><tr><th>reason</th><th>rows</th><th>of step input</th></tr>"
+            + "".join(
+                f'<tr><td>{html.escape(r)}</td><td class="num">{c:,}</td><td class="num">{p}</td></tr>{ex}'
+                for r, c, p, ex in rows
+            )
+            + "</table>"
+        )
         parts.append(f"<h3>{html.escape(s.step)}</h3>{reasons_table}")
     if not parts:
-        return "<section id=\"reasons\"><h2>Removal reasons</h2><p>No row was removed.</p></section>"
-    return "<section id=\"reasons\"><h2>Removal reasons (with sample rows from the trace)</h2>" + "".join(parts) + \
-        "</section>"
+        return '<section id="reasons"><h2>Removal reasons</h2><p>No row was removed.</p></section>'
+    return (
+        '<section id="reasons"><h2>Removal reasons (with sample rows from the trace)</h2>'
+        + "".join(parts)
+        + "</section>"
+    )
 
 
 def _qdc(go, m: Manifest) -> str:
@@ -188,22 +235,36 @@ def _qdc(go, m: Manifest) -> str:
         before, after = c.labels
         rows = [[k, c.before.get(k), c.after.get(k)] for k in metrics]
         header = ["metric", before] + ([after] if after else [])
-        metrics_table = table(header, [r[:len(header)] for r in rows], numeric={1, 2})
+        metrics_table = table(header, [r[: len(header)] for r in rows], numeric={1, 2})
         cols = min(len(metrics), 5)
         fig = make_subplots(rows=-(-len(metrics) // cols), cols=cols, subplot_titles=metrics)
         for i, k in enumerate(metrics):
             names = [before] + ([after] if after else [])
             values = [c.before.get(k)] + ([c.after.get(k)] if after else [])
-            fig.add_trace(go.Bar(x=["before", "after"][:len(values)], y=values, marker_color=["#888", "#1f77b4"],
-                                 hovertext=names, showlegend=False), row=i // cols + 1, col=i % cols + 1)
-        blocks.append(f"<h3>{html.escape(c.title)}</h3>{metrics_table}"
-                      f"{figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}")
+            fig.add_trace(
+                go.Bar(
+                    x=["before", "after"][: len(values)],
+                    y=values,
+                    marker_color=["#888", "#1f77b4"],
+                    hovertext=names,
+                    showlegend=False,
+                ),
+                row=i // cols + 1,
+                col=i % cols + 1,
+            )
+        blocks.append(
+            f"<h3>{html.escape(c.title)}</h3>{metrics_table}"
+            f"{figure(fig, f'qdc-{n}', 220 * (-(-len(metrics) // cols)) + 60)}"
+        )
     if not blocks:
-        return ("<section id=\"qdc\"><h2>Quality, diversity, complexity</h2><p>No dataset metrics in this run: "
-                "add <code>metrics: true</code> to the recipe to measure its input and output, or dataset_metrics "
-                "steps where the recipe should be measured.</p></section>")
-    return "<section id=\"qdc\"><h2>Quality, diversity, complexity: before and after</h2>" + "".join(blocks) + \
-        "</section>"
+        return (
+            '<section id="qdc"><h2>Quality, diversity, complexity</h2><p>No dataset metrics in this run: '
+            "add <code>metrics: true</code> to the recipe to measure its input and output, or dataset_metrics "
+            "steps where the recipe should be measured.</p></section>"
+        )
+    return (
+        '<section id="qdc"><h2>Quality, diversity, complexity: before and after</h2>' + "".join(blocks) + "</section>"
+    )
 
 
 def _clusters(m: Manifest) -> str:
@@ -215,15 +276,21 @@ def _clusters(m: Manifest) -> str:
         if not isinstance(summary, dict):
             continue
         for key, value in summary.items():
-            if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()) \
-                    and len({len(v) for v in value.values()}) == 1:  # columns, e.g. density_prune's clusters
+            if (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(v, list) for v in value.values())
+                and len({len(v) for v in value.values()}) == 1
+            ):  # columns, e.g. density_prune's clusters
                 value = [dict(zip(value, r)) for r in zip(*value.values())]
             if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
                 header = list(value[0])
                 rows = [[r.get(h) for h in header] for r in value[:CLUSTER_ROWS]]
                 more = f"<p>first {CLUSTER_ROWS} of {len(value):,}</p>" if len(value) > CLUSTER_ROWS else ""
-                parts.append(f"<h3>{html.escape(s.step)}: {html.escape(key)}</h3>"
-                             f"{table(header, rows, numeric=set(range(len(header))))}{more}")
+                parts.append(
+                    f"<h3>{html.escape(s.step)}: {html.escape(key)}</h3>"
+                    f"{table(header, rows, numeric=set(range(len(header))))}{more}"
+                )
     if not parts:
         return ""
-    return "<section id=\"clusters\"><h2>Clusters of pruning steps</h2>" + "".join(parts) + "</section>"
+    return '<section id="clusters"><h2>Clusters of pruning steps</h2>' + "".join(parts) + "</section>"

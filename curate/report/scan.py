@@ -72,8 +72,10 @@ class Run:
         with tempfile.TemporaryDirectory(prefix="curate-report-") as spill:
             con = duckdb.connect()
             try:
-                con.execute(f"SET memory_limit='{MEMORY}'; SET temp_directory={quote(spill)}; "
-                            f"SET preserve_insertion_order=false")
+                con.execute(
+                    f"SET memory_limit='{MEMORY}'; SET temp_directory={quote(spill)}; "
+                    f"SET preserve_insertion_order=false"
+                )
                 return con.execute(query).fetchall()
             finally:
                 con.close()
@@ -89,8 +91,10 @@ class Run:
         own as _trace_id, _reason and _detail."""
         path = self.traces[step]
         row = ", unnest(t.row)" if self.trace_columns[step] else ""  # a trace of rows with no columns has none
-        return self.sql(f"SELECT {select} FROM (SELECT t._id AS _trace_id, t.reason AS _reason, "
-                        f"t.detail AS _detail{row} FROM read_parquet({quote(path)}) t) {where} {tail}")
+        return self.sql(
+            f"SELECT {select} FROM (SELECT t._id AS _trace_id, t.reason AS _reason, "
+            f"t.detail AS _detail{row} FROM read_parquet({quote(path)}) t) {where} {tail}"
+        )
 
 
 def recipe_input(manifest: Manifest) -> dict:
@@ -104,7 +108,7 @@ def recipe_steps(manifest: Manifest) -> list[tuple[str, dict]]:
     out = []
     for step in manifest.recipe.get("steps", []):
         if isinstance(step, dict) and len(step) == 1:
-            (op, params), = step.items()
+            ((op, params),) = step.items()
             out.append((op, params if isinstance(params, dict) else {}))
     return out
 

@@ -44,8 +44,11 @@ class Grouping:
             return f"(SELECT ids.f FROM ids WHERE ids.i = {id_column})"
         values = [f"CAST({ident(c)} AS VARCHAR)" if c in present else "NULL" for c in self.columns]
         if self.kind == "partition":
-            return "concat_ws(', ', " + ", ".join(f"{quote(c + '=')} || coalesce({v}, '?')"
-                                                 for c, v in zip(self.columns, values)) + ")"
+            return (
+                "concat_ws(', ', "
+                + ", ".join(f"{quote(c + '=')} || coalesce({v}, '?')" for c, v in zip(self.columns, values))
+                + ")"
+            )
         if self.kind == "domain":
             return f"nullif(lower(regexp_extract({values[0]}, {quote(URL_HOST)}, 1)), '')"
         return values[0]
@@ -66,8 +69,9 @@ def groupings(run: Run, by: str | None = None, by_domain: str | None = None) -> 
     for option, column in (("--by", by), ("--by-domain", by_domain)):
         if column and column not in run.data_columns and not any(column in c for c in run.trace_columns.values()):
             known = sorted(set(run.data_columns) | {c for cs in run.trace_columns.values() for c in cs})
-            raise CurateError(f"{option}: no column {column!r} in {run.root}'s output or trace; "
-                              f"columns are: {', '.join(known)}")
+            raise CurateError(
+                f"{option}: no column {column!r} in {run.root}'s output or trace; columns are: {', '.join(known)}"
+            )
     if by:
         out.append(Grouping(f"by column {by}", "column", (by,)))
     if by_domain:
@@ -99,8 +103,10 @@ def input_ids(manifest: Manifest) -> str | None:
     if fmt == "parquet" or (fmt is None and all(".parquet" in n for n in names)):
         scan = f"SELECT CAST({ident(column)} AS VARCHAR) AS i, filename AS f FROM read_parquet({paths}, filename=true)"
     elif fmt == "jsonl" or (fmt is None and all(".json" in n for n in names)):
-        scan = (f"SELECT {ident(column)} AS i, filename AS f FROM read_json({paths}, format='newline_delimited', "
-                f"columns={{{quote(column)}: 'VARCHAR'}}, filename=true, ignore_errors=true)")
+        scan = (
+            f"SELECT {ident(column)} AS i, filename AS f FROM read_json({paths}, format='newline_delimited', "
+            f"columns={{{quote(column)}: 'VARCHAR'}}, filename=true, ignore_errors=true)"
+        )
     elif fmt == "csv" or (fmt is None and all(".csv" in n for n in names)):
         scan = f"SELECT {ident(column)} AS i, filename AS f FROM read_csv({paths}, all_varchar=true, filename=true)"
     else:
@@ -150,8 +156,10 @@ def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
             continue
         # the traced row's fields the grouping reads, as columns (the others are NULL in its key)
         fields = ", ".join(f"t.row.{ident(c)} AS {ident(c)}" for c in grouping.columns if c in columns)
-        parts.append(f"SELECT {grouping.key(set(columns), '_id')} AS k, {quote(step)} AS step "
-                     f"FROM (SELECT {fields or 'NULL AS _none'} FROM {trace})")
+        parts.append(
+            f"SELECT {grouping.key(set(columns), '_id')} AS k, {quote(step)} AS step "
+            f"FROM (SELECT {fields or 'NULL AS _none'} FROM {trace})"
+        )
     if not parts:
         return []
     union = " UNION ALL ".join(parts)
@@ -165,8 +173,13 @@ def counts(run: Run, grouping: Grouping) -> list[tuple[str, str | None, int]]:
 
 def rows(run: Run, grouping: Grouping) -> list[list]:
     """Table rows: source, rows in, kept, removed, % kept, the steps that removed most."""
-    names = (file_names(run.manifest) if grouping.kind == "file" else
-             _relative(run.manifest) if grouping.kind == "file_by_id" else {})
+    names = (
+        file_names(run.manifest)
+        if grouping.kind == "file"
+        else _relative(run.manifest)
+        if grouping.kind == "file_by_id"
+        else {}
+    )
     per: dict[str, dict] = {}
     for source, step, n in counts(run, grouping):
         entry = per.setdefault(names.get(source, source), {"kept": 0, "removed": {}})
@@ -186,12 +199,18 @@ def rows(run: Run, grouping: Grouping) -> list[list]:
 
 def _figure(go, title: str, key: str, table_rows: list[list]) -> str:
     names = [r[0] for r in table_rows]
-    fig = go.Figure([go.Bar(y=names, x=[r[2] for r in table_rows], name="kept", orientation="h",
-                            marker_color="#1f77b4"),
-                     go.Bar(y=names, x=[r[3] for r in table_rows], name="removed", orientation="h",
-                            marker_color="#d62728")])
-    fig.update_layout(title=f"rows kept and removed {title}", barmode="stack", yaxis=dict(autorange="reversed"),
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
+    fig = go.Figure(
+        [
+            go.Bar(y=names, x=[r[2] for r in table_rows], name="kept", orientation="h", marker_color="#1f77b4"),
+            go.Bar(y=names, x=[r[3] for r in table_rows], name="removed", orientation="h", marker_color="#d62728"),
+        ]
+    )
+    fig.update_layout(
+        title=f"rows kept and removed {title}",
+        barmode="stack",
+        yaxis=dict(autorange="reversed"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+    )
     return figure(fig, f"sources-{key}", 120 + 24 * len(names))
 
 
@@ -202,15 +221,23 @@ def render(go, run: Run, by: str | None = None, by_domain: str | None = None) ->
         if not table_rows:
             continue
         header = ["source", "rows in", "kept", "removed", "kept %", "removed most by"]
-        parts.append(f"<h3>{html.escape(g.title)}</h3>"
-                     f"{table(header, table_rows, numeric={1, 2, 3, 4}, css='sources')}"
-                     f"{_figure(go, g.title, str(n), table_rows) if len(table_rows) > 1 else ''}")
+        parts.append(
+            f"<h3>{html.escape(g.title)}</h3>"
+            f"{table(header, table_rows, numeric={1, 2, 3, 4}, css='sources')}"
+            f"{_figure(go, g.title, str(n), table_rows) if len(table_rows) > 1 else ''}"
+        )
     if not parts:
-        return section("sources", "Sources", "<p>No source to tell rows apart by: the input's ids are its own "
-                       "(input.id_column), its files could not be read again for them (gone or changed since "
-                       "the run, on a store, over 4 GB, or of a format other than Parquet, JSONL and CSV), and "
-                       "it has no hive partition; <code>curate report --by COLUMN</code> "
-                       "(or <code>--by-domain URL_COLUMN</code>) groups by a column.</p>")
-    note = ("<p>Rows in: kept plus removed (after a step that splits rows, such as <code>chunk</code>, its "
-            "children count).</p>")
+        return section(
+            "sources",
+            "Sources",
+            "<p>No source to tell rows apart by: the input's ids are its own "
+            "(input.id_column), its files could not be read again for them (gone or changed since "
+            "the run, on a store, over 4 GB, or of a format other than Parquet, JSONL and CSV), and "
+            "it has no hive partition; <code>curate report --by COLUMN</code> "
+            "(or <code>--by-domain URL_COLUMN</code>) groups by a column.</p>",
+        )
+    note = (
+        "<p>Rows in: kept plus removed (after a step that splits rows, such as <code>chunk</code>, its "
+        "children count).</p>"
+    )
     return section("sources", "Sources: rows kept and removed", note + "".join(parts))

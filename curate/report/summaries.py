@@ -28,8 +28,7 @@ def _numeric_key(k) -> float | None:
 
 def is_curve(v) -> bool:
     """A mapping of numbers to numbers with at least two points: {"0.05": 812, "0.1": 640}."""
-    return isinstance(v, dict) and len(v) >= 2 and all(_numeric_key(k) is not None and _number(x)
-                                                      for k, x in v.items())
+    return isinstance(v, dict) and len(v) >= 2 and all(_numeric_key(k) is not None and _number(x) for k, x in v.items())
 
 
 def is_records(v) -> bool:
@@ -64,12 +63,21 @@ def _curves(go, step: str, summary: dict, names: list[str], n: int) -> str:
     fig = go.Figure(go.Scatter(x=x, y=[summary[first][p] for p in points], mode="lines+markers", name=first))
     if _number(chosen) and any(abs(v - chosen) < 1e-12 for v in x):
         at = next(p for p in points if abs(float(p) - chosen) < 1e-12)
-        fig.add_trace(go.Scatter(x=[chosen], y=[summary[first][at]], mode="markers+text", name="chosen",
-                                 text=[f"{chosen_key} = {fmt(chosen)}"], textposition="top right",
-                                 marker=dict(size=12, color="#d62728")))
+        fig.add_trace(
+            go.Scatter(
+                x=[chosen],
+                y=[summary[first][at]],
+                mode="markers+text",
+                name="chosen",
+                text=[f"{chosen_key} = {fmt(chosen)}"],
+                textposition="top right",
+                marker=dict(size=12, color="#d62728"),
+            )
+        )
     fig.update_layout(title=f"{step}: {first}", xaxis_title=chosen_key or "", yaxis_title=first, showlegend=False)
-    return (table([chosen_key or "point", *names], rows, numeric=set(range(len(names) + 1)), css="curve") +
-            figure(fig, f"curve-{n}", 300))
+    return table([chosen_key or "point", *names], rows, numeric=set(range(len(names) + 1)), css="curve") + figure(
+        fig, f"curve-{n}", 300
+    )
 
 
 def _records(title: str, records: dict[str, dict]) -> str:
@@ -77,9 +85,11 @@ def _records(title: str, records: dict[str, dict]) -> str:
     columns = list(dict.fromkeys(c for r in flat.values() for c in r))
     if not columns:
         return ""
-    return f"<h4>{html.escape(title)}</h4>" + table(["", *columns], [[name, *(r.get(c) for c in columns)]
-                                                                    for name, r in flat.items()],
-                                                    numeric=set(range(1, len(columns) + 1)))
+    return f"<h4>{html.escape(title)}</h4>" + table(
+        ["", *columns],
+        [[name, *(r.get(c) for c in columns)] for name, r in flat.items()],
+        numeric=set(range(1, len(columns) + 1)),
+    )
 
 
 def render_summary(go, step: str, summary: dict, n: int) -> str:
@@ -110,6 +120,9 @@ def render_summary(go, step: str, summary: dict, n: int) -> str:
 
 
 def render(go, manifest: Manifest) -> str:
-    parts = [render_summary(go, s.step, s.summary, n) for n, s in enumerate(manifest.steps)
-             if isinstance(s.summary, dict) and s.summary]
+    parts = [
+        render_summary(go, s.step, s.summary, n)
+        for n, s in enumerate(manifest.steps)
+        if isinstance(s.summary, dict) and s.summary
+    ]
     return section("step-summaries", "Step summaries", "".join(parts)) if parts else ""

@@ -95,8 +95,10 @@ class ModelPool(PoolSlots, Executor):
 
     def map(self, fn, *iterables, files_in: str | None = None) -> list:
         """fn over the items on the model workers (processes of this machine: they see `files_in`)."""
-        futures = [self.workers[i % len(self.workers)].pool.submit(in_run, self.workers_lock, fn, *args)
-                   for i, args in enumerate(zip(*iterables))]
+        futures = [
+            self.workers[i % len(self.workers)].pool.submit(in_run, self.workers_lock, fn, *args)
+            for i, args in enumerate(zip(*iterables))
+        ]
         return [f.result() for f in futures]
 
     def close(self, kill: bool = False) -> None:

@@ -47,12 +47,30 @@ class RayEngine(Engine):
 
     @classmethod
     def from_config(cls, config) -> "RayEngine":
-        return cls(config.address, config.progress, config.layout, config.status, list(config.env), config.store,
-                   config.resume, list(config.inputs), config.fallback_store)
+        return cls(
+            config.address,
+            config.progress,
+            config.layout,
+            config.status,
+            list(config.env),
+            config.store,
+            config.resume,
+            list(config.inputs),
+            config.fallback_store,
+        )
 
-    def __init__(self, address: str | None, progress: Progress, layout: RunLayout, status=lambda message: None,
-                 env: Sequence[str] = (), store: str | None = None, resume: bool = False, inputs: Sequence[str] = (),
-                 fallback_store: str | None = None):
+    def __init__(
+        self,
+        address: str | None,
+        progress: Progress,
+        layout: RunLayout,
+        status=lambda message: None,
+        env: Sequence[str] = (),
+        store: str | None = None,
+        resume: bool = False,
+        inputs: Sequence[str] = (),
+        fallback_store: str | None = None,
+    ):
         self.progress = progress
         self.status = status
         self.layout = layout
@@ -69,20 +87,25 @@ class RayEngine(Engine):
             self.owned = False
         else:
             # "local": a new instance for the run, even where a cluster runs on this machine
-            context = ray.init(address=address or "local",
-                               runtime_env={"env_vars": worker_env(env, store=stores)},
-                               # ray's annotation says int; it takes a level's name too, as logging does
-                               include_dashboard=None, log_to_driver=False,
-                               logging_level="WARNING",  # type: ignore[arg-type]
-                               configure_logging=address is None)
+            context = ray.init(
+                address=address or "local",
+                runtime_env={"env_vars": worker_env(env, store=stores)},
+                # ray's annotation says int; it takes a level's name too, as logging does
+                include_dashboard=None,
+                log_to_driver=False,
+                logging_level="WARNING",  # type: ignore[arg-type]
+                configure_logging=address is None,
+            )
             self.owned = True
             url = getattr(context, "dashboard_url", None)
             if url:
                 status(f"Ray dashboard: http://{url}")
         try:
             nodes = [n for n in ray.nodes() if n["Alive"]]
-            status(f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
-                   f"{int(ray.cluster_resources().get('GPU', 0))} GPUs")
+            status(
+                f"Ray: {len(nodes)} nodes, {int(ray.cluster_resources().get('CPU', 0))} CPUs, "
+                f"{int(ray.cluster_resources().get('GPU', 0))} GPUs"
+            )
             self.here = ray.get_runtime_context().get_node_id()
             where = store or fallback_store
             candidate = work_store.for_run(where, layout) if where else None

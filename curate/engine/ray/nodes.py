@@ -35,8 +35,11 @@ def worker_env(names: Sequence[str] = (), store: bool = False) -> dict[str, str]
     source = str(Path(worker.__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
     passed = PASSED_ENV + (STORE_ENV if store else ())
-    return {"PYTHONPATH": path, **{k: v for k, v in os.environ.items() if k.startswith(passed)},
-            **{k: os.environ[k] for k in names if k in os.environ}}
+    return {
+        "PYTHONPATH": path,
+        **{k: v for k, v in os.environ.items() if k.startswith(passed)},
+        **{k: os.environ[k] for k in names if k in os.environ},
+    }
 
 
 def check_nodes(work: Path, nodes: list[dict], store: WorkStore | None, inputs: list[str]) -> frozenset[str]:
@@ -49,29 +52,36 @@ def check_nodes(work: Path, nodes: list[dict], store: WorkStore | None, inputs: 
     try:
         if store is not None:
             store.put(probe)
-        looks = ray.get([_look.options(scheduling_strategy=on_node(n["NodeID"])).remote(str(probe), inputs, store)
-                         for n in nodes])
+        looks = ray.get(
+            [_look.options(scheduling_strategy=on_node(n["NodeID"])).remote(str(probe), inputs, store) for n in nodes]
+        )
     finally:
         probe.unlink()
         if store is not None:
             store.fs.rm(store.key(probe))
     blind = [(n, look) for n, look in zip(nodes, looks) if not look["sees_work"]]
     if blind and store is None:
-        raise CurateError(f"the run directory {work.parent} is not visible from Ray node(s) "
-                          f"{', '.join(n['NodeManagerAddress'] for n, _ in blind)}: with --engine ray the output must "
-                          f"be on storage every node sees at the same path (a shared filesystem such as NFS), as "
-                          f"workers write their shards there, or the nodes share the work files through an object "
-                          f"store: --work-store s3://BUCKET/PREFIX")
+        raise CurateError(
+            f"the run directory {work.parent} is not visible from Ray node(s) "
+            f"{', '.join(n['NodeManagerAddress'] for n, _ in blind)}: with --engine ray the output must "
+            f"be on storage every node sees at the same path (a shared filesystem such as NFS), as "
+            f"workers write their shards there, or the nodes share the work files through an object "
+            f"store: --work-store s3://BUCKET/PREFIX"
+        )
     for n, look in zip(nodes, looks):
         if look["store_error"]:
             assert store is not None  # only a store given has an error
-            raise CurateError(f"Ray node {n['NodeManagerAddress']} cannot read the work store {store.uri}: "
-                              f"{look['store_error']}. Every node needs access to it (credentials, endpoint)")
+            raise CurateError(
+                f"Ray node {n['NodeManagerAddress']} cannot read the work store {store.uri}: "
+                f"{look['store_error']}. Every node needs access to it (credentials, endpoint)"
+            )
         if look["missing_inputs"]:
             first = look["missing_inputs"][0]
-            raise CurateError(f"input file {first} is not visible from Ray node {n['NodeManagerAddress']} "
-                              f"({len(look['missing_inputs'])} of {len(inputs)} input files are not): every node "
-                              f"reads input files at the same path (a shared or replicated read-only location)")
+            raise CurateError(
+                f"input file {first} is not visible from Ray node {n['NodeManagerAddress']} "
+                f"({len(look['missing_inputs'])} of {len(inputs)} input files are not): every node "
+                f"reads input files at the same path (a shared or replicated read-only location)"
+            )
     return frozenset(n["NodeID"] for n, _ in blind)
 
 
@@ -85,8 +95,11 @@ def _look(probe: str, inputs: list[str], store: WorkStore | None) -> dict:
                 store_error = "a file the run put there is not found"
         except Exception as e:  # any failure of the filesystem: the message says which
             store_error = f"{type(e).__name__}: {e}"
-    return {"sees_work": sees, "store_error": store_error,
-            "missing_inputs": [p for p in inputs if not os.path.exists(p)]}
+    return {
+        "sees_work": sees,
+        "store_error": store_error,
+        "missing_inputs": [p for p in inputs if not os.path.exists(p)],
+    }
 
 
 @ray.remote(num_cpus=0)
@@ -96,6 +109,10 @@ def _drop_mirror(work: Path, session: str) -> None:
 
 def drop_mirrors(work: Path, session: str) -> None:
     """Every live node's mirror of `work` of this engine session (blind nodes have one)."""
-    ray.get([_drop_mirror.options(scheduling_strategy=on_node(n["NodeID"])).remote(work, session)
-             for n in ray.nodes() if n["Alive"]])
-
+    ray.get(
+        [
+            _drop_mirror.options(scheduling_strategy=on_node(n["NodeID"])).remote(work, session)
+            for n in ray.nodes()
+            if n["Alive"]
+        ]
+    )

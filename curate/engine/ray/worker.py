@@ -141,4 +141,3 @@ class ModelWorker:
 
     def teardown(self, ctx: StageContext) -> None:
         context.teardown(ctx)
-

@@ -65,9 +65,13 @@ class DuplicateIds(RunObserver):
         if not len(conflicting):
             return None
         rows = int(np.isin(pairs[:, 0], conflicting).sum())
-        message = (f"{count(len(conflicting), 'value')} of input.id_column '{self.id_column}' repeat with "
-                   f"different content ({count(rows, 'row')}); ids no longer name one document each")
+        message = (
+            f"{count(len(conflicting), 'value')} of input.id_column '{self.id_column}' repeat with "
+            f"different content ({count(rows, 'row')}); ids no longer name one document each"
+        )
         if self.fail:
-            raise CurateError(f"{message} (input.on_duplicate_id: fail). Make the ids unique, or set "
-                              f"input.on_duplicate_id: warn to continue with a warning")
+            raise CurateError(
+                f"{message} (input.on_duplicate_id: fail). Make the ids unique, or set "
+                f"input.on_duplicate_id: warn to continue with a warning"
+            )
         return {"ids": len(conflicting), "rows": rows, "message": message}

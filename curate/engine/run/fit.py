@@ -22,8 +22,9 @@ from curate.ops import FitState, Global, Parallel
 from curate.result import OperatorBug
 
 
-def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, files: Files,
-        keep_work: bool = False) -> dict:
+def fit(
+    ctx: StageContext, shards: list[str], executor: Executor, workers: int, files: Files, keep_work: bool = False
+) -> dict:
     """Fit the stage's Global operator over `shards` unless its state is there already; what
     fit.json says of it (seconds, the state's summary, the parallel pieces' seconds, the bytes
     its work directory held). Once the state is written, the work files it does not read are
@@ -48,8 +49,13 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
         names = pq.read_schema(shards[0]).names
         check_columns(names, op, step, ctx.recipe.input.text_column, "the data")
         columns = ["_id", *[c for c in raw if c != "_id"], *[n for n in names if n.startswith(prefix)]]
-        stream = shard_batches(shards, 0, ctx.recipe.input.batch_rows, columns,
-                               rename=lambda names: [n.removeprefix(prefix) for n in names])
+        stream = shard_batches(
+            shards,
+            0,
+            ctx.recipe.input.batch_rows,
+            columns,
+            rename=lambda names: [n.removeprefix(prefix) for n in names],
+        )
         rows = step.rows_per_batch()  # the fit sees the step's batch size, as its apply does
         for batch in rebatch(stream, rows) if rows else stream:
             yield batch
@@ -71,13 +77,22 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
     parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget_gb(ctx.recipe.memory_gb))  # a core per worker
     state = op.fit(batches(), Path(layout.fit), parallel)
     if not isinstance(state, FitState):
-        raise OperatorBug(step, f"{type(op).__name__}.fit returned {type(state).__name__}; a Global's fit returns a "
-                                f"FitState (curate/fit_state.py: Decisions, Value or a subclass)")
+        raise OperatorBug(
+            step,
+            f"{type(op).__name__}.fit returned {type(state).__name__}; a Global's fit returns a "
+            f"FitState (curate/fit_state.py: Decisions, Value or a subclass)",
+        )
     # What the manifest says of the fit: its seconds, and the state's own report where it gives
     # one (e.g. SemDeDup's kept fraction per eps, DBP's per-cluster table), JSON-able. fit.json
     # also keeps the seconds spent in parallel pieces, per function (the rest ran serially).
-    report = {"seconds": time.perf_counter() - started, "summary": state.summary(), "workers": workers, "map": mapped,
-              "memory_gb": parallel.memory_gb, "work_bytes": work_bytes(Path(layout.fit))}
+    report = {
+        "seconds": time.perf_counter() - started,
+        "summary": state.summary(),
+        "workers": workers,
+        "map": mapped,
+        "memory_gb": parallel.memory_gb,
+        "work_bytes": work_bytes(Path(layout.fit)),
+    }
     files.write_bytes(layout.fit_report, json.dumps(report).encode())
     files.write_bytes(layout.state, state.save())  # last: its presence means "fitted"
     failpoint("state-written")
@@ -88,9 +103,10 @@ def fit(ctx: StageContext, shards: list[str], executor: Executor, workers: int, 
 
 def work_bytes(fit_dir: Path) -> dict[str, int]:
     """Bytes under each entry of the fit's work directory (band rows, samples, spills...), largest first."""
-    sizes = {entry.name: sum(f.stat().st_size for f in ([entry] if entry.is_file() else entry.rglob("*"))
-                             if f.is_file())
-             for entry in fit_dir.iterdir()}
+    sizes = {
+        entry.name: sum(f.stat().st_size for f in ([entry] if entry.is_file() else entry.rglob("*")) if f.is_file())
+        for entry in fit_dir.iterdir()
+    }
     return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
 
 

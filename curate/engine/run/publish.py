@@ -49,8 +49,9 @@ def shard_groups(shards: list[Path], target_bytes: int) -> list[list[Path]]:
     return groups
 
 
-def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: Executor,
-               files: Files) -> dict[Path, Path]:
+def stage_data(
+    recipe: Recipe, layout: RunLayout, shards: list[str], executor: Executor, files: Files
+) -> dict[Path, Path]:
     """The final shards as `data.tmp/part-NNNNN.parquet`: large ones hard-linked, runs of small
     ones merged (in the workers), then converted to the output format there. Returns the staged
     files that are the shards themselves (staged -> shard): none once converted."""
@@ -70,8 +71,9 @@ def stage_data(recipe: Recipe, layout: RunLayout, shards: list[str], executor: E
             merges.append((group, target))
     executor.map(merge_shards, [g for g, _ in merges], [t for _, t in merges], [compression] * len(merges))
     if recipe.output.format != "parquet" or recipe.output.pack is not None:
-        output_formats.convert(staging, recipe.output.format, recipe.output.compression, executor.map,
-                               pack=recipe.output.pack)
+        output_formats.convert(
+            staging, recipe.output.format, recipe.output.compression, executor.map, pack=recipe.output.pack
+        )
         return {}
     return linked
 
@@ -98,15 +100,28 @@ def _upload(layout: RunLayout, traced: bool, held: dict[Path, str]) -> None:
     """The staged data/ and trace/ to the store under their final names; those the store already
     holds (`held`: staged file -> its key in the work store) are copied there, not uploaded again."""
     places = [(layout.data_tmp, layout.data)] + ([(layout.trace_tmp, layout.trace)] if traced else [])
-    pairs = [(f, f"{published}/{f.relative_to(staged).as_posix()}")
-             for staged, published in places for f in sorted(Path(staged).rglob("*")) if f.is_file()]
+    pairs = [
+        (f, f"{published}/{f.relative_to(staged).as_posix()}")
+        for staged, published in places
+        for f in sorted(Path(staged).rglob("*"))
+        if f.is_file()
+    ]
     layout.files.copy([(held[f], target) for f, target in pairs if f in held])
     layout.files.upload([(str(f), target) for f, target in pairs if f not in held])
 
 
-def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]], steps: list[dict],
-            manifest: dict, files: Files, started: float, still_ours=lambda: None, report=None,
-            held: dict[Path, str] | None = None) -> dict:
+def publish(
+    recipe: Recipe,
+    layout: RunLayout,
+    trace_parts: dict[str, list[str]],
+    steps: list[dict],
+    manifest: dict,
+    files: Files,
+    started: float,
+    still_ours=lambda: None,
+    report=None,
+    held: dict[Path, str] | None = None,
+) -> dict:
     """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
     into place (uploaded, on a store), the manifest (its figures in `manifest`, the run's start at
     `started`) written last, once `still_ours()` has not raised (the run still holds its lock);
@@ -118,13 +133,16 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
     files.makedirs(layout.trace_tmp)
     # one schema for every step's file (the union of their columns): the trace reads as one table
     schema = trace_schema([Path(p) for parts in trace_parts.values() for p in parts])
-    traced = {label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet",
-                                  schema=schema)
-              for label, parts in trace_parts.items() if parts}
+    traced = {
+        label: merge_shards([Path(p) for p in parts], Path(layout.trace_tmp) / f"{label}.parquet", schema=schema)
+        for label, parts in trace_parts.items()
+        if parts
+    }
     for entry in steps:
         if entry["removed"] != traced.get(entry["step"], 0):
-            raise RuntimeError(f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, "
-                               f"{entry['removed']} were removed")
+            raise RuntimeError(
+                f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, {entry['removed']} were removed"
+            )
     if layout.remote:
         with output_errors(layout.root):
             _upload(layout, bool(traced), held or {})
@@ -138,18 +156,26 @@ def publish(recipe: Recipe, layout: RunLayout, trace_parts: dict[str, list[str]]
         data = Path(layout.data)
     failpoint("published-data")
     data_files = output_formats.data_files(data, recipe.output.format)
-    manifest = {"format_version": MANIFEST_FORMAT, **manifest, "versions": versions(),
-                "format": recipe.output.format, "data_files": len(data_files),
-                "outputs": [_output_entry(Path(f), data) for f in data_files],
-                "seconds": round(time.perf_counter() - started, 3)}
+    manifest = {
+        "format_version": MANIFEST_FORMAT,
+        **manifest,
+        "versions": versions(),
+        "format": recipe.output.format,
+        "data_files": len(data_files),
+        "outputs": [_output_entry(Path(f), data) for f in data_files],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
     manifest["run"]["ended_at"] = _now()
     if layout.remote:
         if report is not None and report(manifest, data, Path(layout.trace_tmp), Path(layout.report_tmp)):
             with output_errors(layout.root):
                 layout.files.upload([(layout.report_tmp, layout.report)])
         retried = retries.take_output()  # since the run started: its lease, uploads and report
-        manifest["store"] = {**manifest.get("store", {}), "output_retries": sum(retried.values()),
-                             "output_retry_reasons": dict(sorted(retried.items()))}
+        manifest["store"] = {
+            **manifest.get("store", {}),
+            "output_retries": sum(retried.values()),
+            "output_retry_reasons": dict(sorted(retried.items())),
+        }
     typed = build_manifest(manifest)  # checked against its model (curate/manifest.py) before it is written
     still_ours()
     with output_errors(layout.root):

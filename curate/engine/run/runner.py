@@ -80,8 +80,9 @@ class Reporter:
     status: Callable[[str], None] = lambda message: None
     # a stage starts: its index, its tasks (plan.Task), a function telling which are done (markers)
     # and one telling the bytes its tasks have written (shards and traces, whole or not yet)
-    stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = \
+    stage: Callable[[int, list, Callable[[], list[bool]], Callable[[], int]], None] = (
         lambda index, tasks, done, written: None
+    )
     # a task (a stage's index, the task's name) read this many more bytes of its input: a batch's
     # worth, as it goes
     read: Callable[[int, str, int], None] = lambda stage, task, nbytes: None
@@ -97,8 +98,12 @@ class Reporter:
             self.rows(label, rows_in, rows_out)
 
 
-def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Reporter(),
-        sources: list[Source] | preflight.Preflight | None = None) -> dict:
+def run(
+    recipe: Recipe,
+    opts: RunOptions = RunOptions(),
+    reporter: Reporter = Reporter(),
+    sources: list[Source] | preflight.Preflight | None = None,
+) -> dict:
     """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data,
     before any worker starts where a look at the input shows them (preflight). `sources`: the
     input files, or the preflight's check of them when the caller has made it already.
@@ -112,8 +117,11 @@ def run(recipe: Recipe, opts: RunOptions = RunOptions(), reporter: Reporter = Re
         return _run(recipe, opts, reporter, sources)
     hub.check(recipe, opts.overwrite, reporter.status)  # before any work: token, repository
     manifest = _run(recipe, opts, reporter, sources, RunLayout.at(hub.staging_dir(recipe.output.path)))
-    return {**manifest, "hub": hub.publish(Path(manifest["run_dir"]), recipe, opts.overwrite, reporter.status),
-            "run_dir": manifest["run_dir"]}
+    return {
+        **manifest,
+        "hub": hub.publish(Path(manifest["run_dir"]), recipe, opts.overwrite, reporter.status),
+        "run_dir": manifest["run_dir"],
+    }
 
 
 def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: RunLayout | None = None) -> dict:
@@ -124,22 +132,34 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
     sources = checked.sources
     if recipe.output.upload:
         if layout.remote:
-            raise CurateError(f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
-                              f"already: leave output.upload out")
+            raise CurateError(
+                f"output.upload copies a local run elsewhere; output.path ({layout.root}) is on a store "
+                f"already: leave output.upload out"
+            )
         output_formats.remote_fs(recipe.output.upload, options=recipe.output.storage_options)
     remote_workers = engines.get(opts.engine).remote_workers  # they may not see _work/: a work store carries it
-    if (opts.resume and not opts.work_store and (remote_workers or layout.remote)
-            and (remembered := remembered_work_store(layout))):
+    if (
+        opts.resume
+        and not opts.work_store
+        and (remote_workers or layout.remote)
+        and (remembered := remembered_work_store(layout))
+    ):
         opts = replace(opts, work_store=remembered)
         reporter.status(f"continuing with the work store the run was given: {remembered}")
     if opts.work_store:
         if not remote_workers and not layout.remote:
-            raise CurateError(f"with the {opts.engine} engine, --work-store is for an output at a URI (so that "
-                              f"--resume continues it on another machine); a local output's _work/ ({layout.work}) "
-                              f"is what --resume continues from")
+            raise CurateError(
+                f"with the {opts.engine} engine, --work-store is for an output at a URI (so that "
+                f"--resume continues it on another machine); a local output's _work/ ({layout.work}) "
+                f"is what --resume continues from"
+            )
         output_formats.remote_fs(opts.work_store, "--work-store")
-    fingerprint = {"recipe": recipe.fingerprint(), "inputs": [s.fingerprint() for s in sources], "limit": opts.limit,
-                   **({"work_store": opts.work_store} if opts.work_store else {})}  # remembered for --resume
+    fingerprint = {
+        "recipe": recipe.fingerprint(),
+        "inputs": [s.fingerprint() for s in sources],
+        "limit": opts.limit,
+        **({"work_store": opts.work_store} if opts.work_store else {}),
+    }  # remembered for --resume
     retries.take_output()  # the output store's retries are this run's from here
     created_out = not Files().exists(layout.local)
     try:
@@ -155,8 +175,11 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
             if not staged:
                 reporter.status(f"{layout.root} is already finished; nothing to do")
             finished_manifest = read_manifest(layout.files.read_bytes(layout.manifest), layout.manifest)
-            return {**finished_manifest.model_dump(mode="json", exclude_unset=True), "already_finished": True,
-                    **({"run_dir": layout.root} if staged else {})}
+            return {
+                **finished_manifest.model_dump(mode="json", exclude_unset=True),
+                "already_finished": True,
+                **({"run_dir": layout.root} if staged else {}),
+            }
         try:
             manifest = _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()
             return {**manifest, "run_dir": layout.root} if staged else manifest
@@ -172,8 +195,10 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
             if not resumed and not produced_anything(layout):
                 discard_failed_start(layout, created_out)
             elif isinstance(e, CurateError):
-                e.hint = ("the run stopped part-way; its work is kept in _work/. If the fix changes the recipe "
-                          "or the input, start over with --overwrite; else continue with --resume")
+                e.hint = (
+                    "the run stopped part-way; its work is kept in _work/. If the fix changes the recipe "
+                    "or the input, start over with --overwrite; else continue with --resume"
+                )
             raise
     finally:
         lock.release()
@@ -182,9 +207,17 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
 class _Run:
     """One execution of a run, from an opened run directory to its manifest."""
 
-    def __init__(self, recipe: Recipe, opts: RunOptions, reporter: Reporter, layout: RunLayout,
-                 sources: list[Source], started: float, still_ours: Callable[[], None],
-                 input_schema: pa.Schema | None = None):
+    def __init__(
+        self,
+        recipe: Recipe,
+        opts: RunOptions,
+        reporter: Reporter,
+        layout: RunLayout,
+        sources: list[Source],
+        started: float,
+        still_ours: Callable[[], None],
+        input_schema: pa.Schema | None = None,
+    ):
         self.recipe, self.opts, self.reporter, self.layout, self.started = recipe, opts, reporter, layout, started
         self.still_ours = still_ours  # raises once the run no longer holds its output (lost its lease)
         self.sources = sources
@@ -201,11 +234,21 @@ class _Run:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
         # An output on a store carries the work files of Ray nodes that do not see this machine's
         # disk under its own prefix (removed before publishing), unless --work-store names a place
-        engine = engines.make(self.opts.engine, engines.EngineConfig(
-            self.reporter.progress, self.layout, self.reporter.status, tuple(env), self.opts.work_store,
-            self.opts.resume, tuple(s.path for s in self.sources),
-            fallback_store=self.layout.work_files if self.layout.remote else None, address=self.opts.address,
-            slurm=self.recipe.slurm))
+        engine = engines.make(
+            self.opts.engine,
+            engines.EngineConfig(
+                self.reporter.progress,
+                self.layout,
+                self.reporter.status,
+                tuple(env),
+                self.opts.work_store,
+                self.opts.resume,
+                tuple(s.path for s in self.sources),
+                fallback_store=self.layout.work_files if self.layout.remote else None,
+                address=self.opts.address,
+                slurm=self.recipe.slurm,
+            ),
+        )
         try:
             workers = self.opts.workers or engine.cores
             the_plan = plan.make(self.recipe.steps, self.sources, self.opts.limit, workers, engine.cores)
@@ -233,15 +276,22 @@ class _Run:
         shards: list[str] = []
         rows: list[int] | None = None  # each of `shards`' rows, where every task said them
         for stage, after in zip(stages, stages[1:] + (None,)):
-            ctx = StageContext(self.recipe, stage, self.layout.stage(stage.index), final=after is None,
-                               next_global=after.global_step if after else None, observers=self.observers,
-                               input_schema_bytes=input_schema.serialize(self.input_schema))
+            ctx = StageContext(
+                self.recipe,
+                stage,
+                self.layout.stage(stage.index),
+                final=after is None,
+                next_global=after.global_step if after else None,
+                observers=self.observers,
+                input_schema_bytes=input_schema.serialize(self.input_schema),
+            )
             if stage.global_step is not None:
                 if self.opts.resume and engine.store is not None:  # fitted in an earlier attempt, anywhere
                     work_store.fetch_fitted(engine.store, ctx.layout)
                 self.reporter.fitting(stage.index, stage.global_step.label)
-                self.fits[stage.global_step.label] = fit(ctx, shards, executor, workers, self.files,
-                                                         self.opts.keep_work)
+                self.fits[stage.global_step.label] = fit(
+                    ctx, shards, executor, workers, self.files, self.opts.keep_work
+                )
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards, rows))
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
@@ -271,25 +321,35 @@ class _Run:
         ones' results from their markers (resume)."""
         stage = ctx.stage
         if self.opts.resume and engine.store is not None:  # done in an earlier attempt, on any machine
-            fetched = work_store.fetch_done(engine.store, ctx.layout,
-                                            [t.name for t in tasks if not self.files.is_file(ctx.layout.done(t.name))])
+            fetched = work_store.fetch_done(
+                engine.store, ctx.layout, [t.name for t in tasks if not self.files.is_file(ctx.layout.done(t.name))]
+            )
             if fetched:
-                self.reporter.status(f"stage {stage.index}: {count(fetched, 'task')} done in an earlier attempt, "
-                                     f"fetched from {engine.store.uri}")
+                self.reporter.status(
+                    f"stage {stage.index}: {count(fetched, 'task')} done in an earlier attempt, "
+                    f"fetched from {engine.store.uri}"
+                )
         done = {t.name: self._done(ctx, t) for t in tasks}
         todo = [t for t in tasks if done[t.name] is None]
         if todo:
             engine.share(ctx, todo)
-        self.reporter.stage(stage.index, tasks, lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
-                            lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces))
+        self.reporter.stage(
+            stage.index,
+            tasks,
+            lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
+            lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces),
+        )
         if stage.resource_class != "model":
-            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
-                                 f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}")
+            self.reporter.status(
+                f"stage {stage.index}: {count(len(tasks), 'task')} on "
+                f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}"
+            )
             ran = executor.run(ctx, todo) if todo else []
         else:
             models = engine.model_pool(self.opts.model_workers)
-            self.reporter.status(f"stage {stage.index}: {count(len(tasks), 'task')} on "
-                                 f"{count(len(models.workers), 'model worker')}")
+            self.reporter.status(
+                f"stage {stage.index}: {count(len(tasks), 'task')} on {count(len(models.workers), 'model worker')}"
+            )
             try:
                 ran = models.run(ctx, todo) if todo else []
             except BaseException:
@@ -320,10 +380,16 @@ class _Run:
             s.seconds += self.totals.get(f"prepare:{label}", StepStats()).seconds
             step = next((x for x in recipe.steps if x.label == label), None)
             fitted = self.fits.get(label, {})
-            entry = {"step": label, "op": step.name if step else "read",
-                     "kind": step.op_class.kind if step else "read",
-                     "rows_in": s.rows_in, "rows_out": s.rows_out, "removed": s.removed,
-                     "seconds": round(s.seconds + fitted.get("seconds", 0.0), 3), "reasons": s.reasons}
+            entry = {
+                "step": label,
+                "op": step.name if step else "read",
+                "kind": step.op_class.kind if step else "read",
+                "rows_in": s.rows_in,
+                "rows_out": s.rows_out,
+                "removed": s.removed,
+                "seconds": round(s.seconds + fitted.get("seconds", 0.0), 3),
+                "reasons": s.reasons,
+            }
             if s.counts:
                 entry["counts"] = s.counts
             if fitted.get("summary") is not None:
@@ -339,20 +405,43 @@ class _Run:
             steps.append(entry)
         check_conservation(steps)
         check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
-        trace_parts = {label: sorted(f"{self.layout.stage(st.index).trace(label)}/{name}"
-                                     for st in the_plan.stages
-                                     for name in self.files.names(self.layout.stage(st.index).trace(label), ".parquet"))
-                       for label in ordered}
-        manifest = {"name": recipe.name, "recipe": recipe.display, "recipe_fingerprint": recipe.fingerprint(),
-                    "seed": recipe.seed, "limit": self.opts.limit,
-                    "rows_in": steps[0]["rows_in"], "rows_out": steps[-1]["rows_out"], "steps": steps, **entries,
-                    "run": self.lineage, "inputs": input_objects(self.sources)}
+        trace_parts = {
+            label: sorted(
+                f"{self.layout.stage(st.index).trace(label)}/{name}"
+                for st in the_plan.stages
+                for name in self.files.names(self.layout.stage(st.index).trace(label), ".parquet")
+            )
+            for label in ordered
+        }
+        manifest = {
+            "name": recipe.name,
+            "recipe": recipe.display,
+            "recipe_fingerprint": recipe.fingerprint(),
+            "seed": recipe.seed,
+            "limit": self.opts.limit,
+            "rows_in": steps[0]["rows_in"],
+            "rows_out": steps[-1]["rows_out"],
+            "steps": steps,
+            **entries,
+            "run": self.lineage,
+            "inputs": input_objects(self.sources),
+        }
         if recipe.report.columns():  # as expanded: the recipe shown above keeps its ${VAR}s
             manifest["report"] = recipe.report.model_dump(exclude_none=True)
         if any(s.is_uri for s in self.sources):
             manifest["store"] = self._store()
-        manifest = publish(recipe, self.layout, trace_parts, steps, manifest, self.files, self.started,
-                           self.still_ours, self._report if self.opts.report else None, held)
+        manifest = publish(
+            recipe,
+            self.layout,
+            trace_parts,
+            steps,
+            manifest,
+            self.files,
+            self.started,
+            self.still_ours,
+            self._report if self.opts.report else None,
+            held,
+        )
         if self.layout.remote:
             # The copy of _work/ there, kept until the manifest is written for a --resume elsewhere
             # (every file of it is in _work/ now), and the mark: the manifest marks the prefix as curate's
@@ -394,6 +483,8 @@ def disk_full(layout: RunLayout, sources: list) -> CurateError:
     # ENOSPC is a local disk's: the run directory and the inputs measured where they are
     free = shutil.disk_usage(out if os.path.exists(out) else os.path.dirname(out)).free
     inputs = sum(os.stat(s.path).st_size for s in sources if os.path.exists(s.path))
-    return CurateError(f"no space left on the device of {out} ({size(free)} free). A run needs room for its work "
-                       f"files and output, up to about twice its input ({size(2 * inputs)}). Free some space, "
-                       f"then continue with --resume")
+    return CurateError(
+        f"no space left on the device of {out} ({size(free)} free). A run needs room for its work "
+        f"files and output, up to about twice its input ({size(2 * inputs)}). Free some space, "
+        f"then continue with --resume"
+    )

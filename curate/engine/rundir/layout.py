@@ -145,11 +145,14 @@ def is_run_directory(root: str, files: Files | None = None) -> bool:
     manifest = json_object(files, _join(root, "manifest.json"))
     versions = manifest.get("versions")
     if manifest.get("format_version") == MANIFEST_FORMAT or (
-            "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions):
+        "recipe_fingerprint" in manifest and isinstance(versions, dict) and "curate" in versions
+    ):
         return True
     # A run not finished: its fingerprints, or its lock alone (killed before it wrote them)
-    return ({"recipe", "inputs"} <= json_object(files, _join(root, WORK, "run.json")).keys()
-            or {"pid", "host"} <= json_object(files, _join(root, WORK, "lock")).keys())
+    return {"recipe", "inputs"} <= json_object(files, _join(root, WORK, "run.json")).keys() or {
+        "pid",
+        "host",
+    } <= json_object(files, _join(root, WORK, "lock")).keys()
 
 
 def _under(*parts: str) -> property:

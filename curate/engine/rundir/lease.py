@@ -65,8 +65,9 @@ class StoreLease:
         self.lost = False
 
     def _body(self) -> bytes:
-        return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "token": self.token,
-                           "until": time.time() + LEASE}).encode()
+        return json.dumps(
+            {"pid": os.getpid(), "host": socket.gethostname(), "token": self.token, "until": time.time() + LEASE}
+        ).encode()
 
     def _holder(self) -> dict | None:
         """The lock's content now; None when there is no lock."""
@@ -91,10 +92,12 @@ class StoreLease:
             if holder.get("token") == self.token:  # our create went through, its answer was lost and retried
                 break
             if not stale(holder, time.time()):
-                raise RunLocked(f"{self.root}: another curate run is writing here (pid {holder.get('pid')} on "
-                                f"{holder.get('host')}; its lease at {self.path} is renewed every {RENEW:.0f}s); "
-                                f"wait for it to finish or stop it first (a stopped run's lease ends within "
-                                f"{LEASE:.0f}s)")
+                raise RunLocked(
+                    f"{self.root}: another curate run is writing here (pid {holder.get('pid')} on "
+                    f"{holder.get('host')}; its lease at {self.path} is renewed every {RENEW:.0f}s); "
+                    f"wait for it to finish or stop it first (a stopped run's lease ends within "
+                    f"{LEASE:.0f}s)"
+                )
             self._take_over(holder)
         else:
             raise RunLocked(f"{self.root}: could not take the lock at {self.path}: other runs keep taking it")
@@ -121,8 +124,10 @@ class StoreLease:
         """Raise LeaseLost unless this run still holds the lock (before it publishes)."""
         holder = self._holder()
         if self.lost or holder is None or holder.get("token") != self.token:
-            raise LeaseLost(f"{self.root}: this run lost its lock at {self.path} (it was stalled past its "
-                            f"{LEASE:.0f}s lease and another run took it over); not publishing over that run")
+            raise LeaseLost(
+                f"{self.root}: this run lost its lock at {self.path} (it was stalled past its "
+                f"{LEASE:.0f}s lease and another run took it over); not publishing over that run"
+            )
 
     def release(self) -> None:
         self._stop.set()

@@ -140,8 +140,10 @@ def wait_for_workers(layout: RunLayout, timeout: float = 60.0) -> None:
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise CurateError(f"{layout.work}: worker processes of an earlier run are still alive after "
-                                      f"{timeout:.0f}s; stop them (they hold {path}) and run again") from None
+                    raise CurateError(
+                        f"{layout.work}: worker processes of an earlier run are still alive after "
+                        f"{timeout:.0f}s; stop them (they hold {path}) and run again"
+                    ) from None
                 time.sleep(0.05)
     finally:
         os.close(fd)
@@ -156,12 +158,13 @@ def hold_worker_lock(path: str) -> int:
 
 
 def _locked_message(root: str, holder: str) -> str:
-    return (f"{root}: another curate run is writing here ({_describe(holder)}); wait for it to finish (or "
-            f"stop it), or write this run to another --output")
+    return (
+        f"{root}: another curate run is writing here ({_describe(holder)}); wait for it to finish (or "
+        f"stop it), or write this run to another --output"
+    )
 
 
-def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
-                 overwrite: bool) -> tuple[RunLock, bool, bool]:
+def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool, overwrite: bool) -> tuple[RunLock, bool, bool]:
     """Lock the run directory and make it ready. Returns the lock, whether a finished run is
     already there (only with --resume) and whether the run continues an earlier attempt (--resume
     found its fingerprints: in the local work directory, or on the output's store, where a run
@@ -172,13 +175,17 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
             out.refresh()
         if not resume and out.names(layout.root):
             if not is_run_directory(layout.root, out):
-                raise CurateError(f"output {layout.root} already exists and is not a curate run directory (it holds "
-                                  f"files curate did not write); curate only writes into an empty directory or "
-                                  f"replaces its own runs. Choose another --output or empty it yourself")
+                raise CurateError(
+                    f"output {layout.root} already exists and is not a curate run directory (it holds "
+                    f"files curate did not write); curate only writes into an empty directory or "
+                    f"replaces its own runs. Choose another --output or empty it yourself"
+                )
             if not overwrite:
                 RunLock.refuse_if_held(layout)  # a live run's: --resume and --overwrite would be refused too
-                raise CurateError(f"output {layout.root} already exists and is not empty; use --resume to continue "
-                                  f"an interrupted run or --overwrite to replace it")
+                raise CurateError(
+                    f"output {layout.root} already exists and is not empty; use --resume to continue "
+                    f"an interrupted run or --overwrite to replace it"
+                )
     lock = RunLock(layout)
     lock.acquire()
     try:
@@ -191,8 +198,10 @@ def open_run_dir(layout: RunLayout, fingerprint: dict, *, resume: bool,
         if before is not None:
             for key, what in (("recipe", "the recipe"), ("inputs", "the input files"), ("limit", "--limit")):
                 if before.get(key) != fingerprint[key]:
-                    raise CurateError(f"{layout.root}: cannot resume: {what} changed since the interrupted run. "
-                                      f"Run again with --overwrite to start over.")
+                    raise CurateError(
+                        f"{layout.root}: cannot resume: {what} changed since the interrupted run. "
+                        f"Run again with --overwrite to start over."
+                    )
         else:  # a fresh run (or a resume with nothing to resume): nothing of an earlier run is kept
             for name in _files.names(layout.work):
                 if name != "lock":

@@ -140,8 +140,10 @@ def output_errors(root: str):
     except CurateError:
         raise
     except PermissionError as e:
-        raise CurateError(f"output {root}: access refused ({e}); check the credentials (environment "
-                          f"variables, profile) or output.storage_options") from None
+        raise CurateError(
+            f"output {root}: access refused ({e}); check the credentials (environment "
+            f"variables, profile) or output.storage_options"
+        ) from None
     except FileNotFoundError as e:
         raise CurateError(f"output {root}: not found ({e}); does the bucket exist?") from None
     except (ValueError,) + store_exceptions() as e:  # store_exceptions: botocore's missing credentials too

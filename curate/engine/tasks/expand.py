@@ -37,9 +37,12 @@ def parent_index(step, parents: pa.RecordBatch, children: pa.RecordBatch, verdic
     silent = verdict.keep & ~produced
     if silent.any():
         first = parent_ids[int(np.flatnonzero(silent)[0])].as_py()
-        raise OperatorBug(step, f"dropped {int(silent.sum())} of its {parents.num_rows} input rows without a verdict "
-                                f"(first: _id {first!r}): an input row it keeps must have children, one it drops "
-                                f"must be False in its Verdict with a reason")
+        raise OperatorBug(
+            step,
+            f"dropped {int(silent.sum())} of its {parents.num_rows} input rows without a verdict "
+            f"(first: _id {first!r}): an input row it keeps must have children, one it drops "
+            f"must be False in its Verdict with a reason",
+        )
     orphaned = ~verdict.keep & produced
     if orphaned.any():
         first = parent_ids[int(np.flatnonzero(orphaned)[0])].as_py()

@@ -70,9 +70,15 @@ class Task:
     def describe(self) -> dict:
         d: dict = {"name": self.name, "ord_offset": self.ord_offset}
         if self.sources:
-            d["sources"] = [{"path": s.path, "format": s.format, "first_row": s.first_row,
-                             **({"row_groups": list(s.row_groups)} if s.row_groups is not None else {})}
-                            for s in self.sources]
+            d["sources"] = [
+                {
+                    "path": s.path,
+                    "format": s.format,
+                    "first_row": s.first_row,
+                    **({"row_groups": list(s.row_groups)} if s.row_groups is not None else {}),
+                }
+                for s in self.sources
+            ]
         if self.shards:
             d["shards"] = list(self.shards)
         if self.limit is not None:
@@ -86,30 +92,44 @@ class Plan:
     tasks: tuple[tuple[Task, ...] | None, ...]  # per stage; None until the stage before has run
 
     def with_tasks(self, stage: int, tasks: list[Task]) -> "Plan":
-        return replace(self, tasks=self.tasks[:stage] + (tuple(tasks),) + self.tasks[stage + 1:])
+        return replace(self, tasks=self.tasks[:stage] + (tuple(tasks),) + self.tasks[stage + 1 :])
 
     def describe(self) -> dict:
         """The plan as JSON-able data: stages with their resource class and steps, and tasks."""
         out = []
         for stage, tasks in zip(self.stages, self.tasks):
-            out.append({
-                "stage": stage.index,
-                "resources": stage.resource_class,
-                "policy": {"cpus": stage.policy.cpus, "memory_gb": stage.policy.memory_gb,
-                           "parallel": stage.policy.parallel, "threads": stage.policy.threads},
-                "global": stage.global_step.label if stage.global_step else None,
-                "steps": [{"step": s.label, "op": s.name, "kind": s.op_class.kind,
-                           "params": s.params.model_dump(mode="json"),
-                           **({"batch_rows": s.rows_per_batch()} if s.rows_per_batch() else {})}
-                          for s in stage.all_steps],
-                "tasks": [t.describe() for t in tasks] if tasks is not None else
-                         f"one per output shard of stage {stage.index - 1}, _ord offsets from their row counts",
-            })
+            out.append(
+                {
+                    "stage": stage.index,
+                    "resources": stage.resource_class,
+                    "policy": {
+                        "cpus": stage.policy.cpus,
+                        "memory_gb": stage.policy.memory_gb,
+                        "parallel": stage.policy.parallel,
+                        "threads": stage.policy.threads,
+                    },
+                    "global": stage.global_step.label if stage.global_step else None,
+                    "steps": [
+                        {
+                            "step": s.label,
+                            "op": s.name,
+                            "kind": s.op_class.kind,
+                            "params": s.params.model_dump(mode="json"),
+                            **({"batch_rows": s.rows_per_batch()} if s.rows_per_batch() else {}),
+                        }
+                        for s in stage.all_steps
+                    ],
+                    "tasks": [t.describe() for t in tasks]
+                    if tasks is not None
+                    else f"one per output shard of stage {stage.index - 1}, _ord offsets from their row counts",
+                }
+            )
         return {"stages": out}
 
 
-def make(steps: list[Step], sources: list[Source], limit: int | None, workers: int = 0,
-         cores: int | None = None) -> Plan:
+def make(
+    steps: list[Step], sources: list[Source], limit: int | None, workers: int = 0, cores: int | None = None
+) -> Plan:
     """The plan of a run: its stages with their resource policy for `workers` task processes
     (0: one per core) on an engine of `cores` cores, and the first stage's tasks (the later ones
     read shards that do not exist yet: `shard_tasks` makes them when the stage before is done)."""
@@ -118,8 +138,9 @@ def make(steps: list[Step], sources: list[Source], limit: int | None, workers: i
     return Plan(tuple(staged), (tuple(input_tasks(sources, limit)),) + (None,) * (len(staged) - 1))
 
 
-def first_stage_workers(steps: list[Step], limit: int | None, workers: int = 0, cores: int | None = None,
-                        files: int | None = None) -> int:
+def first_stage_workers(
+    steps: list[Step], limit: int | None, workers: int = 0, cores: int | None = None, files: int | None = None
+) -> int:
     """How many CPU worker processes the first stage keeps busy at once, as `make` plans it, for
     an input of `files` files (unknown: at least as many as it runs at once): none where it runs
     on model workers or in the run process (parallel 1, one task: the first `limit` rows, or on

@@ -34,8 +34,10 @@ def check_columns(names: list[str], op: Operator, step, text_column: str, where:
     missing = [c for c in op.requires if c not in names]
     if missing:
         hint = " (input.text_column)" if missing[0] == text_column else ""
-        raise InputError(f"{where}: steps[{step.index - 1}].{step.name} needs column '{missing[0]}'{hint}, "
-                         f"which is not there; columns are: {', '.join(n for n in names if n != '_ord')}")
+        raise InputError(
+            f"{where}: steps[{step.index - 1}].{step.name} needs column '{missing[0]}'{hint}, "
+            f"which is not there; columns are: {', '.join(n for n in names if n != '_ord')}"
+        )
 
 
 def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
@@ -46,14 +48,23 @@ def _apply(op: Operator, batch: pa.RecordBatch, ctx: StageContext):
     return cast(Global, op).apply(batch, load_state(ctx))  # neither a Filter nor a Map: a Global
 
 
-def run_step(op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats: StepStats,
-             traces: TraceSink) -> pa.RecordBatch:
+def run_step(
+    op: Operator, step, batch: pa.RecordBatch, ctx: StageContext, stats: StepStats, traces: TraceSink
+) -> pa.RecordBatch:
     started = time.perf_counter()
     return _settle(op, step, batch, _apply(op, batch, ctx), started, ctx, stats, traces)
 
 
-def _settle(op: Operator, step, batch: pa.RecordBatch, answer, started: float, ctx: StageContext, stats: StepStats,
-            traces: TraceSink) -> pa.RecordBatch:
+def _settle(
+    op: Operator,
+    step,
+    batch: pa.RecordBatch,
+    answer,
+    started: float,
+    ctx: StageContext,
+    stats: StepStats,
+    traces: TraceSink,
+) -> pa.RecordBatch:
     """A step's answer for `batch`, once it has one (an async step's awaited), as both loops take it:
     accounted for, and the step's time since `started` added to its stats."""
     out = account(op, step, batch, answer, ctx, stats, traces)
@@ -67,8 +78,9 @@ def _check_first(batch: pa.RecordBatch, op: Operator, step, ctx: StageContext, t
     check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, where)
 
 
-def account(op: Operator, step, batch: pa.RecordBatch, answer, ctx: StageContext, stats: StepStats,
-            traces: TraceSink) -> pa.RecordBatch:
+def account(
+    op: Operator, step, batch: pa.RecordBatch, answer, ctx: StageContext, stats: StepStats, traces: TraceSink
+) -> pa.RecordBatch:
     """Read what a step returned for `batch` as a Result (curate/result.py checks it against the
     contract), trace what it removed, count."""
     result = to_result(step, op, batch, answer)
@@ -84,8 +96,9 @@ def account(op: Operator, step, batch: pa.RecordBatch, answer, ctx: StageContext
     return out
 
 
-def _expand(step, parents: pa.RecordBatch, result: Result, ctx: StageContext, stats: StepStats,
-            traces: TraceSink) -> pa.RecordBatch:
+def _expand(
+    step, parents: pa.RecordBatch, result: Result, ctx: StageContext, stats: StepStats, traces: TraceSink
+) -> pa.RecordBatch:
     """A 1 -> n (or n -> 1) step: children get their `_id`, dropped input rows go to the trace."""
     children, verdict = result
     assert verdict is not None  # to_result: an expanding step's result has its verdict
@@ -97,8 +110,9 @@ def _expand(step, parents: pa.RecordBatch, result: Result, ctx: StageContext, st
     return expand.with_ids(children, expand.child_ids(parents, idx))
 
 
-def _remove(batch: pa.RecordBatch, verdict: Verdict, step, ctx: StageContext, stats: StepStats,
-            traces: TraceSink) -> pa.RecordBatch:
+def _remove(
+    batch: pa.RecordBatch, verdict: Verdict, step, ctx: StageContext, stats: StepStats, traces: TraceSink
+) -> pa.RecordBatch:
     """The rows the verdict keeps; the others go to the step's trace and its stats."""
     keep = verdict.keep
     removed = int((~keep).sum())
@@ -112,16 +126,18 @@ def _remove(batch: pa.RecordBatch, verdict: Verdict, step, ctx: StageContext, st
     return batch
 
 
-def fail_all(batch: pa.RecordBatch, step, ctx: StageContext, stats: StepStats, traces: TraceSink,
-              error: str) -> pa.RecordBatch:
+def fail_all(
+    batch: pa.RecordBatch, step, ctx: StageContext, stats: StepStats, traces: TraceSink, error: str
+) -> pa.RecordBatch:
     """Every row to the step's trace: its worker died on this task twice (see runner.py)."""
     verdict = Verdict(np.zeros(batch.num_rows, bool), "worker_failed", error)
     stats.rows_in += batch.num_rows
     return _remove(batch, verdict, step, ctx, stats, traces)
 
 
-def prepare(op: Global, step: Step, batch: pa.RecordBatch, ctx: StageContext,
-             stats: dict[str, StepStats]) -> pa.RecordBatch:
+def prepare(
+    op: Global, step: Step, batch: pa.RecordBatch, ctx: StageContext, stats: dict[str, StepStats]
+) -> pa.RecordBatch:
     """Run the next Global's `prepare` on rows about to be written; its seconds count as that step's."""
     started = time.perf_counter()
     check_columns(batch.schema.names, op, step, ctx.recipe.input.text_column, "the data")
@@ -131,10 +147,16 @@ def prepare(op: Global, step: Step, batch: pa.RecordBatch, ctx: StageContext,
     return batch
 
 
-
-
-def step_stream(batches: Iterator[pa.RecordBatch], op: Operator, step: Step, ctx: StageContext, task: Task,
-                 stats: dict[str, StepStats], traces: TraceSink, progress: Progress | None) -> Iterator[pa.RecordBatch]:
+def step_stream(
+    batches: Iterator[pa.RecordBatch],
+    op: Operator,
+    step: Step,
+    ctx: StageContext,
+    task: Task,
+    stats: dict[str, StepStats],
+    traces: TraceSink,
+    progress: Progress | None,
+) -> Iterator[pa.RecordBatch]:
     """One step over a stream of batches, re-sized first to the step's batch_rows when it has one."""
     rows = step.rows_per_batch()
     checked = False
@@ -191,8 +213,9 @@ class _InFlight:
         self.traced.append((label, batch))
 
 
-async def _through_steps(ctx: StageContext, task: Task, ops: list[Operator], batch: pa.RecordBatch,
-                         first: bool) -> tuple[pa.RecordBatch, _InFlight]:
+async def _through_steps(
+    ctx: StageContext, task: Task, ops: list[Operator], batch: pa.RecordBatch, first: bool
+) -> tuple[pa.RecordBatch, _InFlight]:
     mine = _InFlight()
     for op, step in zip(ops, ctx.stage.all_steps):
         if batch.num_rows == 0:
@@ -208,8 +231,16 @@ async def _through_steps(ctx: StageContext, task: Task, ops: list[Operator], bat
     return batch, mine
 
 
-async def run_async(ctx: StageContext, task: Task, ops: list[Operator], batches, stats: dict[str, StepStats],
-                     traces: TraceSink, progress: Progress | None, commit: Callable[[pa.RecordBatch], None]) -> None:
+async def run_async(
+    ctx: StageContext,
+    task: Task,
+    ops: list[Operator],
+    batches,
+    stats: dict[str, StepStats],
+    traces: TraceSink,
+    progress: Progress | None,
+    commit: Callable[[pa.RecordBatch], None],
+) -> None:
     """A stage with an async step: up to IO_BATCHES_IN_FLIGHT batches go through the steps at
     once; each one's trace, counts and output are committed in input order, so the result is
     the same as one batch at a time."""
@@ -252,4 +283,3 @@ def event_loop() -> asyncio.AbstractEventLoop:
     if _loop is None or _loop.is_closed():
         _loop = asyncio.new_event_loop()
     return _loop
-

@@ -32,8 +32,9 @@ from curate.io.writer import ShardWriter
 from curate.trace import StepStats
 
 
-def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces",
-          bytes_read: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
+def _rows(
+    ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Traces", bytes_read: Callable[[int], None]
+) -> Iterator[pa.RecordBatch]:
     """The task's input batches; stage 0 reads sources (bad rows go to the `read` trace). Each
     batch's bytes of the input are passed to `bytes_read` before it, and in all the sizes the plan
     weighs the task by (its files', its shards')."""
@@ -44,10 +45,17 @@ def _rows(ctx: StageContext, task: Task, stats: dict[str, StepStats], trace: "Tr
         for source in task.sources:
             meter, size = ReadMeter(), _size(source)
             counted = 0
-            for batch, bad in read_source(source, id_column=spec.id_column, batch_rows=spec.batch_rows,
-                                          on_bad_row=spec.on_bad_row, raw_column=spec.raw_column, meter=meter,
-                                          schema=ctx.input_schema, on_truncated=spec.on_truncated,
-                                          mime_types=spec.mime_types):
+            for batch, bad in read_source(
+                source,
+                id_column=spec.id_column,
+                batch_rows=spec.batch_rows,
+                on_bad_row=spec.on_bad_row,
+                raw_column=spec.raw_column,
+                meter=meter,
+                schema=ctx.input_schema,
+                on_truncated=spec.on_truncated,
+                mime_types=spec.mime_types,
+            ):
                 at = min(meter.bytes, size)
                 bytes_read(at - counted)
                 counted = at
@@ -84,9 +92,14 @@ def _size(source) -> int:
         return 0
 
 
-def shard_batches(shards, offset: int, batch_rows: int, columns: list[str] | None = None,
-                  rename=lambda names: names, bytes_read: Callable[[int], None] = lambda n: None
-                  ) -> Iterator[pa.RecordBatch]:
+def shard_batches(
+    shards,
+    offset: int,
+    batch_rows: int,
+    columns: list[str] | None = None,
+    rename=lambda names: names,
+    bytes_read: Callable[[int], None] = lambda n: None,
+) -> Iterator[pa.RecordBatch]:
     """The rows of a stage's shards with `_ord`, their position in the stage's input from `offset`
     (a later stage's tasks, and a Global's fit, read them so); each batch's share of its shard's
     bytes passed to `bytes_read` before it."""
@@ -107,13 +120,17 @@ def _bad_rows_batch(source, bad: BadRows) -> pa.RecordBatch:
     """The read trace's rows: `_id` by the file's name under the input's base (as the rows' own
     ids, the same wherever the input lies), the detail naming the file where it was read."""
     n, path = len(bad), source.path
-    return pa.RecordBatch.from_pydict({
-        "_id": pa.array([f"{source.name}:{line}" for line in bad.line], pa.string()),
-        "step": pa.array([READ_STEP] * n, pa.string()),
-        "reason": pa.array(bad.reason, pa.string()),
-        "detail": pa.array([f"{path}, {bad.unit} {at}: {err}" for at, err in zip(bad.line, bad.error)], pa.string()),
-        "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
-    })
+    return pa.RecordBatch.from_pydict(
+        {
+            "_id": pa.array([f"{source.name}:{line}" for line in bad.line], pa.string()),
+            "step": pa.array([READ_STEP] * n, pa.string()),
+            "reason": pa.array(bad.reason, pa.string()),
+            "detail": pa.array(
+                [f"{path}, {bad.unit} {at}: {err}" for at, err in zip(bad.line, bad.error)], pa.string()
+            ),
+            "row": pa.StructArray.from_arrays([pa.array(bad.raw, pa.string())], names=["raw"]),
+        }
+    )
 
 
 class Traces:
@@ -159,8 +176,9 @@ def _counted(batches: Iterator[pa.RecordBatch], progress: Progress) -> Iterator[
         yield batch
 
 
-def _commit(batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict,
-            summaries: dict) -> None:
+def _commit(
+    batch: pa.RecordBatch, ctx: StageContext, preparer, data: ShardWriter, stats: dict, summaries: dict
+) -> None:
     """A batch through the stage's steps: prepared for the next Global, shown to the run's
     observers as output (with its internal columns, such as _embedding, still there), written."""
     if preparer is not None and batch.num_rows:
@@ -177,8 +195,9 @@ def _observed(batches: Iterator[pa.RecordBatch], summaries: dict) -> Iterator[pa
         yield batch
 
 
-def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None,
-             files: Files = Files()) -> TaskResult:
+def run_task(
+    ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None, files: Files = Files()
+) -> TaskResult:
     """Run `task`: its result, also written as its done marker.
 
     With `failure` (the error of a worker that died on this task too often), its rows are not
@@ -189,8 +208,12 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
     stats: dict[str, StepStats] = {}
     traces = Traces(ctx, task)
     out = ctx.recipe.output
-    data = ShardWriter(Path(ctx.layout.data), task.name, shard_bytes=out.shard_mb << 20,
-                       compression=out.parquet_compression if ctx.final else "zstd")
+    data = ShardWriter(
+        Path(ctx.layout.data),
+        task.name,
+        shard_bytes=out.shard_mb << 20,
+        compression=out.parquet_compression if ctx.final else "zstd",
+    )
     summaries = observers.task_summaries(ctx.observers, reads_input=bool(task.sources), writes_output=ctx.final)
 
     def commit(batch: pa.RecordBatch) -> None:
@@ -207,16 +230,32 @@ def run_task(ctx: StageContext, task: Task, progress: Progress | None = None, fa
         raise
     for step in steps:  # steps that saw no rows still report zeros
         stats.setdefault(step.label, StepStats())
-    result = TaskResult(task.name, [p.name for p in data.paths], traces.files(), stats,
-                        observed=any(summaries.values()), retries=retried, shard_rows=data.shard_rows)
+    result = TaskResult(
+        task.name,
+        [p.name for p in data.paths],
+        traces.files(),
+        stats,
+        observed=any(summaries.values()),
+        retries=retried,
+        shard_rows=data.shard_rows,
+    )
     if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
         files.write_bytes(ctx.layout.observed(task.name), pickle.dumps(summaries))
     files.write_bytes(ctx.layout.done(task.name), result.to_json())
     return result
 
 
-def _run_steps(ctx: StageContext, task: Task, ops: list, stats: dict, traces: Traces, progress: Progress | None,
-               failure: str | None, commit, summaries: dict) -> None:
+def _run_steps(
+    ctx: StageContext,
+    task: Task,
+    ops: list,
+    stats: dict,
+    traces: Traces,
+    progress: Progress | None,
+    failure: str | None,
+    commit,
+    summaries: dict,
+) -> None:
     """The task's rows read, passed through the stage's steps and committed."""
     steps = ctx.stage.all_steps
 
@@ -227,16 +266,26 @@ def _run_steps(ctx: StageContext, task: Task, ops: list, stats: dict, traces: Tr
     batches = _observed(_rows(ctx, task, stats, traces, bytes_read), summaries)
     if progress and task.sources:
         batches = _counted(batches, progress)
-    if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[:len(steps)]):
+    if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[: len(steps)]):
         rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
-        event_loop().run_until_complete(run_async(ctx, task, ops[:len(steps)],
-                                                   rebatch(batches, rows) if rows else batches, stats, traces,
-                                                   progress, commit))
+        event_loop().run_until_complete(
+            run_async(
+                ctx,
+                task,
+                ops[: len(steps)],
+                rebatch(batches, rows) if rows else batches,
+                stats,
+                traces,
+                progress,
+                commit,
+            )
+        )
         batches = iter(())
     if failure is not None:
         first = steps[0]
-        batches = (fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure)
-                   for b in batches)
+        batches = (
+            fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure) for b in batches
+        )
     for op, step in zip(ops, steps):
         batches = step_stream(batches, op, step, ctx, task, stats, traces, progress)
     for batch in batches:

@@ -31,6 +31,7 @@ class Slots(ABC, Generic[Slot, Handle]):
     """What an executor gives the loop."""
 
     worker = "worker"  # what a slot's worker is called in a lost task's error
+
     @abstractmethod
     def start(self, slot: Slot, task: Task) -> Handle:
         """Start `task` on `slot`; a handle to wait on."""
@@ -78,8 +79,9 @@ def dispatch(tasks: Sequence[Task], slots: list, executor: Slots, attempts: int 
                     if runs[i] < attempts:
                         queued.appendleft(i)
                     else:
-                        results[i] = TaskResult.lost(tasks[i].name, f"the {executor.worker} died {_times(runs[i])} "
-                                                                     f"on this task ({e})")
+                        results[i] = TaskResult.lost(
+                            tasks[i].name, f"the {executor.worker} died {_times(runs[i])} on this task ({e})"
+                        )
                 free.append(slot)
     except BaseException:
         executor.cancel(list(running))

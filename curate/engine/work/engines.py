@@ -37,10 +37,16 @@ class Registered:
 
 ENGINES: dict[str, Registered] = {
     "local": Registered("curate.engine.local.engine:LocalEngine", "processes on this machine"),
-    "ray": Registered("curate.engine.ray.engine:RayEngine", "a Ray cluster at --address, or a Ray instance for the run",
-                      remote_workers=True, takes_address=True, needs=("ray", "pip install 'curate[ray]'")),
-    "slurm": Registered("curate.engine.slurm:SlurmEngine",
-                        "job arrays; the recipe's slurm: section, or --set slurm.partition=NAME"),
+    "ray": Registered(
+        "curate.engine.ray.engine:RayEngine",
+        "a Ray cluster at --address, or a Ray instance for the run",
+        remote_workers=True,
+        takes_address=True,
+        needs=("ray", "pip install 'curate[ray]'"),
+    ),
+    "slurm": Registered(
+        "curate.engine.slurm:SlurmEngine", "job arrays; the recipe's slurm: section, or --set slurm.partition=NAME"
+    ),
 }
 
 
@@ -67,8 +73,10 @@ def check(name: str, address: str | None) -> None:
 
 def described() -> str:
     """Each engine's name, what runs the tasks and what it needs installed, for help texts."""
-    return "; ".join(f"{name} ({engine.about}{f'; needs {engine.needs[1]}' if engine.needs else ''})"
-                     for name, engine in ENGINES.items())
+    return "; ".join(
+        f"{name} ({engine.about}{f'; needs {engine.needs[1]}' if engine.needs else ''})"
+        for name, engine in ENGINES.items()
+    )
 
 
 @dataclass(frozen=True)

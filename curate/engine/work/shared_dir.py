@@ -78,8 +78,10 @@ def receive(store: WorkStore, directory: Path, written: list[Versions], pushed: 
         if path.stat().st_size != _order(version)[1]:
             # a version put after the whole one: a piece killed while writing it, whose node put
             # it half written after its retry put it whole elsewhere
-            raise CurateError(f"{store.key(path)} in the work store is not the version the fit's pieces "
-                              f"wrote last (a piece's node died while writing it?); continue with --resume")
+            raise CurateError(
+                f"{store.key(path)} in the work store is not the version the fit's pieces "
+                f"wrote last (a piece's node died while writing it?); continue with --resume"
+            )
         _stamp(path, version)
         pushed[name] = version
     return len(newest)

@@ -118,8 +118,10 @@ class WorkStore:
             os.replace(part, path)
             return True
         except FileNotFoundError:
-            raise CurateError(f"{self.uri}: {self.key(path)} is missing from the work store (was it emptied "
-                              f"during the run?); continue with --resume") from None
+            raise CurateError(
+                f"{self.uri}: {self.key(path)} is missing from the work store (was it emptied "
+                f"during the run?); continue with --resume"
+            ) from None
         finally:
             part.unlink(missing_ok=True)
 
@@ -132,8 +134,10 @@ class WorkStore:
         if resume and before == run.read_bytes():
             return
         if before is None and self.fs.exists(self.root) and self.fs.ls(self.root):
-            raise CurateError(f"--work-store {self.uri} holds files that are not a curate run's work files; "
-                              f"give an empty location (curate empties it at each fresh run)")
+            raise CurateError(
+                f"--work-store {self.uri} holds files that are not a curate run's work files; "
+                f"give an empty location (curate empties it at each fresh run)"
+            )
         self.clear()
         self.put(run)
 
@@ -159,12 +163,16 @@ def held_copies(store: WorkStore | None, linked: dict[Path, Path]) -> dict[Path,
     sizes: dict[str, int] = {}
     for directory in {store.key(shard.parent) for shard in linked.values()}:  # a listing each, not a request a file
         try:
-            sizes.update({posixpath.basename(e["name"].rstrip("/")): e["size"]
-                          for e in store.fs.ls(directory, detail=True)})
+            sizes.update(
+                {posixpath.basename(e["name"].rstrip("/")): e["size"] for e in store.fs.ls(directory, detail=True)}
+            )
         except OSError:  # missing, or not listable now: those shards are uploaded, as without a store
             continue
-    return {staged: store.key(shard) for staged, shard in linked.items()
-            if sizes.get(shard.name) == Path(staged).stat().st_size}
+    return {
+        staged: store.key(shard)
+        for staged, shard in linked.items()
+        if sizes.get(shard.name) == Path(staged).stat().st_size
+    }
 
 
 def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:
@@ -176,8 +184,9 @@ def task_files(layout: StageLayout, result: TaskResult) -> list[Path]:
     return files + [Path(layout.done(result.task))]
 
 
-def run_task(store: WorkStore | None, ctx: StageContext, task: Task, blind: bool = False, session: str = "",
-             queue=None) -> TaskResult:
+def run_task(
+    store: WorkStore | None, ctx: StageContext, task: Task, blind: bool = False, session: str = "", queue=None
+) -> TaskResult:
     """Run `task` in this worker process; with a `store`, its files copied there once it is done.
     On a blind node, the files it reads are fetched first."""
     if store is None:
@@ -241,8 +250,9 @@ def publish_state(store: WorkStore, layout: StageLayout) -> None:
     files = state_files(FitState.load(state.read_bytes()))
     for path in files:
         store.put(path)
-    store.put_bytes(Path(layout.root) / STATE_FILES,
-                    json.dumps([str(p.relative_to(store.work)) for p in files]).encode())
+    store.put_bytes(
+        Path(layout.root) / STATE_FILES, json.dumps([str(p.relative_to(store.work)) for p in files]).encode()
+    )
     store.put(Path(layout.fit_report))  # what the manifest says of the fit, when a resume skips it
     store.put(state)
 
@@ -289,9 +299,11 @@ def mirror(work: Path, session: str) -> None:
         if not tag.exists() or tag.read_text() != session:
             others = [p for p in work.iterdir() if p.name not in (MIRROR_LOCK, MIRROR_TAG)]
             if others and not tag.exists():
-                raise CurateError(f"{work} on this Ray node holds files of its own (another run's work directory?); "
-                                  f"curate mirrors the run's work files there on nodes that do not see the output "
-                                  f"directory: choose another --output")
+                raise CurateError(
+                    f"{work} on this Ray node holds files of its own (another run's work directory?); "
+                    f"curate mirrors the run's work files there on nodes that do not see the output "
+                    f"directory: choose another --output"
+                )
             for p in others:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
             tag.write_text(session)

@@ -145,8 +145,12 @@ class WorkerError(RuntimeError):
 def spawn_pool(processes: int, queue, threads: int = 1, device: str | None = None) -> ProcessPoolExecutor:
     """`processes` worker processes (worker_context), each started by `worker_init` when the
     pool is first given work; its work goes through `in_run`."""
-    return ProcessPoolExecutor(processes, mp_context=worker_context(), initializer=worker_init,
-                               initargs=(queue, dict(os.environ), threads, device))
+    return ProcessPoolExecutor(
+        processes,
+        mp_context=worker_context(),
+        initializer=worker_init,
+        initargs=(queue, dict(os.environ), threads, device),
+    )
 
 
 def stop_pool(pool: ProcessPoolExecutor, kill: bool = False) -> None:
