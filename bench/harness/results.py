@@ -104,6 +104,12 @@ MOVED_RE = re.compile(r"(?<![\w/.-])bench/(" + "|".join(map(re.escape, sorted(MO
 MOVED_NOTE = (f"- Scripts moved on {MOVED_ON} (bench/ by role: harness/, anchors/, corpora/, sections/): the commands "
               "of sections run before then are printed with the new paths (the same scripts, the same options).")
 
+
+def moved(text: str) -> str:
+    """`text` naming the scripts where they are now."""
+    text = text.replace("(see bench/anchor_*.py)", "(see bench/anchors/datatrove_pipeline.py, datajuicer_pipeline.py)")
+    return MOVED_RE.sub(lambda m: "bench/" + MOVED[m.group(1)], text)
+
 SECTION_RE = re.compile(r"<!-- section:([\w-]+):start -->.*?<!-- section:\1:end -->\n?", re.S)
 HEADING = re.compile(r"^(#{1,5}) (.*)$")
 
@@ -159,13 +165,12 @@ def parse(text: str) -> tuple[list[str], list[str], dict[str, str]]:
         intro.append(line)
     reruns = re.search(r"<!-- reruns:start -->\n(.*?)<!-- reruns:end -->", text, re.S)
     rerun_lines = [ln for ln in (reruns.group(1).splitlines() if reruns else []) if ln.strip() and ln != "- none"]
-    blocks = {m.group(1): normalise(m.group(1), MOVED_RE.sub(lambda n: "bench/" + MOVED[n.group(1)], m.group(0)))
-              for m in SECTION_RE.finditer(text)}
+    blocks = {m.group(1): normalise(m.group(1), moved(m.group(0))) for m in SECTION_RE.finditer(text)}
     while intro and not intro[-1].strip():
         intro.pop()
     while intro and not intro[0].strip():
         intro.pop(0)
-    if MOVED_RE.search(text) and MOVED_NOTE not in intro:
+    if (MOVED_RE.search(text) or "bench/anchor_*" in text) and MOVED_NOTE not in intro:
         intro.append(MOVED_NOTE)
     return intro, rerun_lines, blocks
 

@@ -145,7 +145,7 @@ def main():
              "tokenizer spacy.blank('en'). Data-Juicer: words_num, special_characters, alphanumeric, stopwords "
              "(Gopher's 8 words, local file), character_repetition, word_repetition filters (tokenization off) + "
              "document_deduplicator; no mean-word-length filter exists in Data-Juicer. Kept counts differ because "
-             "the rule sets differ (see bench/anchor_*.py)."]
+             "the rule sets differ (see bench/anchors/datatrove_pipeline.py, datajuicer_pipeline.py)."]
     print()
     h.emit(args, "\n".join(body), headlines)
 

@@ -48,7 +48,7 @@ class OpenAIBackend:
         self._limit: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         # The session (its connections kept alive) of the calls on one event loop: a session per
         # call opened a connection per request slot for every batch, ~28% of the client's CPU at 256
-        # in flight on loopback (bench/synth_throughput.py). Held by an async generator, which the
+        # in flight on loopback (bench/sections/synth.py). Held by an async generator, which the
         # loop's shutdown (asyncio.run) closes; `close` closes it on a loop that lives on (a worker's).
         self._held: tuple[asyncio.AbstractEventLoop, AsyncGenerator, Any] | None = None  # Any: aiohttp's session
 

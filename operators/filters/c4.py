@@ -11,7 +11,7 @@ Kept pages keep only their kept lines (`rewrite_text`), as C4 did.
 
 Sentences are counted by a regex (a run of . ! ? and CJK stops followed by a space or the end
 of the line) where datatrove uses spaCy's sentencizer: what spaCy's tokenizer takes for an
-abbreviation ("e.g. this", a single letter as in "... for a. Is") ends a sentence here. Documented in the bench (bench/bench_webfilters.py).
+abbreviation ("e.g. this", a single letter as in "... for a. Is") ends a sentence here. Documented in the bench (bench/sections/webfilters.py).
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ class _Sandbox:
     def extract_many(self, pages: list[str]) -> list[tuple[str, str | None]]:
         """The outcome of each page (see `extract`). Pages go to the child a window at a time, in one
         message it reads whole before it starts on them, and come back one by one: each page has
-        `timeout` seconds from the answer before it (in bench/webcrawl.py one round trip a page
+        `timeout` seconds from the answer before it (in bench/sections/webcrawl.py one round trip a page
         cost 6 points of trafilatura's pages per CPU-second; a window, nothing measurable). After a timeout or a crash the rest of the
         window goes to a fresh child."""
         out: list[tuple[str, str | None]] = []

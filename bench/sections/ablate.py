@@ -16,11 +16,19 @@
    difference". Wall and CPU seconds of each command; the per-seed differences, the paired t-test
    and the bootstrap interval over held-out documents.
 
-    python bench/ablate.py [--model tiny] [--threads 1] [--throughput-tokens 65536]
+    python bench/sections/ablate.py [--model tiny] [--threads 1] [--throughput-tokens 65536]
                            [--planted-tokens 262144] [--planted-threads 2] [--docs 20000]
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
 import json
@@ -29,7 +37,6 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import CURATE, DATA, REPO, RUNS, add_section_args, bare_result, emit, load, machine, require_ok, \
     run_measured, table  # noqa: E402

@@ -1,6 +1,6 @@
 """Memory of a WARC run as the number of WARC files grows (issue 47: "memory flat in the number of WARC files").
 
-    python bench/webcrawl_memory.py [--files 10,100,1000] [--pages-per-file 2] [--workers 2] [--section-out PATH]
+    python bench/sections/webcrawl_memory.py [--files 10,100,1000] [--pages-per-file 2] [--workers 2] [--section-out PATH]
 
 The input: N small .warc.gz files of `--pages-per-file` pages each, the tests' real pages
 (tests/operators/web/pages, from trafilatura's sdist) under distinct URLs, written with the tests'
@@ -15,12 +15,20 @@ worker or an extraction sandbox), and the whole tree at its peak. Also wall and 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
+
 import argparse
 import json
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
 
 import harness as h  # noqa: E402

@@ -1,16 +1,16 @@
 """The FineWeb chain, curate vs datatrove, side by side on the same WARC files (issue 47's bench).
 
-    python bench/fineweb_anchor.py [--pages 2000] [--files 4] [--rounds 2] [--workers 2]
+    python bench/sections/fineweb_anchor.py [--pages 2000] [--files 4] [--rounds 2] [--workers 2]
         [--settings per_document,off,fineweb,resiliparse] [--section-out PATH]
 
-Pages: bench/webcrawl.py's build (a fifth the tests' real pages, from trafilatura's sdist, the rest
+Pages: bench/sections/webcrawl.py's build (a fifth the tests' real pages, from trafilatura's sdist, the rest
 demo documents as HTML articles), written as .warc.gz files with the tests' warcio helpers.
 Each round runs, interleaved on the same files:
   curate:    `curate run` of WARC -> extract_text -> language_id (fastText lid.176, en >= 0.65)
              -> gopher_quality -> c4_quality -> fineweb_quality -> Parquet
   datatrove: WarcReader -> extractor -> LanguageFilter -> GopherRepetitionFilter
              -> GopherQualityFilter -> C4QualityFilter(filter_no_terminal_punct=False)
-             -> FineWebQualityFilter -> JsonlWriter (bench/fineweb_anchor_datatrove.py, in bench/.venvs/datatrove)
+             -> FineWebQualityFilter -> JsonlWriter (bench/anchors/datatrove_fineweb.py, in bench/.venvs/datatrove)
 with the extraction each setting names (--settings):
   per_document  trafilatura (FineWeb's settings) with its paragraph cache scoped to one page: curate's
                 `deduplicate: per_document` (recipes/fineweb.yaml) vs datatrove's Trafilatura given a new
@@ -31,6 +31,14 @@ median of the rounds; agreement: the pages both keep or both drop (by URL), with
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
+
 import argparse
 import gzip
 import json
@@ -39,11 +47,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
 
 import harness as h  # noqa: E402
-from webcrawl import build  # noqa: E402
+from sections.webcrawl import build  # noqa: E402
 
 DT = h.VENVS / "datatrove"
 DT_PY = DT / "bin" / "python"
@@ -110,7 +118,7 @@ def curate_side(tmp: Path, warc: Path, model: Path, workers: int, name: str, r: 
 def datatrove_side(tmp: Path, warc: Path, model: Path, workers: int, name: str, r: int):
     tag = f"datatrove-{DATATROVE_RUNS[name]}-{r}"
     out = tmp / tag
-    m = h.run_measured([str(DT_PY), str(BENCH / "fineweb_anchor_datatrove.py"), str(warc), str(out), str(workers),
+    m = h.run_measured([str(DT_PY), str(BENCH / "anchors/datatrove_fineweb.py"), str(warc), str(out), str(workers),
                         str(model), DATATROVE_RUNS[name]], log=tmp / f"{tag}.log")
     h.require_ok(m, "datatrove pipeline")
     kept = {url for url, _ in _jsonl_urls(out / "kept")}
@@ -303,7 +311,7 @@ def main() -> None:
             f"sandbox process extracts, so a page's text depends on the pages before it on that worker: not like for "
             f"like, it measures what the recipe changes from FineWeb's run); `resiliparse` = "
             f"`extract_plain_text(html, main_content=True)` on both sides (datatrove has no resiliparse extractor: a "
-            f"BaseExtractor subclass in its sandbox, bench/fineweb_anchor_datatrove.py).\n\n{table}\n\n"
+            f"BaseExtractor subclass in its sandbox, bench/anchors/datatrove_fineweb.py).\n\n{table}\n\n"
             f"Agreement (by URL, last round) and speed (datatrove's median seconds / curate's):\n\n{agree_table}\n\n"
             f"{beside}\n\nDifferences (sampled):\n\n" + "\n\n".join(blocks) + "\n")
     heads = []

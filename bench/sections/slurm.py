@@ -2,7 +2,7 @@
 on a one-node Slurm cluster started on this machine (tests/curate/engine/slurmkit.py: munged,
 slurmctld, slurmd; the node declares this machine's CPUs, MaxArraySize 1001).
 
-    python bench/slurm_bench.py [--docs 100000] [--files 16] [--workers 2] [--section-out PATH]
+    python bench/sections/slurm.py [--docs 100000] [--files 16] [--workers 2] [--section-out PATH]
 
 The local engine runs with `--workers W`; the Slurm engine with `--engine slurm -w W` (each stage
 a job array of `%W` one-CPU tasks, each fit's pieces as arrays) while its driver runs here as on a
@@ -25,6 +25,14 @@ are slurmd's children, not the driver's.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
 import hashlib

@@ -2,9 +2,9 @@
 LanguageFilter (fastText lid.176, en >= 0.65) -> GopherRepetitionFilter -> GopherQualityFilter ->
 C4QualityFilter(filter_no_terminal_punct=False) -> FineWebQualityFilter -> JsonlWriter.
 
-Runs inside bench/.venvs/datatrove; bench/fineweb_anchor.py starts it (and times the process tree).
+Runs inside bench/.venvs/datatrove; bench/sections/fineweb_anchor.py starts it (and times the process tree).
 
-    python fineweb_anchor_datatrove.py WARC_DIR OUT_DIR WORKERS LID_MODEL [EXTRACTOR]
+    python anchors/datatrove_fineweb.py WARC_DIR OUT_DIR WORKERS LID_MODEL [EXTRACTOR]
 
 EXTRACTOR (what the second step is):
 - `cache` (default): datatrove's Trafilatura as FineWeb ran it, `deduplicate=True` (trafilatura's

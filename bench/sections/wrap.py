@@ -4,15 +4,23 @@ a bare asyncio aiohttp client loop sending the same requests at the same concurr
 same run. Each side gets a fresh server; curate's request cache starts empty (every request is
 sent and stored). Rounds alternate the order of the sides.
 
-    python bench/wrap_throughput.py [--requests 50000] [--concurrency 256] [--workers 2] [--rounds 2]
+    python bench/sections/wrap.py [--requests 50000] [--concurrency 256] [--workers 2] [--rounds 2]
 
 Wall is the whole `curate run` (start-up, reading, writing Parquet, the cache included); CPU
 seconds are the client's process tree (the mock server's are shown apart: both share the cores).
 The sides, rounds and servers (`compare`) and the bare loop (`bare`) serve any LLM operator's
-requests: bench/synth_throughput.py runs them with generate_qa's.
+requests: bench/sections/synth.py runs them with generate_qa's.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
 import asyncio
@@ -26,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import harness as h  # noqa: E402
 

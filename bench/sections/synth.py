@@ -3,10 +3,10 @@ DiverseQA prompt and system message, one request per document, the answer parsed
 question-answer pair) against the loopback mock LLM (`curate serve-mock`, its own process), side by
 side with a bare asyncio aiohttp loop sending the same requests (the same bodies: built by
 generate_qa's own `request`) at the same concurrency. The sides, rounds and servers are WRAP's
-(bench/wrap_throughput.py: `compare`, `bare`); each side gets a fresh server and curate's request
+(bench/sections/wrap.py: `compare`, `bare`); each side gets a fresh server and curate's request
 cache starts empty, so every request is sent.
 
-    python bench/synth_throughput.py [--requests 50000] [--concurrency 256] [--workers 2] [--rounds 2]
+    python bench/sections/synth.py [--requests 50000] [--concurrency 256] [--workers 2] [--rounds 2]
 
 The mock answers the DiverseQA prompt with a pair per sentence of the document (three here), so
 curate writes three rows per request. Only the HTTP side is measured: no GPU is lent here, so the
@@ -15,16 +15,23 @@ issue's second figure (tokens/s of the vllm backend vs vLLM's offline batch API)
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
+
 import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import harness as h  # noqa: E402
-import wrap_throughput as wrap  # noqa: E402
+from sections import wrap  # noqa: E402
 
 DOC = ("Document {i} of the benchmark is about tides along a rocky coast. The moon pulls the water toward it "
        "twice a day. Fishermen at harbour {i} plan their trips around the high water.")

@@ -1,7 +1,7 @@
 """extract_text through `curate run` (WARC in, Parquet out) vs a bare trafilatura loop on the same
 pages, with the same settings (datatrove's: favor_precision, no comments, no dedup cache).
 
-  python bench/webcrawl.py --pages 1000 [--files 4] [--rounds 1] [--resiliparse] [--append bench/RESULTS.md]
+  python bench/sections/webcrawl.py --pages 1000 [--files 4] [--rounds 1] [--resiliparse] [--append bench/RESULTS.md]
 
 The pages: the real pages shipped with the tests (tests/operators/web/pages, from trafilatura's
 sdist) and the demo corpus's documents as HTML articles, written as .warc.gz files. The bare loop
@@ -12,6 +12,14 @@ CPU includes reading and writing. CPU s: user + system seconds of the whole proc
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ first on the path (harness, anchors, corpora and sections are imported from it), and not this script's
+# folder: bench/sections/ holds io.py, ray.py and tokenize.py, which would stand in for the modules of those names.
+sys.path[:] = [str(Path(__file__).resolve().parents[1]),
+               *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
 import gzip
@@ -27,7 +35,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
@@ -110,7 +118,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=4)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--resiliparse", action="store_true", help="also time resiliparse both ways")
-    ap.add_argument("--append", type=Path, help="append the results as a section of this Markdown file")
+    ap.add_argument("--append", type=Path, help="write the results as the webcrawl section of this RESULTS.md (replacing an older one)")
     args = ap.parse_args()
     import pickle
 
@@ -147,7 +155,7 @@ def main() -> None:
     print(table)
     if args.append:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-        cmd = "python bench/webcrawl.py " + " ".join(sys.argv[1:])
+        cmd = "python bench/sections/webcrawl.py " + " ".join(sys.argv[1:])
         section = (f"\n<!-- section:webcrawl:start -->\n## extract_text on WARC: curate run vs a bare trafilatura loop\n\n"
                    f"- Command: `{cmd}`\n- Date: {started:%Y-%m-%d %H:%M} UTC (commit {commit})\n"
                    f"- Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -157,8 +165,11 @@ def main() -> None:
                    f"as HTML articles). trafilatura with datatrove's settings on both sides; the bare loop times the "
                    f"extractor alone on HTML decoded beforehand, curate reads the WARC files, extracts and writes "
                    f"Parquet. CPU s: user + system of the whole process tree.\n\n{table}\n<!-- section:webcrawl:end -->\n")
-        with open(args.append, "a") as f:
-            f.write(section)
+        from harness import results  # RESULTS.md's layout: the section under its theme, in place of an older one
+
+        text = (args.append.read_text() if args.append.exists() else "# Benchmark results\n") + section
+        intro, reruns, blocks = results.parse(text)
+        args.append.write_text(results.layout(intro, reruns, blocks))
 
 
 if __name__ == "__main__":
