@@ -15,7 +15,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import json
-from pathlib import Path
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq

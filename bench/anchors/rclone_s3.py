@@ -23,7 +23,6 @@ import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import harness as h
 

@@ -25,7 +25,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa

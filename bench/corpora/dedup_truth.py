@@ -17,8 +17,6 @@ from pathlib import Path
 sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
-import sys
-from pathlib import Path
 
 import duckdb
 import numpy as np

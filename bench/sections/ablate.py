@@ -32,10 +32,8 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import json
-import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 
 from harness import CURATE, DATA, REPO, RUNS, add_section_args, bare_result, emit, load, machine, require_ok, \

@@ -27,10 +27,8 @@ import argparse
 import json
 import platform
 import resource
-import sys
 import time
 from itertools import cycle
-from pathlib import Path
 
 import orjson
 

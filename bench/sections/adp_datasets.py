@@ -20,9 +20,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import harness as h
 

@@ -26,9 +26,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 
 from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402

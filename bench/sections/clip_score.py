@@ -39,9 +39,7 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 
 from sections.clip_gpu import add_image_bench_args, gpu_note, images, median_rows  # noqa: E402

@@ -22,9 +22,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import json
 import os
-import sys
 import types
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -30,10 +30,8 @@ import json
 import random
 import resource
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pyarrow as pa
 

@@ -34,9 +34,7 @@ import gzip
 import importlib.util
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 
 from harness import (  # noqa: E402

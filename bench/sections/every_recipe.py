@@ -21,9 +21,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CAMPAIGNS = {"on Ray": ["tests/curate/engine/test_ray_executor.py", "-k", "recipes_give_the_local"],

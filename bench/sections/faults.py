@@ -28,9 +28,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import random
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import harness as h
 

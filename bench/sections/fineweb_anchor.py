@@ -43,9 +43,7 @@ import argparse
 import gzip
 import json
 import statistics
-import sys
 import tempfile
-from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))

@@ -30,9 +30,7 @@ import gzip
 import json
 import shutil
 import statistics
-import sys
 import time
-from pathlib import Path
 
 
 from harness import (CURATE, DATA, RUNS, add_section_args, bare_result, emit, load, machine, require_ok,  # noqa: E402

@@ -43,7 +43,6 @@ import gzip
 import json
 import os
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa

@@ -26,9 +26,7 @@ import collections
 import json
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]
 ROOT = BENCH.parent

@@ -21,8 +21,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import subprocess
-import sys
-from pathlib import Path
 
 import harness as h
 

@@ -31,8 +31,6 @@ import argparse
 import collections
 import multiprocessing
 import shutil
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 

@@ -29,9 +29,7 @@ import datetime as dt
 import os
 import platform
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa

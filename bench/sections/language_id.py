@@ -22,7 +22,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import collections
-import sys
 import time
 
 import harness as h

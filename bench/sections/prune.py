@@ -30,7 +30,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import json
 import shlex
-import sys
 
 import numpy as np
 import pyarrow as pa

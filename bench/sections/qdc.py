@@ -34,9 +34,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 

@@ -38,10 +38,8 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import threading
 import time
-from pathlib import Path
 
 
 import harness as h

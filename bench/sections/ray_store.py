@@ -34,9 +34,7 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import harness as h
 from sections.ray import RECIPE, ClusterCpu, digest

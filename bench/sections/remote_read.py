@@ -50,10 +50,8 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import harness as h
 from anchors import rclone_s3

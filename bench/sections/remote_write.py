@@ -34,8 +34,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import hashlib
 import json
-import sys
-from pathlib import Path
 
 import harness as h
 from sections.ray_store import Moto

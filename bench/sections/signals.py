@@ -28,9 +28,7 @@ import random
 import shutil
 import signal
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import harness as h
 

@@ -40,10 +40,8 @@ import heapq
 import json
 import os
 import shutil
-import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import harness as h
 

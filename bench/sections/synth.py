@@ -24,9 +24,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
-import sys
 import tempfile
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -40,8 +40,6 @@ import gzip
 import importlib.util
 import json
 import statistics
-import sys
-from pathlib import Path
 
 
 from harness import (  # noqa: E402

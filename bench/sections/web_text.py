@@ -22,7 +22,6 @@ import argparse
 import importlib.util
 import json
 import os
-from pathlib import Path
 
 import harness as h
 

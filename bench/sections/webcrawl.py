@@ -29,11 +29,9 @@ import os
 import platform
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

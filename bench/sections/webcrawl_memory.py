@@ -25,8 +25,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))

@@ -22,9 +22,7 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import collections
 import json
-import sys
 import time
-from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]
 ROOT = BENCH.parent

@@ -28,10 +28,8 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
