@@ -166,14 +166,7 @@ def sbatch_options(
 ) -> list[str]:
     """The #SBATCH options of a batch's launch script: the job's name, its logs under
     `directory`, its cores, then the recipe's `slurm:` settings (`slurm.mem` over the stage's own)."""
-    options = [
-        f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', job_name)}",
-        f"--output={directory}/logs/%A_%a.out",
-        f"--cpus-per-task={cpus}",
-        "--ntasks=1",
-        f"--chdir={cwd}",
-    ]
-    for flag, value in (
+    settings = (
         ("partition", spec.partition),
         ("account", spec.account),
         ("qos", spec.qos),
@@ -181,10 +174,21 @@ def sbatch_options(
         ("mem", spec.mem or mem),
         ("gres", gres),
         ("constraint", spec.constraint),
-    ):
-        if value:
-            options.append(f"--{flag}={value}")
-    return options + list(spec.extra_sbatch)
+    )
+    return _job_options(job_name, f"{directory}/logs/%A_%a.out", cpus, cwd, settings) + list(spec.extra_sbatch)
+
+
+def _job_options(job_name: str, output: str, cpus: int, cwd: str, settings) -> list[str]:
+    """The #SBATCH options every job of a run has (its name, log, cores, one task, its directory),
+    then each of `settings` (flag, value) that is set."""
+    options = [
+        f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', job_name)}",
+        f"--output={output}",
+        f"--cpus-per-task={cpus}",
+        "--ntasks=1",
+        f"--chdir={cwd}",
+    ]
+    return options + [f"--{flag}={value}" for flag, value in settings if value]
 
 
 def launch_script(spec, name: str, items: int | None, directory: str, options: list[str]) -> str:
@@ -975,23 +979,15 @@ def driver_script(spec, name: str, run_args: list[str], directory: str, cwd: str
     """The sbatch script of `--submit`: `curate run RUN_ARGS` as a small job of its own (the
     driver only waits on its tasks' arrays, submitted from the job; a Global fit's serial part and
     the publishing run in it), its log `driver-%j.out` in `directory`."""
-    options = [
-        f"--job-name={re.sub(r'[^A-Za-z0-9_.-]', '_', f'curate.{name}.driver')}",
-        f"--output={directory}/driver-%j.out",
-        f"--cpus-per-task={spec.driver_cpus}",
-        "--ntasks=1",
-        f"--chdir={cwd}",
-    ]
-    for flag, value in (
+    settings = (
         ("partition", spec.partition),
         ("account", spec.account),
         ("qos", spec.qos),
         ("time", spec.driver_time),
         ("mem", spec.driver_mem),
         ("constraint", spec.constraint),
-    ):
-        if value:
-            options.append(f"--{flag}={value}")
+    )
+    options = _job_options(f"curate.{name}.driver", f"{directory}/driver-%j.out", spec.driver_cpus, cwd, settings)
     python = spec.python or sys.executable
     command = " ".join(shlex.quote(a) for a in [python, "-m", "curate.cli", "run", *run_args])
     return "\n".join(
