@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
-import argparse
 import tempfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -61,14 +60,7 @@ def generate_qa_body(url: str):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=50_000)
-    ap.add_argument("--concurrency", type=int, default=256)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--bare", metavar="URL", help=argparse.SUPPRESS)
-    h.add_section_args(ap)
-    args = ap.parse_args()
+    args = wrap.parse_args()
     if args.bare:
         return wrap.bare(args.bare, args.requests, args.concurrency, generate_qa_body(args.bare))
     n = args.requests

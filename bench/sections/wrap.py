@@ -178,7 +178,9 @@ HEADERS = ["side", "requests", "wall s", "client CPU s", "server CPU s", "reques
            "requests/s per round"]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The options of a request-throughput section (this one, synth): the two sides' sizes, and
+    --bare URL, the bare loop's own process."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=50_000)
     ap.add_argument("--concurrency", type=int, default=256)
@@ -186,7 +188,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--bare", metavar="URL", help=argparse.SUPPRESS)
     h.add_section_args(ap)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     if args.bare:
         return bare(args.bare, args.requests, args.concurrency)
     n = args.requests
