@@ -75,7 +75,17 @@ def ablate(
     ),
     sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the documents' sampling order."),
     threads: int = typer.Option(
-        0, "--threads", min=0, help="torch threads (0: the available cores); the same number gives the same numbers."
+        1,
+        "--threads",
+        min=0,
+        help="torch threads per run (0: the available cores); the same number gives the same numbers.",
+    ),
+    jobs: int = typer.Option(
+        0,
+        "--jobs",
+        "-j",
+        min=0,
+        help="Runs (arm x seed) side by side on a CPU (0: the available cores / --threads); the numbers are the same.",
     ),
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N, or auto."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="Significance level of the verdicts."),
@@ -131,6 +141,7 @@ def ablate(
         text_column=text_column,
         sample_seed=sample_seed,
         threads=threads,
+        jobs=jobs,
         device=device,
         alpha=alpha,
         metric=metric,
@@ -154,8 +165,8 @@ def ablate(
                 f"arms {', '.join(result['arms'])}: {result['runs']} runs of {result['parameters']:,} parameters "
                 f"({result['non_embedding_parameters']:,} without embeddings), {result['tokens_per_run']:,} "
                 f"tokens and {result['steps_per_run']:,} steps each, {result['flops']:.3g} FLOPs; "
-                f"{result['measured_tokens_per_s']:,.0f} tokens/s measured: about "
-                f"{result['estimated_seconds']:.0f}s",
+                f"{result['measured_tokens_per_s']:,.0f} tokens/s measured ({result['threads']} thread(s) per run, "
+                f"{result['jobs']} run(s) at a time): about {result['estimated_seconds']:.0f}s",
                 highlight=False,
             )
         return

@@ -8,18 +8,25 @@ The default tokenizer is byte-level and built here (no download): ids 0-255 are 
 Held out: a document whose content key (xxhash64 of its text NFKC-normalized, case-folded, whitespace
 collapsed) falls in the held-out share is never trained on, in any arm, and neither is a document
 whose content key is an `--eval-text` document's.
-The sample: the arm's documents in a seeded order (numpy PCG64, `sample_seed` and the training
-seed: each seed trains on its own sample, the same seed of every arm on that arm's sample of the
-same draw), their ids (document + EOS) concatenated and cut at exactly `tokens`; with
-`allow_repeat`, an arm that runs out starts again in a new order (epochs counted). A new sample per
-seed puts the luck of the draw (which documents, how much junk in them) into the seed-to-seed
-variation the paired test weighs; with one sample for every seed, two arms of the same data differ
-by their two samples in every seed alike, and that difference would pass for one between the data.
+The sample: the arm's documents in a seeded order, their ids (document + EOS) concatenated and cut
+at exactly `tokens`; with `allow_repeat`, an arm that runs out starts again in a new order (epochs
+counted). Each training seed trains on its own draw (another order), so the luck of the draw
+(which documents, how much junk in them) is part of the seed-to-seed variation the paired test
+weighs; with one sample for every seed, two arms of the same data would differ by their two
+samples in every seed alike, and that difference would pass for one between the data.
+The order is by a seeded hash of each document's content key and its occurrence (the n-th copy of
+a text in the arm): a document gets the same place in every arm that holds it, at the same seed.
+A recipe's output and its input then train, seed by seed, on the same documents wherever the
+recipe kept them, and differ by what it removed or changed (what the comparison is about), not by
+two unrelated draws of the documents both hold: the paired test's common random numbers. Arms with
+no document in common get independent draws, as before; copies after the first are placed
+independently, so a sample meets duplicates as often as a uniform draw does.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +168,28 @@ def content_key(text: str) -> int:
 
 
 def is_held_out(text: str, share: float) -> bool:
-    return content_key(text) % HOLDOUT_BUCKETS < share * HOLDOUT_BUCKETS
+    return _held_key(content_key(text), share)
+
+
+def _held_key(key: int, share: float) -> bool:
+    return key % HOLDOUT_BUCKETS < share * HOLDOUT_BUCKETS
+
+
+def content_keys(texts: list[str]) -> np.ndarray:
+    """content_key of every text (uint64), computed once per arm for all its draws."""
+    return np.fromiter((content_key(t) for t in texts), np.uint64, count=len(texts))
+
+
+def draw_order(keys: np.ndarray, seed: int, draw: int) -> np.ndarray:
+    """The sampling order of documents with content `keys` (see the module doc): by the seeded hash
+    of (key, occurrence), so that a document shared by two arms has the same rank in both."""
+    seen: dict[int, int] = {}
+    rank = np.empty(len(keys), np.uint64)
+    for i, k in enumerate(keys.tolist()):
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        rank[i] = xxhash.xxh64_intdigest(struct.pack("<QQqq", k, n, seed, draw))
+    return np.argsort(rank, kind="stable")
 
 
 @dataclass
@@ -186,24 +214,27 @@ def sample_arm(
     holdout: float,
     excluded: set[int],
     draw: int = 0,
+    keys: np.ndarray | None = None,
 ) -> Sample:
     """Exactly `tokens` training ids of the arm's documents (see the module doc). `excluded`:
     xxhash64s of texts never trained on (the eval files'). `draw`: which of the seeded samples
     (training seed s trains on draw s, so that the seeds vary the documents too); the held-out
-    documents and their order do not depend on it."""
-    keep, held = [], []
-    for t in texts:
-        if is_held_out(t, holdout) or content_key(t) in excluded:
+    documents and their order do not depend on it. `keys`: the texts' content_keys, if computed."""
+    if keys is None:
+        keys = content_keys(texts)
+    keep, keep_keys, held = [], [], []
+    for t, k in zip(texts, keys.tolist()):
+        if _held_key(k, holdout) or k in excluded:
             held.append(t)
         else:
             keep.append(t)
+            keep_keys.append(k)
     rng = np.random.default_rng([seed, 0x5A])
     held = [held[i] for i in rng.permutation(len(held))]
-    if draw:
-        rng = np.random.default_rng([seed, 0x5A, draw])
+    rng = np.random.default_rng([seed, 0x5A, draw])  # the order of repeated epochs
     if not keep:
         raise CurateError(f"arm {name}: no documents to train on ({len(texts)} read, all held out)")
-    order = rng.permutation(len(keep))
+    order = draw_order(np.array(keep_keys, np.uint64), seed, draw)
     parts, got, chunk = [], 0, 256
     for start in range(0, len(order), chunk):  # documents tokenized in sample order, until enough
         ids = tok.encode([keep[i] for i in order[start : start + chunk]])

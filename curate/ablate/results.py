@@ -25,7 +25,7 @@ def _key(metric: str, lr: float, several: bool) -> str:
     return f"{metric}@lr={lr:g}" if several else metric
 
 
-def assemble(opts, arms, samples, results, items, sets, config, threads, device, seconds) -> dict:
+def assemble(opts, arms, samples, results, items, sets, config, threads, jobs, device, seconds) -> dict:
     several = len(opts.lrs) > 1
     seeds = list(range(opts.seeds))
     bytes_of = {f"bpb:{ts.name}": ts.bytes for ts in sets}
@@ -116,6 +116,7 @@ def assemble(opts, arms, samples, results, items, sets, config, threads, device,
             "sample_seed": opts.sample_seed,
             "holdout": opts.holdout,
             "threads": threads,
+            "jobs": jobs,
             "device": device,
             "eval_text": opts.eval_text,
             "eval_mc": opts.eval_mc,
@@ -236,7 +237,7 @@ def html_page(result: dict) -> str:
         f"text-align:right}}table{{border-collapse:collapse}}tr:nth-child(even){{background:#f4f4f4}}</style>"
         f"</head><body><h1>Ablation</h1><p>{s['tokens']:,} training tokens per arm, seeds {s['seeds']}, "
         f"{s['parameters']:,}-parameter {html.escape(str(s['model']))} proxy, lr {s['lrs']}, "
-        f"{s['device']}, {s['threads']} threads, {result['seconds']:.0f}s.</p>"
+        f"{s['device']}, {s['threads']} thread(s) per run, {s['jobs']} run(s) at a time, {result['seconds']:.0f}s.</p>"
         f"<ul>{verdict_items}{warn}</ul><h2>Metrics (mean ± sd over seeds)</h2>"
         f"<table><tr><th>metric</th>{head}</tr>{rows}</table><h2>Training loss</h2>{svg}"
         f"<h2>Comparisons (paired t-test over seeds; bootstrap 95% interval over items)</h2>"

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import multiprocessing
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -44,7 +47,8 @@ class Options:
     eos: str | None = None
     text_column: str | None = None
     sample_seed: int = 0
-    threads: int = 0
+    threads: int = 1  # torch threads per run
+    jobs: int = 0  # runs side by side (0: the available cores / threads; 1: in this process)
     device: str = "auto"
     alpha: float = 0.05
     metric: str | None = None
@@ -118,12 +122,8 @@ def _device(opts: Options) -> str:
 
 
 def _fingerprint(opts: Options, arms, tok) -> dict:
-    keep = {
-        k: v
-        for k, v in asdict(opts).items()
-        if k
-        not in ("output", "resume", "overwrite", "dry_run", "workers", "checkpoint_every", "expect", "metric", "alpha")
-    }
+    same_numbers = ("output", "resume", "overwrite", "dry_run", "workers", "jobs", "checkpoint_every")
+    keep = {k: v for k, v in asdict(opts).items() if k not in (*same_numbers, "expect", "metric", "alpha")}
     keep["arms"] = [{"name": a.name, "spec": a.spec, "paths": a.paths} for a in arms]
     keep["tokenizer"] = tok.where if opts.tokenizer else "byte-level"
     return json.loads(json.dumps(keep, default=str))
@@ -167,15 +167,25 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     samples = {}
     for arm in arms:
         texts = list(data.read_texts(arm.paths, arm.format, arm.text_column, f"arm {arm.name}"))
+        keys = data.content_keys(texts)
         sample = data.sample_arm(
-            arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat, opts.holdout, excluded
+            arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat, opts.holdout, excluded, 0, keys
         )
         samples[arm.name] = sample
         if not opts.dry_run:  # seed 0 trains on tokens.npy, seed s on tokens-seed-s.npy (draw s)
             (opts.output / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
             for draw in range(1, opts.seeds):
                 other = data.sample_arm(
-                    arm.name, texts, tok, opts.tokens, opts.sample_seed, opts.allow_repeat, opts.holdout, excluded, draw
+                    arm.name,
+                    texts,
+                    tok,
+                    opts.tokens,
+                    opts.sample_seed,
+                    opts.allow_repeat,
+                    opts.holdout,
+                    excluded,
+                    draw,
+                    keys,
                 )
                 np.save(opts.output / "arms" / arm.name / _sample_file(draw), other.train.astype(np.int32))
             data.write_sample(
@@ -216,6 +226,7 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             raise CurateError(f"--metric {opts.metric}: not a metric of this ablation ({', '.join(names)})")
     threads = opts.threads or _cores()
     device = _device(opts)
+    jobs = _jobs(opts, device)
     setup_torch(threads, device)
     config = model_config(opts.model, tok.vocab, opts.seq_len)
     if not opts.lrs:
@@ -234,7 +245,7 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
         opts.checkpoint_every,
     )
     if opts.dry_run:
-        return _plan(opts, arms, config, spec0, tok)
+        return _plan(opts, arms, config, spec0, tok, threads, jobs)
     fingerprint = _fingerprint(opts, arms, tok)
     config_path = opts.output / CONFIG
     if opts.resume and config_path.is_file():
@@ -247,10 +258,10 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             )
     save_json(config_path, fingerprint)
     runs = list(itertools.product(opts.lrs, range(opts.seeds), arms))
-    results: dict[tuple, dict] = {}
-    items: dict[tuple, dict] = {}
     began = time.perf_counter()
-    for n, (lr, seed, arm) in enumerate(runs, 1):
+
+    def one(n: int) -> tuple[dict, dict]:
+        lr, seed, arm = runs[n]
         run_dir = opts.output / "runs" / arm.name / (f"seed-{seed}" + (f"-lr-{lr:g}" if len(opts.lrs) > 1 else ""))
         spec = TrainSpec(
             opts.seq_len,
@@ -264,7 +275,7 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             opts.checkpoint_every,
         )
         train_ids = np.load(opts.output / "arms" / arm.name / _sample_file(seed), mmap_mode="r")
-        res, per_item = _one_run(
+        return _one_run(
             arm.name,
             train_ids,
             config,
@@ -275,16 +286,55 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             run_dir,
             opts.resume,
             log,
-            f"[{n}/{len(runs)}]",
-            began,
-            n - 1,
+            f"[{n + 1}/{len(runs)}]",
+            n,
             len(runs),
+            jobs,
         )
-        results[(lr, seed, arm.name)] = res
-        items[(lr, seed, arm.name)] = per_item
+
+    done = _side_by_side(one, len(runs), jobs, threads, device)
+    results = {(lr, seed, arm.name): done[n][0] for n, (lr, seed, arm) in enumerate(runs)}
+    items = {(lr, seed, arm.name): done[n][1] for n, (lr, seed, arm) in enumerate(runs)}
     from curate.ablate.results import assemble
 
-    return assemble(opts, arms, samples, results, items, sets, config, threads, device, time.perf_counter() - began)
+    return assemble(
+        opts, arms, samples, results, items, sets, config, threads, jobs, device, time.perf_counter() - began
+    )
+
+
+_FORKED_RUN: Callable[[int], tuple[dict, dict]] | None = None  # the run function handed to forked workers
+
+
+def _forked_run(n: int, threads: int, device: str) -> tuple[dict, dict]:
+    assert _FORKED_RUN is not None  # set before the pool forks
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the parent's tokenizer threads are not forked
+    setup_torch(threads, device)
+    return _FORKED_RUN(n)
+
+
+def _side_by_side(one: Callable[[int], tuple[dict, dict]], count: int, jobs: int, threads: int, device: str) -> list:
+    """one(0), ..., one(count - 1): in this process with jobs 1, else in `jobs` forked processes
+    (each run's numbers depend on its threads only, not on what runs beside it)."""
+    if jobs <= 1 or count <= 1:
+        return [one(n) for n in range(count)]
+    global _FORKED_RUN
+    _FORKED_RUN = one
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, count)) as pool:
+            return pool.starmap(_forked_run, [(n, threads, device) for n in range(count)], chunksize=1)
+    finally:
+        _FORKED_RUN = None
+
+
+def _jobs(opts: Options, device: str) -> int:
+    """Runs side by side: --jobs, else as many as the available cores hold at --threads each; on a
+    GPU one at a time. A tiny model's run keeps one core busy better than two threads split it
+    (their synchronisation costs more than its small matrices gain, most of all on shared cores)."""
+    if not device.startswith("cpu"):
+        if opts.jobs > 1:
+            raise CurateError(f"--jobs {opts.jobs}: runs go side by side on a CPU only; on {device} one at a time")
+        return 1
+    return opts.jobs or max(1, _cores() // (opts.threads or _cores()))
 
 
 def _sample_file(seed: int) -> str:
@@ -310,9 +360,9 @@ def _one_run(
     resume: bool,
     log,
     tag: str,
-    began: float,
-    done_runs: int,
+    index: int,
     all_runs: int,
+    jobs: int,
 ) -> tuple[dict, dict]:
     from curate.ablate.model import build, parameters
     from curate.ablate.train import train
@@ -330,8 +380,8 @@ def _one_run(
             last[0] = seconds
             rate = step * spec.batch * spec.seq_len / max(seconds, 1e-9)
             left = (steps - step) * spec.batch * spec.seq_len / rate
-            elapsed = time.perf_counter() - began
-            total_left = left + (all_runs - done_runs - 1) * (elapsed + left) / max(done_runs + 1, 1)
+            # The runs not yet started after this one, `jobs` at a time, each as long as this one.
+            total_left = left + max(0, all_runs - index - jobs) * (seconds + left) / jobs
             log(
                 f"{tag} {arm} seed {spec.seed}: step {step}/{steps}, {rate:,.0f} tokens/s, ETA {left:.0f}s "
                 f"(ablation {total_left:.0f}s)"
@@ -367,9 +417,9 @@ def _one_run(
     return res, per_item
 
 
-def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
+def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok, threads: int, jobs: int) -> dict:
     """--dry-run: model size, tokens, steps, FLOPs, and the time at a speed measured on 3 steps (after a
-    first one that warms up)."""
+    first one that warms up), the runs `jobs` at a time (on otherwise idle cores)."""
     from curate.ablate.model import build, parameters
     from curate.ablate.train import train
 
@@ -392,6 +442,8 @@ def _plan(opts: Options, arms, config: dict, spec: TrainSpec, tok) -> dict:
         "runs": runs,
         "flops": flops,
         "measured_tokens_per_s": rate,
-        "estimated_seconds": opts.tokens * runs / rate,
+        "threads": threads,
+        "jobs": min(jobs, runs),
+        "estimated_seconds": opts.tokens * math.ceil(runs / min(jobs, runs)) / rate,
         "model": config,
     }

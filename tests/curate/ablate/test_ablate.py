@@ -54,8 +54,20 @@ def test_same_data_twice_is_no_difference_and_runs_are_deterministic(cli, corpor
     assert again["arms"][0]["seeds"][0]["metrics"] == a["seeds"][0]["metrics"]
 
 
+def test_runs_side_by_side_give_the_numbers_of_runs_one_after_another(cli, corpora, ablate_args, tmp_path):
+    arms = (f"good={corpora / 'demo'}", f"junk={corpora / 'junk.jsonl'}")
+    assert cli(*ablate_args(corpora, tmp_path / "one", *arms, "--jobs", "1")).exit_code == 0
+    res = cli(*ablate_args(corpora, tmp_path / "two", *arms, "--jobs", "2"))
+    assert res.exit_code == 0, res.output
+    one, two = result(tmp_path / "one"), result(tmp_path / "two")
+    assert (one["settings"]["jobs"], two["settings"]["jobs"]) == (1, 2)
+    for key in ("losses", "metrics"):
+        assert [s[key] for a in one["arms"] for s in a["seeds"]] == [s[key] for a in two["arms"] for s in a["seeds"]]
+
+
 def test_killed_ablation_resumes_to_the_same_numbers(cli, corpora, ablate_args, tmp_path, monkeypatch):
-    arms = (f"good={corpora / 'demo'}", f"junk={corpora / 'junk.jsonl'}", "--checkpoint-every", "4")
+    # --jobs 1: the runs in this process, where the patched lr_at below stops the second one.
+    arms = (f"good={corpora / 'demo'}", f"junk={corpora / 'junk.jsonl'}", "--checkpoint-every", "4", "--jobs", "1")
     assert cli(*ablate_args(corpora, tmp_path / "whole", *arms, seeds=1)).exit_code == 0
     real, calls = train_module.lr_at, []
 

@@ -79,3 +79,33 @@ def test_a_normalized_copy_is_held_out_with_its_original(tok):
     a = data.sample_arm("raw", raw, tok, 100, seed=0, allow_repeat=False, holdout=0.2, excluded=set())
     b = data.sample_arm("norm", normalized, tok, 100, seed=0, allow_repeat=False, holdout=0.2, excluded=set())
     assert a.held_out and sorted(" ".join(t.split()) for t in a.held_out) == sorted(b.held_out)
+
+
+def test_arms_sharing_documents_draw_them_in_the_same_order(tok):
+    """A recipe's output (here: every third document dropped) trains at each seed on the documents
+    of its input's sample that it kept, in the same order, then on the next ones: the two samples
+    differ by what was dropped, not by two unrelated draws; another seed draws other documents."""
+    kept = [t for i, t in enumerate(TEXTS) if i % 3]
+    kw = dict(allow_repeat=False, holdout=0.0, excluded=set())
+    for seed, draw in ((0, 0), (0, 2), (5, 1)):
+        a = docs_of(data.sample_arm("in", TEXTS, tok, 6000, seed=seed, draw=draw, **kw).train)[:-1]
+        b = docs_of(data.sample_arm("out", kept, tok, 6000, seed=seed, draw=draw, **kw).train)[:-1]
+        shared = [d for d in a if d in set(kept)]
+        assert len(shared) > 10 and b[: len(shared)] == shared
+    first = docs_of(data.sample_arm("in", TEXTS, tok, 6000, seed=0, **kw).train)
+    assert first[:10] != docs_of(data.sample_arm("in", TEXTS, tok, 6000, seed=1, **kw).train)[:10]
+
+
+def test_copies_of_a_document_are_drawn_independently(tok):
+    """The n-th copy of a text has its own place in the order: a sample meets copies as a uniform
+    draw does, not all of a document's copies together or none."""
+    texts = [t for t in TEXTS[:40] for _ in range(10)]  # each text 10 times
+    s = data.sample_arm("dups", texts, tok, 5000, seed=0, allow_repeat=False, holdout=0.0, excluded=set())
+    drawn = docs_of(s.train)[:-1]
+    counts = sorted({drawn.count(t) for t in drawn})
+    assert len(drawn) > 40 and max(counts) < 10 and len(set(drawn)) > len(drawn) / 3
+
+
+def docs_of(train) -> list[str]:
+    """The documents of a sample, in order (the last one cut at the token count)."""
+    return bytes(int(x) if x < 256 else 0 for x in train).decode("utf-8", "replace").split("\x00")
