@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from curate.llm import LLMConfig, Request
+from curate.llm import Answer, LLMConfig, Request
 from curate.llm.step import LLMBacked
 from curate.ops import TEXT, Map, Params, Result, Verdict
 from curate_operators.synth.cleaning import clean
@@ -31,6 +31,7 @@ from curate_operators.synth.instruct import QA_PRESETS, load_prompt, parse_qa
 from curate_operators.synth.rephrase import llm_field
 
 DETAIL_CHARS = 4000  # of a raw answer kept in the trace's detail
+Read = tuple[list[tuple[str, str]], "str | None", "str | None", "str | None"]  # pairs, shape, reason, detail
 
 
 class GenerateQAParams(Params):
@@ -84,28 +85,43 @@ class GenerateQA(LLMBacked, Map):
         return Request(messages, llm.max_tokens, llm.temperature, llm.top_p,
                        self.seed if llm.seed is None else llm.seed)
 
+    def read(self, answer: Answer) -> Read:
+        """An answer's pairs (the first max_pairs) and the shape they were found in; with no pairs, the
+        reason and detail for the trace."""
+        text, reason, detail = clean(answer)
+        if text is None:
+            return [], None, reason, detail
+        pairs, shape = parse_qa(text)
+        if not pairs:
+            return [], shape, "unparseable", (answer.text or "")[:DETAIL_CHARS]
+        return pairs[:self.params.max_pairs], shape, None, None
+
     async def process(self, batch: pa.RecordBatch):
         ids = batch.column("_id").cast(pa.string()).to_pylist()
         texts = batch.column(self.text_column).to_pylist()
         asked = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]
-        answers = await self.backend.generate([self.request(texts[i]) for i in asked])
+        # Each answer is read as it arrives (every backend calls back per answer), between the event
+        # loop's other work: read all at once after the batch's last answer, they held up the loop
+        # (no request sent meanwhile) for a second per 5,000 rows (bench/sections/synth.py).
+        read: list[Read | None] = [None] * len(asked)
+
+        def arrived(j: int, answer: Answer) -> None:
+            read[j] = self.read(answer)
+
+        await self.backend.generate([self.request(texts[i]) for i in asked], arrived)
         keep = np.zeros(len(texts), dtype=bool)
         reasons: list[str | None] = ["no_text"] * len(texts)
         details: list[str | None] = ["the row has no text to ask questions about"] * len(texts)
         made: dict[int, list[tuple[str, str]]] = {}
         shapes: dict[str, int] = {}
-        for i, answer in zip(asked, answers):
-            text, reason, detail = clean(answer)
+        for i, (pairs, shape, reason, detail) in zip(asked, read):
+            if shape is not None:
+                shapes[shape] = shapes.get(shape, 0) + 1
             if reason is not None:
                 reasons[i], details[i] = reason, detail
                 continue
-            pairs, shape = parse_qa(text)
-            shapes[shape] = shapes.get(shape, 0) + 1
-            if not pairs:
-                reasons[i], details[i] = "unparseable", (answer.text or "")[:DETAIL_CHARS]
-                continue
             keep[i] = True
-            made[i] = pairs[:self.params.max_pairs]
+            made[i] = pairs
         for shape, n in shapes.items():  # answers per shape found, for the manifest's counts
             self.shapes[f"parsed_{shape}"] = self.shapes.get(f"parsed_{shape}", 0) + n
         parents, questions, out_answers, index = [], [], [], []

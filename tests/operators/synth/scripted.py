@@ -14,10 +14,12 @@ class Scripted:
 
     async def generate(self, requests, on_answer=None):
         answers = []
-        for r in requests:
+        for i, r in enumerate(requests):
             self.asked.append(r)
             got = self.reply(r.messages[-1]["content"])
             answers.append(got if isinstance(got, Answer) else Answer(got, "stop", 1, len(got.split())))
+            if on_answer:  # as each arrives, as the real backends (curate/llm/types.py: Backend)
+                on_answer(i, answers[-1])
         return answers
 
     def take_counts(self):

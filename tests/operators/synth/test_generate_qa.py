@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+
+import hypothesis as hyp
+import hypothesis.strategies as st
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +17,7 @@ import pytest
 
 from curate.llm import Answer
 from curate_operators.synth.generate_qa import GenerateQA, GenerateQAParams
+from curate_operators.synth import instruct
 from curate_operators.synth.instruct import DIVERSE_QA, QA_PRESETS, parse_qa
 from curate_operators.synth.prompts import PROMPTS
 from tests.conftest import write_jsonl
@@ -39,6 +44,23 @@ def test_every_answer_shape_gives_the_same_pairs(shape):
     assert [q for q, _ in pairs] == ["What is A?", "Why is it so?"]
     assert pairs[0][1] in ("A is B.", "A is B over two lines.") and pairs[1][1] == "Because of C."
     assert found == shape.split("_")[0]
+
+
+# Pieces of tagged answers, and of near misses: tags without a space after the colon or glued to a
+# word, other words before a colon, bullets, numbers, brackets, Unicode spaces, the long s that
+# (?i) matches to s, colons in a row.
+_PIECES = ["Question", "question", "QUESTION", "Q", "q", "Answer", "answer", "A", "a", "que\u017ftion", "Questions",
+           ":", ": ", ":  ", "::", "\n", " ", "\t", "\u00a0", "\u2003", "- ", "-", "* ", "\u2022", "1.", "2)", "(3)",
+           "[4]", "[5", "12", "\u0663", ".", ")", "(", "[", "]", "x", "what?", "**", "#", "`", "\"", "'", "aa", "Qa"]
+
+
+@hyp.settings(max_examples=3000, deadline=None)
+@hyp.given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_tags_are_found_as_the_tag_pattern_finds_them(text):
+    """The colon-first search for tags (operators/synth/instruct.py: _tags) gives what trying the
+    pattern at every character gives, and _clean what its regex definition gives."""
+    assert instruct._tags(text) == [(m.start(), m.end(), m.group(1).lower()[0]) for m in instruct._TAG.finditer(text)]
+    assert instruct._clean(text) == re.sub(r"\s+", " ", text).strip().strip("\"'").strip()
 
 
 def test_prose_and_preamble_only_are_unparseable():
