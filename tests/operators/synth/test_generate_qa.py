@@ -10,14 +10,13 @@ import re
 
 import hypothesis as hyp
 import hypothesis.strategies as st
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from curate.llm import Answer
-from curate_operators.synth.generate_qa import GenerateQA, GenerateQAParams
 from curate_operators.synth import instruct
+from curate_operators.synth.generate_qa import GenerateQA, GenerateQAParams
 from curate_operators.synth.instruct import DIVERSE_QA, QA_PRESETS, parse_qa
 from curate_operators.synth.prompts import PROMPTS
 from tests.conftest import write_jsonl
