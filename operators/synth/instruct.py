@@ -158,6 +158,8 @@ def _clean(s: str) -> str:
 
 
 def _from_json(text: str) -> list[tuple[str, str]]:
+    if "[" not in text and "{" not in text:  # JSON without an array or object holds no pair (and raising costs)
+        return []
     fenced = _FENCED.findall(text)
     candidates = fenced or [text]
     for candidate in candidates:
