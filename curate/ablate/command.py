@@ -23,7 +23,7 @@ def ablate(
         Path("ablation"), "--output", "-o", help="Where ablation.json, ablation.html, the samples and checkpoints go."
     ),
     tokens: int = typer.Option(
-        262_144, "--tokens", min=1, help="Training tokens per arm (exactly; a multiple of --seq-len)."
+        524_288, "--tokens", min=1, help="Training tokens per arm (exactly; a multiple of --seq-len)."
     ),
     allow_repeat: bool = typer.Option(
         False, "--allow-repeat", help="Let an arm with fewer tokens repeat (epochs are counted in the result)."

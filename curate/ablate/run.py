@@ -29,7 +29,7 @@ class Options:
     arms: list[str]
     output: Path
     recipe: str | None = None
-    tokens: int = 262_144
+    tokens: int = 524_288  # the tiny proxy past what a byte trigram count model knows: docs/guides/ablate.md
     allow_repeat: bool = False
     model: str = "tiny"
     seeds: int = 3
