@@ -206,7 +206,7 @@ def run(
         "--work-store",
         help="An fsspec URI (s3://BUCKET/PREFIX, "
         "gs://...) the tasks copy the run's work files to as they finish: "
-        "with --engine ray, for nodes that do not see the output directory; "
+        "with --engine ray or slurm, for nodes that do not see the output directory; "
         "with an output at a URI, so that --resume continues the run on "
         "another machine.",
     ),

@@ -348,7 +348,7 @@ class SlurmSpec(_Strict):
         2,
         ge=0,
         description="Resubmissions of an array task that Slurm ended without a result "
-        "(cancelled, preempted, node lost, out of time or memory).",
+        "(cancelled, preempted, node lost, out of time); one ended OUT_OF_MEMORY stops the run at once.",
     )
     poll_seconds: float = Field(2.0, gt=0, description="How often the driver looks at squeue and the done markers.")
     driver_cpus: int = Field(

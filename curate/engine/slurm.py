@@ -13,8 +13,9 @@ local engine's do).
   pieces go out the same way, one array per `map` call (the fit's serial part runs in the driver).
 - The driver (this process) waits: it reads each item's result file and polls `squeue` for the
   state of what it submitted. An array task that Slurm ended without a result (cancelled,
-  preempted, its node lost, out of time or memory) is resubmitted up to `slurm.retries` times;
-  then the run stops with Slurm's state for it, the task's name and its log. A task that raised
+  preempted, its node lost, out of time) is resubmitted up to `slurm.retries` times; then the
+  run stops with Slurm's state for it, the task's name and its log. One that Slurm ended
+  OUT_OF_MEMORY stops the run at once, saying so (it would need as much memory again). A task that raised
   (bad data, a bug) stops the run with its own error, as with the local engine.
 - Inside an allocation (`SLURM_JOB_ID` set: the driver is itself a job), nothing is submitted:
   each task runs as an `srun --exclusive` step of that job, the same launch script, at most
@@ -35,8 +36,14 @@ local engine's do).
   ./curate-slurm/), which then submits the arrays (CURATE_SLURM_DRIVER in its environment: it is a
   job, not an allocation to run steps in); inside an allocation it runs the driver as an srun step
   of it instead, and its tasks as steps.
-- Not here yet: nodes that share no filesystem (a work store is used only as the local engine
-  uses it: for an output at a URI).
+- Nodes that share no disk with the driver: `--work-store URI` (an object store every node
+  reaches), as with the Ray engine. Each batch's files (batch.json, items, ctx.pkl) go there
+  before it is submitted; a task on a node that does not see them works in a mirror of `_work/`
+  (slurm_task.py) and puts there what the driver reads, which the driver fetches each poll
+  (_sync); a task's own files come back as the runner receives it (`receive`), a fit's directory
+  through shared_dir.py as the Ray engine does, and work that names no directory (the
+  publisher's merges) runs in the driver, where the run's files are. Slurm writes the tasks' logs
+  to /tmp on their nodes; the tasks put a copy in the store.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -59,9 +67,10 @@ from typing import Callable
 from curate.engine.failpoints import failpoint
 from curate.engine.result import TaskResult
 from curate.engine.rundir.layout import RunLayout
+from curate.engine.slurm_task import LOG_ENV, SESSION_ENV, STORE_ENV, WORK_ENV, node_log
 from curate.engine.tasks.context import Progress, StageContext
 from curate.engine.tasks.plan import Task
-from curate.engine.work import work_store
+from curate.engine.work import shared_dir, work_store
 from curate.engine.work.executor import Engine, Executor
 from curate.errors import CurateError
 from curate.words import count
@@ -162,10 +171,11 @@ def _mem(gb: float | None) -> str | None:
 
 
 def sbatch_options(
-    spec, job_name: str, directory: str, cpus: int, mem: str | None, gres: str | None, cwd: str
+    spec, job_name: str, directory: str, cpus: int, mem: str | None, gres: str | None, cwd: str, log: str = ""
 ) -> list[str]:
     """The #SBATCH options of a batch's launch script: the job's name, its logs under
-    `directory`, its cores, then the recipe's `slurm:` settings (`slurm.mem` over the stage's own)."""
+    `directory` (or at `log`), its cores, then the recipe's `slurm:` settings (`slurm.mem` over the
+    stage's own)."""
     settings = (
         ("partition", spec.partition),
         ("account", spec.account),
@@ -175,7 +185,8 @@ def sbatch_options(
         ("gres", gres),
         ("constraint", spec.constraint),
     )
-    return _job_options(job_name, f"{directory}/logs/%A_%a.out", cpus, cwd, settings) + list(spec.extra_sbatch)
+    log = log or f"{directory}/logs/%A_%a.out"
+    return _job_options(job_name, log, cpus, cwd, settings) + list(spec.extra_sbatch)
 
 
 def _job_options(job_name: str, output: str, cpus: int, cwd: str, settings) -> list[str]:
@@ -191,8 +202,9 @@ def _job_options(job_name: str, output: str, cpus: int, cwd: str, settings) -> l
     return options + [f"--{flag}={value}" for flag, value in settings if value]
 
 
-def launch_script(spec, name: str, items: int | None, directory: str, options: list[str]) -> str:
-    """A batch's launch script: array task N runs item N + CURATE_SLURM_OFFSET (slurm_task.py)."""
+def launch_script(spec, name: str, items: int | None, directory: str, options: list[str], exports: tuple = ()) -> str:
+    """A batch's launch script: array task N runs item N + CURATE_SLURM_OFFSET (slurm_task.py);
+    `exports`: (name, value) pairs it sets first (the work store, for nodes that share no disk)."""
     python = spec.python or sys.executable
     script = [
         "#!/bin/bash",
@@ -203,6 +215,7 @@ def launch_script(spec, name: str, items: int | None, directory: str, options: l
         f"--export=ALL,CURATE_SLURM_OFFSET=N",
         spec.env_setup or "",
         "export PYTHONUNBUFFERED=1",
+        *[f"export {k}={shlex.quote(v)}" for k, v in exports],
         f"exec {shlex.quote(python)} -m curate.engine.slurm_task {shlex.quote(directory)} "
         f'"$((SLURM_ARRAY_TASK_ID + ${{CURATE_SLURM_OFFSET:-0}}))"',
         "",
@@ -306,6 +319,9 @@ class SlurmEngine(Engine):
         self.batches = 0
         self.run_name = "run"  # the recipe's name, in the jobs' names (set by the executor)
         self.cwd = os.getcwd()
+        self.session = uuid.uuid4().hex  # names the mirrors and logs of this driver's tasks on nodes
+        self.fetched = 0  # files of tasks on nodes that do not see _work/, fetched from the store
+        self.blind = 0  # results that came from such nodes
         if store:
             self.store = work_store.for_run(store, layout)
             self.store.start(resume)
@@ -371,8 +387,18 @@ class SlurmEngine(Engine):
                 }
             )
         )
-        options = sbatch_options(self.spec, f"curate.{self.run_name}.{name}", str(directory), cpus, mem, gres, self.cwd)
-        (directory / "launch.sh").write_text(launch_script(self.spec, name, len(items), str(directory), options))
+        exports: tuple = ()
+        log = ""
+        if self.store is not None:  # a node may not see `directory`: the store carries it (slurm_task.py)
+            exports = ((STORE_ENV, self.store.uri), (WORK_ENV, str(self.store.work)), (SESSION_ENV, self.session))
+            log = node_log(self.session, "%A_%a.out")
+            for path in [directory / "batch.json", *sorted((directory / "items").iterdir())]:
+                self.store.put(path)
+        options = sbatch_options(
+            self.spec, f"curate.{self.run_name}.{name}", str(directory), cpus, mem, gres, self.cwd, log
+        )
+        script = launch_script(self.spec, name, len(items), str(directory), options, exports)
+        (directory / "launch.sh").write_text(script)
         return Batch(name, directory, len(items), cpus, options)
 
     def submit(self, batch: Batch, items: list[int], parallel: int | None) -> None:
@@ -473,7 +499,16 @@ class SlurmEngine(Engine):
                     lost[item] = f"{name}{f' ({reason})' if reason and reason != 'None' else ''}"
             for item, state in lost.items():
                 job, index = batch.element[item]
-                log = batch.directory / "logs" / f"{job}_{index}.out"
+                log = self._log(batch, f"{job}_{index}.out")
+                if state.startswith("OUT_OF_MEMORY"):
+                    # Not resubmitted, whatever slurm.retries says: unlike a cancel, a preemption or a
+                    # lost node, it would read the same input under the same --mem and need as much again
+                    raise CurateError(
+                        f"{describe(item)}: Slurm ended array task {job}_{index} as {state}: it used more "
+                        f"memory than its {_mem_asked(batch.options)}; not submitted again, it would need as "
+                        f"much again (raise slurm.mem, e.g. --set slurm.mem=16G, and --resume); its log: {log}"
+                        + _tail(log)
+                    )
                 if batch.runs[item] > retries:
                     raise CurateError(
                         f"{describe(item)}: Slurm ended array task {job}_{index} as {state} "
@@ -522,11 +557,11 @@ class SlurmEngine(Engine):
                     "--ntasks=1",
                     "--nodes=1",
                     *options,
-                    f"--output={log}",
+                    f"--output={node_log(self.session, log.name) if self.store is not None else log}",
                     "bash",
                     str(batch.directory / "launch.sh"),
                 ]
-                env = {**os.environ, "CURATE_SLURM_OFFSET": str(item)}
+                env = {**os.environ, "CURATE_SLURM_OFFSET": str(item), LOG_ENV: log.name}
                 env.pop("SLURM_ARRAY_TASK_ID", None)
                 with open(log.with_suffix(".srun"), "wb") as said:  # srun's own messages
                     self.steps[item] = subprocess.Popen(
@@ -550,9 +585,11 @@ class SlurmEngine(Engine):
                 if proc.poll() is None:
                     continue
                 del self.steps[item]
+                if self.store is not None:
+                    self._sync(batch)  # what it put in the store before it ended
                 if item in batch.results or (batch.directory / "results" / f"{item}.pkl").exists():
                     continue
-                log = batch.directory / "logs" / f"step_{item}_{batch.runs[item]}.out"
+                log = self._log(batch, f"step_{item}_{batch.runs[item]}.out")
                 told = log.with_suffix(".srun").read_text(errors="replace").strip().splitlines()
                 state = f"exit status {proc.returncode}" + (f": {told[-1]}" if told else "")
                 if (batch.directory / "errors" / f"{item}.pkl").exists():
@@ -604,11 +641,56 @@ class SlurmEngine(Engine):
         """One look at the batch after a poll interval: progress passed on, new results taken
         (each handed to `on_result`), a task's own error raised."""
         time.sleep(self.spec.poll_seconds)
+        if self.store is not None:
+            self._sync(batch)
         self._relay(batch, seen_progress)
         for item in self._finished(batch):
             batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
             on_result(item, batch.results[item])
         self._raise_errors(batch)
+
+    def _sync(self, batch: Batch) -> None:
+        """With a work store: what tasks on nodes that do not see the batch put there (their
+        records, results, errors and rows counts) into the batch's directory, each once it reads
+        whole (on a store whose writes are copies, a file may be caught half written); rows counts
+        again while their task runs."""
+        assert self.store is not None
+        for sub in ("where", "results", "errors", "progress"):
+            here = batch.directory / sub
+            have = set(os.listdir(here))
+            for name in sorted(self.store.names(here)):
+                if int(name.partition(".")[0]) in batch.results or (name in have and sub != "progress"):
+                    continue
+                data = self.store.read_bytes(here / name)
+                try:
+                    if data is None:
+                        continue
+                    if sub in ("results", "errors"):
+                        pickle.loads(data)
+                    else:
+                        json.loads(data)
+                except Exception:  # noqa: BLE001 - cut short: whole at a later look
+                    continue
+                tmp = here / f".{name}.sync"
+                tmp.write_bytes(data)
+                os.replace(tmp, here / name)
+                if sub == "where" and json.loads(data).get("blind"):
+                    self.blind += 1
+
+    def _log(self, batch: Batch, name: str) -> Path:
+        """A task's log in the batch's logs/; with a work store, the copy its task put there
+        first (a task killed before its end put none: its log is in /tmp on its node)."""
+        log = batch.directory / "logs" / name
+        if self.store is not None and not log.exists():
+            data = self.store.read_bytes(log)
+            if data is not None:
+                log.write_bytes(data)
+        return log
+
+    def receive(self, ctx: StageContext, result: TaskResult) -> None:
+        """With a work store, a task's files come to the run's `_work/` (from wherever it ran)."""
+        if self.store is not None:
+            self.fetched += work_store.fetch_task_files(self.store, ctx.layout, result)
 
     def _relay(self, batch: Batch, seen: dict[str, tuple]) -> None:
         """The rows counts array tasks have written since the last look (each task keeps its totals
@@ -704,12 +786,23 @@ class SlurmEngine(Engine):
 
     def close(self, discard_work: bool = False) -> None:
         self.cancel()
+        if self.blind:
+            self.status(
+                f"Slurm: {count(self.blind, 'result')} came from nodes that do not see {self.layout.work}, through "
+                f"the work store (fetched {count(self.fetched, 'file')} of their tasks)"
+            )
         if discard_work and self.store is not None:
             self.store.clear()
 
 
 def _listed(numbers: list[int], shown: int = 8) -> str:
     return ", ".join(map(str, numbers[:shown])) + (", ..." if len(numbers) > shown else "")
+
+
+def _mem_asked(options: list[str]) -> str:
+    """What an array task's memory was: its --mem, or the partition's default where it gave none."""
+    given = [o for o in options if o.startswith("--mem=")]
+    return given[-1] if given else "partition's default memory (no --mem: slurm.mem unset)"
 
 
 def _times(n: int) -> str:
@@ -792,6 +885,7 @@ class SlurmExecutor(Executor):
         self.model = model
         self.workers = [None] * (max(1, cpu_workers) if model else 1)  # what the runner counts of a model pool
         self.maps = 0
+        self.pushed: dict[str, dict] = {}  # with a store: per fit directory, the versions of its files there
 
     def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
         self.engine.run_name = ctx.recipe.name
@@ -807,6 +901,8 @@ class SlurmExecutor(Executor):
             gres,
         )
         (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
+        if self.engine.store is not None:
+            self.engine.store.put(batch.directory / "ctx.pkl")
         self.engine.status(
             f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
             f"{'srun steps' if self.engine.allocation else 'a job array'} "
@@ -825,16 +921,30 @@ class SlurmExecutor(Executor):
         pieces = list(zip(*iterables))
         if not pieces:
             return []
+        store = self.engine.store
+        if store is not None and files_in is None:
+            # Work that names no directory of its own (the publisher's merges) reads the run's
+            # files, which nodes that share no disk do not see: it runs here
+            return [fn(*args) for args in pieces]
         self.maps += 1
         fname = getattr(getattr(fn, "func", fn), "__name__", "map").strip("<>")
         spec = self.engine.spec
+        view = None
+        if store is not None:  # the fit's directory through the store, for nodes that do not see it
+            assert files_in is not None
+            view = shared_dir.push(store, Path(files_in), self.pushed.setdefault(files_in, {}))
         parallel = max(1, self.engine.cores // (spec.cpus_per_task or 1))
         # As many array tasks as run at once, each running its share of the pieces in turn: an
         # array task's start (a Python process importing curate) is paid once per share
         groups = [list(range(len(pieces)))[g::parallel] for g in range(min(parallel, len(pieces)))]
         batch = self.engine.new_batch(
             f"map{self.maps}-{fname}",
-            [("calls", fn, [pieces[i] for i in group]) for group in groups],
+            [
+                ("calls", fn, [pieces[i] for i in group])
+                if view is None
+                else ("shared", files_in, view, fn, [pieces[i] for i in group])
+                for group in groups
+            ],
             {},
             spec.cpus_per_task or 1,
             parallel,
@@ -845,9 +955,16 @@ class SlurmExecutor(Executor):
             batch, parallel, lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}"
         )
         results: list = [None] * len(pieces)
+        written: list = []  # with a store: the files each piece wrote (shared_dir.run_piece)
         for group, share in zip(groups, shares):
             for i, result in zip(group, share):
+                if view is not None:
+                    result, files = result
+                    written.append(files)
                 results[i] = result
+        if store is not None:
+            assert files_in is not None
+            shared_dir.receive(store, Path(files_in), written, self.pushed[files_in])
         return results
 
     def close(self, kill: bool = False) -> None:

@@ -15,6 +15,14 @@ as local workers die with their parent; its files under temporary names are left
 `--resume` to redo.
 It holds the run's worker lock (shared) while it works, as local workers do, so a `--resume`
 waits for it before it reads the run directory.
+
+With a work store (`--work-store`: the launch script exports STORE_ENV, WORK_ENV and SESSION_ENV),
+a task on a node that does not see BATCH_DIR (a "blind" node: it shares no disk with the driver)
+works in a mirror of `_work/` at the same path (work_store.mirror): it fetches its batch's files
+from the store, its shards and fitted state too (work_store.run_task), runs a fit's pieces through
+shared_dir.run_piece, and puts there what the driver reads (its result, record, error, rows counts
+and log) as well as its task's files. It cannot see the run's locks there: it neither waits on
+nor watches the driver, and runs to its end (a --resume finds its files in the store).
 """
 
 from __future__ import annotations
@@ -30,6 +38,21 @@ import traceback
 from pathlib import Path
 
 DRIVER_GONE = 3  # exit status of an array task whose driver no longer holds the run
+STORE_ENV, WORK_ENV, SESSION_ENV = "CURATE_SLURM_STORE", "CURATE_SLURM_WORK", "CURATE_SLURM_SESSION"
+LOG_ENV = "CURATE_SLURM_LOG"  # an srun step's log name (an array task's: JOB_INDEX.out)
+
+
+def node_log(session: str, name: str) -> str:
+    """Where Slurm writes a task's log on its node when the nodes share no disk (/tmp is on every node)."""
+    return f"/tmp/curate-slurm-{session}-{name}"
+
+
+def log_name() -> str:
+    """This task's log's name in its batch's logs/ (what the driver looks for)."""
+    env = os.environ
+    return env.get(LOG_ENV) or f"{env.get('SLURM_ARRAY_JOB_ID', '?')}_{env.get('SLURM_ARRAY_TASK_ID', '?')}.out"
+
+
 WATCH_SECONDS = 2.0  # how often a running task looks whether its driver still holds the run
 
 
@@ -84,10 +107,12 @@ def _watch_driver(lock_path: str, driver: dict, seconds: float = WATCH_SECONDS) 
 
 class _ProgressFile:
     """Where run_task_in_worker puts a task's rows counts: summed per step, written to
-    progress/ITEM.json at most once a second and at the end, for the driver to relay."""
+    progress/ITEM.json at most once a second and at the end, for the driver to relay (`put`:
+    also into the work store, on a blind node)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, put=lambda path: None):
         self.path = path
+        self.put_file = put
         self.totals: dict[str, list[int]] = {}
         self.written = 0.0
 
@@ -102,6 +127,7 @@ class _ProgressFile:
     def flush(self) -> None:
         if self.totals:
             _write(self.path, json.dumps(self.totals).encode())
+            self.put_file(self.path)
         self.written = time.monotonic()
 
 
@@ -122,22 +148,71 @@ def main(argv: list[str]) -> int:
         print("usage: python -m curate.engine.slurm_task BATCH_DIR ITEM", file=sys.stderr)
         return 2
     directory, item = Path(argv[0]), int(argv[1])
+    store = None
+    if os.environ.get(STORE_ENV):
+        from curate.engine.work.work_store import MIRROR_TAG
+
+        # A node that does not see _work/ (or sees a mirror of it, made by an earlier task there):
+        # the batch from the store
+        if not (directory / "batch.json").exists() or (Path(os.environ[WORK_ENV]) / MIRROR_TAG).exists():
+            store = _blind(directory, item)
+    try:
+        return _main(directory, item, store)
+    finally:
+        if store is not None:  # what Slurm has written of its log, for the driver's messages
+            log = Path(node_log(os.environ[SESSION_ENV], log_name()))
+            if log.exists():
+                store.put_bytes(directory / "logs" / log_name(), log.read_bytes())
+
+
+def _blind(directory: Path, item: int):
+    """On a node that does not see `_work/`: its mirror readied (work_store.mirror) and the batch's
+    files this item needs fetched into it from the work store; the store."""
+    from curate.engine.work import work_store
+
+    store = work_store.WorkStore(os.environ[STORE_ENV], Path(os.environ[WORK_ENV]))
+    work_store.mirror(store.work, os.environ[SESSION_ENV])
+    for sub in ("items", "results", "errors", "progress", "where"):
+        (directory / sub).mkdir(parents=True, exist_ok=True)
+    for path in (directory / "batch.json", directory / "items" / f"{item}.pkl"):
+        data = store.read_bytes(path)
+        if data is not None:  # else a surplus index: main says so
+            _write(path, data)
+    return store
+
+
+def _main(directory: Path, item: int, store) -> int:
+    blind = store is not None
     batch = json.loads((directory / "batch.json").read_text())
     item_file = directory / "items" / f"{item}.pkl"
     if not item_file.exists():  # a surplus index of an array (never submitted by curate itself)
         print(f"curate: no item {item} in {directory}", file=sys.stderr)
         return 0
+
+    def out(path: Path, data: bytes) -> None:  # a file for the driver: in the store too, from a blind node
+        _write(path, data)
+        if blind:
+            store.put(path)
+
     from curate.engine.rundir.run_dir import hold_worker_lock
 
-    hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
-    if not driver_alive(batch["lock"], batch["driver"]):
+    if blind:
+        print(
+            f"curate: {directory} is not on this node's disk: the batch comes from the work store {store.uri}",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
+    if not blind and not driver_alive(batch["lock"], batch["driver"]):
         print(
             f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
             f"longer holds {batch['lock']}: not running item {item}",
             file=sys.stderr,
         )
         return DRIVER_GONE
-    _watch_driver(batch["lock"], batch["driver"])
+    if not blind:
+        _watch_driver(batch["lock"], batch["driver"])
     if os.path.isdir(batch["cwd"]):
         os.chdir(batch["cwd"])
     from curate.engine.failpoints import failpoint
@@ -156,20 +231,35 @@ def main(argv: list[str]) -> int:
         if work[0] == "task":
             from curate.engine.work import work_store
 
-            ctx, store = pickle.loads((directory / batch["ctx"]).read_bytes())
-            progress = _ProgressFile(directory / "progress" / f"{item}.json")
-            result = work_store.run_task(store, ctx, work[1], queue=progress)
+            if blind:
+                data = store.read_bytes(directory / batch["ctx"])
+                assert data is not None, "the driver puts ctx.pkl in the store before it submits"
+                _write(directory / batch["ctx"], data)
+            ctx, task_store = pickle.loads((directory / batch["ctx"]).read_bytes())
+            progress = _ProgressFile(directory / "progress" / f"{item}.json", store.put if blind else lambda p: None)
+            result = work_store.run_task(
+                task_store, ctx, work[1], blind=blind, session=os.environ.get(SESSION_ENV, ""), queue=progress
+            )
             progress.flush()
-        else:  # ("calls", fn, [args, ...]): pieces of `map` work, in turn
+        elif work[0] == "calls":  # ("calls", fn, [args, ...]): pieces of `map` work, in turn
             _, fn, pieces = work
             result = []
             for args in pieces:
                 result.append(fn(*args))
                 failpoint("map-piece")
+        else:  # ("shared", fit directory, its view, fn, [args, ...]): a fit's pieces, with a work store
+            from curate.engine.work import shared_dir
+
+            _, files_in, view, fn, pieces = work
+            shared: list[tuple[object, dict]] = []  # each piece's result and the files it wrote (for receive)
+            result = shared
+            for args in pieces:
+                shared.append(shared_dir.run_piece(store, Path(files_in), view, fn, args) if blind else (fn(*args), {}))
+                failpoint("map-piece")
         _finished.set()  # a driver that sees the result may remove _work/ (its lock) before this process exits
         if (directory / "where").is_dir():  # for the manifest: the job and node that gave the result
-            _write(directory / "where" / f"{item}.json", json.dumps(where()).encode())
-        _write(directory / "results" / f"{item}.pkl", pickle.dumps(result))
+            out(directory / "where" / f"{item}.json", json.dumps({**where(), "blind": blind}).encode())
+        out(directory / "results" / f"{item}.pkl", pickle.dumps(result))
     except Exception as e:  # noqa: BLE001 - the driver stops the run with it
         from curate.engine.work.worker import WorkerError
         from curate.errors import CurateError
@@ -186,7 +276,7 @@ def main(argv: list[str]) -> int:
         except Exception:  # noqa: BLE001 - an exception that does not cross processes: its text does
             data = pickle.dumps(WorkerError(f"{type(e).__name__}: {e}", traceback.format_exc()))
         _finished.set()
-        _write(directory / "errors" / f"{item}.pkl", data)
+        out(directory / "errors" / f"{item}.pkl", data)
         return 1
     return 0
 

@@ -45,7 +45,9 @@ ENGINES: dict[str, Registered] = {
         needs=("ray", "pip install 'curate[ray]'"),
     ),
     "slurm": Registered(
-        "curate.engine.slurm:SlurmEngine", "job arrays; the recipe's slurm: section, or --set slurm.partition=NAME"
+        "curate.engine.slurm:SlurmEngine",
+        "job arrays; the recipe's slurm: section, or --set slurm.partition=NAME",
+        remote_workers=True,
     ),
 }
 

@@ -3,6 +3,21 @@ slurmd (Debian's `munge`, `slurmctld`, `slurmd`, `slurm-client`), all private to
 directory: their own munge key and socket, their own slurm.conf (reached through `SLURM_CONF`,
 so /etc/slurm is never read or written), state, spool, logs and ports.
 
+Where cgroup v1's memory controller is there and writable (`cgroup_memory()`), the tasks' memory
+is enforced as on a production cluster: task/cgroup with ConstrainRAMSpace, memory a consumable
+(CR_Core_Memory, each CPU's share of the node by default), so a job over its `--mem` is killed
+by the kernel and Slurm ends it OUT_OF_MEMORY. (Slurm 22.05's cgroup-free enforcement,
+jobacct_gather/linux with OverMemoryKill, kills such a job too, but ends it FAILED, or its step
+CANCELLED: never OUT_OF_MEMORY.) Elsewhere memory is not enforced (task/none, CR_Core). Process
+tracking is cgroup-free either way (proctrack/linuxproc). The node has a name of its own
+(`Cluster.node`), so that Slurm's cgroups (`slurm_<node>/`) are the cluster's own when
+clusters of several test sessions run at once; stop() removes them.
+
+Where `unshare` is there, slurmd (and so every job it runs) starts in a mount namespace of its
+own with a private tmpfs over `Cluster.private`: a directory the driver (this process) sees and
+the node does not, as a node's view of a disk it does not share (a run's output there: its
+tasks must take the work files through a work store).
+
 `Cluster.start()` writes the configuration, starts the daemons in process groups of their own
 and waits for `sinfo` to show the node idle; `stop()` cancels every job, stops the daemons and
 kills any process left that carries the cluster's mark (slurmstepd and the jobs below it), so no
@@ -15,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import secrets
 import socket
 import subprocess
 import tempfile
@@ -44,6 +60,21 @@ def _binary(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+def cgroup_memory() -> Path | None:
+    """cgroup v1's memory controller, if it is mounted and this process may make groups in it
+    (what Slurm's task/cgroup needs to limit a job's memory); else None."""
+    root = Path("/sys/fs/cgroup/memory")
+    if not (root / "memory.limit_in_bytes").exists():
+        return None
+    probe = root / f"curate-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError:
+        return None
+    return root
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,6 +94,10 @@ def _real_memory_mb() -> int:
 class Cluster:
     def __init__(self, cpus: int = 2):
         self.cpus = cpus
+        self.node = f"curate{secrets.token_hex(4)}"
+        self.cgroup = cgroup_memory()
+        self.enforces_memory = self.cgroup is not None  # a job over its --mem ends OUT_OF_MEMORY
+        self.private: Path | None = None  # seen here, not by the node (set by start() where unshare is)
         self.temp = Path(tempfile.mkdtemp(prefix="cslurm"))
         os.chmod(self.temp, 0o755)  # munged refuses a socket directory others may write to
         self.conf = self.temp / "slurm.conf"
@@ -93,12 +128,32 @@ class Cluster:
         self._daemon([_binary("slurmctld"), "-D", "-f", str(self.conf)], "slurmctld")
         self._wait(lambda: self._ok(["scontrol", "ping"]) and "UP" in self._out(["scontrol", "ping"]), timeout,
                    "slurmctld did not answer `scontrol ping`")
-        self._daemon([_binary("slurmd"), "-D", "-N", "localhost", "-f", str(self.conf)], "slurmd")
-        self._wait(lambda: self._out(["sinfo", "-h", "-n", "localhost", "-o", "%T"]).strip() == "idle", timeout,
+        slurmd = [_binary("slurmd"), "-D", "-N", self.node, "-f", str(self.conf)]
+        if shutil.which("unshare"):  # a private tmpfs over `private`, seen by the node only
+            self.private = self.temp / "private"
+            self.private.mkdir()
+            slurmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                      f'mount -t tmpfs tmpfs "{self.private}" && exec "$@"', "sh", *slurmd]
+        self._daemon(slurmd, "slurmd")
+        self._wait(lambda: self._out(["sinfo", "-h", "-n", self.node, "-o", "%T"]).strip() == "idle", timeout,
                    "the node did not become idle in sinfo")
 
     def config(self) -> str:
         t = self.temp
+        memory = _real_memory_mb()
+        if self.enforces_memory:  # read by slurmd from slurm.conf's directory
+            (t / "cgroup.conf").write_text("\n".join([
+                "CgroupPlugin=cgroup/v1",
+                "CgroupAutomount=no",
+                f"CgroupMountpoint={self.cgroup.parent}",
+                "ConstrainRAMSpace=yes",
+                "ConstrainSwapSpace=no",
+                "",
+            ]))
+            enforcement = ["TaskPlugin=task/cgroup", "SelectTypeParameters=CR_Core_Memory",
+                           f"DefMemPerCPU={memory // self.cpus}"]  # a job without --mem: its CPUs' share
+        else:
+            enforcement = ["TaskPlugin=task/none", "SelectTypeParameters=CR_Core"]
         return "\n".join([
             "ClusterName=curate",
             "SlurmctldHost=localhost",
@@ -116,9 +171,8 @@ class Cluster:
             f"SlurmctldLogFile={t}/log/slurmctld.log",
             f"SlurmdLogFile={t}/log/slurmd.log",
             "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/none",
             "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_Core",
+            *enforcement,
             "ReturnToService=2",
             "MpiDefault=none",
             "JobAcctGatherType=jobacct_gather/none",
@@ -129,7 +183,8 @@ class Cluster:
             "MinJobAge=300",
             "InactiveLimit=0",
             "SchedulerParameters=sched_interval=1,bf_interval=1,sched_min_interval=100000",  # jobs start within a second
-            f"NodeName=localhost CPUs={self.cpus} RealMemory={_real_memory_mb()} State=UNKNOWN",
+            f"NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} "
+            f"RealMemory={memory} State=UNKNOWN",
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             "",
         ])
@@ -212,7 +267,23 @@ class Cluster:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        self._remove_cgroups()
         shutil.rmtree(self.temp, ignore_errors=True)
+
+    def _remove_cgroups(self) -> None:
+        """Slurm's cgroups of this node that slurmd left (its processes are gone), deepest first."""
+        if self.cgroup is None:
+            return
+        for top in self.cgroup.parent.glob(f"*/slurm_{self.node}"):
+            for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                try:
+                    directory.rmdir()
+                except OSError:
+                    pass
+            try:
+                top.rmdir()
+            except OSError:
+                pass
 
     def processes(self) -> list[int]:
         """Live processes of this cluster: the daemons' groups, and any process carrying its mark."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,7 +171,7 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
     assert sorted(tasks) == [f"part-{i:05d}" for i in range(FILES)]
     assert {t.job for t in tasks.values()} == {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | \
         {f"{stage0[1]['job']}_0"}
-    assert {t.node for t in tasks.values()} == {"localhost"} and {t.runs for t in tasks.values()} == {1}
+    assert {t.node for t in tasks.values()} == {slurm_cluster.node} and {t.runs for t in tasks.values()} == {1}
 
 
 def slow_tasks(tmp: Path) -> list[str]:
@@ -306,7 +308,7 @@ def test_inside_an_allocation_the_tasks_run_as_srun_steps_of_it(slurm_cluster, t
     record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
     assert record.driver_job == driver and record.allocation == driver
     steps = [t for t in record.tasks if t.batch == "stage0"]
-    assert len(steps) == FILES and all(t.job.startswith(f"{driver}.") and t.node == "localhost" for t in steps)
+    assert len(steps) == FILES and all(t.job.startswith(f"{driver}.") and t.node == slurm_cluster.node for t in steps)
 
 
 @pytest.mark.slurm
@@ -446,3 +448,56 @@ def test_env_setup_and_a_python_wrapper_run_each_task_as_the_container_guide_say
     assert len(logs) == FILES and all("wrapper: ready" in log.read_text() for log in logs)
     script = (out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
     assert "export CURATE_TEST_SETUP=ready\n" in script and f"exec {wrapper} -m curate.engine.slurm_task" in script
+
+
+@pytest.mark.slurm
+def test_a_task_over_its_memory_is_named_with_out_of_memory_and_not_submitted_again(slurm_cluster, cli, tmp_path,
+                                                                                   monkeypatch):
+    """A step that holds 1 GB under `slurm.mem: 300M`: the kernel kills it in its cgroup, Slurm ends
+    its array task OUT_OF_MEMORY, and the run stops at once (slurm.retries left at 2) with the task
+    and that state."""
+    if not slurm_cluster.enforces_memory:
+        pytest.skip("the one-node cluster enforces memory through cgroup v1's memory controller, which is not "
+                    "writable here (Slurm 22.05 reports OUT_OF_MEMORY only from a cgroup's OOM events)")
+    from curate import registry
+
+    monkeypatch.setitem(registry.catalog(), "test_memory_hog", "tests.curate.engine.memory_ops:MemoryHog")
+    recipe = tmp_path / "hog.yaml"
+    recipe.write_text("name: hog\nslurm: {mem: 300M}\nsteps:\n  - test_memory_hog: {mb: 1024}\n")
+    out = tmp_path / "out"
+    res = cli("run", recipe, *demo(tmp_path, files=1, docs=20), "--output", out, "--engine", "slurm", *FAST)
+    assert res.exit_code == 2, res.output
+    # Slurm ran one array task of the stage, which it ended OUT_OF_MEMORY: none was submitted again
+    [(element, state, _)] = slurm_cluster.squeue("-t", "all", "--name", "curate.hog.stage0")
+    assert state == "OUT_OF_MEMORY"
+    assert f"stage 0 task part-00000: Slurm ended array task {element} as OUT_OF_MEMORY" in res.output, res.output
+    assert "more memory than its --mem=300M; not submitted again" in res.output and "oom-kill" in res.output
+    assert "submitting it again" not in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.slurm
+def test_nodes_that_share_no_disk_take_the_work_files_through_the_work_store(slurm_cluster, cli, tmp_path):
+    """The output lies where the node cannot see it (slurmkit's private directory, a tmpfs of the
+    node's own there): with `--work-store`, near-dedup's array tasks and fit pieces take their
+    batches, shards, fitted state and the fit's directory from the store and put their files there;
+    the publisher's merges (output.merge_shards) run in the driver; the bytes are the local engine's,
+    and the store is emptied after."""
+    if slurm_cluster.private is None:
+        pytest.skip("needs unshare to give the node a view of its own of a directory (a disk it does not share)")
+    args, recipe = [*demo(tmp_path, files=2), "--set", "output.merge_shards=true"], RECIPES / "near-dedup.yaml"
+    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert res.exit_code == 0, res.output
+    out, store = slurm_cluster.private / tmp_path.name, tmp_path / "store"
+    try:
+        res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST,
+                  "--work-store", f"file://{store}")
+        assert res.exit_code == 0, res.output
+        assert digest(out) == digest(tmp_path / "local")
+        assert len(list((out / "data").glob("*.parquet"))) == 1  # the last stage's 2 shards, merged
+        # every result came from the node, which does not see the output: stage 0's 2 tasks, at least
+        # a fit's pieces, the later stages' tasks
+        blind = re.search(r"Slurm: (\d+) results came from nodes that do not see", res.output)
+        assert blind and int(blind.group(1)) >= 5, res.output
+        assert not store.exists() or not any(store.iterdir())
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
