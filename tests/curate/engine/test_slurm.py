@@ -501,3 +501,32 @@ def test_nodes_that_share_no_disk_take_the_work_files_through_the_work_store(slu
         assert not store.exists() or not any(store.iterdir())
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.mark.slurm
+def test_a_killed_driver_with_a_work_store_resumes_through_it(slurm_cluster, cli, tmp_path):
+    """The same output where the node cannot see it: the driver is killed once stage 0 is done;
+    --resume, without --work-store, continues with the store the run was given (the node's mirror
+    made anew for the new driver) and gives the local engine's bytes."""
+    if slurm_cluster.private is None:
+        pytest.skip("needs unshare to give the node a view of its own of a directory (a disk it does not share)")
+    args, recipe = demo(tmp_path, files=2), RECIPES / "near-dedup.yaml"
+    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
+    assert res.exit_code == 0, res.output
+    out, store = slurm_cluster.private / tmp_path.name, tmp_path / "store"
+    try:
+        proc = start(recipe, *args, "--output", str(out), "-w", "2", "--work-store", f"file://{store}",
+                     env={"CURATE_FAILPOINT": "stage-done"})
+        try:
+            assert wait_for_failpoint(proc, timeout=120), proc.stderr.read().decode(errors="replace")[-3000:]
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        wait_for(lambda: not slurm_cluster.squeue(), what="no job of the killed driver left")
+        res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume")
+        assert res.exit_code == 0, res.output
+        assert "continuing with the work store the run was given" in res.output
+        assert "results came from nodes that do not see" in res.output
+        assert digest(out) == digest(tmp_path / "local")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
