@@ -5,6 +5,7 @@ request sequence; the key covers backend, model, prompt, sampling and seed."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import sqlite3
 import threading
@@ -55,6 +56,20 @@ def test_transient_failures_are_not_recorded(mock_llm, tmp_path):
     mock_llm.llm.fault_rate = 0.0
     (answer,) = _ask(_cached(mock_llm, tmp_path, max_retries=0), [request])
     assert answer.ok and mock_llm.llm.received[prompt_key(list(request.messages))] == 2
+
+
+def test_the_commit_thread_is_a_daemon_that_ends_with_its_backend(mock_llm, tmp_path):
+    """A thread that is no daemon keeps `curate run` from its quick exit (curate/cli.py: _exit), and
+    a pool's idle thread was one: the commits' thread is a daemon, and ends once its backend is dropped."""
+    before = set(threading.enumerate())
+    backend = _cached(mock_llm, tmp_path)
+    _ask(backend, [Request(({"role": "user", "content": "x"},))])
+    mine = [t for t in threading.enumerate() if t not in before and t.name.startswith("llm-cache")]
+    assert len(mine) == 1 and mine[0].daemon
+    del backend
+    gc.collect()
+    mine[0].join(10)
+    assert not mine[0].is_alive()
 
 
 def test_the_key_covers_backend_model_prompt_sampling_and_seed():
