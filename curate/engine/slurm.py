@@ -259,7 +259,9 @@ class Batch:
     total: int
     cpus: int
     options: list[str]  # sbatch options of its launch script
-    results: dict[int, object] = field(default_factory=dict)
+    # Items whose result has been handed on (run_batch's `on_result`): the results themselves are
+    # not kept, so a stage of many tasks costs the driver no memory per finished task
+    done: set[int] = field(default_factory=set)
     runs: dict[int, int] = field(default_factory=dict)  # item -> array tasks submitted for it
     element: dict[int, tuple[str, str]] = field(default_factory=dict)  # item -> (job id, index) of its last run
     first_done: dict[int, float] = field(default_factory=dict)  # item -> when Slurm first said it COMPLETED
@@ -450,20 +452,21 @@ class SlurmEngine(Engine):
         batch: Batch,
         parallel: int | None,
         describe: Callable[[int], str],
-        on_result: Callable[[int, object], None] = lambda i, r: None,
-    ) -> list:
+        on_result: Callable[[int, object], None],
+    ) -> None:
         """Submit every item of `batch`, wait for all their results (resubmitting what Slurm ended
-        without one); the results in item order."""
+        without one); each result to `on_result` (its item, the result) as it comes."""
         if self.allocation:
-            return self._run_steps(batch, parallel, describe, on_result)
+            self._run_steps(batch, parallel, describe, on_result)
+            return
         self.submit(batch, list(range(batch.total)), parallel)
         retries = self.spec.retries
         reported, last_status = None, 0.0
         seen_progress: dict[str, tuple] = {}
         unreachable = 0.0  # since when squeue has been failing
-        while len(batch.results) < batch.total:
+        while len(batch.done) < batch.total:
             self._poll(batch, seen_progress, on_result)
-            open_items = [i for i in range(batch.total) if i not in batch.results]
+            open_items = [i for i in range(batch.total) if i not in batch.done]
             if not open_items:
                 break
             try:
@@ -521,7 +524,7 @@ class SlurmEngine(Engine):
             if lost:
                 self.submit(batch, sorted(lost), parallel)
             now = time.monotonic()
-            summary = (counts["pending"], counts["running"], len(batch.results))
+            summary = (counts["pending"], counts["running"], len(batch.done))
             if summary != reported and now - last_status >= STATUS_SECONDS:
                 self.status(
                     f"Slurm: {batch.name}: {summary[0]} pending, {summary[1]} running, "
@@ -530,7 +533,6 @@ class SlurmEngine(Engine):
                 reported, last_status = summary, now
         self._relay(batch, seen_progress)
         self._forget(batch)
-        return [batch.results[i] for i in range(batch.total)]
 
     def _run_steps(
         self,
@@ -538,7 +540,7 @@ class SlurmEngine(Engine):
         parallel: int | None,
         describe: Callable[[int], str],
         on_result: Callable[[int, object], None],
-    ) -> list:
+    ) -> None:
         """Inside an allocation: each item as an srun step of it (its launch script, the item
         number in CURATE_SLURM_OFFSET), at most `parallel` at once; a step that ends without a
         result is run again up to `slurm.retries` times."""
@@ -546,7 +548,7 @@ class SlurmEngine(Engine):
         retries = self.spec.retries
         seen_progress: dict[str, tuple] = {}
         options = [o for o in batch.options if o.startswith(("--job-name", "--cpus-per-task", "--gres", "--mem"))]
-        while len(batch.results) < batch.total:
+        while len(batch.done) < batch.total:
             while queued and len(self.steps) < (parallel or len(queued)):
                 item = queued.pop(0)
                 batch.runs[item] = batch.runs.get(item, 0) + 1
@@ -587,7 +589,7 @@ class SlurmEngine(Engine):
                 del self.steps[item]
                 if self.store is not None:
                     self._sync(batch)  # what it put in the store before it ended
-                if item in batch.results or (batch.directory / "results" / f"{item}.pkl").exists():
+                if item in batch.done or (batch.directory / "results" / f"{item}.pkl").exists():
                     continue
                 log = self._log(batch, f"step_{item}_{batch.runs[item]}.out")
                 told = log.with_suffix(".srun").read_text(errors="replace").strip().splitlines()
@@ -612,7 +614,6 @@ class SlurmEngine(Engine):
             except subprocess.TimeoutExpired:
                 pass
         self._stop_steps()
-        return [batch.results[i] for i in range(batch.total)]
 
     def _stop_steps(self) -> None:
         """End the srun steps running (srun passes the signal on to its step's task)."""
@@ -629,7 +630,7 @@ class SlurmEngine(Engine):
 
     def _finished(self, batch: Batch) -> list[int]:
         names = os.listdir(batch.directory / "results")
-        return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in batch.results)
+        return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in batch.done)
 
     def _raise_errors(self, batch: Batch) -> None:
         for name in sorted(os.listdir(batch.directory / "errors")):
@@ -645,8 +646,8 @@ class SlurmEngine(Engine):
             self._sync(batch)
         self._relay(batch, seen_progress)
         for item in self._finished(batch):
-            batch.results[item] = pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes())
-            on_result(item, batch.results[item])
+            on_result(item, pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes()))
+            batch.done.add(item)
         self._raise_errors(batch)
 
     def _sync(self, batch: Batch) -> None:
@@ -659,7 +660,7 @@ class SlurmEngine(Engine):
             here = batch.directory / sub
             have = set(os.listdir(here))
             for name in sorted(self.store.names(here)):
-                if int(name.partition(".")[0]) in batch.results or (name in have and sub != "progress"):
+                if int(name.partition(".")[0]) in batch.done or (name in have and sub != "progress"):
                     continue
                 data = self.store.read_bytes(here / name)
                 try:
@@ -887,7 +888,7 @@ class SlurmExecutor(Executor):
         self.maps = 0
         self.pushed: dict[str, dict] = {}  # with a store: per fit directory, the versions of its files there
 
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         self.engine.run_name = ctx.recipe.name
         cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model, len(self.workers))
         name = f"stage{ctx.stage.index}"
@@ -913,7 +914,11 @@ class SlurmExecutor(Executor):
         def describe(i: int) -> str:
             return f"stage {ctx.stage.index} task {tasks[i].name}"
 
-        return self.engine.run_batch(batch, parallel, describe, lambda i, r: failpoint("task-done"))
+        def done(i: int, result) -> None:
+            failpoint("task-done")
+            take(i, result)
+
+        self.engine.run_batch(batch, parallel, describe, done)
 
     def map(self, fn, *iterables, files_in: str | None = None) -> list:
         """`fn` over the items as an array of one-CPU tasks on the cluster (a fit's pieces, which
@@ -951,17 +956,17 @@ class SlurmExecutor(Executor):
             None,
             None,
         )
-        shares = self.engine.run_batch(
-            batch, parallel, lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}"
-        )
         results: list = [None] * len(pieces)
         written: list = []  # with a store: the files each piece wrote (shared_dir.run_piece)
-        for group, share in zip(groups, shares):
-            for i, result in zip(group, share):
+
+        def place(g: int, share) -> None:  # an array task's share of the pieces: their results in place
+            for i, result in zip(groups[g], share):
                 if view is not None:
                     result, files = result
                     written.append(files)
                 results[i] = result
+
+        self.engine.run_batch(batch, parallel, lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}", place)
         if store is not None:
             assert files_in is not None
             shared_dir.receive(store, Path(files_in), written, self.pushed[files_in])

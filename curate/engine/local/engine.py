@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from typing import Callable
 
 from curate.engine.failpoints import failpoint
 from curate.engine.local.pool import ModelPool
@@ -79,15 +80,17 @@ class LocalExecutor(PoolSlots, Executor):
         if workers > 1:
             self.pool, self.queue = _cpu_pool(workers)
 
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         parallel = ctx.stage.policy.parallel
         if self.pool is None or parallel == 1:
-            return [self._inline(ctx, t) for t in tasks]
-        if ctx.stage.policy.threads:
+            for i, task in enumerate(tasks):
+                take(i, self._inline(ctx, task))
+        elif ctx.stage.policy.threads:
             with _ThreadSlots(functools.partial(self._inline, ctx), self.progress, parallel) as threads:
-                return dispatch(tasks, list(range(parallel)), threads)
-        self.ctx = ctx
-        return dispatch(tasks, list(range(parallel)), self)
+                dispatch(tasks, list(range(parallel)), threads, take)
+        else:
+            self.ctx = ctx
+            dispatch(tasks, list(range(parallel)), self, take)
 
     def _inline(self, ctx: StageContext, task: Task, progress: Progress | None = None) -> TaskResult:
         result = run_task(ctx, task, progress or self.progress)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
+from typing import Callable
 
 from curate.engine.result import TaskResult
 from curate.engine.rundir.layout import RunLayout
@@ -76,10 +77,10 @@ class ModelPool(PoolSlots, Executor):
         self.workers_lock = layout.workers_lock
         self.ctx: StageContext | None = None
 
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         """Each free worker takes the next task."""
         self.ctx = ctx
-        return dispatch(tasks, self.workers, self, attempts=ATTEMPTS)
+        dispatch(tasks, self.workers, self, take, attempts=ATTEMPTS)
 
     def start(self, slot: _Worker, task: Task) -> Future:
         return slot.pool.submit(in_run, self.workers_lock, work_store.run_task, self.store, self.ctx, task)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import ray
 
@@ -211,12 +211,12 @@ class RayExecutor(_RaySlots, Executor):
     """A stage's CPU tasks as Ray tasks, as many in flight as its policy allows; Ray places them
     by their resources on any node."""
 
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         policy = ctx.stage.policy
         memory = {"memory": int(policy.memory_gb * 2**30)} if policy.memory_gb else {}
         self.remote = run_task.options(num_cpus=policy.cpus, **memory)
         self.setup, self.ctx = self.engine.setup(max(1, int(policy.cpus))), ctx
-        return dispatch(tasks, list(range(policy.parallel)), self)
+        dispatch(tasks, list(range(policy.parallel)), self, take)
 
     def start(self, slot: int, task: Task):
         return self.remote.remote(self.setup, self.ctx, task)
@@ -262,9 +262,9 @@ class RayModelPool(_RaySlots, Executor):
         self.threads = threads
         self.ctx: StageContext | None = None
 
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         self.ctx, self.setup = ctx, self.engine.setup(self.threads)
-        return dispatch(tasks, self.workers, self)
+        dispatch(tasks, self.workers, self, take)
 
     def start(self, slot, task: Task):
         return slot.run.remote(self.setup, self.ctx, task)

@@ -10,11 +10,14 @@ How a run works:
 3. Stage by stage: a Global step is fitted first over the previous stage's shards (fit.py), its
    parallel pieces on the engine's workers; the stage's tasks not yet done (their done markers,
    decided here only) go to the engine's executor (executor.py: local processes, a model pool,
-   Ray), which only runs them (task.py: read, steps, trace, shards) and hands back TaskResults.
-   A task whose worker died too often is traced here, row by row, so no row is lost. On --resume,
-   the tasks and fits the work store holds as done (an earlier attempt's, on any machine) are
-   fetched into _work/ first (work_store.py), so only the rest runs.
-4. Each step's counts are summed, conservation is checked (rows in = rows out + rows traced),
+   Ray), which only runs them (task.py: read, steps, trace, shards) and hands each TaskResult
+   back as its task ends. A task whose worker died too often is traced here, row by row, so no
+   row is lost. Each result is folded into the run's sums, in task order, as it comes
+   (_Folded): of a finished task the driver keeps its shards' paths and rows only, so its memory
+   hardly grows with the number of tasks. On --resume, the tasks and fits the work store holds
+   as done (an earlier attempt's, on any machine) are fetched into _work/ first (work_store.py),
+   so only the rest runs.
+4. Conservation is checked on each step's summed counts (rows in = rows out + rows traced),
    the run's observers (observers.py) give their manifest entries, and the run is published
    (publish.py): data/, trace/, then manifest.json, the commit marker. _work/ goes last.
 """
@@ -29,7 +32,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, cast
+from typing import Callable
 
 import pyarrow as pa
 
@@ -297,28 +300,21 @@ class _Run:
             self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
             tasks = the_plan.tasks[stage.index]
             assert tasks is not None  # stage 0's planned, a later one's made from the shards above
-            results = self._stage(ctx, list(tasks), engine, executor)
+            shards, rows = self._stage(ctx, list(tasks), engine, executor)
             failpoint("stage-done")
             if stage.index > 0 and not self.opts.keep_work:
                 # Its input, the stage before's shards, is read by nothing now (its tasks are
                 # planned from their results' rows): _work/ holds two stages' shards at most.
                 self.files.remove(self.layout.stage(stage.index - 1).data)
-            for r in results:
-                for label, s in r.stats.items():
-                    self.totals.setdefault(label, StepStats()).add(s)
-                for reason, n in r.retries.items():
-                    self.retried[reason] = self.retried.get(reason, 0) + n
-                if r.observed:
-                    observers.merge(self.summaries, pickle.loads(self.files.read_bytes(ctx.layout.observed(r.task))))
-            shards = [f"{ctx.layout.data}/{name}" for r in results for name in r.shards]
-            said = all(len(r.shard_rows) == len(r.shards) for r in results)  # markers of older versions do not
-            rows = [n for r in results for n in r.shard_rows] if said else None
         return shards
 
-    def _stage(self, ctx: StageContext, tasks: list[plan.Task], engine: Engine, executor: Executor) -> list[TaskResult]:
+    def _stage(
+        self, ctx: StageContext, tasks: list[plan.Task], engine: Engine, executor: Executor
+    ) -> tuple[list[str], list[int] | None]:
         """The stage's tasks not done yet on the CPU executor, or on a model pool of its own (torn
-        down after, so models and GPU memory are freed before the next stage or fit); the done
-        ones' results from their markers (resume)."""
+        down after, so models and GPU memory are freed before the next stage or fit), each
+        result folded as it comes, the done ones' from their markers (resume); the stage's
+        shards, and each one's rows where every task said them."""
         stage = ctx.stage
         if self.opts.resume and engine.store is not None:  # done in an earlier attempt, on any machine
             fetched = work_store.fetch_done(
@@ -329,47 +325,48 @@ class _Run:
                     f"stage {stage.index}: {count(fetched, 'task')} done in an earlier attempt, "
                     f"fetched from {engine.store.uri}"
                 )
-        done = {t.name: self._done(ctx, t) for t in tasks}
-        todo = [t for t in tasks if done[t.name] is None]
+        folded = _Folded(self, ctx, tasks, [self.files.is_file(ctx.layout.done(t.name)) for t in tasks])
+        todo = [i for i, done in enumerate(folded.done) if not done]
         if todo:
-            engine.share(ctx, todo)
+            engine.share(ctx, [tasks[i] for i in todo])
         self.reporter.stage(
             stage.index,
             tasks,
             lambda: [self.files.is_file(ctx.layout.done(t.name)) for t in tasks],
             lambda: self.files.bytes_under(ctx.layout.data) + self.files.bytes_under(ctx.layout.traces),
         )
+
+        def take(j: int, result: TaskResult) -> None:
+            """The j-th task to do has ended: its files brought in, its result folded."""
+            task = tasks[todo[j]]
+            if result.failed is None:
+                engine.receive(ctx, result)
+            else:  # its worker died too often: its rows go to the trace with the error, none is lost
+                result = run_task(ctx, task, failure=result.failed)
+            folded.ended(todo[j], result)
+
         if stage.resource_class != "model":
             self.reporter.status(
                 f"stage {stage.index}: {count(len(tasks), 'task')} on "
                 f"{count(min(stage.policy.parallel, len(tasks)), 'worker')}"
             )
-            ran = executor.run(ctx, todo) if todo else []
+            if todo:
+                executor.run(ctx, [tasks[i] for i in todo], take)
         else:
             models = engine.model_pool(self.opts.model_workers)
             self.reporter.status(
                 f"stage {stage.index}: {count(len(tasks), 'task')} on {count(len(models.workers), 'model worker')}"
             )
             try:
-                ran = models.run(ctx, todo) if todo else []
+                if todo:
+                    models.run(ctx, [tasks[i] for i in todo], take)
             except BaseException:
                 models.close(kill=True)
                 raise
             models.close()
-        for task, result in zip(todo, ran):
-            if result.failed is None:
-                engine.receive(ctx, result)
-            else:  # its worker died too often: its rows go to the trace with the error, none is lost
-                result = run_task(ctx, task, failure=result.failed)
-            done[task.name] = result
-        return cast(list[TaskResult], [done[t.name] for t in tasks])  # each done before or run now
-
-    def _done(self, ctx: StageContext, task: plan.Task) -> TaskResult | None:
-        """The task's result if its done marker says it finished (in an earlier attempt of the run)."""
-        marker = ctx.layout.done(task.name)
-        if not self.files.is_file(marker):
-            return None
-        return TaskResult.from_json(self.files.read_bytes(marker))
+        # An engine that loses a task would publish a run without its rows
+        assert folded.next == len(tasks), f"stage {stage.index}: task {tasks[folded.next].name} never handed back"
+        return folded.shards, folded.rows
 
     def _finish(self, the_plan: plan.Plan, entries: dict, held: dict) -> dict:
         recipe = self.recipe
@@ -475,6 +472,54 @@ class _Run:
         for reason, n in retries.take_untallied().items():
             reasons[reason] = reasons.get(reason, 0) + n
         return {"retries": sum(reasons.values()), "retry_reasons": dict(sorted(reasons.items()))}
+
+
+class _Folded:
+    """A stage's results folded into the run's sums (each step's StepStats, the store's retries,
+    the observers' summaries) in task order, as the tasks end: the sums' bytes (the manifest's
+    reasons and counts keep the order they were first seen in; an observer's merge may depend
+    on order) are those of folding the results one by one in task order, whatever order an
+    engine ends them in. Of each task it keeps its shards' paths and rows (the next stage's
+    tasks, or the run's data, in task order) and whether it is done. A result that ends before
+    an earlier task's is not kept: its done marker (task.py, written before the result comes
+    back, the same JSON) is read when its turn comes."""
+
+    def __init__(self, run: "_Run", ctx: StageContext, tasks: list[plan.Task], done: list[bool]):
+        self.run, self.ctx, self.tasks = run, ctx, tasks
+        self.done = done  # by task: its marker is written (done before this attempt, or ended now)
+        self.next = 0  # the first task not folded yet
+        self.shards: list[str] = []
+        self.rows: list[int] | None = []  # None once a task does not say its shards' rows (markers of older versions)
+        self.catch_up()
+
+    def ended(self, i: int, result: TaskResult) -> None:
+        """Task `i` has ended (its marker is in _work/), with `result`."""
+        self.done[i] = True
+        if i == self.next:
+            self._fold(result)
+            self.next += 1
+            self.catch_up()
+
+    def catch_up(self) -> None:
+        """Fold the tasks done after the last one folded, up to the first not done, from their markers."""
+        while self.next < len(self.tasks) and self.done[self.next]:
+            marker = self.ctx.layout.done(self.tasks[self.next].name)
+            self._fold(TaskResult.from_json(self.run.files.read_bytes(marker)))
+            self.next += 1
+
+    def _fold(self, r: TaskResult) -> None:
+        run = self.run
+        for label, s in r.stats.items():
+            run.totals.setdefault(label, StepStats()).add(s)
+        for reason, n in r.retries.items():
+            run.retried[reason] = run.retried.get(reason, 0) + n
+        if r.observed:
+            observers.merge(run.summaries, pickle.loads(run.files.read_bytes(self.ctx.layout.observed(r.task))))
+        self.shards += [f"{self.ctx.layout.data}/{name}" for name in r.shards]
+        if self.rows is not None and len(r.shard_rows) == len(r.shards):
+            self.rows += r.shard_rows
+        else:
+            self.rows = None
 
 
 def disk_full(layout: RunLayout, sources: list) -> CurateError:

@@ -2,16 +2,18 @@
 
 An executor says how to start a task on a slot (a worker process, an actor, or one of N places
 for tasks), how to wait for started tasks and how to collect one's result; the loop keeps every
-slot busy, never more tasks in flight than slots, and hands results back in task order. A
-worker that dies under its task (`WorkerLost`) is replaced and the task run again, up to
-`attempts` runs; after that its result is `TaskResult.lost` and the runner traces its rows.
+slot busy, never more tasks in flight than slots, and hands each result to the runner as its task
+ends (`take`, with the task's index), keeping none: a stage of many tasks costs the driver no
+memory per finished task. A worker that dies under its task (`WorkerLost`) is replaced and the
+task run again, up to `attempts` runs; after that its result is `TaskResult.lost` and the runner
+traces its rows.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import Generic, Hashable, Sequence, TypeVar, cast
+from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
 from curate.engine.failpoints import failpoint
 from curate.engine.result import TaskResult
@@ -54,9 +56,11 @@ class Slots(ABC, Generic[Slot, Handle]):
         """Pass on the progress workers have reported. Default: nothing."""
 
 
-def dispatch(tasks: Sequence[Task], slots: list, executor: Slots, attempts: int = 1) -> list[TaskResult]:
-    """Run `tasks` on `slots`, one task per slot at a time; their results, in task order."""
-    results: list[TaskResult | None] = [None] * len(tasks)
+def dispatch(
+    tasks: Sequence[Task], slots: list, executor: Slots, take: Callable[[int, TaskResult], None], attempts: int = 1
+) -> None:
+    """Run `tasks` on `slots`, one task per slot at a time; each result to `take` (the task's index,
+    its result) as it ends, in the order they end."""
     runs = [0] * len(tasks)
     queued = deque(range(len(tasks)))
     running: dict = {}
@@ -72,22 +76,23 @@ def dispatch(tasks: Sequence[Task], slots: list, executor: Slots, attempts: int 
             for handle in done:
                 i, slot = running.pop(handle)
                 try:
-                    results[i] = executor.collect(handle)
+                    result = executor.collect(handle)
                     failpoint("task-done")
                 except WorkerLost as e:
                     executor.replace(slot)
                     if runs[i] < attempts:
                         queued.appendleft(i)
-                    else:
-                        results[i] = TaskResult.lost(
-                            tasks[i].name, f"the {executor.worker} died {_times(runs[i])} on this task ({e})"
-                        )
+                        free.append(slot)
+                        continue
+                    result = TaskResult.lost(
+                        tasks[i].name, f"the {executor.worker} died {_times(runs[i])} on this task ({e})"
+                    )
                 free.append(slot)
+                take(i, result)
     except BaseException:
         executor.cancel(list(running))
         raise
     executor.relay()
-    return cast(list[TaskResult], results)  # every task ran
 
 
 def _times(n: int) -> str:

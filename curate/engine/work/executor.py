@@ -1,13 +1,14 @@
 """The seam between the runner and whatever executes tasks (local processes, model pools, Ray).
 
 An engine hands the runner a CPU executor for the run and a model pool per model stage. An
-executor runs tasks as the stage's policy says (plan.py) and hands back their results in task
-order, plus a parallel `map` for a Global fit's pieces and the publisher; it knows nothing of
-what a run means, so every engine gives the same bytes, trace, manifest and resume. Where the
-engine's workers do not see the run's `_work/`, it is also the transport of the work files
-(`share` before a stage, `receive` after each task): the runner calls both, the engine decides
-nothing about them. An engine with a work store (`store`) copies each finished task's files
-there; the runner fetches them back on --resume.
+executor runs tasks as the stage's policy says (plan.py) and hands each result to the runner as
+its task ends, keeping none (the runner folds them in task order: runner.py), plus a parallel
+`map` for a Global fit's pieces and the publisher; it knows nothing of what a run means, so
+every engine gives the same bytes, trace, manifest and resume. Where the engine's workers do not
+see the run's `_work/`, it is also the transport of the work files (`share` before a stage,
+`receive` after each task): the runner calls both, the engine decides nothing about them. An
+engine with a work store (`store`) copies each finished task's files there; the runner fetches
+them back on --resume.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class Executor(ABC):
     workers: list  # a model pool's workers (the runner counts them)
 
     @abstractmethod
-    def run(self, ctx: StageContext, tasks: list[Task]) -> list[TaskResult]:
-        """Run `tasks` of one stage, as many at once as its policy allows; results in task order."""
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
+        """Run `tasks` of one stage, as many at once as its policy allows; each result to `take`
+        (the task's index in `tasks`, its result) as it ends, in any order."""
 
     @abstractmethod
     def map(self, fn: Callable, *iterables, files_in: str | None = None) -> list:
