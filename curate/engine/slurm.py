@@ -229,7 +229,21 @@ def stage_resources(spec, policy, model: bool, model_workers: int) -> tuple[int,
     `model_workers` CPU model workers."""
     cpus = spec.cpus_per_task or max(1, math.ceil(policy.cpus))
     parallel = max(1, model_workers) if model and not spec.gres else policy.parallel
-    return cpus, parallel, spec.gres if model else None, _mem(policy.memory_gb)
+    gres = gres_for(spec.gres, policy.gpus) if model and spec.gres else None
+    return cpus, parallel, gres, _mem(policy.memory_gb)
+
+
+def gres_for(gres: str, gpus_each: float) -> str:
+    """`slurm.gres` for a model stage whose steps declare `gpus_each` GPUs a worker (Policy.gpus):
+    a gres without a count ("gpu", "gpu:a100": Slurm's one) gets the declared count where it is more;
+    one whose count is short of it is refused, since the step would fail on the node."""
+    need = max(1, math.ceil(gpus_each))
+    last = gres.rpartition(":")[2]
+    if not last.isdigit():
+        return f"{gres}:{need}" if need > 1 else gres
+    if int(last) < need:
+        raise CurateError(f"slurm.gres {gres!r} asks for {last} GPUs a task; a model step of the stage declares {need}")
+    return gres
 
 
 def windows(items: list[int], max_array: int) -> list[tuple[int, list[int]]]:
@@ -361,7 +375,8 @@ class SlurmEngine(Engine):
     def cpu_executor(self, workers: int) -> "SlurmExecutor":
         return SlurmExecutor(self)
 
-    def model_pool(self, cpu_workers: int) -> "SlurmExecutor":
+    def model_pool(self, cpu_workers: int, gpus_each: float = 0.0) -> "SlurmExecutor":
+        # gpus_each is the stage's Policy.gpus, which the executor reads from the plan (gres_for)
         return SlurmExecutor(self, model=True, cpu_workers=cpu_workers)
 
     # -- batches of array tasks --------------------------------------------------------------------

@@ -186,8 +186,8 @@ class LocalEngine(Engine):
     def cpu_executor(self, workers: int) -> LocalExecutor:
         return LocalExecutor(workers, self.progress, self.layout, self.store)
 
-    def model_pool(self, cpu_workers: int) -> ModelPool:
-        return ModelPool(self.progress, self.layout, cpu_workers, self.store)
+    def model_pool(self, cpu_workers: int, gpus_each: float = 0.0) -> ModelPool:
+        return ModelPool(self.progress, self.layout, cpu_workers, self.store, gpus_each)
 
     def close(self, discard_work: bool = False) -> None:
         """With `discard_work` (a finished run without --keep-work), the store's copy goes too."""

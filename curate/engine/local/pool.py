@@ -1,8 +1,9 @@
 """The model worker pool: runs a model stage's tasks (see plan.py) on processes that each load
 the stage's models once.
 
-One worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, so no GPU sits idle; with no GPU,
-`cpu_workers` processes (default 1). Either way the workers share the cores (torch's and the
+One worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, so no GPU sits idle (or as the
+stage's operators declare with `Resources.gpus`: 2, two GPUs a worker; 0.5, two workers a GPU);
+with no GPU, `cpu_workers` processes (default 1). Either way the workers share the cores (torch's and the
 tokenizers' threads). A worker that dies
 (killed, out of memory, a crashing kernel) is replaced and its task run again from scratch
 (what it wrote was under temporary names); a task whose worker dies twice comes back as
@@ -13,6 +14,7 @@ a fit.
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
@@ -27,6 +29,7 @@ from curate.engine.work import work_store
 from curate.engine.work.dispatch import WorkerLost, dispatch
 from curate.engine.work.executor import Executor
 from curate.engine.work.worker import PoolSlots, in_run, spawn_pool, stop_pool, worker_context
+from curate.errors import CurateError
 
 ATTEMPTS = 2
 
@@ -41,6 +44,19 @@ def visible_gpus() -> list[str]:
         return [str(i) for i in range(len(os.listdir("/proc/driver/nvidia/gpus")))]
     except OSError:
         return []
+
+
+def gpu_workers(devices: list[str], gpus_each: float) -> list[str]:
+    """Each model worker's CUDA_VISIBLE_DEVICES for workers that hold `gpus_each` GPUs (the stage's
+    Policy.gpus; 0: one each): a whole number of GPUs a worker, or a GPU shared by 1 // gpus_each."""
+    if gpus_each <= 0 or gpus_each == 1:
+        return list(devices)
+    if gpus_each < 1:
+        return [d for d in devices for _ in range(int(1 // gpus_each))]
+    each = math.ceil(gpus_each)
+    if each > len(devices):
+        raise CurateError(f"a model step declares {gpus_each:g} GPUs a worker; this machine shows {len(devices)}")
+    return [",".join(devices[i : i + each]) for i in range(0, len(devices) - each + 1, each)]
 
 
 def cores_per_worker(devices: list[str | None]) -> int:
@@ -66,12 +82,12 @@ class _Worker:
 class ModelPool(PoolSlots, Executor):
     worker = "model worker"
 
-    def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1, store=None):
+    def __init__(self, progress: Progress, layout: RunLayout, cpu_workers: int = 1, store=None, gpus_each: float = 0):
         self.progress = progress
         self.store = store  # a work store each task's files go to once it is done (work_store.py)
         self.queue = worker_context().Queue()
         gpus = visible_gpus()
-        devices: list[str | None] = list(gpus) or [None] * max(1, cpu_workers)
+        devices: list[str | None] = list(gpu_workers(gpus, gpus_each)) or [None] * max(1, cpu_workers)
         threads = cores_per_worker(devices)
         self.workers = [_Worker(self.queue, threads, device) for device in devices]
         self.workers_lock = layout.workers_lock

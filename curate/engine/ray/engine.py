@@ -33,6 +33,7 @@ from curate.engine.tasks.plan import Task
 from curate.engine.work import shared_dir, work_store
 from curate.engine.work.dispatch import Slots, WorkerLost, dispatch
 from curate.engine.work.executor import Engine, Executor
+from curate.errors import CurateError
 from curate.io.store import is_uri
 
 
@@ -134,8 +135,8 @@ class RayEngine(Engine):
         """`workers` caps nothing here: each stage's policy says how many of its tasks run at once."""
         return RayExecutor(self)
 
-    def model_pool(self, cpu_workers: int) -> "RayModelPool":
-        return RayModelPool(self, cpu_workers)
+    def model_pool(self, cpu_workers: int, gpus_each: float = 0.0) -> "RayModelPool":
+        return RayModelPool(self, cpu_workers, gpus_each)
 
     def relay(self) -> None:
         """Relay the rows counts workers have reported since the last call."""
@@ -240,7 +241,8 @@ def _result(ref):
 
 
 class RayModelPool(_RaySlots, Executor):
-    """A model stage's tasks on an actor pool: one actor per GPU in the cluster (num_gpus=1), or
+    """A model stage's tasks on an actor pool: one actor per GPU in the cluster (num_gpus=1; or the
+    stage's declared `gpus_each`, Ray's fractional GPUs included), or
     `cpu_workers` CPU actors when it has none. Each free actor takes the next task. An actor whose
     process dies is restarted by Ray (its model loaded again) and the task run again; a task that
     still fails comes back as `TaskResult.lost` and the runner traces its rows, as with the local
@@ -248,11 +250,15 @@ class RayModelPool(_RaySlots, Executor):
 
     worker = "model actor"
 
-    def __init__(self, engine: RayEngine, cpu_workers: int):
+    def __init__(self, engine: RayEngine, cpu_workers: int, gpus_each: float = 0.0):
         super().__init__(engine)
-        gpus = int(ray.cluster_resources().get("GPU", 0))
+        gpus = ray.cluster_resources().get("GPU", 0)
         if gpus:
-            options, count, threads = {"num_gpus": 1, "num_cpus": 1}, gpus, 1
+            each = gpus_each or 1  # Ray shares a GPU between actors that ask for a fraction of one
+            count = int(gpus // each)
+            if not count:
+                raise CurateError(f"a model step declares {each:g} GPUs a worker; the Ray cluster has {gpus:g}")
+            options, threads = {"num_gpus": each, "num_cpus": 1}, 1
         else:
             count = max(1, cpu_workers)
             threads = max(1, engine.cores // count)

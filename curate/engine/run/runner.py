@@ -353,7 +353,7 @@ class _Run:
             if todo:
                 executor.run(ctx, [tasks[i] for i in todo], take)
         else:
-            models = engine.model_pool(self.opts.model_workers)
+            models = engine.model_pool(self.opts.model_workers, stage.policy.gpus)
             self.reporter.status(
                 f"stage {stage.index}: {count(len(tasks), 'task')} on {count(len(models.workers), 'model worker')}"
             )

@@ -32,6 +32,9 @@ class Policy:
 
     cpus: float = 1.0  # cores one task reserves (Ray's num_cpus; the local engine's cores per task)
     memory_gb: float | None = None  # memory one task needs, where an operator declares it
+    # GPUs one model worker holds (Resources.gpus, the most any step of the stage declares): 0, one
+    # a worker where there are GPUs; 2, two a worker; 0.5, two workers share one.
+    gpus: float = 0.0
     parallel: int = 1  # tasks of the stage at once (CPU and io stages; a model stage: one per model worker)
     # The tasks run on threads of the run process, not in worker processes (the local engine): a
     # stage with no operator only reads and writes, which Arrow's C++ does with the GIL released,
@@ -105,6 +108,7 @@ class Plan:
                     "policy": {
                         "cpus": stage.policy.cpus,
                         "memory_gb": stage.policy.memory_gb,
+                        "gpus": stage.policy.gpus,
                         "parallel": stage.policy.parallel,
                         "threads": stage.policy.threads,
                     },
@@ -179,7 +183,8 @@ def policy(stage: Stage, workers: int, cores: int) -> Policy:
     if memory_gb:
         total_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         parallel = min(parallel, max(1, int(total_gb // memory_gb)))
-    return Policy(cpus, memory_gb, parallel, threads=not stage.all_steps)
+    gpus = max([n.gpus for n in needs] + [0.0])
+    return Policy(cpus, memory_gb, gpus, parallel, threads=not stage.all_steps)
 
 
 def stages(steps: list[Step]) -> list[Stage]:

@@ -58,8 +58,9 @@ class Engine(ABC):
         """The run's executor of CPU and io stages, with `workers` task processes where it has such."""
 
     @abstractmethod
-    def model_pool(self, cpu_workers: int) -> Executor:
-        """An executor for one model stage (one worker per GPU, else `cpu_workers`), closed after it."""
+    def model_pool(self, cpu_workers: int, gpus_each: float = 0.0) -> Executor:
+        """An executor for one model stage, closed after it: workers holding `gpus_each` GPUs (the
+        stage's Policy.gpus; 0: one each) where there are GPUs, else `cpu_workers`."""
 
     def share(self, ctx: StageContext, tasks: list[Task]) -> None:
         """Make what the stage's tasks read reachable by its workers, and with a store, the

@@ -34,7 +34,8 @@ def test_the_plan_carries_each_stages_policy(tmp_path):
     steps = [Step(index=1, name="heavy", op_class=Heavy, params=Heavy.Params())]
     made = plan.make(steps, [], None, workers=4, cores=4)
     assert made.stages[0].policy.parallel == 2
-    assert made.describe()["stages"][0]["policy"] == {"cpus": 2, "memory_gb": None, "parallel": 2, "threads": False}
+    policy = {"cpus": 2, "memory_gb": None, "gpus": 0.0, "parallel": 2, "threads": False}
+    assert made.describe()["stages"][0]["policy"] == policy
 
 
 def test_a_stage_with_no_operator_runs_on_threads():

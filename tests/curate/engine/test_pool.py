@@ -6,11 +6,15 @@ import os
 import signal
 import threading
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from curate import recipe, registry
+from curate.engine.local import pool
 from curate.engine.tasks import plan
+from curate.errors import CurateError
+from curate.ops import TEXT, Map, Resources
 from curate.engine.run.runner import RunOptions, run
 from tests.curate.engine import faultkit
 from tests.curate.engine.test_runner import corpus
@@ -137,3 +141,39 @@ def test_model_workers_share_the_cores_with_or_without_gpus(monkeypatch, devices
 
     monkeypatch.setattr(pool, "available_cores", lambda: cores)
     assert pool.cores_per_worker(devices) == threads
+
+
+class DeviceProbe(Map):
+    """Writes the CUDA_VISIBLE_DEVICES its model worker was pinned to (no CUDA is touched)."""
+
+    name = "device_probe"
+    resources = Resources(pool="model", gpus=2)
+    requires = (TEXT,)
+    provides = ("devices",)
+
+    def process(self, batch):
+        devices = pa.array([os.environ.get("CUDA_VISIBLE_DEVICES", "")] * batch.num_rows)
+        return batch.append_column("devices", devices)
+
+
+def test_gpu_workers_hold_the_gpus_their_step_declares():
+    four = ["0", "1", "2", "3"]
+    assert pool.gpu_workers(four, 0) == four  # undeclared: one worker a GPU
+    assert pool.gpu_workers(four, 2) == ["0,1", "2,3"]
+    assert pool.gpu_workers(four[:3], 1.5) == ["0,1"]  # a third GPU is not enough for a worker
+    assert pool.gpu_workers(["0"], 0.5) == ["0", "0"]  # two workers share it
+    with pytest.raises(CurateError, match="declares 4 GPUs a worker; this machine shows 3"):
+        pool.gpu_workers(four[:3], 4)
+
+
+def test_a_model_step_declaring_two_gpus_runs_on_workers_pinned_to_two(tmp_path, monkeypatch):
+    """The plan reads Resources.gpus into the stage's Policy and the model pool pins each worker
+    to that many devices (CUDA_VISIBLE_DEVICES lists four that the probe never opens)."""
+    monkeypatch.setitem(registry.catalog(), "device_probe", f"{__name__}:DeviceProbe")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    inp = corpus(tmp_path / "in", files=4)
+    r = recipe.load(text=f"input: {{path: '{inp}'}}\noutput: {{path: '{tmp_path / 'o'}'}}\nsteps:\n  - device_probe: {{}}\n")
+    assert plan.policy(plan.stages(r.steps)[0], workers=2, cores=2).gpus == 2
+    run(r, RunOptions(workers=2))
+    seen = set(pq.read_table(tmp_path / "o" / "data").column("devices").to_pylist())
+    assert seen and seen <= {"0,1", "2,3"}

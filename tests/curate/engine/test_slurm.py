@@ -109,6 +109,14 @@ def test_array_spec_compresses_indices_into_ranges():
     assert slurm.array_spec([7, 0, 2, 3, 9], None) == "0,2-3,7,9"
 
 
+def test_a_model_stage_asks_slurm_for_the_gpus_its_steps_declare():
+    assert slurm.gres_for("gpu", 0) == "gpu" and slurm.gres_for("gpu:a100", 1) == "gpu:a100"  # Slurm's one
+    assert slurm.gres_for("gpu", 2) == "gpu:2" and slurm.gres_for("gpu:a100", 1.5) == "gpu:a100:2"
+    assert slurm.gres_for("gpu:4", 2) == "gpu:4"
+    with pytest.raises(slurm.CurateError, match="asks for 1 GPUs a task; a model step of the stage declares 2"):
+        slurm.gres_for("gpu:a100:1", 2)
+
+
 def test_without_slurm_commands_the_error_says_what_is_missing(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here
     res = cli("run", RECIPES / "quickstart.yaml", *demo(tmp_path, 1, 20), "--output", tmp_path / "out",
