@@ -9,7 +9,7 @@ import html
 import pyarrow.parquet as pq
 
 from curate.report.parts import clip, section
-from curate.report.scan import Run
+from curate.report.scan import Run, first_of_each, rows_at
 
 PAIRS = 8
 BATCH = 1024
@@ -39,20 +39,20 @@ def removed(run: Run) -> list[dict]:
     text = run.text_column
     per_step = []
     for step, path in run.traces.items():
-        batch = next(pq.ParquetFile(path).iter_batches(batch_size=BATCH), None)
-        if batch is None:
-            continue
-        first: dict[str, dict] = {}
-        for r in batch.to_pylist():
-            if r["reason"] not in first:
-                first[r["reason"]] = {
+        first = first_of_each(path, 1, BATCH)  # the first row of each reason in its first BATCH rows
+        at = rows_at(path, [p for ps in first.values() for p in ps])
+        per_step.append(
+            [
+                {
                     "step": step,
-                    "reason": r["reason"],
-                    "detail": r.get("detail"),
-                    "id": r["_id"],
-                    "text": (r.get("row") or {}).get(text),
+                    "reason": reason,
+                    "detail": at[p].get("detail"),
+                    "id": at[p]["_id"],
+                    "text": (at[p].get("row") or {}).get(text),
                 }
-        per_step.append(list(first.values()))
+                for reason, (p,) in first.items()
+            ]
+        )
     out: list[dict] = []
     while len(out) < PAIRS and any(per_step):
         for rows in per_step:

@@ -25,7 +25,7 @@ from curate.errors import CurateError
 from curate.manifest import Manifest, build as build_manifest, read as read_manifest
 from curate.report import duplicates, kept_removed, lengths, qdc, scores, sources, summaries
 from curate.report.parts import clip, figure, table
-from curate.report.scan import Run, recipe_input
+from curate.report.scan import Run, first_of_each, recipe_input, rows_at
 
 ASSETS = Path(__file__).parent / "assets"
 SAMPLES_PER_REASON = 3
@@ -165,27 +165,16 @@ def _text_field(row: dict | None, text_column: str) -> str:
 
 def _samples(path: Path, text_column: str) -> dict[str, list[tuple[str, str, str]]]:
     """A few (id, detail, text) per reason, from the first SAMPLE_SCAN rows of a step's trace."""
-    found: dict[str, list] = {}
-    pf = pq.ParquetFile(path)
-    columns = [c for c in ("_id", "reason", "detail", "row") if c in pf.schema_arrow.names]
-    seen = 0
-    for batch in pf.iter_batches(batch_size=4096, columns=columns):
-        data = batch.to_pydict()
-        for i in range(batch.num_rows):
-            bucket = found.setdefault(data["reason"][i], [])
-            if len(bucket) < SAMPLES_PER_REASON:
-                row = data["row"][i] if "row" in data else None
-                bucket.append(
-                    (
-                        data.get("_id", [""] * batch.num_rows)[i],
-                        data.get("detail", [""] * batch.num_rows)[i],
-                        _text_field(row, text_column),
-                    )
-                )
-        seen += batch.num_rows
-        if seen >= SAMPLE_SCAN:
-            break
-    return found
+    columns = [c for c in ("_id", "reason", "detail", "row") if c in pq.ParquetFile(path).schema_arrow.names]
+    chosen = first_of_each(path, SAMPLES_PER_REASON, SAMPLE_SCAN)
+    rows = rows_at(path, [p for ps in chosen.values() for p in ps], columns)
+    return {
+        reason: [
+            (rows[p].get("_id", ""), rows[p].get("detail", ""), _text_field(rows[p].get("row"), text_column))
+            for p in ps
+        ]
+        for reason, ps in chosen.items()
+    }
 
 
 def _reasons(m: Manifest, run: Run) -> str:

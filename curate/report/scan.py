@@ -97,6 +97,43 @@ class Run:
         )
 
 
+ROWS_AT_BATCH = 64  # rows decoded at once where a trace's rows carry whole input rows (a page's HTML)
+
+
+def first_of_each(path: Path, per_value: int, scan: int, column: str = "reason") -> dict[str, list[int]]:
+    """The positions of the first `per_value` rows of each value of `column` among the first
+    `scan` rows of a Parquet file, from that column alone."""
+    found: dict[str, list[int]] = {}
+    seen = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=[column]):
+        for i, value in enumerate(batch.column(0).to_pylist()[: scan - seen]):
+            bucket = found.setdefault(value, [])
+            if len(bucket) < per_value:
+                bucket.append(seen + i)
+        seen += batch.num_rows
+        if seen >= scan:
+            break
+    return found
+
+
+def rows_at(path: Path, positions: list[int], columns: list[str] | None = None) -> dict[int, dict]:
+    """The rows of a Parquet file at `positions`, decoding ROWS_AT_BATCH rows at a time and
+    stopping after the last: a trace's rows can hold a whole page each, and the report wants a
+    few, so its memory does not grow with the rows before them."""
+    wanted, seen = sorted(set(positions)), 0
+    out: dict[int, dict] = {}
+    if not wanted:
+        return out
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROWS_AT_BATCH, columns=columns):
+        for p in wanted:
+            if seen <= p < seen + batch.num_rows:  # a slice, not take(): no compute kernels to load
+                out[p] = batch.slice(p - seen, 1).to_pylist()[0]
+        seen += batch.num_rows
+        if seen > wanted[-1]:
+            break
+    return out
+
+
 def recipe_input(manifest: Manifest) -> dict:
     """The recipe's `input:` as the manifest keeps the recipe (a document of the user's, `${VAR}`s
     unexpanded, so not read through the recipe's model)."""
