@@ -12,12 +12,16 @@
    and clean held-out text of the same language, another seed, no defect), recipes/quickstart.yaml
    run on it (`curate run -i`), then `curate ablate input=CRAWL output=RUN` at equal tokens,
    --model tiny, --seeds 3, scored on the clean held-out text, --expect output>input; then two
-   arms of the same data (the crawl's first four files vs its last four), which should be "no
-   difference". Wall and CPU seconds of each command; the per-seed differences, the paired t-test
-   and the bootstrap interval over held-out documents.
+   arms of the same data (the crawl's first four files vs its last four: the demo's plan draws
+   every row's kind independently of its file, so the halves are two samples of one
+   distribution), which should be "no difference". The two ablations run one after the other,
+   each with its runs side by side (--planted-jobs, one torch thread each): each one's wall time
+   is its own on the cores. Wall and CPU seconds (the process tree's) and the load averages of
+   each command; the per-seed differences, the paired t-test and the bootstrap interval over
+   held-out documents.
 
     python bench/sections/ablate.py [--model tiny] [--threads 1] [--throughput-tokens 65536]
-                           [--planted-tokens 262144] [--planted-threads 2] [--docs 20000]
+                           [--planted-tokens 524288] [--planted-threads 1] [--planted-jobs 2] [--docs 20000]
 """
 
 from __future__ import annotations
@@ -33,8 +37,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 import argparse
 import json
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
-
 
 from harness import CURATE, DATA, REPO, RUNS, add_section_args, bare_result, emit, load, machine, require_ok, \
     run_measured, table  # noqa: E402
@@ -72,8 +74,9 @@ def throughput(a, work: Path) -> tuple[list[str], list[list[str]]]:
     if not (demo / "done").is_file():
         require_ok(run_measured([*CURATE, "demo", str(demo), "--docs", str(a.docs), "--files", "8"]), "curate demo")
         (demo / "done").write_text("")
-    common = ["--model", a.model, "--threads", str(a.threads), "--seq-len", str(a.seq_len), "--batch", str(a.batch),
-              "--overwrite"]
+    # --jobs 1: one run at a time, as the bare loop's processes run (runs side by side share the cores).
+    common = ["--model", a.model, "--threads", str(a.threads), "--jobs", "1", "--seq-len", str(a.seq_len),
+              "--batch", str(a.batch), "--overwrite"]
     out = work / "throughput"
     m = run_measured([*CURATE, "ablate", f"a={demo}/*.jsonl.gz", f"b={demo}/*.jsonl.gz", "-o", str(out),
                       "--seeds", "1", "--tokens", str(a.throughput_tokens), *common], log=work / "throughput.log")
@@ -126,21 +129,18 @@ def planted_signal(a, work: Path) -> list[str]:
     require_ok(rm, "curate run recipes/quickstart.yaml on the crawl")
     common = ["--model", "tiny", "--seeds", "3", "--tokens", str(a.planted_tokens), "--eval-text", str(heldout),
               "--eval-tokens", str(a.eval_tokens), "--holdout", "0", "--threads", str(a.planted_threads),
-              "--overwrite"]
+              "--jobs", str(a.planted_jobs), "--overwrite"]
     cases = [("quickstart output vs its input", [f"input={crawl}/crawl/*.jsonl.gz", f"output={clean}"],
               work / "planted", ["--expect", "output>input"]),
              ("the crawl's two halves (files 0-3 vs 4-7)", [f"a={crawl}/crawl/part-000[0-3].jsonl.gz",
                                                              f"b={crawl}/crawl/part-000[4-7].jsonl.gz"],
               work / "same", [])]
-    cmds = [[*CURATE, "ablate", *arms, "-o", str(out), *common, *more] for _, arms, out, more in cases]
-    # The two ablations run side by side (the cores are shared anyway); each one's CPU seconds are
-    # its training loops' (ablation.json), as the process-tree figures of concurrent runs mix.
-    with ThreadPoolExecutor(len(cmds)) as pool:
-        measured = list(pool.map(lambda c: run_measured(c[0], log=work / f"{c[1].name}.log"),
-                                 [(cmd, out) for cmd, (_, _, out, _) in zip(cmds, cases)]))
     rows, commands = [], [f"`{_shown(run_cmd)}`: {rm.seconds:.0f} s wall, {rm.cpu_seconds:.0f} CPU s"]
     metric = "bpb:heldout"
-    for (what, arms, out, more), cmd, m in zip(cases, cmds, measured):
+    for what, arms, out, more in cases:
+        cmd = [*CURATE, "ablate", *arms, "-o", str(out), *common, *more]
+        load_before = load()
+        m = run_measured(cmd, log=work / f"{out.name}.log")
         if m.returncode not in (0, 1):  # 1: --expect not met, recorded below
             require_ok(m, f"curate ablate ({what})")
         r = json.loads((out / "ablation.json").read_text())
@@ -151,30 +151,34 @@ def planted_signal(a, work: Path) -> list[str]:
         means = ", ".join(f"{x['name']} {x['mean'][metric]:.4f} ± {x['std'][metric]:.4f}" for x in r["arms"])
         boot = c["bootstrap"]
         train_cpu = sum(run["cpu_seconds"] for x in r["arms"] for run in x["seeds"])
-        rows.append([what, f"{m.seconds:.0f}", f"{train_cpu:.0f}", means,
+        rate = sum(run["tokens"] for x in r["arms"] for run in x["seeds"]) / train_cpu
+        rows.append([what, f"{m.seconds:.0f}", f"{m.cpu_seconds:.0f}", means,
                      ", ".join(f"{d:+.4f}" for d in diffs), f"{c['t']:.2f}", f"{c['p_value']:.3g}",
                      f"[{boot['low']:+.4f}, {boot['high']:+.4f}] ({boot['items']} docs)", c["verdict"]])
-        commands.append(f"`{_shown(cmd)}`: exit {m.returncode}, {m.seconds:.0f} s wall, {r['seconds']:.0f} s in "
-                        f"its 6 training runs and evaluations, {train_cpu:.0f} CPU s in the training loops")
+        commands.append(f"`{_shown(cmd)}`: exit {m.returncode}, {m.seconds:.0f} s wall ({m.seconds / 60:.1f} min), "
+                        f"{m.cpu_seconds:.0f} CPU s (process tree), of which {train_cpu:.0f} in the 6 training "
+                        f"loops ({rate:,.0f} training tokens per CPU second); load {load_before} before, "
+                        f"{load()} after")
         settings = r["settings"]
     PLANTED_HEADLINES.append(["curate ablate: quickstart output vs its input (demo crawl), tiny, 3 seeds",
-                              f"{rows[0][1]} s", f"{rows[0][2]} training CPU s", rows[0][8]])
+                              f"{rows[0][1]} s", f"{rows[0][2]} CPU s", rows[0][8]])
     PLANTED_HEADLINES.append(["curate ablate: the crawl's two halves, tiny, 3 seeds", f"{rows[1][1]} s",
-                              f"{rows[1][2]} training CPU s", rows[1][8]])
+                              f"{rows[1][2]} CPU s", rows[1][8]])
     return [f"Planted signal: `curate demo --for ablate` ({a.docs:,} rows: half junk of the planted kinds, a fifth "
             f"copies of a pool of 1%; clean held-out text of another seed), recipes/quickstart.yaml run on it, "
             f"then `curate ablate` at {a.planted_tokens:,} training tokens per arm, the tiny preset "
             f"({settings['parameters']:,} parameters), 3 seeds, peak LR {settings['lrs'][0]:g} (the default), "
-            f"{a.planted_threads} torch thread(s), scored on {a.eval_tokens:,} tokens of the clean held-out text "
+            f"{settings['threads']} torch thread(s) per run, {settings['jobs']} runs side by side, scored on "
+            f"{a.eval_tokens:,} tokens of the clean held-out text "
             f"({metric}, bits per byte, lower is better; --holdout 0: no arm's own held-out share is scored). "
-            f"Per seed, b - a (the same initial weights and sequence order for both arms, each seed its own draw "
-            f"of each arm's sample); the paired t-test over seeds (df 2) gives p; the bootstrap interval is over "
-            f"held-out documents (2,000 paired resamples of the seed-mean scores). The two ablations ran side by "
-            f"side, after the recipe run; the cores are shared with "
-            f"other sessions' tests and benches (load averages in the header and below), so the times are those "
-            f"of a busy machine.", "",
+            f"Per seed, b - a (the same initial weights and sequence order for both arms; each seed its own draw, "
+            f"in which a document both arms hold has the same place); the paired t-test over seeds (df 2) gives "
+            f"p; the bootstrap interval is over held-out documents (2,000 paired resamples of the seed-mean "
+            f"scores). The two ablations ran one after the other, after the recipe run; the cores are shared "
+            f"with other sessions' tests and benches (load averages below), so wall times are those of a busy "
+            f"machine and the CPU seconds are the steadier figure.", "",
             *[f"- {c}" for c in commands], "",
-            table(["arms", "wall s", "training CPU s", "bpb (mean ± sd over seeds)", "b - a per seed", "t", "p",
+            table(["arms", "wall s", "CPU s", "bpb (mean ± sd over seeds)", "b - a per seed", "t", "p",
                    "bootstrap 95%", "verdict"], rows), ""]
 
 
@@ -192,9 +196,10 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--throughput-tokens", type=int, default=65_536)
-    ap.add_argument("--planted-tokens", type=int, default=262_144)
+    ap.add_argument("--planted-tokens", type=int, default=524_288)
     ap.add_argument("--docs", type=int, default=20_000)
-    ap.add_argument("--planted-threads", type=int, default=2, help="torch threads of the planted-signal runs")
+    ap.add_argument("--planted-threads", type=int, default=1, help="torch threads per run (planted signal)")
+    ap.add_argument("--planted-jobs", type=int, default=2, help="runs side by side (planted signal)")
     ap.add_argument("--eval-tokens", type=int, default=100_000, help="held-out tokens scored (planted signal)")
     add_section_args(ap)
     a = ap.parse_args()
