@@ -128,10 +128,11 @@ def main() -> None:
             f"shipped, the driver peaks x{growth(drivers):.2f} ({slope(drivers):.0f} KB a file): the rest is "
             f"report.html, written by the same process once the run is done, which adds "
             f"{report_mb[0]:.0f} MB to its peak at {counts[0]:,} files and {report_mb[-1]:.0f} MB at "
-            f"{counts[-1]:,}. The report reads the trace (each reason's sample rows from its first batches of "
-            f"traced rows, whole rows; the first kept and removed rows; DuckDB's per-source and duplicate "
-            f"aggregations) and the manifest with an entry per input file, so its memory grows with the pages and "
-            f"files, up to the report's caps on the rows it scans.\n")
+            f"{counts[-1]:,}. The report reads the trace (its reason column, then only the few sample rows it "
+            f"shows, 64 rows decoded at a time: curate/report/scan.py rows_at; DuckDB's length, per-source and "
+            f"duplicate aggregations over every traced row, whose page HTML it reads with the row) and the "
+            f"manifest with an entry per input file, so its memory grows with the pages and files, up to "
+            f"DuckDB's memory_limit.\n")
     h.emit(args, body, [[f"fineweb recipe peak RSS, {counts[0]:,} -> {counts[-1]:,} WARC files", "", "",
                          f"driver x{growth(runs):.2f} (x{growth(drivers):.2f} with report.html), "
                          f"largest worker/sandbox x{growth(others):.2f}"]])
