@@ -88,3 +88,28 @@ def test_operator_counts_add_up_over_tasks_and_survive_a_done_marker():
         done = asdict(StepStats(rows_in=1, rows_out=1, counts=task))  # what a task's done marker holds
         total.add(StepStats(**done))
     assert total.counts == {"tokens": 15, "redacted_email": 1}
+
+
+def test_a_steps_trace_parts_are_merged_into_few_row_groups(tmp_path, monkeypatch):
+    """A part per task (1,000 WARC files: 1,000 parts of a row or two) must not make a row group
+    each: the merged file's groups hold MERGED_GROUP_ROWS rows (or MERGED_GROUP_BYTES), cut
+    between parts, and the rows are the parts' in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate import trace
+
+    parts = []
+    for i in range(300):
+        part = tmp_path / f"part-{i}.parquet"
+        pq.write_table(pa.table({"_id": [f"{i}-{j}" for j in range(i % 3 + 1)], "reason": ["r"] * (i % 3 + 1)}), part)
+        parts.append(part)
+    rows = trace.merge_shards(parts, tmp_path / "all.parquet")
+    merged = pq.ParquetFile(tmp_path / "all.parquet")
+    assert rows == merged.metadata.num_rows == 600 and merged.metadata.num_row_groups == 1
+    assert merged.read().column("_id").to_pylist() == [f"{i}-{j}" for i in range(300) for j in range(i % 3 + 1)]
+    monkeypatch.setattr(trace, "MERGED_GROUP_ROWS", 100)
+    trace.merge_shards(parts, tmp_path / "cut.parquet")
+    groups = [g.num_rows for g in (pq.ParquetFile(tmp_path / "cut.parquet").metadata.row_group(k)
+                                   for k in range(pq.ParquetFile(tmp_path / "cut.parquet").num_row_groups))]
+    assert sum(groups) == 600 and all(100 <= n <= 102 for n in groups[:-1]) and groups[-1] <= 102
