@@ -89,6 +89,18 @@ def start(recipe: Path, *args: str, env: dict | None = None) -> subprocess.Popen
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
+def killed_at(failpoint: str, cluster, recipe: Path, *args: str) -> None:
+    """A Slurm run's driver SIGKILLed at `failpoint`, and what it submitted run out: a task already
+    running finishes, the others find the driver gone."""
+    proc = start(recipe, *args, env={"CURATE_FAILPOINT": failpoint})
+    try:
+        assert wait_for_failpoint(proc, timeout=120), proc.stderr.read().decode(errors="replace")[-3000:]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    wait_for(lambda: not cluster.squeue(), what="the killed driver's arrays to end")
+
+
 def wait_for(condition, timeout: float = 60, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -219,14 +231,7 @@ def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_clus
     args, recipe = corpus, RECIPES / "quickstart.yaml"
     out = tmp_path / "slurm"
     # One array task at a time; the driver stops itself once it has two results, and is killed
-    proc = start(recipe, *args, "--output", str(out), "-w", "1", "--keep-work", env={"CURATE_FAILPOINT": "task-done@2"})
-    try:
-        assert wait_for_failpoint(proc, timeout=120), proc.stderr.read().decode(errors="replace")[-3000:]
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    # What it submitted runs out: a task already running finishes, the others find the driver gone
-    wait_for(lambda: not slurm_cluster.squeue(), what="the killed driver's array to end")
+    killed_at("task-done@2", slurm_cluster, recipe, *args, "--output", str(out), "-w", "1", "--keep-work")
     stage0 = out / "_work" / "stage-0" / "done"
     done = len(list(stage0.glob("*.json")))
     assert 2 <= done < FILES
@@ -523,14 +528,8 @@ def test_a_killed_driver_with_a_work_store_resumes_through_it(slurm_cluster, cli
     assert res.exit_code == 0, res.output
     out, store = slurm_cluster.private / tmp_path.name, tmp_path / "store"
     try:
-        proc = start(recipe, *args, "--output", str(out), "-w", "2", "--work-store", f"file://{store}",
-                     env={"CURATE_FAILPOINT": "stage-done"})
-        try:
-            assert wait_for_failpoint(proc, timeout=120), proc.stderr.read().decode(errors="replace")[-3000:]
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        wait_for(lambda: not slurm_cluster.squeue(), what="no job of the killed driver left")
+        killed_at("stage-done", slurm_cluster, recipe, *args, "--output", str(out), "-w", "2",
+                  "--work-store", f"file://{store}")
         res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume")
         assert res.exit_code == 0, res.output
         assert "continuing with the work store the run was given" in res.output
