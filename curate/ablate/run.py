@@ -7,8 +7,8 @@ import itertools
 import json
 import math
 import multiprocessing
-import os
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -259,9 +259,8 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     save_json(config_path, fingerprint)
     runs = list(itertools.product(opts.lrs, range(opts.seeds), arms))
     began = time.perf_counter()
-
-    def one(n: int) -> tuple[dict, dict]:
-        lr, seed, arm = runs[n]
+    work = []
+    for n, (lr, seed, arm) in enumerate(runs):
         run_dir = opts.output / "runs" / arm.name / (f"seed-{seed}" + (f"-lr-{lr:g}" if len(opts.lrs) > 1 else ""))
         spec = TrainSpec(
             opts.seq_len,
@@ -274,25 +273,12 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
             device,
             opts.checkpoint_every,
         )
-        train_ids = np.load(opts.output / "arms" / arm.name / _sample_file(seed), mmap_mode="r")
-        return _one_run(
-            arm.name,
-            train_ids,
-            config,
-            spec,
-            sets,
-            mc_sets,
-            tok,
-            run_dir,
-            opts.resume,
-            log,
-            f"[{n + 1}/{len(runs)}]",
-            n,
-            len(runs),
-            jobs,
+        sample_path = opts.output / "arms" / arm.name / _sample_file(seed)
+        tag = f"[{n + 1}/{len(runs)}]"
+        work.append(
+            (arm.name, sample_path, config, spec, sets, mc_sets, tok, run_dir, opts.resume, tag, n, len(runs), jobs)
         )
-
-    done = _side_by_side(one, len(runs), jobs, threads, device)
+    done = _side_by_side(work, jobs, threads, device, log)
     results = {(lr, seed, arm.name): done[n][0] for n, (lr, seed, arm) in enumerate(runs)}
     items = {(lr, seed, arm.name): done[n][1] for n, (lr, seed, arm) in enumerate(runs)}
     from curate.ablate.results import assemble
@@ -302,28 +288,22 @@ def _ablate(opts: Options, log: Callable[[str], None]) -> dict:
     )
 
 
-_FORKED_RUN: Callable[[int], tuple[dict, dict]] | None = None  # the run function handed to forked workers
+def _side_by_side(work: list[tuple], jobs: int, threads: int, device: str, log: Callable[[str], None]) -> list:
+    """_one_run of each item of `work`: in this process with jobs 1, else in `jobs` spawned
+    processes (each run's numbers depend on its threads only, not on what runs beside it). Spawned,
+    not forked: a fork copies whatever locks the parent's threads (torch's, the tokenizer's) held,
+    and a forked run could wait on one forever."""
+    if jobs <= 1 or len(work) <= 1:
+        return [_one_run(log, *w) for w in work]
+    with multiprocessing.get_context("spawn").Pool(
+        min(jobs, len(work)), initializer=setup_torch, initargs=(threads, device)
+    ) as pool:
+        return pool.starmap(_one_run, [(_log_to_stderr, *w) for w in work], chunksize=1)
 
 
-def _forked_run(n: int, threads: int, device: str) -> tuple[dict, dict]:
-    assert _FORKED_RUN is not None  # set before the pool forks
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the parent's tokenizer threads are not forked
-    setup_torch(threads, device)
-    return _FORKED_RUN(n)
-
-
-def _side_by_side(one: Callable[[int], tuple[dict, dict]], count: int, jobs: int, threads: int, device: str) -> list:
-    """one(0), ..., one(count - 1): in this process with jobs 1, else in `jobs` forked processes
-    (each run's numbers depend on its threads only, not on what runs beside it)."""
-    if jobs <= 1 or count <= 1:
-        return [one(n) for n in range(count)]
-    global _FORKED_RUN
-    _FORKED_RUN = one
-    try:
-        with multiprocessing.get_context("fork").Pool(min(jobs, count)) as pool:
-            return pool.starmap(_forked_run, [(n, threads, device) for n in range(count)], chunksize=1)
-    finally:
-        _FORKED_RUN = None
+def _log_to_stderr(msg: str) -> None:
+    """A spawned run's progress lines: to the stderr it shares with the command."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _jobs(opts: Options, device: str) -> int:
@@ -349,8 +329,9 @@ def _cores() -> int:
 
 
 def _one_run(
+    log: Callable[[str], None],
     arm: str,
-    tokens: np.ndarray,
+    sample: Path,
     config: dict,
     spec: TrainSpec,
     sets,
@@ -358,7 +339,6 @@ def _one_run(
     tok,
     run_dir: Path,
     resume: bool,
-    log,
     tag: str,
     index: int,
     all_runs: int,
@@ -372,6 +352,7 @@ def _one_run(
     if resume and result_path.is_file() and items_path.is_file():
         with np.load(items_path) as z:
             return json.loads(result_path.read_text()), {k: z[k] for k in z.files}
+    tokens = np.load(sample, mmap_mode="r")
     model = build(config, spec.seed)
     last = [0.0]
 

@@ -66,3 +66,12 @@ def test_arm_names_from_their_paths(tmp_path):
     assert _default_name("/x/demo/*.jsonl.gz", set()) == "demo"
     assert _default_name("out/quickstart/data/", set()) == "quickstart"
     assert _default_name("recipes/web.yaml", {"web"}) == "web-2"
+
+
+def test_runs_side_by_side_on_a_gpu_are_refused(cli, corpora, ablate_args, tmp_path):
+    """Forked runs would share one CUDA context: on a GPU the runs go one at a time."""
+    res = cli(*ablate_args(corpora, tmp_path / "o", f"a={corpora / 'demo'}", f"b={corpora / 'junk.jsonl'}",
+                           "--device", "cuda", "--jobs", "2"))
+    assert res.exit_code == 2 and "--jobs 2: runs go side by side on a CPU only; on cuda one at a time" in " ".join(
+        res.output.split())
+    assert not (tmp_path / "o" / "runs").exists()
