@@ -22,7 +22,10 @@ def fail(exc: BaseException) -> None:
 
     if show_tracebacks:
         err.print(getattr(exc, "worker_traceback", "") or "", markup=False, highlight=False)
-        err.print_exception()
+        from rich.traceback import Traceback
+
+        # the exception's own traceback: `fail` may be called outside the except block that caught it
+        err.print(Traceback.from_exception(type(exc), exc, exc.__traceback__))
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed: which extra has it
         from curate.extras import missing
 

@@ -67,14 +67,19 @@ def test_an_output_directory_curate_may_not_write_exits_2_naming_it(cli, tmp_pat
     assert not out.exists()
 
 
-def test_a_permission_error_anywhere_is_the_users_not_a_bug(capsys):
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_permission_error_anywhere_is_the_users_not_a_bug(capsys, monkeypatch, debug):
     """Whatever path it comes from (a directory made late, a file read), a PermissionError or a
-    read-only file system is exit 2 with the path, not "this is a bug in curate"."""
+    read-only file system is exit 2 with the path, not "this is a bug in curate"; with --debug
+    too, whose traceback is the exception's own, outside the except block that caught it."""
     import errno
 
     import typer
 
+    from curate import cli_errors
     from curate.cli_errors import fail
+
+    monkeypatch.setattr(cli_errors, "show_tracebacks", debug)  # not what an earlier CLI call left
 
     for exc in (PermissionError(errno.EACCES, "Permission denied", "/data/run/trace"),
                 OSError(errno.EROFS, "Read-only file system", "/mnt/ro/out"),
