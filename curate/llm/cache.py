@@ -44,19 +44,29 @@ class RequestCache:
         directory = Path(directory) if directory else default_dir()
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / FILE
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        # Two connections: lookups run on the event loop's thread, commits on the writer's. One
+        # connection shared by both made a lookup's read transaction part of a commit's, which
+        # then had to upgrade it to a write: when another connection (a second LLM step's cache,
+        # another worker's) held the write lock, SQLite failed at once with "database is locked",
+        # without waiting, since a waiting reader could deadlock.
+        self.db = self._connect()  # commits (the writer thread)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill; fsync at checkpoints
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, finish_reason TEXT, "
             "tokens_in INTEGER, tokens_out INTEGER, error TEXT, detail TEXT)"
         )
+        self.lookups = self._connect()  # get_many (the event loop's thread)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill; fsync at checkpoints
+        return db
 
     def get_many(self, keys: list[str]) -> dict[str, Answer]:
         found: dict[str, Answer] = {}
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]
-            rows = self.db.execute(
+            rows = self.lookups.execute(
                 f"SELECT key, text, finish_reason, tokens_in, tokens_out, error, detail "
                 f"FROM answers WHERE key IN ({','.join('?' * len(part))})",
                 part,
@@ -75,12 +85,13 @@ class RequestCache:
         ]
         if rows:
             with self.db:
-                self.db.execute("BEGIN")
+                self.db.execute("BEGIN IMMEDIATE")  # the write lock first, waiting for it if need be
                 self.db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         return [row[0] for row in rows]
 
     def close(self) -> None:
         self.db.close()
+        self.lookups.close()
 
 
 class Writer(Executor):

@@ -89,6 +89,38 @@ def test_the_cache_is_sqlite_in_wal_mode(tmp_path):
     assert sqlite3.connect(tmp_path / FILE).execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+def test_two_caches_on_one_file_commit_while_lookups_run_without_database_is_locked(tmp_path):
+    """Two LLM steps of a stage (or two workers) keep one cache file, each committing on its
+    writer thread while lookups run on the event loop's thread. Lookups on the committing
+    connection made SQLite fail a commit at once with "database is locked" (CI, 2 cores)."""
+    import time
+
+    from curate.llm.types import Answer
+
+    first, second = RequestCache(tmp_path), RequestCache(tmp_path)
+    errors: list[BaseException] = []
+    until = time.monotonic() + 1.5
+
+    def keep_going(work):
+        try:
+            while time.monotonic() < until:
+                work()
+        except BaseException as e:
+            errors.append(e)
+
+    count = iter(range(10**9))
+    threads = [
+        threading.Thread(target=keep_going, args=(lambda c=c: c.put_many([(f"{id(c)}-{next(count)}", Answer("x"))]),))
+        for c in (first, second)
+    ] + [threading.Thread(target=keep_going, args=(lambda: first.get_many([f"k{i}" for i in range(50)]),))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sqlite3.connect(tmp_path / FILE).execute("SELECT COUNT(*) FROM answers").fetchone()[0] > 0
+
+
 def test_a_failed_commit_fails_the_call_instead_of_losing_answers(mock_llm, tmp_path, monkeypatch):
     backend = _cached(mock_llm, tmp_path)
 
