@@ -38,8 +38,9 @@ def fail(exc: BaseException) -> None:
         if hint:
             err.print(escape(hint), highlight=False)
         raise typer.Exit(2)
-    if isinstance(exc, KeyboardInterrupt):
-        raise typer.Exit(interrupts.report(exc.args[0] if exc.args else None))
+    interrupt = _interrupt_behind(exc)
+    if interrupt is not None or interrupts.was_interrupted():
+        raise typer.Exit(interrupts.report(interrupt.args[0] if interrupt and interrupt.args else None))
     denied = _denied(exc)
     if denied:  # the user's file system: a mode, an owner, a read-only mount, not curate
         err.print(f"[bold red]error:[/] {escape(denied)}", highlight=False)
@@ -54,6 +55,20 @@ def fail(exc: BaseException) -> None:
     err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
     err.print("this is a bug in curate; run with --debug for the traceback")
     raise typer.Exit(1)
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt `exc` is, or was raised while handling: unwinding from a SIGTERM may fail in
+    its turn (a pool whose workers the signal ended is broken), and that error is the interrupt's
+    doing, not a bug or a worker lost (CI saw a SIGTERM exit 1 so)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return at
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return None
 
 
 def _denied(exc: BaseException) -> str | None:

@@ -80,3 +80,30 @@ def test_a_fork_pools_terminated_workers_do_not_end_the_command():
     done = subprocess.run([sys.executable, "-c", FORK_POOL], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr)
+
+
+def test_an_error_raised_while_unwinding_from_a_signal_ends_as_the_signal(capsys, monkeypatch):
+    """A SIGTERM to the run's process group ends the pool's workers too; the pool, broken, may
+    raise while the run unwinds. That error is the signal's doing: exit 143 and the interrupt's
+    message, not "a worker process died" and exit 1 (as CI once saw)."""
+    import threading
+    from concurrent.futures.process import BrokenProcessPool
+
+    import typer
+
+    from curate.cli_errors import fail
+    from curate.errors import Interrupted
+
+    monkeypatch.setattr(interrupts, "_reported", threading.Lock())  # the message not yet printed
+    try:
+        try:
+            raise Interrupted(signal.SIGTERM)
+        except Interrupted:
+            raise BrokenProcessPool("A child process terminated abruptly")
+    except BrokenProcessPool as e:
+        unwinding = e
+    with pytest.raises(typer.Exit) as ended:
+        fail(unwinding)
+    assert ended.value.exit_code == 143
+    err = capsys.readouterr().err
+    assert interrupts.MESSAGE in err and "worker process died" not in err
