@@ -333,7 +333,7 @@ def run(
 
 def _submit_driver(r, run_args: list[str]) -> None:
     """--submit: the driver as a Slurm job (or, inside an allocation, an srun step of it, waited for)."""
-    from curate.engine.slurm import submit_driver
+    from curate.engine.slurm.submit import submit_driver
 
     job, log = submit_driver(r, run_args, lambda line: cli_errors.err.print(line, markup=False, highlight=False))
     if log is None:  # ran here, as a step of the allocation: its exit status is the run's
@@ -408,7 +408,7 @@ def _show_plan(
     the_plan = plan.make(r.steps, checked.sources, limit, workers)
     on_slurm = None
     if engine == "slurm":  # what it would submit: its scripts and job arrays (sinfo, scontrol: nothing sent)
-        from curate.engine.slurm import dry_run
+        from curate.engine.slurm.dry_run import dry_run
 
         on_slurm = dry_run(r, checked.sources, limit, workers, driver_args=driver_args)
     if as_json:
@@ -439,7 +439,7 @@ def _show_plan(
             )
     out.print(f"  output: {r.output.path}")
     if on_slurm:
-        from curate.engine.slurm import show_dry_run
+        from curate.engine.slurm.dry_run import show_dry_run
 
         show_dry_run(on_slurm, lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True))
     out.print("  (--dry-run --json prints the whole plan: every task, its inputs and _ord offset)")

@@ -321,7 +321,7 @@ class Step(BaseModel):
 
 
 class SlurmSpec(_Strict):
-    """`slurm:` how `--engine slurm` submits the run's tasks (curate/engine/slurm.py): sbatch options
+    """`slurm:` how `--engine slurm` submits the run's tasks (curate/engine/slurm/): sbatch options
     of every job array, and the shell lines that ready a node for curate. How a run is executed,
     never what it computes: not in the recipe's fingerprint."""
 

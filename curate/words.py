@@ -1,8 +1,12 @@
-"""Counted nouns in messages: "1 task", "2 tasks"; sizes: "12.5 MB"."""
+"""Counted nouns in messages: "1 task", "2 tasks"; "once", "3 times"; sizes: "12.5 MB"."""
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def size(n: float) -> str:

@@ -57,12 +57,11 @@ ENGINE_LAYERS = (("failpoints", "result"), ("rundir",), ("tasks",), ("work",), (
 
 
 def _engine_part(module: str) -> str | None:
-    """The part of curate/engine/ a module belongs to: `curate.engine.tasks.plan` -> tasks;
-    slurm_task runs beside slurm.py, so it counts as slurm."""
+    """The part of curate/engine/ a module belongs to: `curate.engine.tasks.plan` -> tasks."""
     parts = module.split(".")
     if parts[:2] != ["curate", "engine"] or len(parts) < 3:
         return None
-    return "slurm" if parts[2] == "slurm_task" else parts[2]
+    return parts[2]
 
 
 def _layer(part: str) -> int:
@@ -105,7 +104,7 @@ def test_the_engine_layering_check_sees_an_upward_import():
     assert _upward("curate.engine.tasks.task", ["curate.engine.run.runner"]) == ["curate.engine.run.runner"]
     assert _upward("curate.engine.local.pool", ["curate.engine.ray.worker", "curate.engine.work.worker"]) == [
         "curate.engine.ray.worker"]  # engines stand beside each other
-    assert _upward("curate.engine.slurm_task", ["curate.engine.slurm", "curate.engine.tasks.task"]) == []
+    assert _upward("curate.engine.slurm.task", ["curate.engine.slurm.batch", "curate.engine.tasks.task"]) == []
     assert _upward("curate.engine.run.runner", ["curate.engine.local.engine"]) == []
     code = "from curate.engine import run\ndef f():\n    from curate.engine.ray.nodes import x\n"
     assert [m for _, m in _engine_imports(ast.parse(code))] == ["curate.engine.run", "curate.engine.ray.nodes"]

@@ -18,6 +18,7 @@ from typing import Callable, Generic, Hashable, Sequence, TypeVar
 from curate.engine.failpoints import failpoint
 from curate.engine.result import TaskResult
 from curate.engine.tasks.plan import Task
+from curate.words import times
 
 Slot = TypeVar("Slot")
 Handle = TypeVar("Handle", bound=Hashable)
@@ -85,7 +86,7 @@ def dispatch(
                         free.append(slot)
                         continue
                     result = TaskResult.lost(
-                        tasks[i].name, f"the {executor.worker} died {_times(runs[i])} on this task ({e})"
+                        tasks[i].name, f"the {executor.worker} died {times(runs[i])} on this task ({e})"
                     )
                 free.append(slot)
                 take(i, result)
@@ -93,7 +94,3 @@ def dispatch(
         executor.cancel(list(running))
         raise
     executor.relay()
-
-
-def _times(n: int) -> str:
-    return {1: "once", 2: "twice"}.get(n, f"{n} times")

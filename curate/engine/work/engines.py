@@ -45,7 +45,7 @@ ENGINES: dict[str, Registered] = {
         needs=("ray", "pip install 'curate[ray]'"),
     ),
     "slurm": Registered(
-        "curate.engine.slurm:SlurmEngine",
+        "curate.engine.slurm.engine:SlurmEngine",
         "job arrays; the recipe's slurm: section, or --set slurm.partition=NAME",
         remote_workers=True,
     ),

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from curate.demo import generate
+from curate.engine.slurm import scripts
+from curate.errors import CurateError
 from curate.manifest import read as read_manifest
-from curate.engine import slurm
 from tests.curate.engine.faultkit import REPO, wait_for_failpoint
 from tests.curate.engine.slurmkit import MAX_ARRAY_SIZE, slurm_cluster  # noqa: F401 (a fixture)
 
@@ -117,16 +118,16 @@ def stopped_array_task(out: Path) -> str:
 
 
 def test_array_spec_compresses_indices_into_ranges():
-    assert slurm.array_spec([0, 1, 2, 3, 4], 2) == "0-4%2"
-    assert slurm.array_spec([7, 0, 2, 3, 9], None) == "0,2-3,7,9"
+    assert scripts.array_spec([0, 1, 2, 3, 4], 2) == "0-4%2"
+    assert scripts.array_spec([7, 0, 2, 3, 9], None) == "0,2-3,7,9"
 
 
 def test_a_model_stage_asks_slurm_for_the_gpus_its_steps_declare():
-    assert slurm.gres_for("gpu", 0) == "gpu" and slurm.gres_for("gpu:a100", 1) == "gpu:a100"  # Slurm's one
-    assert slurm.gres_for("gpu", 2) == "gpu:2" and slurm.gres_for("gpu:a100", 1.5) == "gpu:a100:2"
-    assert slurm.gres_for("gpu:4", 2) == "gpu:4"
-    with pytest.raises(slurm.CurateError, match="asks for 1 GPUs a task; a model step of the stage declares 2"):
-        slurm.gres_for("gpu:a100:1", 2)
+    assert scripts.gres_for("gpu", 0) == "gpu" and scripts.gres_for("gpu:a100", 1) == "gpu:a100"  # Slurm's one
+    assert scripts.gres_for("gpu", 2) == "gpu:2" and scripts.gres_for("gpu:a100", 1.5) == "gpu:a100:2"
+    assert scripts.gres_for("gpu:4", 2) == "gpu:4"
+    with pytest.raises(CurateError, match="asks for 1 GPUs a task; a model step of the stage declares 2"):
+        scripts.gres_for("gpu:a100:1", 2)
 
 
 def test_without_slurm_commands_the_error_says_what_is_missing(cli, tmp_path, monkeypatch):
@@ -177,7 +178,7 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
     assert f"--dependency=afterany:{stage0[0]['job']}" in stage0[1]["command"]
     script = (tmp_path / "slurm" / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
     for line in ("#SBATCH --partition=debug", "#SBATCH --time=10:00", "#SBATCH --comment=curate-test",
-                 "#SBATCH --cpus-per-task=1", "-m curate.engine.slurm_task"):
+                 "#SBATCH --cpus-per-task=1", "-m curate.engine.slurm.task"):
         assert line in script
     # Slurm itself ran them as array tasks: JOB_INDEX, one a task, all completed
     ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
@@ -357,7 +358,7 @@ def test_dry_run_prints_the_launch_scripts_and_array_sizes_and_submits_nothing(s
     assert "stage 1: a task per shard of stage 0 (known when it ends)" in res.output
     assert "fit of 03_containment_dedup first, its parallel pieces as arrays of at most 2 tasks" in res.output
     for line in ("#SBATCH --partition=debug", "#SBATCH --job-name=curate.near-dedup.stage0", "module load foo",
-                 "-m curate.engine.slurm_task BATCH_DIR"):
+                 "-m curate.engine.slurm.task BATCH_DIR"):
         assert line in res.output
     assert res.output.count("#!/bin/bash") == 3  # a launch script per stage
     res = cli("run", RECIPES / "near-dedup.yaml", *corpus, "--output", tmp_path / "out", "--engine", "slurm",
@@ -460,7 +461,7 @@ def test_env_setup_and_a_python_wrapper_run_each_task_as_the_container_guide_say
     logs = list((out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "logs").glob("*.out"))
     assert len(logs) == FILES and all("wrapper: ready" in log.read_text() for log in logs)
     script = (out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
-    assert "export CURATE_TEST_SETUP=ready\n" in script and f"exec {wrapper} -m curate.engine.slurm_task" in script
+    assert "export CURATE_TEST_SETUP=ready\n" in script and f"exec {wrapper} -m curate.engine.slurm.task" in script
 
 
 @pytest.mark.slurm

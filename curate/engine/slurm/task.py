@@ -1,4 +1,4 @@
-"""One Slurm array task of a run: `python -m curate.engine.slurm_task BATCH_DIR ITEM`.
+"""One Slurm array task of a run: `python -m curate.engine.slurm.task BATCH_DIR ITEM`.
 
 BATCH_DIR is a batch that slurm.py wrote under the run's `_work/slurm/`: `batch.json` (the run's
 lock files, the driver that submitted it, the working directory, the task's cores), `ctx.pkl`
@@ -145,7 +145,7 @@ def where() -> dict:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m curate.engine.slurm_task BATCH_DIR ITEM", file=sys.stderr)
+        print("usage: python -m curate.engine.slurm.task BATCH_DIR ITEM", file=sys.stderr)
         return 2
     directory, item = Path(argv[0]), int(argv[1])
     store = None

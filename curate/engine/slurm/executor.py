@@ -1,0 +1,126 @@
+"""A stage's tasks, and a Global fit's `map` pieces, as batches of array tasks (engine.py)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from curate.engine.failpoints import failpoint
+from curate.engine.result import TaskResult
+from curate.engine.slurm.scripts import stage_resources
+from curate.engine.tasks.context import StageContext
+from curate.engine.tasks.plan import Task
+from curate.engine.work import shared_dir
+from curate.engine.work.executor import Executor
+from curate.words import count
+
+if TYPE_CHECKING:
+    from curate.engine.slurm.engine import SlurmEngine
+
+
+class SlurmExecutor(Executor):
+    """A stage's tasks as one job array (split past MaxArraySize), `map` pieces likewise. For a
+    model stage (`model`), the array tasks ask for `slurm.gres` (GPUs) and each runs as one
+    model worker."""
+
+    worker = "Slurm array task"
+
+    def __init__(self, engine: "SlurmEngine", model: bool = False, cpu_workers: int = 1):
+        self.engine = engine
+        self.model = model
+        self.workers = [None] * (max(1, cpu_workers) if model else 1)  # what the runner counts of a model pool
+        self.maps = 0
+        self.pushed: dict[str, dict] = {}  # with a store: per fit directory, the versions of its files there
+
+    def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
+        self.engine.run_name = ctx.recipe.name
+        cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model, len(self.workers))
+        name = f"stage{ctx.stage.index}"
+        batch = self.engine.new_batch(
+            name,
+            [("task", task) for task in tasks],
+            {"ctx": "ctx.pkl", "tasks": [t.name for t in tasks]},
+            cpus,
+            parallel,
+            mem,
+            gres,
+        )
+        (batch.directory / "ctx.pkl").write_bytes(pickle.dumps((ctx, self.engine.store)))
+        if self.engine.store is not None:
+            self.engine.store.put(batch.directory / "ctx.pkl")
+        self.engine.status(
+            f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
+            f"{'srun steps' if self.engine.allocation else 'a job array'} "
+            f"(at most {parallel} at once, {cpus} CPUs each"
+            f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}"
+        )
+
+        def describe(i: int) -> str:
+            return f"stage {ctx.stage.index} task {tasks[i].name}"
+
+        def done(i: int, result) -> None:
+            failpoint("task-done")
+            take(i, result)
+
+        self.engine.run_batch(batch, parallel, describe, done)
+
+    def map(self, fn, *iterables, files_in: str | None = None) -> list:
+        """`fn` over the items as an array of one-CPU tasks on the cluster (a fit's pieces, which
+        read and write `files_in` on the shared filesystem; the publisher's merges)."""
+        pieces = list(zip(*iterables))
+        if not pieces:
+            return []
+        store = self.engine.store
+        if store is not None and files_in is None:
+            # Work that names no directory of its own (the publisher's merges) reads the run's
+            # files, which nodes that share no disk do not see: it runs here
+            return [fn(*args) for args in pieces]
+        self.maps += 1
+        fname = getattr(getattr(fn, "func", fn), "__name__", "map").strip("<>")
+        spec = self.engine.spec
+        view = None
+        if store is not None:  # the fit's directory through the store, for nodes that do not see it
+            assert files_in is not None
+            view = shared_dir.push(store, Path(files_in), self.pushed.setdefault(files_in, {}))
+        parallel = max(1, self.engine.cores // (spec.cpus_per_task or 1))
+        # As many array tasks as run at once, each running its share of the pieces in turn: an
+        # array task's start (a Python process importing curate) is paid once per share
+        groups = [list(range(len(pieces)))[g::parallel] for g in range(min(parallel, len(pieces)))]
+        batch = self.engine.new_batch(
+            f"map{self.maps}-{fname}",
+            [
+                ("calls", fn, [pieces[i] for i in group])
+                if view is None
+                else ("shared", files_in, view, fn, [pieces[i] for i in group])
+                for group in groups
+            ],
+            {},
+            spec.cpus_per_task or 1,
+            parallel,
+            None,
+            None,
+        )
+        results: list = [None] * len(pieces)
+        written: list = []  # with a store: the files each piece wrote (shared_dir.run_piece)
+
+        def place(g: int, share) -> None:  # an array task's share of the pieces: their results in place
+            for i, result in zip(groups[g], share):
+                if view is not None:
+                    result, files = result
+                    written.append(files)
+                results[i] = result
+
+        self.engine.run_batch(batch, parallel, lambda g: f"{fname} pieces {_listed(groups[g])} of {len(pieces)}", place)
+        if store is not None:
+            assert files_in is not None
+            shared_dir.receive(store, Path(files_in), written, self.pushed[files_in])
+        return results
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self.engine.cancel()
+
+
+def _listed(numbers: list[int], shown: int = 8) -> str:
+    return ", ".join(map(str, numbers[:shown])) + (", ..." if len(numbers) > shown else "")
