@@ -4,14 +4,16 @@ The engine writes it once fitted (`save`), reads it back in every worker and on 
 (`FitState.load`), ships the files it names (`files`) to workers that do not see the run's
 disk, removes the rest of the fit's work directory, and puts its `summary` in the manifest.
 Most fits return one of the two standard states here: `Decisions` (which rows go, and why:
-dedup, pruning) or `Value` (one small value: a threshold); others subclass FitState.
+dedup, pruning) or `Value` (one small value: a threshold); others subclass FitState, which
+gives them the defaults below (a state that only implements the four methods is one too: the
+check is structural).
 """
 
 from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -21,9 +23,10 @@ import pyarrow.parquet as pq
 from curate.result import Verdict
 
 
-class FitState:
-    """Base of every fit's state. The state must pickle; large parts live in files under the
-    fit's workdir, named by `files`."""
+@runtime_checkable
+class FitState(Protocol):
+    """The protocol of every fit's state. The state must pickle; large parts live in files under
+    the fit's workdir, named by `files`."""
 
     def files(self) -> list[str]:
         """The files under the fit's workdir that `apply` reads. Default: none."""

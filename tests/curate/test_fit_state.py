@@ -10,9 +10,35 @@ from curate.fit_state import ROW_GROUP_ROWS, Decisions, FitState, Value
 from curate.ops import Global
 
 
+class Empty(FitState):
+    """A state that takes every default."""
+
+
 def test_the_defaults_name_no_file_and_no_summary():
-    state = FitState()
-    assert state.files() == [] and state.summary() is None
+    state = Empty()
+    assert state.files() == [] and state.summary() is None and isinstance(FitState.load(state.save()), Empty)
+
+
+class OwnState:
+    """A state that implements the protocol without subclassing FitState."""
+
+    def files(self):
+        return []
+
+    def summary(self):
+        return {"own": True}
+
+    def save(self):
+        return b""
+
+    @staticmethod
+    def load(data):
+        return OwnState()
+
+
+def test_fit_state_is_a_protocol_checked_by_its_methods():
+    assert isinstance(OwnState(), FitState) and isinstance(Value(1), FitState)
+    assert not isinstance(0.5, FitState) and not isinstance({"files": []}, FitState)
 
 
 def test_a_state_saved_loads_equal():
