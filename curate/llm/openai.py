@@ -135,7 +135,12 @@ class OpenAIBackend:
 
     async def generate(self, requests: list[Request], on_answer: OnAnswer) -> list[Answer]:
         """Up to `concurrency` senders pull the requests in turn (not one task per request: a
-        batch holds thousands), under a limit shared by the calls in flight on this loop."""
+        batch holds thousands), under a limit shared by the calls in flight on this loop. A sender
+        holds its place in the limit until its call has no request left: the calls get the places
+        in the order they came (the io stage's batches in input order: the first one is done, and
+        its rows built, while the later ones keep the requests in flight; handed over request by
+        request, the places went round the batches, which all ended together at the task's end),
+        and a request costs no hand-over (a waiting sender's wake-up)."""
         loop = asyncio.get_running_loop()
         if self._limit is None or self._limit[0] is not loop:
             self._limit = (loop, asyncio.Semaphore(self.concurrency))
@@ -145,10 +150,10 @@ class OpenAIBackend:
         session = await self._held_session(loop)
 
         async def sender() -> None:
-            for i, request in todo:
-                async with limit:
+            async with limit:
+                for i, request in todo:
                     answer = answers[i] = await self._send(session, request)
-                on_answer(i, answer)
+                    on_answer(i, answer)
 
         await _gather_or_cancel([sender() for _ in range(min(self.concurrency, len(requests)))])
         return cast(list[Answer], answers)  # every request answered (or an exception raised)

@@ -6,6 +6,7 @@ a URI), each task copies its files there once done, as the Ray engine's tasks do
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -17,11 +18,16 @@ from curate.engine.result import TaskResult
 from curate.engine.rundir.layout import RunLayout
 from curate.engine.tasks.context import Progress, StageContext
 from curate.engine.tasks.plan import Task, available_cores
-from curate.engine.tasks.task import run_task
+from curate.engine.tasks.steps import event_loop
+from curate.engine.tasks.task import is_async_stage, run_task, run_task_async
 from curate.engine.work import work_store
 from curate.engine.work.dispatch import dispatch
 from curate.engine.work.executor import Engine, Executor
 from curate.engine.work.worker import FutureSlots, PoolSlots, in_run, spawn_pool, stop_pool, worker_context
+
+# An async stage's tasks under way at once in one process (LocalExecutor._overlapped): the next one
+# reads its input and sends its first requests while the one before sends its last and writes.
+TASKS_OVERLAPPED = 2
 
 # CPU workers started ahead of the run that takes them: (processes, pool, its progress queue)
 _ahead: tuple[int, ProcessPoolExecutor, object] | None = None
@@ -82,7 +88,9 @@ class LocalExecutor(PoolSlots, Executor):
 
     def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         parallel = ctx.stage.policy.parallel
-        if self.pool is None or parallel == 1:
+        if (self.pool is None or parallel == 1) and is_async_stage(ctx):
+            event_loop().run_until_complete(self._overlapped(ctx, tasks, take))
+        elif self.pool is None or parallel == 1:
             for i, task in enumerate(tasks):
                 take(i, self._inline(ctx, task))
         elif ctx.stage.policy.threads:
@@ -93,10 +101,39 @@ class LocalExecutor(PoolSlots, Executor):
             dispatch(tasks, list(range(parallel)), self, take)
 
     def _inline(self, ctx: StageContext, task: Task, progress: Progress | None = None) -> TaskResult:
-        result = run_task(ctx, task, progress or self.progress)
+        return self._stored(ctx, run_task(ctx, task, progress or self.progress))
+
+    def _stored(self, ctx: StageContext, result: TaskResult) -> TaskResult:
         if self.store is not None:
             work_store.put_task_files(self.store, ctx.layout, result)
         return result
+
+    async def _overlapped(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
+        """An async stage's tasks in this process, TASKS_OVERLAPPED at once on its event loop. One
+        after another, each drained its requests in flight before the next sent any, and read its
+        input, built its rows and wrote its shards with none in flight (generate_qa over 4 files:
+        bench/sections/synth.py). Each task writes its own files and the runner folds the results
+        in task order, so the output is the same; the backend's limit on requests in flight is
+        shared by them all."""
+        running: dict[asyncio.Future, int] = {}
+        try:
+            for i, task in enumerate(tasks):
+                while len(running) >= TASKS_OVERLAPPED:
+                    await self._take_done(ctx, running, take)
+                running[asyncio.ensure_future(run_task_async(ctx, task, self.progress))] = i
+            while running:
+                await self._take_done(ctx, running, take)
+        finally:  # a task failed (or the run is stopping): the others abort what they were writing
+            for pending in running:
+                pending.cancel()
+            if running:
+                await asyncio.wait(running)
+
+    async def _take_done(self, ctx: StageContext, running: dict, take: Callable[[int, TaskResult], None]) -> None:
+        done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for future in sorted(done, key=running.__getitem__):
+            i = running.pop(future)
+            take(i, self._stored(ctx, future.result()))  # a failed task's error raised here
 
     def start(self, slot: int, task: Task) -> Future:
         assert self.pool is not None  # run() dispatches here only with a pool

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import inspect
 import time
+from contextlib import contextmanager
 from typing import Callable, Iterator, Protocol, cast
 
 import numpy as np
@@ -245,10 +246,6 @@ async def run_async(
     once; each one's trace, counts and output are committed in input order, so the result is
     the same as one batch at a time."""
     in_flight: list[asyncio.Task] = []
-    # Batches in flight hold thousands of live requests; with the default thresholds the garbage
-    # collector rescans them every few hundred allocations (a third of the CPU of 100k requests).
-    thresholds = gc.get_threshold()
-    gc.set_threshold(20_000, 20, 20)
 
     def finish(done: tuple[pa.RecordBatch, _InFlight]) -> None:
         batch, mine = done
@@ -262,16 +259,39 @@ async def run_async(
         commit(batch)
 
     try:
-        for i, batch in enumerate(batches):
-            in_flight.append(asyncio.ensure_future(_through_steps(ctx, task, ops, batch, first=i == 0)))
-            if len(in_flight) >= IO_BATCHES_IN_FLIGHT:
+        with _fewer_collections():
+            for i, batch in enumerate(batches):
+                in_flight.append(asyncio.ensure_future(_through_steps(ctx, task, ops, batch, first=i == 0)))
+                if len(in_flight) >= IO_BATCHES_IN_FLIGHT:
+                    finish(await in_flight.pop(0))
+            while in_flight:
                 finish(await in_flight.pop(0))
-        while in_flight:
-            finish(await in_flight.pop(0))
     finally:
-        gc.set_threshold(*thresholds)
         for pending in in_flight:
             pending.cancel()
+
+
+_collecting_less = 0  # tasks of an async stage under way in this process (several at once: engine.py)
+_thresholds = gc.get_threshold()  # the collector's own, put back when the last of them ends
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """The garbage collector's thresholds raised while an async stage's batches are in flight: they
+    hold thousands of live requests, which the default thresholds rescan every few hundred
+    allocations (a third of the CPU of 100k requests). Set by the first task of those under way at
+    once, put back by the last."""
+    global _collecting_less, _thresholds
+    if not _collecting_less:
+        _thresholds = gc.get_threshold()
+        gc.set_threshold(20_000, 20, 20)
+    _collecting_less += 1
+    try:
+        yield
+    finally:
+        _collecting_less -= 1
+        if not _collecting_less:
+            gc.set_threshold(*_thresholds)
 
 
 _loop: asyncio.AbstractEventLoop | None = None

@@ -195,6 +195,58 @@ def _observed(batches: Iterator[pa.RecordBatch], summaries: dict) -> Iterator[pa
         yield batch
 
 
+class _Open:
+    """A task under way: its operators, writers, counts and observers' summaries, from its start
+    until its result is written."""
+
+    def __init__(self, ctx: StageContext, task: Task, failure: str | None = None):
+        self.ctx, self.task = ctx, task
+        self.ops = operators_for(ctx) if failure is None else []  # a failed task loads no model
+        steps = ctx.stage.all_steps
+        self.preparer = self.ops[len(steps)] if ctx.next_global and self.ops else None
+        self.stats: dict[str, StepStats] = {}
+        self.traces = Traces(ctx, task)
+        out = ctx.recipe.output
+        self.data = ShardWriter(
+            Path(ctx.layout.data),
+            task.name,
+            shard_bytes=out.shard_mb << 20,
+            compression=out.parquet_compression if ctx.final else "zstd",
+        )
+        self.summaries = observers.task_summaries(
+            ctx.observers, reads_input=bool(task.sources), writes_output=ctx.final
+        )
+
+    def commit(self, batch: pa.RecordBatch) -> None:
+        _commit(batch, self.ctx, self.preparer, self.data, self.stats, self.summaries)
+
+    def close(self) -> None:
+        self.data.close()
+        self.traces.close()
+
+    def abort(self) -> None:
+        self.data.abort()
+        self.traces.abort()
+
+    def result(self, retried: dict[str, int], files: Files) -> TaskResult:
+        """The task's result, written as its done marker (after its observers' summaries)."""
+        for step in self.ctx.stage.all_steps:  # steps that saw no rows still report zeros
+            self.stats.setdefault(step.label, StepStats())
+        result = TaskResult(
+            self.task.name,
+            [p.name for p in self.data.paths],
+            self.traces.files(),
+            self.stats,
+            observed=any(self.summaries.values()),
+            retries=retried,
+            shard_rows=self.data.shard_rows,
+        )
+        if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
+            files.write_bytes(self.ctx.layout.observed(self.task.name), pickle.dumps(self.summaries))
+        files.write_bytes(self.ctx.layout.done(self.task.name), result.to_json())
+        return result
+
+
 def run_task(
     ctx: StageContext, task: Task, progress: Progress | None = None, failure: str | None = None, files: Files = Files()
 ) -> TaskResult:
@@ -202,93 +254,82 @@ def run_task(
 
     With `failure` (the error of a worker that died on this task too often), its rows are not
     processed but traced at the stage's first step with that error, so none is lost."""
-    ops = operators_for(ctx) if failure is None else []  # a failed task loads no model
-    steps = ctx.stage.all_steps
-    preparer = ops[len(steps)] if ctx.next_global and ops else None
-    stats: dict[str, StepStats] = {}
-    traces = Traces(ctx, task)
-    out = ctx.recipe.output
-    data = ShardWriter(
-        Path(ctx.layout.data),
-        task.name,
-        shard_bytes=out.shard_mb << 20,
-        compression=out.parquet_compression if ctx.final else "zstd",
-    )
-    summaries = observers.task_summaries(ctx.observers, reads_input=bool(task.sources), writes_output=ctx.final)
-
-    def commit(batch: pa.RecordBatch) -> None:
-        _commit(batch, ctx, preparer, data, stats, summaries)
-
+    t = _Open(ctx, task, failure)
     try:
         with retries.tally() as retried:
-            _run_steps(ctx, task, ops, stats, traces, progress, failure, commit, summaries)
-        data.close()
-        traces.close()
+            _run_steps(t, progress, failure)
+        t.close()
     except BaseException:
-        data.abort()
-        traces.abort()
+        t.abort()
         raise
-    for step in steps:  # steps that saw no rows still report zeros
-        stats.setdefault(step.label, StepStats())
-    result = TaskResult(
-        task.name,
-        [p.name for p in data.paths],
-        traces.files(),
-        stats,
-        observed=any(summaries.values()),
-        retries=retried,
-        shard_rows=data.shard_rows,
-    )
-    if result.observed:  # beside the marker, written before it: a resumed run merges the same summaries
-        files.write_bytes(ctx.layout.observed(task.name), pickle.dumps(summaries))
-    files.write_bytes(ctx.layout.done(task.name), result.to_json())
-    return result
+    return t.result(retried, files)
 
 
-def _run_steps(
-    ctx: StageContext,
-    task: Task,
-    ops: list,
-    stats: dict,
-    traces: Traces,
-    progress: Progress | None,
-    failure: str | None,
-    commit,
-    summaries: dict,
-) -> None:
-    """The task's rows read, passed through the stage's steps and committed."""
-    steps = ctx.stage.all_steps
+def is_async_stage(ctx: StageContext) -> bool:
+    """Whether the stage has an async step (LLM calls): its batches are in flight at once."""
+    return any(inspect.iscoroutinefunction(getattr(s.op_class, "process", None)) for s in ctx.stage.all_steps)
+
+
+async def run_task_async(ctx: StageContext, task: Task, progress: Progress | None = None) -> TaskResult:
+    """`run_task` of an async stage's task on the running event loop, beside other tasks of the
+    stage (curate/engine/local/engine.py): the same files, counts and result."""
+    t = _Open(ctx, task)
+    try:
+        with retries.tally() as retried:
+            await _run_async_steps(t, progress, _input(t, progress))
+        t.close()
+    except BaseException:
+        t.abort()
+        raise
+    return t.result(retried, files=Files())
+
+
+def _input(t: _Open, progress: Progress | None) -> Iterator[pa.RecordBatch]:
+    """The task's rows as read, seen by the run's observers, counted as read."""
+    ctx, task = t.ctx, t.task
 
     def bytes_read(n: int) -> None:
         if progress and n:
             progress(f"{READ_BYTES}{ctx.stage.index}:{task.name}", n, 0)
 
-    batches = _observed(_rows(ctx, task, stats, traces, bytes_read), summaries)
+    batches = _observed(_rows(ctx, task, t.stats, t.traces, bytes_read), t.summaries)
     if progress and task.sources:
         batches = _counted(batches, progress)
-    if failure is None and any(inspect.iscoroutinefunction(getattr(op, "process", None)) for op in ops[: len(steps)]):
-        rows = steps[0].rows_per_batch()  # an async stage's batches are sized by its first step
-        event_loop().run_until_complete(
-            run_async(
-                ctx,
-                task,
-                ops[: len(steps)],
-                rebatch(batches, rows) if rows else batches,
-                stats,
-                traces,
-                progress,
-                commit,
-            )
-        )
+    return batches
+
+
+def _run_async_steps(t: _Open, progress: Progress | None, batches: Iterator[pa.RecordBatch]):
+    """The async stage's steps over the task's batches (sized by its first step), committed in order."""
+    steps = t.ctx.stage.all_steps
+    rows = steps[0].rows_per_batch()
+    return run_async(
+        t.ctx,
+        t.task,
+        t.ops[: len(steps)],
+        rebatch(batches, rows) if rows else batches,
+        t.stats,
+        t.traces,
+        progress,
+        t.commit,
+    )
+
+
+def _run_steps(t: _Open, progress: Progress | None, failure: str | None) -> None:
+    """The task's rows read, passed through the stage's steps and committed."""
+    ctx, task, ops = t.ctx, t.task, t.ops
+    steps = ctx.stage.all_steps
+    batches = _input(t, progress)
+    if failure is None and is_async_stage(ctx):
+        event_loop().run_until_complete(_run_async_steps(t, progress, batches))
         batches = iter(())
     if failure is not None:
         first = steps[0]
         batches = (
-            fail_all(b, first, ctx, stats.setdefault(first.label, StepStats()), traces, failure) for b in batches
+            fail_all(b, first, ctx, t.stats.setdefault(first.label, StepStats()), t.traces, failure) for b in batches
         )
     for op, step in zip(ops, steps):
-        batches = step_stream(batches, op, step, ctx, task, stats, traces, progress)
+        batches = step_stream(batches, op, step, ctx, task, t.stats, t.traces, progress)
     for batch in batches:
         if ops:
             failpoint("model-batch" if ctx.stage.resource_class == "model" else "task-batch")
-        commit(batch)
+        t.commit(batch)

@@ -133,3 +133,24 @@ def test_an_endpoint_that_stops_accepting_connections_stops_the_run():
     backend = OpenAIBackend("mock", "http://127.0.0.1:9/v1", max_retries=1, backoff_s=0.0)
     with pytest.raises(BackendError, match="stopped accepting connections"):
         _generate(backend, [_request("x")])
+
+
+def test_calls_at_once_get_the_places_in_flight_in_the_order_they_came(mock_llm):
+    """The io stage's batches in flight share the limit: the first batch's requests all go before
+    the next batch sends any (its answer is read while the later ones keep the places busy), not
+    interleaved with them, as places handed over request by request were."""
+    backend = OpenAIBackend("mock", mock_llm.url, concurrency=3)
+    order: list[tuple[int, int]] = []
+
+    async def both():
+        calls = [[_request(f"call {c} asks {i}") for i in range(12)] for c in range(3)]
+        return await asyncio.gather(
+            *(backend.generate(requests, lambda i, a, c=c: order.append((c, i))) for c, requests in enumerate(calls))
+        )
+
+    answers = asyncio.run(both())
+    assert all(a.ok for call in answers for a in call)
+    calls_in_order = [c for c, _ in order]
+    # a call sends once the calls before it have sent all theirs (3 places: 2 of their requests may
+    # still be out then), so at most 2 of their answers come after its first
+    assert calls_in_order.index(1) >= 12 - 2 and calls_in_order.index(2) >= 24 - 2, calls_in_order
