@@ -38,10 +38,12 @@ def corpora(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def ablate_args():
-    """A fast ablation's arguments: the micro model, 64-token sequences, batch 8, one thread."""
+    """A fast ablation's arguments: the micro model, 64-token sequences, batch 8, one thread, the
+    runs one after another in this process (--jobs 1: spawning a process per run, each importing
+    torch, cost a test 10-20 s; test_runs_side_by_side_* gives --jobs 2, which overrides it)."""
     return fast
 
 
 def fast(root: Path, out: Path, *more, tokens=8192, seeds=2):
-    return ["ablate", *more, "-o", out, "--tokens", tokens, "--model", root / "micro.json", "--seeds", seeds,
+    return ["ablate", "--jobs", 1, *more, "-o", out, "--tokens", tokens, "--model", root / "micro.json", "--seeds", seeds,
             "--seq-len", 64, "--batch", 8, "--lr", "3e-3", "--threads", 1, "--eval-tokens", 3000]
