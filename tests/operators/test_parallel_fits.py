@@ -72,7 +72,7 @@ def fit_decisions(op, texts: list[str], batch_rows: int, workdir: Path, parallel
     return pq.read_table(state.path).to_pylist(), state.removed
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**16), docs=st.integers(1, 60), batch_rows=st.integers(1, 25),
        op=st.sampled_from([ContainmentDedup, MinhashDedup]))
 @example(seed=0, docs=1, batch_rows=1, op=ContainmentDedup)  # one piece
@@ -88,7 +88,7 @@ def test_near_dedup_fit_is_the_same_on_worker_processes(pool, tmp_path, seed, do
 SPILL = 1e-9  # GB: a budget so small that every fit takes its on-disk path
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**16), docs=st.integers(1, 60), batch_rows=st.integers(1, 25),
        op=st.sampled_from([ContainmentDedup, MinhashDedup, ExactDedup]))
 @example(seed=0, docs=1, batch_rows=1, op=MinhashDedup)  # one row: no edge to spill

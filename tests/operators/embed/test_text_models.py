@@ -102,7 +102,7 @@ def test_batch_size_and_bucketing_change_vectors_only_by_rounding(minilm):
     sub-batches differently and the CPU kernels round differently: equal within 1e-5."""
     rng = np.random.default_rng(0)
     vocab = "the of and a data model text curate embed rows batch token length order".split()
-    texts = [" ".join(rng.choice(vocab, int(n))) for n in rng.integers(1, 80, size=60)]
+    texts = [" ".join(rng.choice(vocab, int(n))) for n in rng.integers(1, 80, size=24)]
     runs = {}
     for key, kw in {"b64": {"batch_size": 64}, "b64-again": {"batch_size": 64}, "b1": {"batch_size": 1},
                     "b7": {"batch_size": 7}, "tokens": {"batch_size": 64, "max_batch_tokens": 300}}.items():
