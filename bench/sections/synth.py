@@ -95,8 +95,9 @@ def main() -> None:
         "nothing more. curate also reads the JSONL input, keys every request (SHA-256 of prompt and sampling), "
         "commits each answer to its SQLite cache, parses it into question-answer pairs, builds the rows in Arrow "
         "and writes Parquet, and pays `curate run`'s start-up (imports, preflight check of the endpoint) and "
-        "its report; its input's 4 files are 4 tasks, run one after another, each draining its requests in flight "
-        "before the next starts. With both sides on 2 shared cores, the client CPU this costs comes out of the wall rate.",
+        "its report; its input's 4 files are 4 tasks, two under way at once on one event loop (the next one reads "
+        "and sends while the one before finishes). With both sides on 2 shared cores, the client CPU this costs "
+        "comes out of the wall rate.",
     ])
     h.emit(args, body, [[f"generate_qa, requests/s vs a bare aiohttp loop ({args.concurrency} in flight)",
                          f"{mean['curate']['per_s']:,.0f}/s = {share:.0%} of {mean['bare']['per_s']:,.0f}/s",
