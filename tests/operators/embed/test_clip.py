@@ -78,8 +78,10 @@ def test_images_from_local_paths_and_structs(cli, tmp_path, tiny_clip):
     trace = pq.read_table(tmp_path / "out" / "trace" / "01_embed.parquet").sort_by("_id")
     details = dict(zip(trace.column("_id").to_pylist(), trace.column("detail").to_pylist()))
     assert set(details) == {"gone", "bad"} and "no such file" in details["gone"]
-    # The same images as bytes and as Hugging Face datasets Image structs give the same vectors.
-    op = Embed(EmbedParams(backend="open_clip", model=str(tiny_clip), modality="image", column="image"))
+    # The same images as bytes and as Hugging Face datasets Image structs give the same vectors,
+    # decoded here in this process (the run decoded them in its decode process).
+    op = Embed(EmbedParams(backend="open_clip", model=str(tiny_clip), modality="image", column="image",
+                           decode_workers=0))
     structs = pa.array([{"bytes": None, "path": str(tmp_path / "img" / "red.png")},
                         {"bytes": png(BLUE), "path": None}], pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
     b = op.process(pa.RecordBatch.from_pydict({"_id": ["red", "blue"], "image": structs}))
@@ -89,7 +91,8 @@ def test_images_from_local_paths_and_structs(cli, tmp_path, tiny_clip):
 def test_an_image_column_of_the_wrong_type(tiny_clip):
     from curate.errors import InputError
 
-    op = Embed(EmbedParams(backend="open_clip", model=str(tiny_clip), modality="image", column="image"))
+    op = Embed(EmbedParams(backend="open_clip", model=str(tiny_clip), modality="image", column="image",
+                           decode_workers=0))
     with pytest.raises(InputError, match="image column 'image' must hold"):
         op.process(pa.RecordBatch.from_pydict({"_id": ["a"], "image": [1]}))
 

@@ -46,8 +46,10 @@ def pairs():
 
 def test_equals_open_clip_own_cosine(tiny_clip):
     images, captions = pairs()
-    op = ClipScore(ClipScoreParams(model=str(tiny_clip), batch_size=4, device="cpu", keep_embedding=True),
-                   text_column="caption")
+    # decode_workers 0 here and below: a decode process spawned per model load costs seconds; the pool
+    # is checked against decoding inline in test_decode_workers_* and run in test_undecodable_*
+    op = ClipScore(ClipScoreParams(model=str(tiny_clip), batch_size=4, device="cpu", keep_embedding=True,
+                                   decode_workers=0), text_column="caption")
     batch = pa.RecordBatch.from_pydict({"image": pa.array(images, pa.binary()), "caption": captions})
     out = op.process(batch)
     scores = out.column("quality_clip_score").to_numpy()
@@ -65,14 +67,14 @@ def test_missing_and_unreadable_rows_and_min_score(tiny_clip):
     images, captions = pairs()
     vals = [images[0], None, b"not an image", images[3]]
     caps = ["a", "b", "c", None]
-    op = ClipScore(ClipScoreParams(model=str(tiny_clip), device="cpu"), text_column="caption")
+    op = ClipScore(ClipScoreParams(model=str(tiny_clip), device="cpu", decode_workers=0), text_column="caption")
     out, verdict = op.process(pa.RecordBatch.from_pydict({"image": pa.array(vals, pa.binary()), "caption": caps}))
     assert verdict.keep.tolist() == [True, False, False, False]
     assert [verdict.reason[i] for i in (1, 2, 3)] == ["no_image", "unreadable_image", "no_caption"]
     assert out.column("quality_clip_score").null_count == 3
     score = out.column("quality_clip_score")[0].as_py()
-    cut = ClipScore(ClipScoreParams(model=str(tiny_clip), device="cpu", min_score=min(1.0, score + 1e-6)),
-                    text_column="caption")
+    cut = ClipScore(ClipScoreParams(model=str(tiny_clip), device="cpu", min_score=min(1.0, score + 1e-6),
+                                    decode_workers=0), text_column="caption")
     _, verdict = cut.process(pa.RecordBatch.from_pydict({"image": pa.array(vals[:1], pa.binary()),
                                                          "caption": caps[:1]}))
     assert verdict.keep.tolist() == [False] and verdict.reason[0] == "clip_score_low"
@@ -108,7 +110,7 @@ def test_clip_score_then_top_fraction_on_webdataset_through_curate_run(cli, tmp_
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"input: {{path: '{tmp_path / 'in'}', text_column: caption}}\n"
                       f"output: {{path: '{tmp_path / 'out'}', format: webdataset}}\nsteps:\n"
-                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu}}\n"
+                      f"  - clip_score: {{model: '{tiny_clip}', device: cpu, decode_workers: 0}}\n"
                       f"  - clip_score_select: {{fraction: 0.5}}\n")
     res = cli("run", recipe, "-w", "1")
     assert res.exit_code == 0, res.output
