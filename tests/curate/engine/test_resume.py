@@ -63,7 +63,7 @@ _kills = itertools.count()
 # Every phase x target would be 14 runs: here a sample, drawn anew each time, beside the
 # boundaries (the first and last phase, inside a fit, the output staged). bench/sections/faults.py
 # kills runs at every failpoint and at random points, many times.
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(point=st.sampled_from(PHASES), whole_group=st.booleans())
 @example(point="task-done", whole_group=True)
 @example(point="published-data", whole_group=False)

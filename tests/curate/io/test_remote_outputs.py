@@ -3,12 +3,15 @@ is the commit marker, so a prefix killed at any failpoint is never a finished ru
 gives the uninterrupted bytes; --overwrite replaces only a prefix curate wrote, manifest first;
 a second run is refused by the store's lease; a store that cannot be written is exit 2."""
 
+import itertools
 import json
 import uuid
 from pathlib import Path
 
 import fsspec
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from curate import demo
 from curate.engine.local import engine as local_engine
@@ -114,11 +117,20 @@ def resume_corpus(tmp_path_factory):
     return root, local_digest(root / "ref")
 
 
-@pytest.mark.parametrize("point", PHASES)
-def test_a_store_to_store_run_killed_at_each_failpoint_resumes_to_the_same_bytes(resume_corpus, s3, tmp_path, point):
+_kills = itertools.count()
+
+
+# Every phase would be 7 runs: a sample, drawn anew each time, beside the boundaries (the first
+# and the last phase, inside a fit); bench/sections/faults.py kills at every failpoint.
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(point=st.sampled_from(PHASES))
+@example(point="task-done")
+@example(point="fit")
+@example(point="published-data")
+def test_a_store_to_store_run_killed_at_a_failpoint_resumes_to_the_same_bytes(resume_corpus, s3, tmp_path, point):
     root, reference = resume_corpus
     input_on_store(["--input", f"{root}/in/*.jsonl.gz"], QUICKSTART, "s3://inp/resume")
-    out = f"s3://out/{point.replace('@', '-')}"
+    out = f"s3://out/{point.replace('@', '-')}-{next(_kills)}"
     path = store_recipe(tmp_path, "killed", out)
     proc = faultkit.start(path, failpoint=point)
     assert faultkit.wait_for_failpoint(proc), f"the run never reached {point}: {proc.stderr.read().decode()}"
