@@ -48,7 +48,7 @@ def corpora(draw):
     return texts, draw(st.sampled_from([0.5, 0.8, 0.9]))
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(corpora())
 def test_agrees_with_brute_force_containment(tmp_path_factory, case):
     texts, tau = case
