@@ -22,6 +22,12 @@ WITH_MODELS = {"text-pruning", "clip-pruning", "sft-qdc", "web-text"}
 EVERY_RECIPE = bool(os.environ.get("CURATE_TEST_EVERY_RECIPE"))
 
 
+# Every sampled recipe runs with both input and output on the store; one on the store and one local
+# (where the work directory goes, which side names the files) is the same code for every recipe:
+# two recipes run it, a JSON-lines one and a WebDataset one.
+ONE_SIDED = {"quickstart", "datacomp-basic"}
+
+
 def _sampled(name: str) -> bool:
     return EVERY_RECIPE or name == "datacomp-basic" or not (name in WITH_MODELS or name.startswith("datacomp-"))
 
@@ -39,7 +45,9 @@ def test_every_recipe_gives_the_local_bytes_with_its_input_or_output_on_s3(name,
     reference = local_digest(tmp_path / "local")
     assert any(p.startswith("data/") for p in reference)
     stored = input_on_store(args, recipe, f"s3://in-{name}/input")
-    runs = [(stored, f"s3://out-{name}/both"), (args, f"s3://out-{name}/out"), (stored, tmp_path / "from-store")]
+    runs = [(stored, f"s3://out-{name}/both")]
+    if name in ONE_SIDED or EVERY_RECIPE:
+        runs += [(args, f"s3://out-{name}/out"), (stored, tmp_path / "from-store")]
     for inputs, output in runs:
         res = cli("run", recipe, *inputs, "--output", output, "-w", "2", "--no-report")
         assert res.exit_code == 0, res.output
