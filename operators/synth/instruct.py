@@ -217,8 +217,12 @@ def _tags(text: str) -> list[tuple[int, int, str]]:
                 # endpos just past the colon's first space: the search ends at this colon.
                 m = _TAG.search(text, max(pos, len(text) - back.end()), colon + 2)
                 if m:
-                    pos = _WS.match(text, colon + 1).end()  # the match's whole run of spaces after the colon
-                    marks.append((m.start(), pos, m.group(1).lower()[0]))
+                    # the match's whole run of spaces after the colon (mostly one: no regex call then)
+                    pos = colon + 2
+                    if pos < len(text) and text[pos].isspace():
+                        pos = _WS.match(text, pos).end()
+                    # the tag's first letter says which: q or a (no other letter folds to them)
+                    marks.append((m.start(), pos, "q" if text[m.start(1)] in "qQ" else "a"))
         colon = text.find(":", max(pos, colon + 1))
     return marks
 
