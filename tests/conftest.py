@@ -13,6 +13,19 @@ from typer.testing import CliRunner
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which puts the group in the test's id
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup`, the tests of a module that use one of its module-scoped fixtures
+    (a reference run, a corpus, a server) go to one worker, which builds the fixture once: spread
+    over both workers, each built it (seconds to tens of seconds apiece)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group"):
+            continue
+        if any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 def write_jsonl(path: Path, rows: list[dict], compress: bool | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
