@@ -3,6 +3,8 @@ LLM server): shared by the tests that run every recipe (on Ray, with its data on
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -12,6 +14,38 @@ import pytest
 
 from curate.demo import generate
 from tests.conftest import write_jsonl
+
+
+_references: dict[tuple, dict[str, str]] = {}
+
+
+def local_reference(cli, recipe: Path, args: list, out: Path) -> dict[str, str]:
+    """local_digest of `curate run RECIPE ARGS --output OUT -w 2 --no-report`: the bytes another
+    engine must give. Run once per test process for the same recipe, arguments and input bytes
+    (the local engine's bytes do not depend on where the input lies); a later caller gets the
+    digest without a run, and OUT is then not written."""
+    from tests.curate.io.storekit import local_digest
+
+    key = (recipe.read_bytes(), tuple(_as_read(a) for a in args))
+    if key not in _references:
+        res = cli("run", recipe, *args, "--output", out, "-w", "2", "--no-report")
+        assert res.exit_code == 0, res.output
+        _references[key] = local_digest(out)
+    return _references[key]
+
+
+def _as_read(arg) -> str:
+    """An argument as the run reads it: an absolute path or glob by its files' names and bytes."""
+    text = str(arg)
+    paths = sorted(glob.glob(text)) if text.startswith("/") else []
+    if not paths:
+        return text
+    digest = hashlib.sha256()
+    for path in map(Path, paths):
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if f.is_file():
+                digest.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def minilm() -> Path:

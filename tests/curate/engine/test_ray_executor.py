@@ -35,7 +35,8 @@ from tests.curate.engine.raykit import Cluster  # noqa: E402
 from tests.curate.io import motokit  # noqa: E402
 from tests.curate.io.motokit import s3_server  # noqa: E402,F401 (a fixture)
 from tests.curate.io.test_output_options import locked_store  # noqa: E402,F401 (a fixture)
-from tests.recipes.offline import demo_args as _demo_args, recipe_args  # noqa: E402
+from tests.curate.io.storekit import local_digest  # noqa: E402
+from tests.recipes.offline import demo_args as _demo_args, local_reference, recipe_args  # noqa: E402
 
 # one worker of the test command (--dist loadgroup) runs them all: the cluster is started once
 pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
@@ -77,12 +78,11 @@ def test_recipes_give_the_local_engines_bytes_on_two_ray_nodes(name, cluster, ra
                                                                monkeypatch, request):
     args = recipe_args(name, tmp_path, cli, monkeypatch, request)
     recipe = RECIPES / f"{name}.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     on_ray = cli("run", recipe, *args, "--output", tmp_path / "ray", "--engine", "ray", "--address", cluster.address)
     assert on_ray.exit_code == 0, on_ray.output
     assert "Ray: 2 nodes" in on_ray.output
-    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+    assert local_digest(tmp_path / "ray") == reference
     assert cluster.worker_node_ran_tasks()
 
 
@@ -224,9 +224,8 @@ def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cl
     assert res.exit_code == 0, res.output
     assert "Ray: 1 nodes" in res.output
     assert not ray.is_initialized()  # stopped after the run
-    local = cli("run", RECIPES / "quickstart.yaml", *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
-    assert digest(tmp_path / "ray") == digest(tmp_path / "local")
+    reference = local_reference(cli, RECIPES / "quickstart.yaml", args, tmp_path / "local")
+    assert local_digest(tmp_path / "ray") == reference
 
 
 def test_engine_choices_are_checked(cli, tmp_path, monkeypatch):
@@ -288,8 +287,7 @@ def test_a_node_that_cannot_see_the_run_directory_shares_the_work_files_through_
     private = _private(cluster)
     args = recipe_args(name, tmp_path, cli, monkeypatch, request)
     recipe = RECIPES / f"{name}.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     out = private / f"{name}-{os.getpid()}"
     try:
         on_ray = cli("run", recipe, *args, "--output", out, "--engine", "ray", "--address", cluster.address,
@@ -298,7 +296,7 @@ def test_a_node_that_cannot_see_the_run_directory_shares_the_work_files_through_
         assert "1 of 2 nodes share the work files through" in on_ray.output
         fetched = int(re.search(r"fetched (\d+) files", on_ray.output).group(1))
         assert fetched > 0  # tasks ran on the node that does not see the output
-        assert digest(out) == digest(tmp_path / "local")
+        assert local_digest(out) == reference
         assert _store_keys(s3_store) == []  # a finished run's work files are gone from the store too
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -313,7 +311,7 @@ def test_a_work_store_run_killed_after_its_first_stage_resumes_to_the_same_bytes
     private = _private(cluster)
     args = _demo_args(tmp_path)
     recipe = RECIPES / "near-dedup.yaml"
-    assert cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2").exit_code == 0
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     out = private / f"resumed-{os.getpid()}"
     ray_args = [*args, "--output", str(out), "--engine", "ray", "--address", cluster.address, "--work-store", s3_store]
     try:
@@ -324,7 +322,7 @@ def test_a_work_store_run_killed_after_its_first_stage_resumes_to_the_same_bytes
         assert any(k.startswith("stage-0/done/") for k in _store_keys(s3_store))
         res = cli("run", recipe, *ray_args, "--resume")
         assert res.exit_code == 0, res.output
-        assert digest(out) == digest(tmp_path / "local")
+        assert local_digest(out) == reference
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -360,13 +358,12 @@ def test_a_run_from_s3_to_s3_needs_nothing_mounted_on_the_worker_node(name, piec
     (containment_dedup's signing, band joins and verification) share their files through the
     output's own prefix; the bytes are the local engine's, and the finished prefix holds the
     published run alone (with --keep-work too: the work is kept in the local directory)."""
-    from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
+    from tests.curate.io.storekit import input_on_store, store_digest, store_names
 
     private = _private(cluster)
     args = recipe_args(name, tmp_path, cli, monkeypatch, request)
     recipe = RECIPES / f"{name}.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
-    assert local.exit_code == 0, local.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     bucket = f"s3s3-{name}-{os.getpid()}"
     motokit.use(monkeypatch, moto_endpoint, bucket)
     stored = input_on_store(args, recipe, f"s3://{bucket}/input")
@@ -381,7 +378,7 @@ def test_a_run_from_s3_to_s3_needs_nothing_mounted_on_the_worker_node(name, piec
     assert int(re.search(r"fetched (\d+) files of tasks", res.output).group(1)) > 0
     if pieces:
         assert int(re.search(r"(\d+) fit pieces ran on nodes that do not see", res.output).group(1)) > 0
-    assert store_digest(out) == local_digest(tmp_path / "local")
+    assert store_digest(out) == reference
     assert {n.split("/")[0] for n in store_names(out)} == {"data", "trace", "manifest.json"}
 
 
@@ -395,13 +392,12 @@ def test_a_store_reached_with_its_storage_options_alone_gives_the_local_bytes_on
     storage_options alone, by the head and by the worker node that does not see the run's local
     directory (its files go through the output's prefix); the bytes are the local engine's. With
     a wrong secret for the output the same run is refused before any task runs, naming it."""
-    from tests.curate.io.storekit import input_on_store, local_digest, store_digest, store_names
+    from tests.curate.io.storekit import input_on_store, store_digest, store_names
 
     private = _private(cluster)
     args = _demo_args(tmp_path)
     recipe = RECIPES / "near-dedup.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2", "--no-report")
-    assert local.exit_code == 0, local.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     key, secret = locked_store
     options = {"endpoint_url": s3_server, "key": key, "secret": secret}
     if input_on == "s3":
@@ -418,5 +414,5 @@ def test_a_store_reached_with_its_storage_options_alone_gives_the_local_bytes_on
     assert res.exit_code == 0, res.output
     assert f"1 of 2 nodes share the work files through {out}/_work/files" in res.output
     assert int(re.search(r"fetched (\d+) files of tasks", res.output).group(1)) > 0
-    assert store_digest(out, options) == local_digest(tmp_path / "local")
+    assert store_digest(out, options) == reference
     assert {n.split("/")[0] for n in store_names(out, options)} == {"data", "trace", "manifest.json"}

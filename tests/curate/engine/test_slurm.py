@@ -27,6 +27,8 @@ from curate.errors import CurateError
 from curate.manifest import read as read_manifest
 from tests.curate.engine.faultkit import REPO, wait_for_failpoint
 from tests.curate.engine.slurmkit import MAX_ARRAY_SIZE, slurm_cluster  # noqa: F401 (a fixture)
+from tests.curate.io.storekit import local_digest
+from tests.recipes.offline import local_reference
 
 # One worker of the test command (--dist loadgroup) runs them all: one Slurm for the session.
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -149,12 +151,11 @@ def test_a_bad_slurm_section_is_refused_with_its_place(cli, tmp_path):
 def test_near_dedup_on_slurm_gives_the_local_engines_bytes_with_its_fit_pieces_as_arrays(slurm_cluster, cli,
                                                                                         tmp_path):
     args, recipe = demo(tmp_path, files=2), RECIPES / "near-dedup.yaml"
-    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert res.exit_code == 0, res.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
               "--keep-work")
     assert res.exit_code == 0, res.output
-    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    assert local_digest(tmp_path / "slurm") == reference
     batches = submissions(tmp_path / "slurm")
     pieces = [batch for batch in batches if "-map" in batch]
     assert pieces, sorted(batches)  # the fit's parallel pieces went out as arrays
@@ -335,12 +336,11 @@ def test_an_embedding_recipe_on_slurm_gives_the_local_engines_bytes(slurm_cluste
 
     args = recipe_args("text-pruning", tmp_path, cli, monkeypatch, request)
     recipe = RECIPES / "text-pruning.yaml"
-    local = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert local.exit_code == 0, local.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "2", "--engine", "slurm", *FAST,
               "--keep-work")
     assert res.exit_code == 0, res.output
-    assert digest(tmp_path / "slurm") == digest(tmp_path / "local")
+    assert local_digest(tmp_path / "slurm") == reference
     stage0 = submissions(tmp_path / "slurm")["001-stage0"]
     assert [s["array"] for s in stage0] == ["0-1%1"]
 
@@ -499,14 +499,13 @@ def test_nodes_that_share_no_disk_take_the_work_files_through_the_work_store(slu
     if slurm_cluster.private is None:
         pytest.skip("needs unshare to give the node a view of its own of a directory (a disk it does not share)")
     args, recipe = [*demo(tmp_path, files=2), "--set", "output.merge_shards=true"], RECIPES / "near-dedup.yaml"
-    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert res.exit_code == 0, res.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     out, store = slurm_cluster.private / tmp_path.name, tmp_path / "store"
     try:
         res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST,
                   "--work-store", f"file://{store}")
         assert res.exit_code == 0, res.output
-        assert digest(out) == digest(tmp_path / "local")
+        assert local_digest(out) == reference
         assert len(list((out / "data").glob("*.parquet"))) == 1  # the last stage's 2 shards, merged
         # every result came from the node, which does not see the output: stage 0's 2 tasks, at least
         # a fit's pieces, the later stages' tasks
@@ -525,8 +524,7 @@ def test_a_killed_driver_with_a_work_store_resumes_through_it(slurm_cluster, cli
     if slurm_cluster.private is None:
         pytest.skip("needs unshare to give the node a view of its own of a directory (a disk it does not share)")
     args, recipe = demo(tmp_path, files=2), RECIPES / "near-dedup.yaml"
-    res = cli("run", recipe, *args, "--output", tmp_path / "local", "-w", "2")
-    assert res.exit_code == 0, res.output
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
     out, store = slurm_cluster.private / tmp_path.name, tmp_path / "store"
     try:
         killed_at("stage-done", slurm_cluster, recipe, *args, "--output", str(out), "-w", "2",
@@ -535,6 +533,6 @@ def test_a_killed_driver_with_a_work_store_resumes_through_it(slurm_cluster, cli
         assert res.exit_code == 0, res.output
         assert "continuing with the work store the run was given" in res.output
         assert "results came from nodes that do not see" in res.output
-        assert digest(out) == digest(tmp_path / "local")
+        assert local_digest(out) == reference
     finally:
         shutil.rmtree(out, ignore_errors=True)
