@@ -13,6 +13,7 @@ from curate.engine.slurm.scripts import (
     launch_script,
     sbatch_options,
     stage_resources,
+    task_shares,
     windows,
 )
 from curate.errors import CurateError
@@ -53,22 +54,24 @@ def dry_run(
         cpus, parallel, gres, mem = stage_resources(spec, stage.policy, stage.resource_class == "model", model_workers)
         name = f"stage{stage.index}"
         n = len(tasks) if tasks is not None else None
+        shares = len(task_shares(n, parallel)) if n is not None else None  # array tasks (or srun steps)
         options = sbatch_options(spec, f"curate.{recipe.name}.{name}", directory, cpus, mem, gres, os.getcwd())
         entry = {
             "stage": stage.index,
             "tasks": n,
+            "array_tasks": shares,
             "cpus_per_task": cpus,
             "parallel": parallel,
             "gres": gres,
             "mem": spec.mem or mem,
-            "script": launch_script(spec, name, n, directory, options),
+            "script": launch_script(spec, name, shares, directory, options),
         }
-        if n is not None and allocation:
-            entry["steps"] = n
-        elif n is not None:
+        if shares is not None and allocation:
+            entry["steps"] = shares
+        elif shares is not None:
             entry["arrays"] = [
-                {"array": array_spec(indices, parallel), "offset": offset, "tasks": len(indices)}
-                for offset, indices in windows(list(range(n)), max_array)
+                {"array": array_spec(indices, parallel), "offset": offset, "array_tasks": len(indices)}
+                for offset, indices in windows(list(range(shares)), max_array)
             ]
         if stage.global_step is not None:
             entry["fit"] = {
@@ -114,14 +117,19 @@ def show_dry_run(planned: dict, print_line: Callable[[str], None]) -> None:
         if s["tasks"] is None:
             print_line(f"  stage {s['stage']}: a task per shard of stage {s['stage'] - 1} (known when it ends), {each}")
         elif "steps" in s:
-            print_line(f"  stage {s['stage']}: {count(s['tasks'], 'srun step')}, {each}")
+            print_line(f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(s['steps'], 'srun step')}, {each}")
         else:
             arrays = ", ".join(
                 f"--array={a['array']}" + (f" (offset {a['offset']})" if a["offset"] else "") for a in s["arrays"]
             )
+            shared = (
+                f" (a share of them each: {count(s['array_tasks'], 'array task')})"
+                if (s["array_tasks"] != s["tasks"])
+                else ""
+            )
             print_line(
                 f"  stage {s['stage']}: {count(s['tasks'], 'task')} as {count(len(s['arrays']), 'job array')}"
-                f" ({each}): {arrays}"
+                f"{shared} ({each}): {arrays}"
             )
     if "driver_script" in planned:
         print_line("  --submit: the driver's job script (curate-slurm/NAME-DATE under this directory):")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 
 from curate.engine.failpoints import failpoint
 from curate.engine.result import TaskResult
-from curate.engine.slurm.scripts import stage_resources
+from curate.engine.slurm.scripts import stage_resources, task_shares
 from curate.engine.tasks.context import StageContext
 from curate.engine.tasks.plan import Task
 from curate.engine.work import shared_dir
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 
 class SlurmExecutor(Executor):
-    """A stage's tasks as one job array (split past MaxArraySize), `map` pieces likewise. For a
-    model stage (`model`), the array tasks ask for `slurm.gres` (GPUs) and each runs as one
-    model worker."""
+    """A stage's tasks as one job array (split past MaxArraySize), each array task running a share
+    of them in turn (scripts.task_shares); `map` pieces likewise. For a model stage (`model`), the
+    array tasks ask for `slurm.gres` (GPUs) and each runs as one model worker."""
 
     worker = "Slurm array task"
 
@@ -37,10 +37,11 @@ class SlurmExecutor(Executor):
         self.engine.run_name = ctx.recipe.name
         cpus, parallel, gres, mem = stage_resources(self.engine.spec, ctx.stage.policy, self.model, len(self.workers))
         name = f"stage{ctx.stage.index}"
+        shares = task_shares(len(tasks), parallel)
         batch = self.engine.new_batch(
             name,
-            [("task", task) for task in tasks],
-            {"ctx": "ctx.pkl", "tasks": [t.name for t in tasks]},
+            [("tasks", [tasks[i] for i in share]) for share in shares],
+            {"ctx": "ctx.pkl", "tasks": [[tasks[i].name for i in share] for share in shares]},
             cpus,
             parallel,
             mem,
@@ -51,17 +52,20 @@ class SlurmExecutor(Executor):
             self.engine.store.put(batch.directory / "ctx.pkl")
         self.engine.status(
             f"Slurm: stage {ctx.stage.index}: {count(len(tasks), 'task')} as "
-            f"{'srun steps' if self.engine.allocation else 'a job array'} "
+            f"{'srun steps' if self.engine.allocation else 'a job array'}"
+            f"{f' of {len(shares)}, each running a share of them' if len(shares) < len(tasks) else ''} "
             f"(at most {parallel} at once, {cpus} CPUs each"
             f"{f', --gres={gres}' if gres else ''}): {batch.directory / 'launch.sh'}"
         )
 
-        def describe(i: int) -> str:
-            return f"stage {ctx.stage.index} task {tasks[i].name}"
+        def describe(s: int) -> str:
+            first, last = tasks[shares[s][0]].name, tasks[shares[s][-1]].name
+            return f"stage {ctx.stage.index} task {first}" + (f" (and the tasks up to {last})" if last != first else "")
 
-        def done(i: int, result) -> None:
-            failpoint("task-done")
-            take(i, result)
+        def done(s: int, results) -> None:  # a share's TaskResults, in task order
+            for i, result in zip(shares[s], results):
+                failpoint("task-done")
+                take(i, result)
 
         self.engine.run_batch(batch, parallel, describe, done)
 

@@ -46,17 +46,18 @@ def slurm_entry(root: Path, allocation: str | None) -> dict:
                 if not (directory / "results" / f"{item}.pkl").exists():
                     continue
                 ran = json.loads(where.read_text())
-                tasks.append(
-                    {
-                        "batch": name,
-                        "item": item,
-                        "task": names[item] if names else None,
-                        "job": ran["job"],
-                        "node": ran["node"],
-                        "runs": runs.get(item, 1),
-                        "run_attempt": number,
-                    }
-                )
+                for task in names[item] if names else [None]:  # a share of a stage's tasks, or a fit's pieces
+                    tasks.append(
+                        {
+                            "batch": name,
+                            "item": item,
+                            "task": task,
+                            "job": ran["job"],
+                            "node": ran["node"],
+                            "runs": runs.get(item, 1),
+                            "run_attempt": number,
+                        }
+                    )
     return {
         "slurm": {
             "driver_job": os.environ.get("SLURM_JOB_ID"),

@@ -105,6 +105,21 @@ def gres_for(gres: str, gpus_each: float) -> str:
     return gres
 
 
+WAVES = 4  # a stage's array tasks run in about this many waves of `parallel` at once
+
+
+def task_shares(tasks: int, parallel: int) -> list[range]:
+    """A stage's tasks cut into array tasks: contiguous shares, in task order, about WAVES waves of
+    `parallel` at once. An array task is a Python process importing curate and its stage's
+    libraries (seconds: more than Slurm's scheduling, on a short task) and, in a model stage,
+    loading the model: that start is paid once per share, not once per task. Few tasks: one a
+    share. More waves would balance a stage whose tasks differ in length better; fewer, start less."""
+    if tasks == 0:
+        return []
+    size = -(-tasks // min(tasks, max(1, parallel) * WAVES))
+    return [range(start, min(start + size, tasks)) for start in range(0, tasks, size)]
+
+
 def windows(items: list[int], max_array: int) -> list[tuple[int, list[int]]]:
     """`items` cut into arrays: (offset, indices) per window of `max_array` item numbers."""
     out: dict[int, list[int]] = {}

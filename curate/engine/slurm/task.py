@@ -1,13 +1,14 @@
 """One Slurm array task of a run: `python -m curate.engine.slurm.task BATCH_DIR ITEM`.
 
-BATCH_DIR is a batch that slurm.py wrote under the run's `_work/slurm/`: `batch.json` (the run's
-lock files, the driver that submitted it, the working directory, the task's cores), `ctx.pkl`
-(the stage's context and work store, for a stage's tasks) and `items/ITEM.pkl`: a task of the
-stage (run by task.py's run_task, as a local worker runs it: same shards, trace, done marker)
-or pieces of `map` work (a function and the arguments of each piece). The result is written to
-`results/ITEM.pkl` whole (a temporary name, then renamed), after the Slurm job and node that ran
-it to `where/ITEM.json` (the manifest's record); an error raised by the work to
-`errors/ITEM.pkl` (the driver stops the run with it); rows counts to `progress/ITEM.json`.
+BATCH_DIR is a batch that the driver (engine.py) wrote under the run's `_work/slurm/`: `batch.json`
+(the run's lock files, the driver that submitted it, the working directory, the task's cores),
+`ctx.pkl` (the stage's context and work store, for a stage's tasks) and `items/ITEM.pkl`: a share
+of the stage's tasks, each run in turn by work/worker.py's run_task as a local worker runs it
+(same shards, trace, done marker), or pieces of `map` work (a function and the arguments of each
+piece). The results are written to `results/ITEM.pkl` whole (a temporary name, then renamed),
+after the Slurm job and node that ran it to `where/ITEM.json` (the manifest's record); an error
+raised by the work to `errors/ITEM.pkl` (the driver stops the run with it); rows counts to
+`progress/ITEM.json`.
 
 Before any work it checks that the driver that submitted it still holds the run's lock, and
 keeps looking while it works: an array task whose driver was killed exits (status 3), at once,
@@ -226,9 +227,9 @@ def _main(directory: Path, item: int, store) -> int:
         flush=True,
     )
     work = pickle.loads(item_file.read_bytes())
-    result: object  # a task's TaskResult, or the results of the pieces of `map` work
+    result: object  # the TaskResults of a share of a stage's tasks, or the results of `map` pieces
     try:
-        if work[0] == "task":
+        if work[0] == "tasks":  # ("tasks", [task, ...]): a share of a stage's tasks, in turn
             from curate.engine.work import work_store
 
             if blind:
@@ -237,9 +238,12 @@ def _main(directory: Path, item: int, store) -> int:
                 _write(directory / batch["ctx"], data)
             ctx, task_store = pickle.loads((directory / batch["ctx"]).read_bytes())
             progress = _ProgressFile(directory / "progress" / f"{item}.json", store.put if blind else lambda p: None)
-            result = work_store.run_task(
-                task_store, ctx, work[1], blind=blind, session=os.environ.get(SESSION_ENV, ""), queue=progress
-            )
+            result = [
+                work_store.run_task(
+                    task_store, ctx, task, blind=blind, session=os.environ.get(SESSION_ENV, ""), queue=progress
+                )
+                for task in work[1]
+            ]
             progress.flush()
         elif work[0] == "calls":  # ("calls", fn, [args, ...]): pieces of `map` work, in turn
             _, fn, pieces = work

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from curate.demo import generate
 from curate.engine.slurm import scripts
@@ -194,6 +196,38 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
     assert {t.job for t in tasks.values()} == {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | \
         {f"{stage0[1]['job']}_0"}
     assert {t.node for t in tasks.values()} == {slurm_cluster.node} and {t.runs for t in tasks.values()} == {1}
+
+
+@given(tasks=st.integers(0, 500), parallel=st.integers(1, 64))
+@example(tasks=4, parallel=2)  # few tasks: one a share
+@example(tasks=12, parallel=1)  # 4 shares of 3
+@example(tasks=13, parallel=1)  # the last share shorter
+def test_a_stage_s_tasks_go_out_in_contiguous_shares_of_about_four_waves(tasks, parallel):
+    shares = scripts.task_shares(tasks, parallel)
+    assert [i for share in shares for i in share] == list(range(tasks))  # each task once, in order
+    assert len(shares) <= parallel * scripts.WAVES  # at most about four waves of array tasks
+    assert len({len(share) for share in shares[:-1]}) <= 1 and all(shares)  # equal, the last maybe shorter
+    assert tasks > parallel * scripts.WAVES or all(len(share) == 1 for share in shares)
+
+
+@pytest.mark.slurm
+def test_array_tasks_running_a_share_of_the_tasks_each_give_the_local_engines_bytes(slurm_cluster, cli, tmp_path):
+    """12 input files at -w 1: 4 array tasks (about four waves of one), 3 tasks each, in order; the
+    manifest names each task with the array task that gave its result."""
+    args, recipe = demo(tmp_path, files=12, docs=120), RECIPES / "quickstart.yaml"
+    reference = local_reference(cli, recipe, args, tmp_path / "local")
+    res = cli("run", recipe, *args, "--output", tmp_path / "slurm", "-w", "1", "--engine", "slurm", *FAST,
+              "--keep-work")
+    assert res.exit_code == 0, res.output
+    assert "12 tasks as a job array of 4, each running a share of them" in res.output
+    assert local_digest(tmp_path / "slurm") == reference
+    stage0 = submissions(tmp_path / "slurm")["001-stage0"]
+    assert [s["array"] for s in stage0] == ["0-2%1", "0%1"] and [s["items"] for s in stage0] == [[0, 1, 2], [3]]
+    record = read_manifest((tmp_path / "slurm" / "manifest.json").read_bytes(), "manifest.json").slurm
+    tasks = [(t.task, t.item) for t in record.tasks if t.batch == "stage0"]
+    assert tasks == [(f"part-{i:05d}", i // 3) for i in range(12)]
+    res = cli("run", recipe, *args, "--output", tmp_path / "dry", "-w", "1", "--engine", "slurm", "--dry-run")
+    assert "stage 0: 12 tasks as 2 job arrays (a share of them each: 4 array tasks)" in res.output, res.output
 
 
 def slow_tasks(tmp: Path) -> list[str]:
