@@ -286,12 +286,17 @@ class Parallel:
     choice, for pieces run one by one in its process. A fit's result must not depend on `width`
     or `threads`: its pieces and their merge order are fixed by the data alone. `memory_gb`: what
     the fit may hold at once, its pieces in flight included (the recipe's budget); past it a fit
-    spills to its workdir, to the same result. None: no budget (the fit's own parameters decide)."""
+    spills to its workdir, to the same result. None: no budget (the fit's own parameters decide).
+    `pieces_per_call`: how many pieces a worker gets from one `map` call of `stream`, the engine's
+    choice: 2 where a call is cheap (workers that stay up); more where each call starts its
+    workers afresh (a Slurm job array: a Python process importing curate per array task), at the
+    cost of that many pieces held at once."""
 
     map: Callable[..., list] = serial_map
     width: int = 1
     threads: int | None = None
     memory_gb: float | None = None
+    pieces_per_call: int = 2
 
     def budget_gb(self, own: float) -> float:
         """What one piece, or the fit's own process, may hold: the fit's parameter `own`, within
@@ -299,16 +304,16 @@ class Parallel:
         return own if self.memory_gb is None else min(own, self.memory_gb / (self.width + 1))
 
     def stream(self, fn: Callable, items: Iterable) -> Iterator:
-        """`fn(item)` over a long or lazy `items`, handed over 2 x width at a time, results in
-        order: what is in flight stays bounded however many items there are (two windows taken
-        from `items` and not yet yielded, at most).
+        """`fn(item)` over a long or lazy `items`, handed over pieces_per_call x width at a time,
+        results in order: what is in flight stays bounded however many items there are (two
+        windows taken from `items` and not yet yielded, at most).
 
         With several pieces at once, the next window is read from `items` while one runs and is
         handed over before the caller gets this one's results: the workers do not wait while
         this process reads the input and stores what the pieces returned (at ten million
         documents a signature pass's two workers had run at ~80% of a core each)."""
         items = iter(items)
-        size = 2 * self.width
+        size = self.pieces_per_call * self.width
         if self.width == 1:  # one piece at a time, in this process or one worker: nothing to overlap
             while window := list(islice(items, size)):
                 yield from self.map(fn, window)

@@ -11,11 +11,12 @@ from pydantic import Field
 from curate.ops import TEXT, Map, Parallel, Params, reads_column, serial_map, writes_column
 
 
-@given(items=st.integers(0, 40), width=st.integers(1, 6))
-@example(items=0, width=1)  # nothing: the map is never called
-@example(items=4, width=2)  # exactly one full window
-@example(items=9, width=2)  # a last window part-full
-def test_stream_hands_over_bounded_windows_in_order(items, width):
+@given(items=st.integers(0, 40), width=st.integers(1, 6), per_call=st.integers(1, 8))
+@example(items=0, width=1, per_call=2)  # nothing: the map is never called
+@example(items=4, width=2, per_call=2)  # exactly one full window
+@example(items=9, width=2, per_call=2)  # a last window part-full
+@example(items=40, width=2, per_call=8)  # Slurm's: 16 pieces a call
+def test_stream_hands_over_bounded_windows_in_order(items, width, per_call):
     pulled, windows, got = [], [], []
 
     def source():
@@ -27,12 +28,13 @@ def test_stream_hands_over_bounded_windows_in_order(items, width):
         windows.append(len(iterables[0]))
         return serial_map(fn, *iterables)
 
-    for result in Parallel(recording_map, width).stream(lambda i: i * i, source()):
+    size = per_call * width  # the engine's pieces a worker per map call
+    for result in Parallel(recording_map, width, pieces_per_call=per_call).stream(lambda i: i * i, source()):
         got.append(result)
         # What was taken from the source and not yet given back: two windows at most.
-        assert len(pulled) - len(got) < 2 * (2 * width)
-    assert got == [i * i for i in range(items)]
-    assert all(w == 2 * width for w in windows[:-1]) and all(0 < w <= 2 * width for w in windows)
+        assert len(pulled) - len(got) < 2 * size
+    assert got == [i * i for i in range(items)]  # the same results, in order, whatever the window
+    assert all(w == size for w in windows[:-1]) and all(0 < w <= size for w in windows)
     assert sum(windows) == items
 
 

@@ -74,7 +74,8 @@ def fit(
         return results
 
     started = time.perf_counter()
-    parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget_gb(ctx.recipe.memory_gb))  # a core per worker
+    budget = budget_gb(ctx.recipe.memory_gb)  # threads=1 below: a core per worker
+    parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget, pieces_per_call=executor.pieces_per_call)
     state = op.fit(batches(), Path(layout.fit), parallel)
     if not isinstance(state, FitState):
         raise OperatorBug(

@@ -25,6 +25,10 @@ class SlurmExecutor(Executor):
     array tasks ask for `slurm.gres` (GPUs) and each runs as one model worker."""
 
     worker = "Slurm array task"
+    # A `map` call is a job array whose tasks start afresh (a Python process importing curate, 3-6 s
+    # at 1M documents): a fit's signing pass of 128 batches went out as 32 arrays of 2 tasks of 2
+    # pieces. 8 a call: 8 arrays; the driver holds two calls' pieces at once (32 batches at -w 2).
+    pieces_per_call = 8
 
     def __init__(self, engine: "SlurmEngine", model: bool = False, cpu_workers: int = 1):
         self.engine = engine

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 class Executor(ABC):
     workers: list  # a model pool's workers (the runner counts them)
+    pieces_per_call = 2  # a fit's pieces a worker gets from one `map` call of Parallel.stream (ops.py)
 
     @abstractmethod
     def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
