@@ -118,7 +118,7 @@ def test_a_failed_task_on_threads_stops_the_others_at_their_next_batch(tmp_path,
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"long {i}"} for i in range(2000)])  # 40 batches
     # the bad line lies past what the checks peek at: the task finds it
     (tmp_path / "in" / "b.jsonl").write_text('{"text": "' + "x" * 100_000 + '"}\n{"text": \n')
-    failed, rows_of_a = threading.Event(), []
+    failed, stage_ended, rows_of_a = threading.Event(), threading.Event(), []
 
     def held(ctx, task, progress):
         if task.sources[0].path.endswith("b.jsonl"):
@@ -128,14 +128,21 @@ def test_a_failed_task_on_threads_stops_the_others_at_their_next_batch(tmp_path,
                 failed.set()
 
         def after_b_failed(label, rows_in, rows_out):
-            assert failed.wait(30)
+            # a goes on once the run has taken b's error and ended the stage: waiting for b's error
+            # alone, a could read its 40 small batches before the run did (CI, a loaded machine)
+            assert failed.wait(30) and stage_ended.wait(30)
             progress(label, rows_in, rows_out)
             if label == READ_STEP:
                 rows_of_a.append(rows_in)
         return real(ctx, task, after_b_failed)
 
-    real = local.run_task
+    def cancel(self, handles):
+        stage_ended.set()
+        return real_cancel(self, handles)
+
+    real, real_cancel = local.run_task, local._ThreadSlots.cancel
     monkeypatch.setattr(local, "run_task", held)
+    monkeypatch.setattr(local._ThreadSlots, "cancel", cancel)
     with pytest.raises(InputError, match="b.jsonl, line 2"):
         run(_stepless(str(tmp_path / "in" / "*.jsonl"), tmp_path / "out", on_bad_row="fail"), RunOptions(workers=2))
     assert sum(rows_of_a) < 2000  # a stopped part-way (without the stop it reads all its rows)
