@@ -105,8 +105,9 @@ class Merge:
     def add_field(self, name: str, type_: pa.DataType, mode: str | None = None) -> None:
         if name not in self.first and not pa.types.is_null(type_):
             self.first[name] = type_
-        if mode is not None:
-            self._mix(name, JSON if mode == JSON or _nested(type_) else TEXT)
+        if mode is not None:  # mixed in one file already: JSON if any file has objects or lists there
+            nested = mode == JSON or _nested(type_) or (name in self.types and _nested(self.types[name]))
+            self._mix(name, JSON if nested else TEXT)
             return
         if name not in self.types:
             self.types[name] = type_

@@ -185,6 +185,7 @@ def _value(kind: str, i: int):
 @given(kinds=st.lists(st.tuples(st.integers(0, 59), KINDS), min_size=1, max_size=6),
        cuts=st.lists(st.integers(1, 59), max_size=3, unique=True), batch_rows=st.integers(1, 64))
 @example(kinds=[(0, "int"), (59, "obj")], cuts=[], batch_rows=64)  # a change on the very last line
+@example(kinds=[(0, "obj"), (11, "str"), (12, "int")], cuts=[11], batch_rows=1)  # objects, then a file of a str and ints
 @example(kinds=[(30, "str")], cuts=[30], batch_rows=1)  # a change where a file starts, a row a batch
 @example(kinds=[(1, "null")], cuts=[1], batch_rows=1)  # a file where the field is null in every line
 def test_every_valid_line_is_kept_and_the_bytes_do_not_depend_on_files_or_batches(cli, tmp_path_factory, kinds,
