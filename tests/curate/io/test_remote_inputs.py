@@ -372,6 +372,9 @@ def test_hf_dataset_uris_give_the_local_bytes(tmp_path, monkeypatch):
     endpoint = f"http://127.0.0.1:{server.server_port}"
     monkeypatch.setenv("HF_ENDPOINT", endpoint)  # the workers' huggingface_hub: never the real Hub
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    import huggingface_hub.constants  # read at its import: an earlier test's HF-cache read set offline mode
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     try:
         for inp, local, steps in (("hf://datasets/org/name/jsonl/*.jsonl.gz", f"{repo}/jsonl/*.jsonl.gz", QUICKSTART),
                                   ("hf://datasets/org/name/hive", str(repo / "hive"), "steps: []\n")):
