@@ -30,12 +30,13 @@ def check_format(source, raw_column: str | None) -> None:
 
 def reader(column: str) -> Callable:
     def read(source, batch_rows: int, on_bad_row: str, meter) -> Iterator:
-        from curate.io.readers import BadRows, _input_stream
+        from curate.io.bad_rows import BadRows
+        from curate.io.file_stream import input_stream
 
         schema = pa.schema([(column, pa.string())])
         texts: list[str] = []
         bad = BadRows()
-        for where, text, error in _records(source.path, _input_stream(source, meter)):
+        for where, text, error in _records(source.path, input_stream(source, meter)):
             if error is not None:
                 bad.add(where, text, error)
             else:

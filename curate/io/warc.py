@@ -540,7 +540,7 @@ def read(
     row at its byte offset (unit "offset"). `on_truncated` does not apply: a member cut short is one
     bad record, and the records before it are read in any case."""
     from curate.io import store
-    from curate.io.readers import BadRows
+    from curate.io.bad_rows import BadRows
 
     if source.is_uri:  # the raw bytes: gzip members are inflated here, not by the store's stream
         raw = store.open_stream(source.path, source.storage_options, None, source.size, source.version, meter)

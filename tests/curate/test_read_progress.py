@@ -13,7 +13,7 @@ import pytest
 
 from curate import recipe
 from curate.engine.run.runner import Reporter, RunOptions, run
-from curate.io import readers
+from curate.io import file_stream
 from curate.stage_progress import task_bytes
 from tests.conftest import write_jsonl
 from tests.curate.io.wds_shards import sample, write_tar
@@ -55,7 +55,7 @@ def _tar(d):
 def test_bytes_read_grow_batch_by_batch_before_each_task_ends(tmp_path, monkeypatch, make, steps):
     (tmp_path / "in").mkdir()
     source = make(tmp_path / "in")
-    monkeypatch.setattr(readers, "CHUNK_BYTES", 32 << 10)  # streams read in many chunks (the tasks run here)
+    monkeypatch.setattr(file_stream, "CHUNK_BYTES", 32 << 10)  # streams read in many chunks (the tasks run here)
     stages: dict[int, tuple[dict, object]] = {}
     events: list[tuple[int, str, int, bool]] = []  # stage, task, bytes, whether a task was done by then
 

@@ -26,8 +26,9 @@ from curate.engine.tasks.context import READ_BYTES, READ_STEP, Progress, StageCo
 from curate.engine.tasks.plan import Task
 from curate.engine.tasks.steps import event_loop, fail_all, prepare, rebatch, run_async, step_stream
 from curate.io import output_formats, retries
+from curate.io.bad_rows import BadRows
 from curate.io.meter import ReadMeter
-from curate.io.readers import BadRows, read_source
+from curate.io.readers import read_source
 from curate.io.writer import ShardWriter
 from curate.trace import StepStats
 

@@ -138,10 +138,10 @@ def test_an_unclosed_csv_quote_is_refused_naming_file_and_line(cli, tmp_path):
 
 
 def test_a_csv_column_whose_later_rows_do_not_fit_the_first_blocks_type_is_widened(tmp_path, monkeypatch):
-    from curate.io import readers
+    from curate.io import file_stream, readers
     from curate.io.sources import discover
 
-    monkeypatch.setattr(readers, "CHUNK_BYTES", 64)  # the first block types the column as integers
+    monkeypatch.setattr(file_stream, "CHUNK_BYTES", 64)  # the first block types the column as integers
     inp = tmp_path / "a.csv"
     inp.write_text("n,m,text\n" + "".join(f"{i},{i},row {i}\n" for i in range(20)) + "2.5,abc,last\n")
     [source] = discover(str(inp))
@@ -218,10 +218,10 @@ def test_every_valid_line_is_kept_and_the_bytes_do_not_depend_on_files_or_batche
 
 
 def test_rows_before_a_cut_after_the_first_block_are_kept_once(tmp_path, monkeypatch):
-    from curate.io import readers
+    from curate.io import file_stream, readers
     from curate.io.sources import discover
 
-    monkeypatch.setattr(readers, "CHUNK_BYTES", 1 << 16)  # several blocks read whole before the cut
+    monkeypatch.setattr(file_stream, "CHUNK_BYTES", 1 << 16)  # several blocks read whole before the cut
     lines = b"".join(b'{"text": "row %d with some words"}\n' % i for i in range(100_000))
     body = gzip.compress(lines, mtime=0)
     (tmp_path / "cut.jsonl.gz").write_bytes(body[: len(body) // 2])

@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curate.errors import InputError
-from curate.io import readers
+from curate.io import file_stream, readers
 from curate.io.sources import Source
 
 GOOD = st.builds(lambda n, text: json.dumps({"n": n, "text": text}).encode(),
@@ -23,7 +23,7 @@ LINES = st.lists(st.one_of(GOOD, GOOD, GOOD, BAD, st.just(b"")), max_size=25)
 def _read(path, chunk_bytes: int) -> tuple[list, list]:
     rows, bad = [], []
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(readers, "CHUNK_BYTES", chunk_bytes)
+        m.setattr(file_stream, "CHUNK_BYTES", chunk_bytes)
         try:
             for batch, b in readers.read_source(Source(str(path), "jsonl", "a.jsonl")):
                 if batch is not None:

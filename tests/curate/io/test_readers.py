@@ -182,7 +182,8 @@ def test_a_damaged_large_parquet_file_is_named_when_planned(tmp_path):
 
 
 def test_file_schema_reads_each_format_cheaply(tmp_path):
-    from curate.io.readers import PEEK_BYTES, file_schema
+    from curate.io.jsonl_reader import PEEK_BYTES
+    from curate.io.readers import file_schema
 
     rows = [{"text": "x" * 100, "n": i, "empty": None} for i in range(2 * PEEK_BYTES // 100)]  # past the peek
     write_jsonl(tmp_path / "a.jsonl.gz", rows)

@@ -347,7 +347,8 @@ def test_the_preflight_peeks_at_each_jsonl_object_in_small_requests(tmp_path, s3
     import gzip
     import os
 
-    from curate.io.readers import PEEK_BLOCK, file_schema
+    from curate.io.file_stream import PEEK_BLOCK
+    from curate.io.readers import file_schema
 
     lines = b"".join(b'{"text": "%s"}\n' % os.urandom(300).hex().encode() for _ in range(16000))
     body = gzip.compress(lines, mtime=0)
