@@ -19,7 +19,8 @@ frees; where it runs and what it needs is its `resources`.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -290,13 +291,17 @@ class Parallel:
     `pieces_per_call`: how many pieces a worker gets from one `map` call of `stream`, the engine's
     choice: 2 where a call is cheap (workers that stay up); more where each call starts its
     workers afresh (a Slurm job array: a Python process importing curate per array task), at the
-    cost of that many pieces held at once."""
+    cost of that many pieces held at once. `calls_in_flight`: how many of `stream`'s `map` calls
+    run at once, the engine's choice too: 1 where workers stay up; 2 where a call's start is slow
+    (a job array's submission and its tasks' start), so that the next call's tasks are queued and
+    take a core as soon as one of this call's ends, at the cost of a window more held."""
 
     map: Callable[..., list] = serial_map
     width: int = 1
     threads: int | None = None
     memory_gb: float | None = None
     pieces_per_call: int = 2
+    calls_in_flight: int = 1
 
     def budget_gb(self, own: float) -> float:
         """What one piece, or the fit's own process, may hold: the fit's parameter `own`, within
@@ -305,43 +310,53 @@ class Parallel:
 
     def stream(self, fn: Callable, items: Iterable) -> Iterator:
         """`fn(item)` over a long or lazy `items`, handed over pieces_per_call x width at a time,
-        results in order: what is in flight stays bounded however many items there are (two
-        windows taken from `items` and not yet yielded, at most).
+        results in order: what is in flight stays bounded however many items there are
+        (calls_in_flight + 1 windows taken from `items` and not yet yielded, at most).
 
-        With several pieces at once, the next window is read from `items` while one runs and is
-        handed over before the caller gets this one's results: the workers do not wait while
-        this process reads the input and stores what the pieces returned (at ten million
-        documents a signature pass's two workers had run at ~80% of a core each)."""
+        With several pieces at once, the next window is read from `items` while the calls in
+        flight run and is handed over before the caller gets the oldest call's results: the
+        workers do not wait while this process reads the input and stores what the pieces
+        returned (at ten million documents a signature pass's two workers had run at ~80% of a
+        core each)."""
         items = iter(items)
         size = self.pieces_per_call * self.width
         if self.width == 1:  # one piece at a time, in this process or one worker: nothing to overlap
             while window := list(islice(items, size)):
                 yield from self.map(fn, window)
             return
-        running = None
+        calls: deque[Future] = deque()  # the map calls in flight, oldest first
+        following: list | None = None  # the next window, once read ([]: the items are over)
         try:
-            window = list(islice(items, size))
-            running = _ahead().submit(self.map, fn, window) if window else None
-            while running is not None:
-                window = list(islice(items, size))
-                done = running.result()
-                running = _ahead().submit(self.map, fn, window) if window else None
+            while True:
+                if following is None:
+                    following = list(islice(items, size))
+                if following and len(calls) < self.calls_in_flight:
+                    calls.append(_ahead().submit(self.map, fn, following))
+                    following = None
+                    continue
+                if not calls:
+                    return
+                done = calls.popleft().result()
+                if following:  # it goes out before the caller gets this call's results
+                    calls.append(_ahead().submit(self.map, fn, following))
+                    following = None
                 yield from done
-        finally:  # stopped early (an error): the map in flight ends with the workers, which the run stops
-            if running is not None:
-                running.cancel()
+        finally:  # stopped early (an error): the maps in flight end with the workers, which the run stops
+            for call in calls:
+                call.cancel()
 
 
+MAX_CALLS_IN_FLIGHT = 4  # what any engine asks for fits in the pool of threads below
 _stream_thread: ThreadPoolExecutor | None = None
 
 
 def _ahead() -> ThreadPoolExecutor:
-    """The thread that hands streamed windows to the map, one at a time. It lives as long as the
-    process: a pool starts its worker processes on demand, from the thread that gives it work,
+    """The threads that hand streamed windows to the map (one per call in flight). They live as
+    long as the process: a pool starts its worker processes on demand, from the thread that gives it work,
     and the kernel kills a worker when the thread that started it ends (lifetime.py)."""
     global _stream_thread
     if _stream_thread is None:
-        _stream_thread = ThreadPoolExecutor(1, thread_name_prefix="curate-stream")
+        _stream_thread = ThreadPoolExecutor(MAX_CALLS_IN_FLIGHT, thread_name_prefix="curate-stream")
     return _stream_thread
 
 

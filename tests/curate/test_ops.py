@@ -11,12 +11,12 @@ from pydantic import Field
 from curate.ops import TEXT, Map, Parallel, Params, reads_column, serial_map, writes_column
 
 
-@given(items=st.integers(0, 40), width=st.integers(1, 6), per_call=st.integers(1, 8))
-@example(items=0, width=1, per_call=2)  # nothing: the map is never called
-@example(items=4, width=2, per_call=2)  # exactly one full window
-@example(items=9, width=2, per_call=2)  # a last window part-full
-@example(items=40, width=2, per_call=8)  # Slurm's: 16 pieces a call
-def test_stream_hands_over_bounded_windows_in_order(items, width, per_call):
+@given(items=st.integers(0, 40), width=st.integers(1, 6), per_call=st.integers(1, 8), in_flight=st.integers(1, 3))
+@example(items=0, width=1, per_call=2, in_flight=1)  # nothing: the map is never called
+@example(items=4, width=2, per_call=2, in_flight=1)  # exactly one full window
+@example(items=9, width=2, per_call=2, in_flight=1)  # a last window part-full
+@example(items=40, width=2, per_call=8, in_flight=2)  # Slurm's: 16 pieces a call, two calls at once
+def test_stream_hands_over_bounded_windows_in_order(items, width, per_call, in_flight):
     pulled, windows, got = [], [], []
 
     def source():
@@ -29,10 +29,11 @@ def test_stream_hands_over_bounded_windows_in_order(items, width, per_call):
         return serial_map(fn, *iterables)
 
     size = per_call * width  # the engine's pieces a worker per map call
-    for result in Parallel(recording_map, width, pieces_per_call=per_call).stream(lambda i: i * i, source()):
+    parallel = Parallel(recording_map, width, pieces_per_call=per_call, calls_in_flight=in_flight)
+    for result in parallel.stream(lambda i: i * i, source()):
         got.append(result)
-        # What was taken from the source and not yet given back: two windows at most.
-        assert len(pulled) - len(got) < 2 * size
+        # What was taken from the source and not yet given back: a window per call in flight and one more.
+        assert len(pulled) - len(got) < (in_flight + 1) * size
     assert got == [i * i for i in range(items)]  # the same results, in order, whatever the window
     assert all(w == size for w in windows[:-1]) and all(0 < w <= size for w in windows)
     assert sum(windows) == items
@@ -50,6 +51,28 @@ def test_stream_hands_over_the_next_window_before_the_caller_takes_this_ones_res
     next(results)  # the first window's first result: the caller holds it
     assert handed.acquire(timeout=30) and handed.acquire(timeout=30), "the second window was not handed over"
     assert list(results) == list(range(1, 12))
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_calls_in_flight_run_at_once(in_flight):
+    """Slurm's two calls at once: the next call is running before the oldest returns (its tasks
+    queue for the cores the oldest's free); one call at a time where asked."""
+    running, most, lock = [0], [0], threading.Lock()
+    both = threading.Barrier(2, timeout=5)
+
+    def overlapping_map(fn, *iterables):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        if in_flight == 2 and iterables[0][0] < 8:  # the first two calls wait for each other
+            both.wait()
+        with lock:
+            running[0] -= 1
+        return serial_map(fn, *iterables)
+
+    parallel = Parallel(overlapping_map, width=2, pieces_per_call=2, calls_in_flight=in_flight)
+    assert list(parallel.stream(lambda i: i, iter(range(20)))) == list(range(20))
+    assert most[0] == in_flight
 
 
 def test_a_failing_piece_fails_the_stream():

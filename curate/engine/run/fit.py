@@ -4,6 +4,7 @@ parallel pieces on the run's executor."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import cast
@@ -62,20 +63,40 @@ def fit(
             failpoint("fit")
 
     mapped: dict[str, dict] = {}
+    busy: dict[str, list] = {}  # per function: its calls in flight, and since when one has been
+    mapping = threading.Lock()  # calls run at once where the engine asks (Parallel.calls_in_flight)
 
     def timed_map(fn, *iterables) -> list:
-        """executor.map, its wall seconds and pieces summed per function (the fit's parallel phases)."""
-        t0 = time.perf_counter()
-        results = executor.map(fn, *iterables, files_in=layout.fit)
+        """executor.map, its wall seconds (while any call of it runs) and pieces summed per
+        function (the fit's parallel phases)."""
         name = getattr(fn, "func", fn).__name__  # a functools.partial's function
-        entry = mapped.setdefault(name, {"seconds": 0.0, "pieces": 0})
-        entry["seconds"] += time.perf_counter() - t0
-        entry["pieces"] += len(results)
+        with mapping:
+            calls = busy.setdefault(name, [0, 0.0])
+            if calls[0] == 0:
+                calls[1] = time.perf_counter()
+            calls[0] += 1
+        results: list = []
+        try:
+            results = executor.map(fn, *iterables, files_in=layout.fit)
+        finally:
+            with mapping:
+                entry = mapped.setdefault(name, {"seconds": 0.0, "pieces": 0})
+                entry["pieces"] += len(results)
+                calls[0] -= 1
+                if calls[0] == 0:
+                    entry["seconds"] += time.perf_counter() - calls[1]
         return results
 
     started = time.perf_counter()
     budget = budget_gb(ctx.recipe.memory_gb)  # threads=1 below: a core per worker
-    parallel = Parallel(timed_map, workers, threads=1, memory_gb=budget, pieces_per_call=executor.pieces_per_call)
+    parallel = Parallel(
+        timed_map,
+        workers,
+        threads=1,
+        memory_gb=budget,
+        pieces_per_call=executor.pieces_per_call,
+        calls_in_flight=executor.calls_in_flight,
+    )
     state = op.fit(batches(), Path(layout.fit), parallel)
     if not isinstance(state, FitState):
         raise OperatorBug(

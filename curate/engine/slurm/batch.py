@@ -34,6 +34,10 @@ class Batch:
         names = os.listdir(self.directory / "results")
         return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in self.done)
 
+    def news(self) -> bool:
+        """Whether a result not handed on yet, or an error, is in."""
+        return bool(self.finished()) or any(n.endswith(".pkl") for n in os.listdir(self.directory / "errors"))
+
     def raise_errors(self) -> None:
         """A task's own error (bad data, a bug), raised here as the local engine does."""
         for name in sorted(os.listdir(self.directory / "errors")):

@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import socket
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -43,6 +44,7 @@ from curate.words import count, times
 RESULT_GRACE_SECONDS = 30.0  # a task Slurm says COMPLETED whose result file is not visible yet (NFS)
 UNREACHABLE_SECONDS = 600.0  # squeue failing this long stops the run
 STATUS_SECONDS = 10.0  # how often a changed count of pending/running/done tasks is reported
+PICKUP_SECONDS = 0.05  # how often the driver looks for a result between its looks at squeue
 
 
 class SlurmEngine(Engine):
@@ -97,6 +99,10 @@ class SlurmEngine(Engine):
         self.attempt.mkdir()
         self.live: list[str] = []  # job ids submitted and not known to be over
         self.batches = 0
+        # A fit's map calls run two at once (SlurmExecutor.calls_in_flight), each from a thread of
+        # its own: what they share (batch numbers, the live jobs) changes under this lock
+        self.lock = threading.Lock()
+        self.cancelled = False  # the run is stopping: a batch still waited on is not resubmitted
         self.run_name = "run"  # the recipe's name, in the jobs' names (set by the executor)
         self.cwd = os.getcwd()
         self.session = uuid.uuid4().hex  # names the mirrors and logs of this driver's tasks on nodes
@@ -149,8 +155,9 @@ class SlurmEngine(Engine):
         self, name: str, items: list, shared: dict, cpus: int, parallel: int | None, mem: str | None, gres: str | None
     ) -> Batch:
         """A directory for `items` (pickled one a file), `shared` (batch.json) and its launch script."""
-        self.batches += 1
-        directory = self.attempt / f"{self.batches:03d}-{name}"
+        with self.lock:
+            self.batches += 1
+            directory = self.attempt / f"{self.batches:03d}-{name}"
         for sub in ("items", "results", "errors", "progress", "logs", "where"):
             (directory / sub).mkdir(parents=True)
         for i, item in enumerate(items):
@@ -204,9 +211,10 @@ class SlurmEngine(Engine):
             if not job.isdigit():
                 raise CurateError(f"--engine slurm: sbatch printed {res.stdout.strip()!r}, not a job id")
             previous = job
-            self.live.append(job)
-            with open(self.jobs_file, "a") as f:
-                f.write(job + "\n")
+            with self.lock:
+                self.live.append(job)
+                with open(self.jobs_file, "a") as f:
+                    f.write(job + "\n")
             attempt = max(batch.runs.get(m, 0) for m in members) + 1
             for m, i in zip(members, indices):
                 batch.runs[m] = batch.runs.get(m, 0) + 1
@@ -248,6 +256,8 @@ class SlurmEngine(Engine):
             open_items = [i for i in range(batch.total) if i not in batch.done]
             if not open_items:
                 break
+            if self.cancelled:  # another call's error stopped the run: its jobs are cancelled, not lost
+                raise CurateError(f"--engine slurm: {batch.name} stopped with the run")
             try:
                 states = job_states(sorted({batch.element[i][0] for i in open_items}), detailed=True)
             except Unreachable as e:  # nothing is known of the tasks this round: none is taken as lost
@@ -314,9 +324,13 @@ class SlurmEngine(Engine):
         self._forget(batch)
 
     def poll(self, batch, seen_progress: dict, on_result) -> None:
-        """One look at the batch after a poll interval: progress passed on, new results taken
-        (each handed to `on_result`), a task's own error raised."""
-        time.sleep(self.spec.poll_seconds)
+        """One look at the batch after a poll interval, or as soon as a result or an error is in:
+        progress passed on, new results taken (each handed to `on_result`), a task's own error
+        raised. (Squeue is asked once a poll interval; a result, a file here, is taken at once: the
+        next call of a fit goes out without waiting for the interval.)"""
+        deadline = time.monotonic() + self.spec.poll_seconds
+        while time.monotonic() < deadline and not (self.store is None and batch.news()):
+            time.sleep(PICKUP_SECONDS)
         if self.store is not None:
             self.blind += batch.sync(self.store)
         batch.relay(seen_progress, self.progress)
@@ -332,7 +346,8 @@ class SlurmEngine(Engine):
 
     def _forget(self, batch: Batch) -> None:
         done = {job for job, _ in batch.element.values()}
-        self.live = [j for j in self.live if j not in done]
+        with self.lock:
+            self.live = [j for j in self.live if j not in done]
 
     def manifest_entries(self) -> dict:
         """The manifest's `slurm` (records.py), for the runner to write."""
@@ -341,9 +356,11 @@ class SlurmEngine(Engine):
     def cancel(self) -> None:
         """scancel every job this driver submitted that may still run (inside an allocation: stop
         its srun steps)."""
+        self.cancelled = True
         self.steps.stop()
-        if self.live:
+        with self.lock:
             live, self.live = self.live, []
+        if live:
             slurm(["scancel", *live])
 
     def close(self, discard_work: bool = False) -> None:

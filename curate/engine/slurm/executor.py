@@ -30,6 +30,14 @@ class SlurmExecutor(Executor):
     # pieces. 8 a call: 8 arrays; the driver holds two calls' pieces at once (32 batches at -w 2).
     pieces_per_call = 8
 
+    @property
+    def calls_in_flight(self) -> int:  # type: ignore[override]
+        """Two map calls at once: the next call's array is queued while one runs, and its tasks
+        take the cores as this one's end (no idle core while the slowest task of a call ends, no
+        wait for the submission and the scheduler). One inside an allocation: its srun steps are
+        run and counted per engine (steps.py)."""
+        return 1 if self.engine.allocation else 2
+
     def __init__(self, engine: "SlurmEngine", model: bool = False, cpu_workers: int = 1):
         self.engine = engine
         self.model = model
@@ -84,7 +92,9 @@ class SlurmExecutor(Executor):
             # Work that names no directory of its own (the publisher's merges) reads the run's
             # files, which nodes that share no disk do not see: it runs here
             return [fn(*args) for args in pieces]
-        self.maps += 1
+        with self.engine.lock:
+            self.maps += 1
+            number = self.maps
         fname = getattr(getattr(fn, "func", fn), "__name__", "map").strip("<>")
         spec = self.engine.spec
         view = None
@@ -96,7 +106,7 @@ class SlurmExecutor(Executor):
         # array task's start (a Python process importing curate) is paid once per share
         groups = [list(range(len(pieces)))[g::parallel] for g in range(min(parallel, len(pieces)))]
         batch = self.engine.new_batch(
-            f"map{self.maps}-{fname}",
+            f"map{number}-{fname}",
             [
                 ("calls", fn, [pieces[i] for i in group])
                 if view is None

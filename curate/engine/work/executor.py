@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 class Executor(ABC):
     workers: list  # a model pool's workers (the runner counts them)
     pieces_per_call = 2  # a fit's pieces a worker gets from one `map` call of Parallel.stream (ops.py)
+    calls_in_flight = 1  # Parallel.stream's map calls at once: one, where workers stay up
 
     @abstractmethod
     def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
