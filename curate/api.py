@@ -280,10 +280,11 @@ def _start_workers(opts: "RunOptions", r: "recipe_module.Recipe", sources) -> No
         local.start_workers_ahead(processes, busy)
 
 
-def execute(r: "recipe_module.Recipe", opts: "RunOptions", console, progress_seconds: float = 30.0) -> dict:
+def execute(r: "recipe_module.Recipe", opts: "RunOptions", console, progress_seconds: float = 30.0) -> "Manifest":
     """Run the validated recipe `r` with `opts`, progress on `console` (a rich Console); returns
-    the manifest. This is the run of both `curate run` and `curate.run`: the input listed and
-    checked before any row is processed, the local workers started while that happens."""
+    the manifest (runner.run's, saying where the run went: Manifest.run_dir, .hub). This is the
+    run of both `curate run` and `curate.run`: the input listed and checked before any row is
+    processed, the local workers started while that happens."""
     from curate import preflight
     from curate.engine.local.engine import stop_workers_ahead
     from curate.progress import run_with_progress
@@ -337,7 +338,6 @@ def run(
     """
     from curate.engine.run.runner import RunOptions
     from curate.engine.work import engines
-    from curate.manifest import Manifest
 
     engines.check(engine, address)
     if workers is not None and workers < 1:
@@ -366,7 +366,7 @@ def run(
     with _workers_skip_main():
         written = execute(r, opts, _console(progress), progress_seconds)
     # A Hub output is read back from the run's local staging directory, which holds what was published
-    done = Run(written["run_dir"] if output_to_hub(r) else r.output.path, Manifest.model_validate(written), r)
+    done = Run(written.run_dir if output_to_hub(r) else r.output.path, written, r)
     for message in done.warnings():
         warnings.warn(message, CurateWarning, stacklevel=2)
     if report and done.local and not (output_to_hub(r) and done.report_path.is_file()):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from curate.errors import CurateError
 
@@ -147,6 +147,37 @@ class Manifest(_Open):
     duplicate_ids: DuplicateIdsEntry | None = Field(None, description="Ids given to more than one input row.")
     report: ReportSettings | None = Field(None, description="The recipe's report: settings, `${VAR}`s expanded.")
     store: dict[str, Any] | None = Field(None, description="An output or inputs on a store: its requests retried.")
+
+    # Where the run went, for whoever ran it (runner.run returns the manifest with them): not part of
+    # manifest.json, so never written nor compared; a manifest read from a file has none of them.
+    _run_dir: str | None = PrivateAttr(None)
+    _hub: dict[str, Any] | None = PrivateAttr(None)
+    _already_finished: bool = PrivateAttr(False)
+
+    @property
+    def run_dir(self) -> str | None:
+        """The directory (or store URI) the run wrote; for an output on the Hub, its local staging directory."""
+        return self._run_dir
+
+    @property
+    def hub(self) -> dict[str, Any] | None:
+        """An output on the Hub: its publication (hub.publish: url, commit, already, files, retries)."""
+        return self._hub
+
+    @property
+    def already_finished(self) -> bool:
+        """The run had finished before (a --resume of a finished run): nothing was run."""
+        return self._already_finished
+
+    def of_run(self, run_dir: str, *, already_finished: bool = False, hub: dict[str, Any] | None = None) -> Manifest:
+        """This manifest as the runner returns it, saying where its run went (a copy)."""
+        copy = self.model_copy()
+        copy._run_dir, copy._already_finished, copy._hub = run_dir, already_finished, hub
+        return copy
+
+    def __eq__(self, other: object) -> bool:
+        # What a manifest says is what is written: where its run went is no part of it
+        return isinstance(other, Manifest) and self.to_dict() == other.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest as JSON values: the fields it was given, in their order (extra entries last)."""

@@ -26,7 +26,7 @@ from curate.engine.tasks.context import READ_STEP
 from curate.io.readers import parquet_rows
 from curate.io.sources import Source, named_errors, open_parquet
 from curate.io.store import map_objects
-from curate.manifest import Manifest, build as build_manifest
+from curate.manifest import Manifest
 from curate.ops import Global, Map
 from curate.preflight import Preflight
 from curate.recipe import Recipe
@@ -114,11 +114,12 @@ def run_with_progress(
     checked: list[Source] | Preflight | None = None,
     interval: float = DEFAULT_INTERVAL,
     source_rows: dict[Source, int] | None = None,
-) -> dict:
+) -> Manifest:
     """Run with a bar per step and one per stage (tasks done, ETA) on a terminal; elsewhere (a
     batch log) a plain line every `interval` seconds. The input files (`checked`: the preflight's
     check of them, or the files) give the bars their totals where known (`source_rows`: those the
-    preflight read, Preflight.rows); a resumed run has none, as its finished tasks report no rows."""
+    preflight read, Preflight.rows); a resumed run has none, as its finished tasks report no rows.
+    Returns what runner.run returns: the manifest, saying where the run went."""
     sources = checked.sources if isinstance(checked, Preflight) else checked
     terminal = console.is_terminal
     progress = Progress(
@@ -213,7 +214,7 @@ def run_with_progress(
             reporter = Reporter(rows=rows, status=status, stage=stage_started, fitting=fitting)
             manifest = run(recipe, opts, reporter, checked)
         # the bars and the batch log end where the run did, however short it was
-        stages.finish(sum(o.bytes for o in build_manifest(manifest).outputs))  # what run returns: the manifest
+        stages.finish(sum(o.bytes for o in manifest.outputs))
         stage_bar() if terminal else log_line(stages.state())
     return manifest
 

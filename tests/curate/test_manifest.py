@@ -10,7 +10,8 @@ from tests.conftest import write_jsonl
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
+def ran(tmp_path_factory):
+    """A finished run: its directory, and what run() returned."""
     from curate.engine.run.runner import RunOptions, run
     from curate.recipe import load
 
@@ -18,8 +19,21 @@ def finished(tmp_path_factory):
     write_jsonl(tmp / "in" / "a.jsonl", [{"text": f"row {i} " * (i % 3 + 1)} for i in range(20)])
     recipe = load(text=f"input: {{path: '{tmp / 'in'}'}}\noutput: {{path: '{tmp / 'out'}'}}\n"
                        f"steps:\n  - sql_filter: {{where: 'length(text) > 8'}}\n")
-    run(recipe, RunOptions(workers=1))
-    return tmp / "out"
+    return tmp / "out", run(recipe, RunOptions(workers=1))
+
+
+@pytest.fixture(scope="module")
+def finished(ran):
+    return ran[0]
+
+
+def test_run_returns_the_manifest_it_wrote_saying_where_the_run_went(ran):
+    out, returned = ran
+    written = read((out / "manifest.json").read_bytes(), "manifest.json")
+    assert isinstance(returned, Manifest) and returned == written and returned.to_bytes() == written.to_bytes()
+    assert returned.run_dir == str(out) and returned.hub is None and not returned.already_finished
+    assert written.run_dir is None and "run_dir" not in returned.to_dict()  # where it went is not written
+    assert returned != written.model_copy(update={"rows_out": written.rows_out + 1})  # equal means the same content
 
 
 def test_a_run_writes_a_manifest_its_model_reads_back(finished):

@@ -24,11 +24,11 @@ import pyarrow.parquet as pq
 
 from curate.card import card_text
 from curate.engine.failpoints import failpoint
-from curate.engine.rundir.layout import MANIFEST_FORMAT, Files, RunLayout
+from curate.engine.rundir.layout import Files, RunLayout
 from curate.engine.rundir.store_files import output_errors
 from curate.engine.work.executor import Executor
 from curate.io import output_formats, retries
-from curate.manifest import build as build_manifest, read as read_manifest
+from curate.manifest import Manifest, OutputEntry, RunInfo, StepEntry, build as build_manifest, read as read_manifest
 from curate.recipe import Recipe
 from curate.trace import merge_shards, trace_schema, versions
 
@@ -82,18 +82,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def lineage() -> dict:
+def lineage() -> RunInfo:
     """Where and when the run ran, for the manifest (its end time is added when it is written)."""
-    return {"host": socket.gethostname(), "started_at": _now()}
+    return RunInfo(host=socket.gethostname(), started_at=_now())
 
 
-def _output_entry(path: Path, data: Path) -> dict:
+def _output_entry(path: Path, data: Path) -> OutputEntry:
     """One published data file (staged under `data`): its path in the run directory, bytes and
     (Parquet) rows."""
-    entry = {"path": f"data/{path.relative_to(data).as_posix()}", "bytes": path.stat().st_size}
+    name, size = f"data/{path.relative_to(data).as_posix()}", path.stat().st_size
     if path.suffix == ".parquet":
-        entry["rows"] = pq.ParquetFile(path).metadata.num_rows
-    return entry
+        return OutputEntry(path=name, bytes=size, rows=pq.ParquetFile(path).metadata.num_rows)
+    return OutputEntry(path=name, bytes=size)  # `rows` unset: not written
 
 
 def _upload(layout: RunLayout, traced: bool, held: dict[Path, str]) -> None:
@@ -114,21 +114,23 @@ def publish(
     recipe: Recipe,
     layout: RunLayout,
     trace_parts: dict[str, list[str]],
-    steps: list[dict],
-    manifest: dict,
+    steps: list[StepEntry],
+    content: dict,
+    run: RunInfo,
     files: Files,
     started: float,
     still_ours=lambda: None,
     report=None,
     held: dict[Path, str] | None = None,
-) -> dict:
+) -> Manifest:
     """Traces merged per step (each must hold the rows its step removed), trace/ and data/ renamed
-    into place (uploaded, on a store), the manifest (its figures in `manifest`, the run's start at
-    `started`) written last, once `still_ours()` has not raised (the run still holds its lock);
-    the manifest as written. On a store, the staged files in `held` (work_store.held_copies) are
-    copied from the work store, and `report(manifest, data, trace, target)` (if given) writes
-    report.html to the local `target` from the staged files, and it is uploaded before the
-    manifest; the output's retries are counted into the manifest's `store` then."""
+    into place (uploaded, on a store), the manifest (the funnel in `steps`, the runner's other
+    fields in `content`, `run` its lineage, the run's start at `started`) written last, once
+    `still_ours()` has not raised (the run still holds its lock); the manifest as written. On a
+    store, the staged files in `held` (work_store.held_copies) are copied from the work store,
+    and `report(manifest, data, trace, target)` (if given) writes report.html to the local
+    `target` from the staged files, and it is uploaded before the manifest; the output's retries
+    are counted into the manifest's `store` then."""
     files.remove(layout.trace_tmp)
     files.makedirs(layout.trace_tmp)
     # one schema for every step's file (the union of their columns): the trace reads as one table
@@ -139,9 +141,9 @@ def publish(
         if parts
     }
     for entry in steps:
-        if entry["removed"] != traced.get(entry["step"], 0):
+        if entry.removed != traced.get(entry.step, 0):
             raise RuntimeError(
-                f"trace of {entry['step']} holds {traced.get(entry['step'], 0)} rows, {entry['removed']} were removed"
+                f"trace of {entry.step} holds {traced.get(entry.step, 0)} rows, {entry.removed} were removed"
             )
     if layout.remote:
         with output_errors(layout.root):
@@ -156,27 +158,28 @@ def publish(
         data = Path(layout.data)
     failpoint("published-data")
     data_files = output_formats.data_files(data, recipe.output.format)
-    manifest = {
-        "format_version": MANIFEST_FORMAT,
-        **manifest,
+    content = {
+        **content,
+        "steps": steps,
+        "run": run.model_copy(update={"ended_at": _now()}),
         "versions": versions(),
         "format": recipe.output.format,
         "data_files": len(data_files),
         "outputs": [_output_entry(Path(f), data) for f in data_files],
         "seconds": round(time.perf_counter() - started, 3),
     }
-    manifest["run"]["ended_at"] = _now()
+    typed = build_manifest(content)  # checked against its model (curate/manifest.py) before it is written
     if layout.remote:
-        if report is not None and report(manifest, data, Path(layout.trace_tmp), Path(layout.report_tmp)):
+        if report is not None and report(typed, data, Path(layout.trace_tmp), Path(layout.report_tmp)):
             with output_errors(layout.root):
                 layout.files.upload([(layout.report_tmp, layout.report)])
         retried = retries.take_output()  # since the run started: its lease, uploads and report
-        manifest["store"] = {
-            **manifest.get("store", {}),
+        store = {
+            **(typed.store or {}),
             "output_retries": sum(retried.values()),
             "output_retry_reasons": dict(sorted(retried.items())),
         }
-    typed = build_manifest(manifest)  # checked against its model (curate/manifest.py) before it is written
+        typed = build_manifest({**content, "store": store})
     still_ours()
     with output_errors(layout.root):
         if not layout.remote:  # the run's own card, from the manifest as written: load_dataset(RUN_DIR) reads data/
@@ -186,4 +189,4 @@ def publish(
     if layout.remote:
         for path in layout.staging():
             files.remove(path)
-    return manifest
+    return typed

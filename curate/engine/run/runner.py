@@ -51,7 +51,7 @@ from curate.engine.work.executor import Engine, Executor
 from curate.errors import CurateError, NoSpace
 from curate.io import hub, input_schema, output_formats, retries
 from curate.io.sources import Source, input_objects
-from curate.manifest import read as read_manifest
+from curate.manifest import Manifest, StepEntry, read as read_manifest
 from curate.recipe import Recipe
 from curate.trace import StepStats, check_conservation, check_not_emptied
 from curate.words import count, size
@@ -106,28 +106,29 @@ def run(
     opts: RunOptions = RunOptions(),
     reporter: Reporter = Reporter(),
     sources: list[Source] | preflight.Preflight | None = None,
-) -> dict:
-    """Run `recipe`; returns the manifest. Raises CurateError for problems with the recipe or data,
-    before any worker starts where a look at the input shows them (preflight). `sources`: the
-    input files, or the preflight's check of them when the caller has made it already.
+) -> Manifest:
+    """Run `recipe`; returns its manifest, as written, saying where the run went (Manifest.run_dir;
+    .already_finished: a --resume of a finished run, which ran nothing). Raises CurateError for
+    problems with the recipe or data, before any worker starts where a look at the input shows
+    them (preflight). `sources`: the input files, or the preflight's check of them when the
+    caller has made it already.
 
     An output on the Hugging Face Hub (hf://datasets/ORG/NAME) is a local run in its staging
     directory (hub.staging_dir), published once its manifest is written (hub.publish: one
     commit); its token and repository are checked before the run starts. A finished run there is
     published again by --resume (nothing is, when the Hub holds it already). The manifest
-    returned says where it went (`hub`); the one written does not."""
+    returned says where it went (Manifest.hub; .run_dir is the staging directory); the one
+    written does not."""
     if not hub.is_hub(recipe.output.path):
         return _run(recipe, opts, reporter, sources)
     hub.check(recipe, opts.overwrite, reporter.status)  # before any work: token, repository
-    manifest = _run(recipe, opts, reporter, sources, RunLayout.at(hub.staging_dir(recipe.output.path)))
-    return {
-        **manifest,
-        "hub": hub.publish(Path(manifest["run_dir"]), recipe, opts.overwrite, reporter.status),
-        "run_dir": manifest["run_dir"],
-    }
+    layout = RunLayout.at(hub.staging_dir(recipe.output.path))
+    manifest = _run(recipe, opts, reporter, sources, layout)
+    published = hub.publish(Path(layout.root), recipe, opts.overwrite, reporter.status)
+    return manifest.of_run(layout.root, already_finished=manifest.already_finished, hub=published)
 
 
-def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: RunLayout | None = None) -> dict:
+def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: RunLayout | None = None) -> Manifest:
     started = time.perf_counter()
     staged = layout is not None  # a local run in the Hub output's staging directory
     layout = layout or RunLayout.at(recipe.output.path, recipe.output.storage_options)
@@ -177,15 +178,11 @@ def _run(recipe: Recipe, opts: RunOptions, reporter: Reporter, sources, layout: 
                 output_formats.upload(Path(layout.root), recipe.output.upload, recipe.output.storage_options)
             if not staged:
                 reporter.status(f"{layout.root} is already finished; nothing to do")
-            finished_manifest = read_manifest(layout.files.read_bytes(layout.manifest), layout.manifest)
-            return {
-                **finished_manifest.model_dump(mode="json", exclude_unset=True),
-                "already_finished": True,
-                **({"run_dir": layout.root} if staged else {}),
-            }
+            written = read_manifest(layout.files.read_bytes(layout.manifest), layout.manifest)
+            return written.of_run(layout.root, already_finished=True)
         try:
             manifest = _Run(recipe, opts, reporter, layout, sources, started, lock.check, checked.decided).execute()
-            return {**manifest, "run_dir": layout.root} if staged else manifest
+            return manifest.of_run(layout.root)
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
@@ -233,7 +230,7 @@ class _Run:
         self.summaries = observers.run_summaries(self.observers)
         self.retried: dict[str, int] = {}  # the store's requests tried again, by reason, in all tasks
 
-    def execute(self) -> dict:
+    def execute(self) -> Manifest:
         env = sorted({name for step in self.recipe.steps for name in step.op_class.env_vars(step.params)})
         # An output on a store carries the work files of Ray nodes that do not see this machine's
         # disk under its own prefix (removed before publishing), unless --work-store names a place
@@ -368,7 +365,7 @@ class _Run:
         assert folded.next == len(tasks), f"stage {stage.index}: task {tasks[folded.next].name} never handed back"
         return folded.shards, folded.rows
 
-    def _finish(self, the_plan: plan.Plan, entries: dict, held: dict) -> dict:
+    def _finish(self, the_plan: plan.Plan, entries: dict, held: dict) -> Manifest:
         recipe = self.recipe
         steps = []
         ordered = [READ_STEP] + [s.label for s in recipe.steps]
@@ -377,31 +374,33 @@ class _Run:
             s.seconds += self.totals.get(f"prepare:{label}", StepStats()).seconds
             step = next((x for x in recipe.steps if x.label == label), None)
             fitted = self.fits.get(label, {})
-            entry = {
-                "step": label,
-                "op": step.name if step else "read",
-                "kind": step.op_class.kind if step else "read",
-                "rows_in": s.rows_in,
-                "rows_out": s.rows_out,
-                "removed": s.removed,
-                "seconds": round(s.seconds + fitted.get("seconds", 0.0), 3),
-                "reasons": s.reasons,
-            }
-            if s.counts:
-                entry["counts"] = s.counts
+            # the fields a step has not are left unset, so not written
+            optional: dict = {"counts": s.counts} if s.counts else {}
             if fitted.get("summary") is not None:
-                entry["summary"] = fitted["summary"]
+                optional["summary"] = fitted["summary"]
             if fitted:
-                entry["fit_seconds"] = round(fitted["seconds"], 3)
+                optional["fit_seconds"] = round(fitted["seconds"], 3)
             if fitted.get("work_bytes"):  # what the fit held on disk (removed once fitted), by structure
-                entry["work_bytes"] = fitted["work_bytes"]
+                optional["work_bytes"] = fitted["work_bytes"]
             if step is not None and getattr(step.op_class, "changes_rows", False):
                 # 1 -> n: `expanded` input rows produced the rows_out children, `added` more than they were
-                entry["expanded"] = s.expanded
-                entry["added"] = s.rows_out - s.expanded
-            steps.append(entry)
-        check_conservation(steps)
-        check_not_emptied(steps, recipe.allow_empty)  # before publishing: _work stays for --resume
+                optional.update(expanded=s.expanded, added=s.rows_out - s.expanded)
+            steps.append(
+                StepEntry(
+                    step=label,
+                    op=step.name if step else "read",
+                    kind=step.op_class.kind if step else "read",
+                    rows_in=s.rows_in,
+                    rows_out=s.rows_out,
+                    removed=s.removed,
+                    seconds=round(s.seconds + fitted.get("seconds", 0.0), 3),
+                    reasons=s.reasons,
+                    **optional,
+                )
+            )
+        funnel = [entry.model_dump(exclude_unset=True) for entry in steps]
+        check_conservation(funnel)
+        check_not_emptied(funnel, recipe.allow_empty)  # before publishing: _work stays for --resume
         trace_parts = {
             label: sorted(
                 f"{self.layout.stage(st.index).trace(label)}/{name}"
@@ -410,29 +409,28 @@ class _Run:
             )
             for label in ordered
         }
-        manifest = {
+        content = {
             "name": recipe.name,
             "recipe": recipe.display,
             "recipe_fingerprint": recipe.fingerprint(),
             "seed": recipe.seed,
             "limit": self.opts.limit,
-            "rows_in": steps[0]["rows_in"],
-            "rows_out": steps[-1]["rows_out"],
-            "steps": steps,
+            "rows_in": steps[0].rows_in,
+            "rows_out": steps[-1].rows_out,
             **entries,
-            "run": self.lineage,
             "inputs": input_objects(self.sources),
         }
         if recipe.report.columns():  # as expanded: the recipe shown above keeps its ${VAR}s
-            manifest["report"] = recipe.report.model_dump(exclude_none=True)
+            content["report"] = recipe.report.model_dump(exclude_none=True)
         if any(s.is_uri for s in self.sources):
-            manifest["store"] = self._store()
+            content["store"] = self._store()
         manifest = publish(
             recipe,
             self.layout,
             trace_parts,
             steps,
-            manifest,
+            content,
+            self.lineage,
             self.files,
             self.started,
             self.still_ours,
@@ -452,13 +450,13 @@ class _Run:
             output_formats.upload(Path(self.layout.root), recipe.output.upload, recipe.output.storage_options)
         return manifest
 
-    def _report(self, manifest: dict, data: Path, trace: Path, target: Path) -> bool:
+    def _report(self, manifest: Manifest, data: Path, trace: Path, target: Path) -> bool:
         """report.html of a run on a store, from its staged files, to `target`: whether it was
         written (one that cannot be is a warning, never a failed run)."""
         try:
             from curate.report.report import write_staged
 
-            write_staged(manifest, self.layout.root, data, trace, target)
+            write_staged(manifest.to_dict(), self.layout.root, data, trace, target)
         except Exception as e:  # noqa: BLE001 - whatever went wrong, the run's data stands
             self.reporter.status(f"warning: report.html not written ({type(e).__name__}: {e}); --no-report skips it")
             return False

@@ -382,7 +382,8 @@ def run_case(case: Case, env: Env, input_rows: int | None, step_rows: int | None
         else:
             files[name] = p.read_bytes()
     shutil.rmtree(out)
-    return {"funnel": _funnel(manifest["steps"]), "files": files, "scores": scores}
+    funnel = _funnel([s.model_dump(exclude_unset=True) for s in manifest.steps])
+    return {"funnel": funnel, "files": files, "scores": scores}
 
 
 # How an LLM step got its answers (from its request cache, or asked once for several rows of

@@ -42,8 +42,8 @@ def config(inp: str, out: Path, batch_rows: int = 64, metrics_line: str = METRIC
             + metrics_line + STEPS)
 
 
-def measured(manifest: dict) -> dict:
-    return {k: v for k, v in manifest["dataset_metrics"].items() if k != "cpu_seconds"}
+def measured(manifest) -> dict:
+    return {k: v for k, v in manifest.entry("dataset_metrics").items() if k != "cpu_seconds"}
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +55,9 @@ def reference(tmp_path_factory):
 
 def test_input_and_output_are_measured_in_the_manifest(reference):
     manifest, out = reference
-    m = manifest["dataset_metrics"]
-    assert m["input"]["rows"] == manifest["rows_in"] == 600
-    assert m["output"]["rows"] == manifest["rows_out"] < 600
+    m = manifest.entry("dataset_metrics")
+    assert m["input"]["rows"] == manifest.rows_in == 600
+    assert m["output"]["rows"] == manifest.rows_out < 600
     texts = pq.read_table(out / "data").column("text").to_pylist()
     everything = [r["text"] for r in rows()]
     for side, measured_texts in (("output", texts), ("input", everything)):
@@ -84,7 +84,7 @@ def test_off_unless_the_recipe_asks(tmp_path):
     for line in ("", "metrics: false\n"):
         manifest = run(recipe.load(text=config(inp, tmp_path / "out", metrics_line=line)),
                        RunOptions(workers=1, overwrite=True))
-        assert "dataset_metrics" not in manifest
+        assert manifest.entry("dataset_metrics") is None
 
 
 @pytest.mark.parametrize("point", ["task-done@2", "stage-done", "fit"])
@@ -98,4 +98,7 @@ def test_a_resumed_run_merges_the_same_summaries(reference, tmp_path, point):
     assert (tmp_path / "out" / "_work").is_dir()
     resumed = faultkit.start(path, "--resume")
     assert resumed.wait() == 0, resumed.stderr.read().decode()
-    assert measured(json.loads((tmp_path / "out" / "manifest.json").read_text())) == measured(reference[0])
+    from curate.manifest import read
+
+    written = tmp_path / "out" / "manifest.json"
+    assert measured(read(written.read_bytes(), str(written))) == measured(reference[0])

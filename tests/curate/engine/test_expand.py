@@ -38,13 +38,13 @@ def _run(root, ns, batch, op="test_expander", params="{}", workers=1):
 def test_every_input_row_produces_children_or_is_traced(tmp_path_factory, ns, batch, op):
     root = tmp_path_factory.mktemp("expand")
     m = _run(root, ns, batch, op)
-    step = m["steps"][1]
-    assert step["rows_in"] == len(ns) == step["expanded"] + step["removed"]
-    assert step["rows_out"] == sum(n % 4 for n in ns) and step["added"] == step["rows_out"] - step["expanded"]
-    traced = pq.read_table(root / "out" / "trace").to_pylist() if step["removed"] else []
+    step = m.steps[1]
+    assert step.rows_in == len(ns) == step.expanded + step.removed
+    assert step.rows_out == sum(n % 4 for n in ns) and step.added == step.rows_out - step.expanded
+    traced = pq.read_table(root / "out" / "trace").to_pylist() if step.removed else []
     assert sorted(t["_id"] for t in traced) == sorted(f"t{i}" for i, n in enumerate(ns) if n % 4 == 0)
     assert all(t["reason"] == "no_children" and t["row"]["n"] % 4 == 0 for t in traced)
-    out = pq.read_table(root / "out" / "data", columns=["_id", "k"]).to_pylist() if m["rows_out"] else []
+    out = pq.read_table(root / "out" / "data", columns=["_id", "k"]).to_pylist() if m.rows_out else []
     expected = [{"_id": f"t{i}#{k}", "k": k} for i, n in enumerate(ns) for k in range(n % 4)]
     assert out == expected  # ids from the parent's and the child's place: the same whatever the batching
 

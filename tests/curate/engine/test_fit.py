@@ -48,15 +48,15 @@ def test_a_fit_keeps_only_what_its_state_reads_and_the_manifest_says_what_it_hel
 
     monkeypatch.setattr(fit_module, "drop_unread", recording)
     manifest = run(load(inp, tmp_path / "out"), RunOptions(workers=2))
-    containment = next(s for s in manifest["steps"] if s["op"] == "containment_dedup")
-    assert containment["removed"] > 0
+    containment = next(s for s in manifest.steps if s.op == "containment_dedup")
+    assert containment.removed > 0
     # the band rows and shingle samples were there, and are gone: only the decisions stay
-    assert containment["work_bytes"]["buckets"] > 0 and containment["work_bytes"]["samples.bin"] > 0
+    assert containment.work_bytes["buckets"] > 0 and containment.work_bytes["samples.bin"] > 0
     assert left["stage-2"] == ["decisions.parquet"]
     kept = run(load(inp, tmp_path / "kept"), RunOptions(workers=2, keep_work=True))
     assert (tmp_path / "kept" / "_work" / "stage-2" / "fit" / "buckets").is_dir()  # --keep-work keeps them
     assert digests(tmp_path / "out") == digests(tmp_path / "kept")
-    assert kept["rows_out"] == manifest["rows_out"]
+    assert kept.rows_out == manifest.rows_out
 
 
 def test_drop_unread_keeps_the_files_read_their_directories_and_what_a_kept_directory_holds(tmp_path):

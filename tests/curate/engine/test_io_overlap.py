@@ -44,7 +44,7 @@ def waiting(monkeypatch):
     EVENTS.clear()
 
 
-def _run(root: Path, files: int = 3) -> dict:
+def _run(root: Path, files: int = 3):
     for f in range(files):
         write_jsonl(root / f"in-{f}.jsonl", [{"text": f"f{f}-{i}", "n": i} for i in range(8)])
     r = recipe.load(
@@ -76,10 +76,10 @@ def test_overlapped_tasks_write_what_tasks_one_after_another_write(tmp_path, mon
     assert EVENTS.index(("in", "f1")) > max(j for j, e in enumerate(EVENTS) if e == ("out", "f0"))  # one at a time
     assert _files(tmp_path / "a" / "out") == _files(tmp_path / "b" / "out")
 
-    def counts(m: dict) -> list[dict]:
-        return [{k: v for k, v in step.items() if k != "seconds"} for step in m["steps"]]
+    def counts(m) -> list[dict]:
+        return [step.model_dump(exclude_unset=True, exclude={"seconds"}) for step in m.steps]
 
-    assert counts(overlapped) == counts(alone) and overlapped["rows_out"] == 12
+    assert counts(overlapped) == counts(alone) and overlapped.rows_out == 12
 
 
 @pytest.mark.parametrize("files", [2, 3, 4])

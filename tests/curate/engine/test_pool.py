@@ -56,7 +56,7 @@ def test_the_model_loads_once_per_worker_and_is_freed_after_its_stage(tmp_path):
     teardowns = sorted(p.name.split("-")[1] for p in log.glob("teardown-*"))
     assert len(setups) == 2 and setups == teardowns  # 4 tasks, 2 workers: two loads, both freed
     assert str(os.getpid()) not in setups  # never in the main process
-    assert manifest["rows_out"] == pq.read_table(tmp_path / "o" / "data").num_rows > 0
+    assert manifest.rows_out == pq.read_table(tmp_path / "o" / "data").num_rows > 0
 
 
 def test_bytes_do_not_depend_on_the_number_of_workers(tmp_path):
@@ -121,12 +121,12 @@ def test_a_task_whose_worker_dies_twice_sends_its_rows_to_the_trace(tmp_path, mo
     finally:
         done.set()
         watcher.join()
-    model = next(s for s in manifest["steps"] if s["op"] == "fake_model")
-    assert model["rows_in"] == model["removed"] > 0 and model["reasons"] == {"worker_failed": model["removed"]}
-    trace = pq.read_table(tmp_path / "o" / "trace" / f"{model['step']}.parquet")
-    assert trace.num_rows == model["removed"]
+    model = next(s for s in manifest.steps if s.op == "fake_model")
+    assert model.rows_in == model.removed > 0 and model.reasons == {"worker_failed": model.removed}
+    trace = pq.read_table(tmp_path / "o" / "trace" / f"{model.step}.parquet")
+    assert trace.num_rows == model.removed
     assert "the model worker died twice" in trace.column("detail")[0].as_py()
-    assert manifest["rows_out"] == 0
+    assert manifest.rows_out == 0
 
 
 @pytest.mark.parametrize("devices, cores, threads", [

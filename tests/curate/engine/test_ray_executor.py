@@ -200,8 +200,8 @@ def test_progress_reaches_the_reporter_as_with_the_local_engine(cluster, ray_env
                          f"output: {{path: '{tmp_path / 'out'}'}}\n"
                          "steps:\n  - sql_filter: {where: \"n % 7 <> 3\"}\n  - exact_dedup: {}\n")
     manifest = run(r, RunOptions(engine="ray", address=cluster.address), Reporter(rows=rows))
-    for step in manifest["steps"]:
-        assert counts[step["step"]] == [step["rows_in"], step["rows_out"]], step["step"]
+    for step in manifest.steps:
+        assert counts[step.step] == [step.rows_in, step.rows_out], step.step
 
 
 def test_run_metrics_on_two_ray_nodes_equal_the_local_engines(cluster, ray_env, tmp_path):
@@ -212,10 +212,10 @@ def test_run_metrics_on_two_ray_nodes_equal_the_local_engines(cluster, ray_env, 
     inp = write(tmp_path / "in", 4)
     local = run(recipe.load(text=config(inp, tmp_path / "local")), RunOptions(workers=2))
     on_ray = run(recipe.load(text=config(inp, tmp_path / "ray")), RunOptions(engine="ray", address=cluster.address))
-    assert on_ray["dataset_metrics"]["output"]["rows"] == on_ray["rows_out"]
+    assert on_ray.entry("dataset_metrics")["output"]["rows"] == on_ray.rows_out
     for m in (local, on_ray):
-        del m["dataset_metrics"]["cpu_seconds"]
-    assert on_ray["dataset_metrics"] == local["dataset_metrics"]
+        del m.entry("dataset_metrics")["cpu_seconds"]
+    assert on_ray.entry("dataset_metrics") == local.entry("dataset_metrics")
 
 
 def test_with_no_address_a_ray_instance_runs_the_job_and_stops_after(ray_env, cli, tmp_path):

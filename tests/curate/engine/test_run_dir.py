@@ -60,7 +60,7 @@ def test_publishing_is_redone_by_resume_from_any_point(tmp_path, left_behind):
         (out / "data.tmp" / "part-00000.parquet").write_bytes(b"half")
     manifest = run(load(inp, out), RunOptions(workers=2, resume=True))
     assert digest(out) == digest(reference)
-    assert manifest["rows_out"] == json.loads((reference / "manifest.json").read_text())["rows_out"]
+    assert manifest.rows_out == json.loads((reference / "manifest.json").read_text())["rows_out"]
     assert not (out / "data.tmp").exists() and not (out / "_work").exists()
 
 
@@ -72,7 +72,7 @@ def test_resume_of_a_finished_run_says_it_is_finished(tmp_path):
     from curate.engine.run.runner import Reporter
 
     manifest = run(load(inp, out), RunOptions(workers=1, resume=True), Reporter(status=said.append))
-    assert manifest["already_finished"] and said == [f"{out} is already finished; nothing to do"]
+    assert manifest.already_finished and said == [f"{out} is already finished; nothing to do"]
 
 
 def test_a_tampered_task_marker_fails_the_conservation_check(tmp_path):
@@ -171,7 +171,7 @@ def test_a_run_killed_while_removing_its_work_is_finished_and_resume_keeps_it(tm
     (out / "_work" / "run.json").unlink()  # rmtree got this far
     shutil.rmtree(out / "_work" / "stage-1" / "data")
     manifest = run(load(inp, out), RunOptions(workers=1, resume=True))
-    assert manifest["already_finished"] and digest(out) == before
+    assert manifest.already_finished and digest(out) == before
 
 
 def test_a_file_of_the_users_called_manifest_json_does_not_make_a_run_directory(cli, tmp_path):
@@ -202,7 +202,7 @@ def test_ids_repeated_with_different_content_are_counted_or_refused(tmp_path, po
             run(r, RunOptions(workers=2))
         return
     manifest = run(r, RunOptions(workers=2))
-    assert {k: manifest["duplicate_ids"][k] for k in ("ids", "rows")} == {"ids": 3, "rows": 6}
+    assert (manifest.duplicate_ids.ids, manifest.duplicate_ids.rows) == (3, 6)
 
 
 def test_a_failed_start_on_a_store_leaves_no_work_files_of_ray_nodes_there(tmp_path, monkeypatch):

@@ -45,13 +45,13 @@ def test_run_writes_data_trace_and_a_conserving_manifest(tmp_path):
     data = pq.read_table(out / "data")
     assert data.column_names == ["text", "n", "_id"]  # internal columns dropped but _id
     # keep-first exact dedup after the filter: 150 distinct texts, those with a surviving row
-    assert data.num_rows == m["rows_out"] == 150
-    steps = {s["step"]: s for s in m["steps"]}
-    assert steps["00_read"]["rows_in"] == 600
-    for s in m["steps"]:
-        assert s["rows_in"] == s["rows_out"] + s["removed"]
+    assert data.num_rows == m.rows_out == 150
+    steps = {s.step: s for s in m.steps}
+    assert steps["00_read"].rows_in == 600
+    for s in m.steps:
+        assert s.rows_in == s.rows_out + s.removed
     trace = pq.read_table(out / "trace" / "02_exact_dedup.parquet")
-    assert trace.num_rows == steps["02_exact_dedup"]["removed"]
+    assert trace.num_rows == steps["02_exact_dedup"].removed
     assert set(trace.column("reason").to_pylist()) == {"exact_duplicate"}
     assert all(d.startswith("duplicate of ") for d in trace.column("detail").to_pylist())
     assert "text" in trace.schema.field("row").type.names  # the removed row is kept, replayable
@@ -73,8 +73,8 @@ def test_existing_output_needs_resume_or_overwrite(tmp_path):
     run(load(inp, tmp_path / "o"), RunOptions(workers=1))
     with pytest.raises(CurateError, match="already exists"):
         run(load(inp, tmp_path / "o"), RunOptions(workers=1))
-    assert run(load(inp, tmp_path / "o"), RunOptions(workers=1, overwrite=True))["rows_out"] > 0
-    assert run(load(inp, tmp_path / "o"), RunOptions(workers=1, resume=True))["rows_out"] > 0  # complete: no-op
+    assert run(load(inp, tmp_path / "o"), RunOptions(workers=1, overwrite=True)).rows_out > 0
+    assert run(load(inp, tmp_path / "o"), RunOptions(workers=1, resume=True)).rows_out > 0  # complete: no-op
 
 
 def test_resume_refuses_a_changed_recipe_or_input(tmp_path):
@@ -92,7 +92,7 @@ def test_resume_refuses_a_changed_recipe_or_input(tmp_path):
 def test_limit_reads_only_the_first_rows(tmp_path):
     inp = corpus(tmp_path / "in")
     m = run(load(inp, tmp_path / "o", steps="steps: []"), RunOptions(workers=2, limit=250))
-    assert m["rows_out"] == 250
+    assert m.rows_out == 250
     assert pq.read_table(tmp_path / "o" / "data").column("n").to_pylist() == list(range(250))
 
 
@@ -110,7 +110,7 @@ def test_unparseable_rows_go_to_the_read_trace(tmp_path):
     p = tmp_path / "a.jsonl"
     p.write_text('{"text": "a", "n": 1}\nnot json\n{"text": "b", "n": 2}\n')
     m = run(load(str(p), tmp_path / "o", steps="steps: []"), RunOptions(workers=1))
-    assert m["steps"][0] == {**m["steps"][0], "rows_in": 3, "rows_out": 2, "removed": 1}
+    assert (m.steps[0].rows_in, m.steps[0].rows_out, m.steps[0].removed) == (3, 2, 1)
     trace = pq.read_table(tmp_path / "o" / "trace" / "00_read.parquet").to_pylist()
     assert trace[0]["reason"] == "unparseable" and "line 2" in trace[0]["detail"]
     assert trace[0]["row"]["raw"] == "not json"
@@ -151,10 +151,10 @@ def test_conservation_and_keep_first_semantics_hold_for_any_input(tmp_path_facto
         if n % 3 != 0 and key not in seen:
             seen.add(key)
             expected.append((t, n))
-    got = pq.read_table(root / "o" / "data").select(["text", "n"]).to_pylist() if m["rows_out"] else []
+    got = pq.read_table(root / "o" / "data").select(["text", "n"]).to_pylist() if m.rows_out else []
     assert [(g["text"], g["n"]) for g in got] == expected
-    for s in m["steps"]:
-        assert s["rows_in"] == s["rows_out"] + s["removed"]
+    for s in m.steps:
+        assert s.rows_in == s.rows_out + s.removed
 
 
 def test_consecutive_global_steps_keep_their_prepared_columns_apart(tmp_path):
@@ -165,7 +165,7 @@ def test_consecutive_global_steps_keep_their_prepared_columns_apart(tmp_path):
     data = pq.read_table(tmp_path / "o" / "data")
     assert data.column("text").to_pylist() == ["a", "c"]  # then b (n=1 like a) and d (n=3 like c) go
     assert data.column_names == ["text", "n", "_id"]
-    assert [s["removed"] for s in m["steps"]] == [0, 1, 2]
+    assert [s.removed for s in m.steps] == [0, 1, 2]
 
 
 def test_small_task_shards_are_merged_in_order_up_to_the_shard_size(tmp_path):
@@ -226,10 +226,10 @@ def test_the_manifest_records_the_runs_lineage(tmp_path):
     inp = corpus(tmp_path / "in", files=2)
     m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
     files = sorted((tmp_path / "in").glob("*.jsonl.gz"))
-    assert [e["path"] for e in m["inputs"]] == [str(f) for f in files]
-    assert [e["bytes"] for e in m["inputs"]] == [f.stat().st_size for f in files]
+    assert [e.path for e in m.inputs] == [str(f) for f in files]
+    assert [e.bytes for e in m.inputs] == [f.stat().st_size for f in files]
     shards = sorted((tmp_path / "out" / "data").glob("*.parquet"))
-    assert [e["path"] for e in m["outputs"]] == [f"data/{p.name}" for p in shards]
-    assert sum(e["rows"] for e in m["outputs"]) == m["rows_out"]
-    assert m["run"]["host"] and m["run"]["started_at"] <= m["run"]["ended_at"]
-    assert {"curate", "pyarrow", "polars", "duckdb", "numpy", "xxhash"} <= m["versions"].keys()
+    assert [e.path for e in m.outputs] == [f"data/{p.name}" for p in shards]
+    assert sum(e.rows for e in m.outputs) == m.rows_out
+    assert m.run.host and m.run.started_at <= m.run.ended_at
+    assert {"curate", "pyarrow", "polars", "duckdb", "numpy", "xxhash"} <= m.versions.keys()

@@ -42,7 +42,7 @@ def test_the_driver_keeps_no_result_of_a_finished_task(tmp_path, monkeypatch):
     monkeypatch.setattr(local, "run_task", counted)
     inp = corpus(tmp_path / "in", files=12, rows=20)
     m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
-    assert m["rows_in"] == 240
+    assert m.rows_in == 240
     assert len(live) == 2 * 12  # stage 0's tasks, then exact_dedup's stage: a task per shard of stage 0
     assert max(live) == 0, live
 
@@ -87,9 +87,9 @@ steps:
 """
 
 
-def _steps(manifest: dict) -> str:
+def _steps(manifest) -> str:
     """The manifest's steps but their timings, as text: the order of each one's reasons counts."""
-    untimed = [{k: v for k, v in s.items() if k not in ("seconds", "fit_seconds")} for s in manifest["steps"]]
+    untimed = [s.model_dump(exclude_unset=True, exclude={"seconds", "fit_seconds"}) for s in manifest.steps]
     return json.dumps(untimed)
 
 
@@ -110,7 +110,7 @@ def test_results_handed_back_in_another_order_are_folded_in_task_order(tmp_path,
     pattern = str(inp / "*.jsonl")
     forward = run(load(pattern, tmp_path / "local", STEPS), RunOptions(workers=1))
     backward = run(load(pattern, tmp_path / "reversed", STEPS), RunOptions(workers=1, engine="reversed"))
-    reasons = next(s["reasons"] for s in forward["steps"] if s["step"] == "01_gopher_quality")
+    reasons = next(s.reasons for s in forward.steps if s.step == "01_gopher_quality")
     assert list(reasons) == ["gopher_word_count", "no_text"]
     assert _steps(backward) == _steps(forward)
     assert _digests(tmp_path / "reversed") == _digests(tmp_path / "local")
