@@ -1,8 +1,8 @@
 """Crawl archives (WARC, WET, ARC; plain or gzip per record) as rows, one per page record.
 
 Files are streamed record by record: warcio parses each record's headers, and the gzip members
-are inflated here (`_Inflated`), one member at a time, so that a damaged member (cut short, or
-corrupt) is found, named by its offset, and stepped over to the next member instead of ending
+are inflated by curate (warc_gzip.py), one member at a time, so that a damaged member (cut short,
+or corrupt) is found, named by its offset, and stepped over to the next member instead of ending
 the file. Nothing holds more than one record's payload at a time.
 
 Which records become rows (datatrove's WarcReader rule, `Selection`):
@@ -25,7 +25,7 @@ YYYY-MM-DDThh:mm:ssZ), `warc_record_id` (as written, angle brackets kept; null f
 The payload (HTTP chunking and content encoding undone by warcio) is decoded with the first of
 these that decodes it without error: a byte-order mark; the charset of the HTTP Content-Type;
 the charset of a `<meta>` tag in its first 4 KB; UTF-8; what cchardet (else charset_normalizer)
-detects. ISO-8859-1 and ASCII are read as windows-1252, as browsers do.
+detects (warc_charset.py). ISO-8859-1 and ASCII are read as windows-1252, as browsers do.
 
 Bad records go to the trace with the byte offset of the record (of its gzip member, in a
 .gz file) and the rest of the file is read: a gzip member cut short (`truncated`) or corrupt, a
@@ -36,23 +36,20 @@ is no member boundary to resume at.
 
 from __future__ import annotations
 
-import codecs
 import re
-import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 import pyarrow as pa
+
+from curate.io.warc_charset import candidates, decode, detect
+from curate.io.warc_gzip import Inflated
 
 SCHEMA = pa.schema(
     [(name, pa.string()) for name in ("url", "warc_date", "warc_record_id", "content_type", "charset", "html", "text")]
 )
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 SUFFIXES = (".warc", ".arc", ".wet")  # before an optional .gz
-GZIP_MAGIC = b"\x1f\x8b\x08"
-RAW_BLOCK = 1 << 16  # compressed bytes read at a time
-OUT_BLOCK = 1 << 16  # decompressed bytes handed to warcio at a time
-META_PEEK = 4096  # bytes of a payload searched for a <meta charset>
 BATCH_PAYLOAD_BYTES = 32 << 20  # a batch is cut when its pages reach this much text, whatever batch_rows
 RAW_SAMPLE = 300  # bytes of a bad record's headers kept in the trace
 
@@ -88,150 +85,6 @@ class Broken:
     reason: str = "unparseable"
 
 
-@dataclass
-class _Damage:
-    raw_offset: int  # where the damaged member starts in the file
-    start: int  # where its bytes start in the inflated stream
-    error: str
-    reason: str
-    reported: bool = False
-
-
-class _Inflated:
-    """A WARC file's bytes, inflated member by member when it is gzip, as the plain stream warcio
-    reads. A read never crosses a member boundary, so what warcio has buffered when a record
-    fails is that record's member only. `tell()` is the position in the inflated bytes;
-    `raw_offset(pos)` the file offset of the member holding it. A damaged member stops the
-    stream (reads give b"") until `resync()` finds the next member."""
-
-    def __init__(self, raw: BinaryIO):
-        self.raw = raw
-        self.buf = raw.read(RAW_BLOCK)  # raw bytes not yet inflated
-        self.buf_at = 0  # file offset of buf[0]
-        self.gzip = self.buf.startswith(GZIP_MAGIC)
-        self.z: zlib._Decompress | None = None  # the member being inflated
-        self.pos = 0
-        self.members: list[tuple[int, int]] = []  # (inflated start, file offset) of recent members
-        self.damage: _Damage | None = None
-
-    def tell(self) -> int:
-        return self.pos
-
-    def raw_offset(self, pos: int) -> int:
-        if not self.gzip:
-            return pos
-        found = 0
-        for start, offset in self.members:
-            if start > pos:
-                break
-            found = offset
-        return found
-
-    def _fill(self) -> bool:
-        more = self.raw.read(RAW_BLOCK)
-        self.buf += more
-        return bool(more)
-
-    def read(self, n: int = -1) -> bytes:
-        if self.damage is not None:
-            return b""
-        if not self.gzip:
-            if not self.buf and not self._fill():
-                return b""
-            cut = n if 0 < n < len(self.buf) else len(self.buf)
-            data, self.buf = self.buf[:cut], self.buf[cut:]
-            self.buf_at += len(data)
-            self.pos += len(data)
-            return data
-        while True:
-            if not self.buf and not self._fill():
-                if self.z is not None:
-                    self._damaged("the gzip member is cut short (the file ends inside it)", "truncated")
-                return b""
-            if self.z is None:  # a member starts here
-                if len(self.buf) < 3:
-                    self._fill()
-                if not self.buf.startswith(GZIP_MAGIC):
-                    if self._only_padding():
-                        return b""
-                    self.members.append((self.pos, self.buf_at))
-                    self._damaged("bytes that are not a gzip member stand between records", "unparseable")
-                    return b""
-                self.z = zlib.decompressobj(31)
-                self.members = self.members[-64:] + [(self.pos, self.buf_at)]
-            try:
-                # one member's bytes per read: a member's end ends the read (see the class doc)
-                data = self.z.decompress(self.buf, n if n > 0 else OUT_BLOCK)
-            except zlib.error as e:
-                self._damaged(f"the gzip member is corrupt ({e})", "unparseable")
-                return b""
-            rest = self.z.unused_data if self.z.eof else self.z.unconsumed_tail
-            self.buf_at += len(self.buf) - len(rest)
-            self.buf = rest
-            if self.z.eof:
-                self.z = None
-            if data:
-                self.pos += len(data)
-                return data
-
-    def _only_padding(self) -> bool:
-        """Whether the rest of the file is NULs or blank lines (some writers pad the end)."""
-        while True:
-            if self.buf.strip(b"\x00 \t\r\n"):
-                return False
-            self.buf_at += len(self.buf)
-            self.buf = b""
-            if not self._fill():
-                return True
-
-    def _damaged(self, error: str, reason: str) -> None:
-        start, offset = self.members[-1] if self.members else (0, 0)
-        self.damage = _Damage(offset, start, error, reason)
-        self.z = None
-
-    def resync(self) -> bool:
-        """After a damaged member (or a record that does not parse, with `skip`): go on at the
-        next place a gzip member starts and inflates to a record. False at the end of the file."""
-        if not self.gzip:
-            return False
-        damaged_at = self.damage.raw_offset if self.damage is not None else self.members[-1][1]
-        self.damage, self.z = None, None
-        search = 1 if self.buf_at <= damaged_at else 0  # never the damaged member's own start again
-        while True:
-            i = self.buf.find(GZIP_MAGIC, search)
-            if i < 0:
-                keep = max(len(self.buf) - 2, 0)
-                self.buf_at += keep
-                self.buf = self.buf[keep:]
-                search = 0
-                if not self._fill():
-                    self.buf_at += len(self.buf)
-                    self.buf = b""
-                    return False
-                continue
-            while len(self.buf) - i < 1024 and self._fill():
-                pass
-            if _starts_record(self.buf[i : i + RAW_BLOCK]):
-                self.buf_at += i
-                self.buf = self.buf[i:]
-                return True
-            search = i + 1
-
-    def skip_member(self) -> None:
-        """Drop what is left of the member being inflated (a record in it did not parse)."""
-        while self.z is not None and self.damage is None:
-            if self.read(OUT_BLOCK) == b"" and self.z is None:
-                break
-
-
-def _starts_record(candidate: bytes) -> bool:
-    try:
-        head = zlib.decompressobj(31).decompress(candidate, 64)
-    except zlib.error:
-        return False
-    return head.startswith(b"WARC/") or bool(re.match(rb"[a-z][a-z0-9+.-]*:\S* ", head[:64]))
-
-
 def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Broken]:
     """The page records of the archive `raw` (its bytes as in the file) and its bad records, in
     file order."""
@@ -250,7 +103,7 @@ def records(raw: BinaryIO, selection: Selection = DEFAULT) -> Iterator[Page | Br
         IndexError,
         UnicodeDecodeError,
     )
-    stream = _Inflated(raw)
+    stream = Inflated(raw)
     while True:
         it = ArchiveIterator(stream, no_record_parse=True)
         try:
@@ -360,8 +213,8 @@ def _page(record, loader, selection: Selection, parse_errors) -> Page | Broken |
             -1,
             _head(record),
             f"{_where(record)}: no charset decodes its payload (declared: "
-            f"{declared!r}; tried {', '.join(_candidates(payload, declared))}, then "
-            f"detection: {_detect(payload)})",
+            f"{declared!r}; tried {', '.join(candidates(payload, declared))}, then "
+            f"detection: {detect(payload)})",
         )
     html, charset = decoded
     return Page(-1, uri or None, date, record_id, mime, charset, html, None)
@@ -399,101 +252,6 @@ def _arc_date(value: str | None) -> str | None:
         return value
     v = value
     return f"{v[0:4]}-{v[4:6]}-{v[6:8]}T{v[8:10]}:{v[10:12]}:{v[12:14]}Z"
-
-
-# Charsets -------------------------------------------------------------------------------------
-
-_CHARSET = re.compile(rb"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.I)
-_META = re.compile(rb"<meta\b[^>]*>", re.I)
-# What browsers read these labels as (WHATWG Encoding): windows-1252 is a superset that differs
-# only in 0x80-0x9F, where real pages labelled Latin-1 mean 1252's quotes and dashes.
-_AS = {
-    "iso-8859-1": "cp1252",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "l1": "cp1252",
-    "ascii": "cp1252",
-    "us-ascii": "cp1252",
-    "iso8859-1": "cp1252",
-    "iso_8859-1": "cp1252",
-    "x-sjis": "shift_jis",
-    "utf-16": "utf-8",
-    "utf-16le": "utf-8",
-    "utf-16be": "utf-8",
-}  # a <meta> saying UTF-16 is read as UTF-8
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-
-
-def _codec(label: str | None) -> str | None:
-    if not label:
-        return None
-    label = label.strip().strip("\"'").lower()
-    label = _AS.get(label, label)
-    try:
-        return codecs.lookup(label).name
-    except LookupError:
-        return None
-
-
-def _header_charset(content_type: str | None) -> str | None:
-    if not content_type:
-        return None
-    m = _CHARSET.search(content_type.encode("latin-1", "replace"))
-    return m.group(1).decode("ascii", "replace") if m else None
-
-
-def _meta_charset(payload: bytes) -> str | None:
-    for tag in _META.finditer(payload[:META_PEEK]):
-        m = _CHARSET.search(tag.group(0))
-        if m:
-            return m.group(1).decode("ascii", "replace")
-    return None
-
-
-def _detect(payload: bytes) -> str | None:
-    try:
-        import cchardet  # faust-cchardet, as datatrove
-
-        return cchardet.detect(payload).get("encoding")
-    except ImportError:
-        pass
-    try:
-        from charset_normalizer import from_bytes
-    except ImportError:
-        return None
-    best = from_bytes(payload).best()
-    return best.encoding if best is not None else None
-
-
-def _candidates(payload: bytes, declared: str | None) -> list[str]:
-    bom = next((name for mark, name in _BOMS if payload.startswith(mark)), None)
-    labels = [bom, _header_charset(declared), _meta_charset(payload), "utf-8"]
-    out = list(dict.fromkeys(c for c in map(_codec, labels) if c))
-    return out
-
-
-def decode(payload: bytes, declared_content_type: str | None) -> tuple[str, str] | None:
-    """(text, codec name) of the first charset that decodes `payload` strictly (see the module
-    doc), or None. Detection runs only when the declared charsets and UTF-8 all fail."""
-    tried = _candidates(payload, declared_content_type)
-    for codec in tried:
-        try:
-            return payload.decode(codec), codec
-        except (UnicodeDecodeError, LookupError):
-            continue
-    detected = _codec(_detect(payload))
-    for candidate in (detected, "cp1252" if detected == "cp1252" else None):
-        if candidate and candidate not in tried:
-            try:
-                return payload.decode(candidate), candidate
-            except (UnicodeDecodeError, LookupError):
-                pass
-    if detected == "cp1252" or "cp1252" in tried:  # 1252 leaves five bytes undefined; Latin-1 none
-        return payload.decode("latin-1"), "latin-1"
-    return None
-
-
-# Rows -----------------------------------------------------------------------------------------
 
 
 def batches(
@@ -540,7 +298,7 @@ def read(
     row at its byte offset (unit "offset"). `on_truncated` does not apply: a member cut short is one
     bad record, and the records before it are read in any case."""
     from curate.io import store
-    from curate.io.bad_rows import BadRows
+    from curate.io.readers import BadRows
 
     if source.is_uri:  # the raw bytes: gzip members are inflated here, not by the store's stream
         raw = store.open_stream(source.path, source.storage_options, None, source.size, source.version, meter)
