@@ -2,7 +2,7 @@
 
 - docs/reference/operators.md: every operator of the catalog (curate.registry), from its class's
   docstring and its Params model (types, ranges, defaults, descriptions, the columns it names);
-- docs/reference/recipe.md: every recipe key, from the pydantic models of curate/recipe.py;
+- docs/reference/recipe.md: every recipe key, from the pydantic models of curate/recipe_specs.py;
 - docs/reference/cli.md: every command and option, from the Typer app (curate/cli.py), command
   groups that packages register (adp, lake) included;
 - docs/reference/python.md: the Python API (curate/api.py), from its signatures and docstrings;
@@ -150,13 +150,13 @@ def _model_table(model) -> list[str]:
 
 def recipe_sections() -> dict[str, type]:
     """Every section of a recipe that has its own model: `input` -> InputSpec, `output.pack` ->
-    PackSpec, ... Found from the code: a top-level key K with a model `KSpec` in curate/recipe.py,
+    PackSpec, ... Found from the code: a top-level key K with a model `KSpec` in curate/recipe_specs.py,
     and within a section's model every field whose type is another such model."""
     from pydantic import BaseModel
 
-    from curate import recipe
+    from curate import recipe, recipe_specs
 
-    specs = {name: cls for name, cls in vars(recipe).items()
+    specs = {name: cls for name, cls in vars(recipe_specs).items()
              if name.endswith("Spec") and isinstance(cls, type) and issubclass(cls, BaseModel)}
     sections: dict[str, type] = {}
 

@@ -53,13 +53,13 @@ def test_every_operator_of_the_catalog_has_its_entry(generated):
 def test_every_recipe_key_is_documented(generated):
     from pydantic import BaseModel
 
-    from curate import recipe
+    from curate import recipe, recipe_specs
 
     page = generated["reference/recipe.md"]
     for key in recipe._TOP_LEVEL:
         assert f"| `{key}` |" in page.split("## Top level")[1].split("\n## ")[0], key
     sections = generator().recipe_sections()
-    models = {cls for name, cls in vars(recipe).items()
+    models = {cls for name, cls in vars(recipe_specs).items()
               if name.endswith("Spec") and isinstance(cls, type) and issubclass(cls, BaseModel)}
     assert models <= set(sections.values()), f"a recipe section's model the reference misses: {models - set(sections.values())}"
     assert {"input", "output", "output.pack", "metrics", "report"} <= set(sections)

@@ -30,7 +30,7 @@ def dry_run(
     with MaxArraySize's default and this machine's cores, and says so. `driver_args` (--submit):
     also the driver's job script, outside an allocation."""
     from curate.engine.tasks import plan
-    from curate.recipe import SlurmSpec
+    from curate.recipe_specs import SlurmSpec
 
     spec = recipe.slurm or SlurmSpec()
     notes = []

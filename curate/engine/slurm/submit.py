@@ -23,7 +23,7 @@ def submit_driver(recipe, run_args: list[str], status: Callable[[str], None]) ->
     job id and its log); inside one (SLURM_JOB_ID set), nothing is submitted: the driver runs as an
     srun step of it on its first node (--overlap: the tasks' steps may use its CPU), its tasks as
     steps too, and this waits for it (returns its exit status as text, no log: it went here)."""
-    from curate.recipe import SlurmSpec
+    from curate.recipe_specs import SlurmSpec
 
     spec = recipe.slurm or SlurmSpec()
     cwd = os.getcwd()

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from curate.errors import CurateError
 from curate.io.packing import Packer, to_packed
-from curate.recipe import OutputSpec, PackSpec
+from curate.recipe_specs import OutputSpec, PackSpec
 
 
 def pack(docs: list[list[int]], seq_len: int, pad_id: int | None, batch_docs: int = 3) -> list[dict]:

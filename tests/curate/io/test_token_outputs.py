@@ -16,7 +16,7 @@ from curate.errors import CurateError
 from curate.io import output_formats
 from curate.io.megatron import to_megatron
 from curate.ops import serial_map
-from curate.recipe import PackSpec
+from curate.recipe_specs import PackSpec
 from tests.conftest import write_jsonl, write_recipe
 from tests.curate.io.test_packing import unpack
 from tests.operators.text.tiny_tokenizer import word_tokenizer

@@ -242,7 +242,7 @@ def test_mime_types_input_option_reads_the_listed_types(cli, tmp_path):
 def test_mime_types_refused_off_warc_and_empty():
     from pydantic import ValidationError
 
-    from curate.recipe import InputSpec
+    from curate.recipe_specs import InputSpec
 
     assert InputSpec(path="x", mime_types=["text/html"]).mime_types == ["text/html"]
     for bad in ({"format": "jsonl", "mime_types": ["text/html"]}, {"mime_types": []},
