@@ -115,7 +115,7 @@ def ablate(
 
     from curate.ablate import results as results_module
     from curate.ablate.run import Options, ablate as run_ablation, parse_expect
-    from curate.cli import out
+    from curate.cli_console import out
     from curate.cli_errors import err
 
     opts = Options(
