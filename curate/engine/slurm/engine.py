@@ -66,7 +66,7 @@ class SlurmEngine(Engine):
         store: str | None = None,
         resume: bool = False,
     ):
-        from curate.recipe import SlurmSpec
+        from curate.recipe_specs import SlurmSpec
 
         self.progress = progress
         self.status = status
