@@ -82,14 +82,12 @@ def run(doc: dict, workers: int | None, overwrite: bool) -> Manifest:
     from curate import preflight
     from curate import recipe as recipe_module
     from curate.engine.run.runner import RunOptions
-    from curate.manifest import Manifest
     from curate.progress import run_with_progress
     from curate.cli_errors import err
 
     r = recipe_module.load(text=as_yaml(doc))
     checked = preflight.check(r)
-    return Manifest.model_validate(run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err,
-                                                     checked))
+    return run_with_progress(r, RunOptions(workers=workers or 0, overwrite=overwrite), err, checked)
 
 
 def removed(manifest: Manifest) -> tuple[int, dict[str, int]]:

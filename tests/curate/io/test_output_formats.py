@@ -52,7 +52,7 @@ def test_jsonl_output_holds_the_rows_of_the_parquet_output(tmp_path, compression
     m, out = go(tmp_path, extra)
     files = sorted((out / "data").iterdir())
     assert files and all(f.name.endswith(suffix) and f.name.startswith("part-") for f in files)
-    assert m["format"] == "jsonl" and m["data_files"] == len(files)
+    assert m.format == "jsonl" and m.data_files == len(files)
     if opener is None:
         import zstandard
 
@@ -61,7 +61,7 @@ def test_jsonl_output_holds_the_rows_of_the_parquet_output(tmp_path, compression
     else:
         lines = [ln for f in files for ln in opener(f, "rt", encoding="utf-8").read().splitlines()]
     assert by_id(json.loads(ln) for ln in lines) == by_id(expected(tmp_path))
-    assert m["rows_out"] == len(lines) == 160
+    assert m.rows_out == len(lines) == 160
 
 
 def test_hf_output_loads_with_datasets_load_from_disk(tmp_path):
@@ -70,7 +70,7 @@ def test_hf_output_loads_with_datasets_load_from_disk(tmp_path):
     ds = datasets.load_from_disk(str(out / "data"))
     assert by_id(ds.to_list()) == by_id(expected(tmp_path))
     assert ds.features["tags"].feature.dtype == "string"
-    assert m["data_files"] == len(json.loads((out / "data" / "state.json").read_text())["_data_files"])
+    assert m.data_files == len(json.loads((out / "data" / "state.json").read_text())["_data_files"])
 
 
 def test_compression_must_fit_the_format(tmp_path):
@@ -99,7 +99,7 @@ def test_upload_killed_before_the_manifest_is_redone_by_resume(tmp_path):
     faultkit.kill(proc, whole_group=True)
     assert (remote / "data").is_dir() and not (remote / "manifest.json").exists()
     m = run(recipe.load(path), RunOptions(workers=1, resume=True))
-    assert m["already_finished"]
+    assert m.already_finished
     assert (remote / "manifest.json").read_bytes() == (tmp_path / "out" / "manifest.json").read_bytes()
     assert pl.read_parquet(remote / "data" / "*.parquet").height == 160
 
@@ -110,7 +110,7 @@ def test_upload_to_s3_on_a_local_moto_server(tmp_path, monkeypatch):
         m, out = go(tmp_path, ", format: jsonl, compression: gzip, upload: 's3://curated/web/run1'")
         keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="curated")["Contents"])
         assert "web/run1/manifest.json" in keys
-        assert len([k for k in keys if k.startswith("web/run1/data/")]) == m["data_files"]
+        assert len([k for k in keys if k.startswith("web/run1/data/")]) == m.data_files
         body = s3.get_object(Bucket="curated", Key="web/run1/manifest.json")["Body"].read()
         assert body == (out / "manifest.json").read_bytes()
 

@@ -156,7 +156,7 @@ def test_output_faults_are_retried_by_the_options_policy_and_counted_as_the_outp
         manifest = run(r, RunOptions(workers=2))
         after = retries.take_output()  # the lease's release and the mark's removal, after the manifest
     assert store_digest("s3://inp/faulty-run") == local_digest(reference)
-    store = manifest["store"]
+    store = manifest.store
     assert "retries" not in store  # the input is local: nothing of it was retried
     assert store["output_retries"] == sum(store["output_retry_reasons"].values()) > 0, (store, after, proxy.faults)
     throttled = sum(n for reason, n in [*store["output_retry_reasons"].items(), *after.items()]

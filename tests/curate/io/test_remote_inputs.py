@@ -47,7 +47,7 @@ def quickstart(inp: str, out: Path, **opts) -> dict:
     return run(r, RunOptions(workers=2, **opts))
 
 
-def copy(inp: str, out: Path, **opts) -> dict:
+def copy(inp: str, out: Path, **opts):
     """A run without steps: the input as curate reads it."""
     r = recipe.load(text="steps: []\n", input_path=inp, output_path=str(out))
     return run(r, RunOptions(workers=2, **opts))
@@ -60,8 +60,8 @@ def test_quickstart_on_s3_jsonl_gz_gives_the_local_bytes(tmp_path, s3):
     m_local = quickstart(f"{local}/*.jsonl.gz", tmp_path / "local")
     m_s3 = quickstart("s3://inp/demo/*.jsonl.gz", tmp_path / "s3")
     assert digest(tmp_path / "s3") == digest(tmp_path / "local") and digest(tmp_path / "local")
-    assert [s["removed"] for s in m_s3["steps"]] == [s["removed"] for s in m_local["steps"]]
-    assert m_s3["rows_out"] == m_local["rows_out"] > 0
+    assert [s.removed for s in m_s3.steps] == [s.removed for s in m_local.steps]
+    assert m_s3.rows_out == m_local.rows_out > 0
 
 
 def hive_parquet(root: Path) -> None:
@@ -159,7 +159,7 @@ def test_a_run_on_threads_asks_the_store_for_each_footer_once(tmp_path, s3, s3_s
         r = recipe.load(text=f"input: {{path: 's3://inp/few/', storage_options: {options}}}\n"
                              f"output: {{path: '{tmp_path / 'o'}'}}\nsteps: []\n")
         m = run(r, RunOptions(workers=2))
-    assert m["rows_out"] == 60 + 61 + 62 + 63
+    assert m.rows_out == 60 + 61 + 62 + 63
     for key, size in sizes.items():
         # pyarrow asks for the footer as the object's last bytes (at most 64 KB of them)
         footers = [(start, end) for start, end in ranges(proxy, key) if end == size]
@@ -208,7 +208,7 @@ def test_storage_options_reach_the_store_but_never_the_manifest(tmp_path, s3, s3
     assert r.input.storage_options["secret"] == "the-secret-value"
     m = run(r, RunOptions(workers=1))
     written = (tmp_path / "o" / "manifest.json").read_text()
-    assert m["rows_out"] == 5 and "the-secret-value" not in written and "literal-key-id" not in written
+    assert m.rows_out == 5 and "the-secret-value" not in written and "literal-key-id" not in written
     shown = json.loads(written)["recipe"]["input"]["storage_options"]
     assert shown == {"endpoint_url": s3_server, "secret": "${MY_SECRET}", "key": "***"}
     other = recipe.load(text=text.replace("literal-key-id", "rotated-key-id"))
@@ -224,7 +224,7 @@ def test_lineage_lists_each_input_object_once_with_size_and_version(tmp_path, s3
     assert all(o["bytes"] > 0 and o["version"].startswith("ETag=") for o in objects)
     assert json.loads(json.dumps(objects)) == objects
     m = copy("s3://inp/hive", tmp_path / "o")
-    assert m["inputs"] == objects  # the manifest's lineage
+    assert [e.model_dump(exclude_unset=True) for e in m.inputs] == objects  # the manifest's lineage
     local = input_objects(discover(str(tmp_path / "hive")))
     assert set(local[0]) == {"path", "bytes", "modified_ns"}
 

@@ -42,12 +42,12 @@ def test_a_run_through_a_faulty_store_gives_the_local_bytes_and_counts_its_retri
                 manifests.append(run(r, RunOptions(workers=workers)))
             assert digest(outs[1]) == digest(outs[0]) and digest(outs[0])
             faults = {k: proxy.faults[k] - before[k] for k in proxy.faults}
-            store = manifests[1]["store"]
+            store = manifests[1].store
             # each 503 and each cut body counted once; a reset before any answer aiohttp first retries unseen
             throttled = sum(n for reason, n in store["retry_reasons"].items() if reason.startswith("503"))
             assert faults["503"] and throttled == faults["503"], (faults, store)
             assert store["retries"] == sum(store["retry_reasons"].values()) >= faults["503"] + faults["cut"], store
-            assert "store" not in manifests[0]  # a local run has no store to count
+            assert manifests[0].store is None  # a local run has no store to count
     assert all(proxy.faults.values()), proxy.faults  # every kind of fault was met
 
 

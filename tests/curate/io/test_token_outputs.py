@@ -43,7 +43,7 @@ def recipe_text(corpus: Path, out: Path, output: str = "", tokenize: str = "eos:
             f"  - tokenize: {{tokenizer: '{corpus / tokenizer}', {tokenize}}}\n")
 
 
-def go(corpus, out: Path, output: str = "", workers: int = 2, **kw) -> dict:
+def go(corpus, out: Path, output: str = "", workers: int = 2, **kw):
     return run(recipe.load(text=recipe_text(corpus, out, output, **kw)), RunOptions(workers=workers))
 
 
@@ -68,7 +68,7 @@ def test_megatron_output_reads_back_as_the_ids_tokenize_wrote(corpus, reference,
     m = go(corpus, tmp_path / "out", ", format: megatron")
     data = tmp_path / "out" / "data"
     assert sorted(p.stem for p in data.glob("*.bin")) == sorted(p.stem for p in data.glob("*.idx")) == \
-        sorted(reference) and m["data_files"] == len(reference) > 1
+        sorted(reference) and m.data_files == len(reference) > 1
     for name, rows in reference.items():
         ds = indexed(data / name)
         assert ds.index.dtype.__name__ == "uint16" and len(ds) == len(rows)
@@ -76,10 +76,10 @@ def test_megatron_output_reads_back_as_the_ids_tokenize_wrote(corpus, reference,
         assert ds.document_indices.tolist() == list(range(len(rows) + 1))  # a document a row
     totals = json.loads((data / "_tokens.json").read_text())
     tokens = sum(len(r["input_ids"]) for rows in reference.values() for r in rows)
-    assert totals["tokens"] == tokens == next(s for s in m["steps"] if s["op"] == "tokenize")["counts"]["tokens"]
+    assert totals["tokens"] == tokens == next(s for s in m.steps if s.op == "tokenize").counts["tokens"]
     assert [s["tokens"] for s in totals["shards"]] == [sum(len(r["input_ids"]) for r in rows)
                                                        for rows in reference.values()]
-    assert totals["documents"] == m["rows_out"]
+    assert totals["documents"] == m.rows_out
 
 
 @pytest.mark.parametrize("output, columns", [(", format: megatron", ["input_ids"]),

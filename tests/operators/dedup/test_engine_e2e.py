@@ -42,8 +42,8 @@ steps:
     assert gone["d12"].startswith("contained in c12 (containment ")
     assert set(trace.column("reason").to_pylist()) == {"contained"}
     assert kept == {r["id"] for r in rows} - set(gone)
-    for step in manifest["steps"]:
-        assert step["rows_in"] == step["rows_out"] + step["removed"]
+    for step in manifest.steps:
+        assert step.rows_in == step.rows_out + step.removed
 
 
 def test_near_dedup_steps_after_a_filter_that_removes_every_row(tmp_path):
@@ -59,6 +59,6 @@ steps:
   - minhash_dedup: {{}}
 """)
     manifest = run(r, RunOptions(workers=2))
-    assert [(s["rows_in"], s["removed"]) for s in manifest["steps"][1:]] == [(20, 20), (0, 0), (0, 0)]
-    assert manifest["rows_out"] == 0
+    assert [(s.rows_in, s.removed) for s in manifest.steps[1:]] == [(20, 20), (0, 0), (0, 0)]
+    assert manifest.rows_out == 0
     assert pq.read_table(tmp_path / "out" / "trace" / "01_sql_filter.parquet").num_rows == 20

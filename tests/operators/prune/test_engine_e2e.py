@@ -41,11 +41,11 @@ steps:
     manifest = run(r, RunOptions(workers=1))
     out = tmp_path / "out"
     data = pq.read_table(out / "data")
-    steps = {s["op"]: s for s in manifest["steps"]}
+    steps = {s.op: s for s in manifest.steps}
     dedup, prune = steps["semantic_dedup"], steps["density_prune"]
-    assert 200 <= dedup["removed"] <= 230 and dedup["reasons"] == {"semantic_duplicate": dedup["removed"]}
-    assert prune["rows_in"] == dedup["rows_out"] and prune["rows_out"] == int(prune["rows_in"] * 0.5 + 0.5)
-    assert data.num_rows == prune["rows_out"]
+    assert 200 <= dedup.removed <= 230 and dedup.reasons == {"semantic_duplicate": dedup.removed}
+    assert prune.rows_in == dedup.rows_out and prune.rows_out == int(prune.rows_in * 0.5 + 0.5)
+    assert data.num_rows == prune.rows_out
     assert "_embedding" not in data.column_names and "prune_dist_to_centroid" in data.column_names
     assert set(data.column("_cluster").to_pylist()) <= set(range(6))
     trace = pq.read_table(out / "trace" / "01_semantic_dedup.parquet")
@@ -55,13 +55,13 @@ steps:
     pruned = pq.read_table(out / "trace" / "02_density_prune.parquet")
     assert set(pruned.column("reason").to_pylist()) == {"density_pruned"}
     assert pruned.column("detail")[0].as_py().startswith("cluster ")
-    for step in manifest["steps"]:
-        assert step["rows_in"] == step["rows_out"] + step["removed"]
+    for step in manifest.steps:
+        assert step.rows_in == step.rows_out + step.removed
     assert json.loads((out / "manifest.json").read_text())["rows_out"] == data.num_rows
     # The fits' reports are in the manifest: kept counts per eps, the per-cluster table.
-    assert dedup["summary"]["kept_by_eps"]["0.01"] == dedup["rows_out"]
-    clusters = prune["summary"]["clusters"]
-    assert clusters["cluster"] == list(range(6)) and sum(clusters["kept"]) == prune["rows_out"]
+    assert dedup.summary["kept_by_eps"]["0.01"] == dedup.rows_out
+    clusters = prune.summary["clusters"]
+    assert clusters["cluster"] == list(range(6)) and sum(clusters["kept"]) == prune.rows_out
 
 
 def test_a_missing_embedding_column_is_a_clear_error(tmp_path):
