@@ -1,5 +1,5 @@
 """The runner folds each task's result into the run's sums as it comes, in task order
-(runner._Folded): it keeps no TaskResult per finished task, and an engine that hands results
+(execution._Folded): it keeps no TaskResult per finished task, and an engine that hands results
 back in another order gets the same manifest, data and trace."""
 
 import gc

@@ -42,7 +42,7 @@ def upload(client, local: Path, prefix: str) -> None:
         client.put_object(Bucket="inp", Key=f"{prefix}/{f.relative_to(local).as_posix()}", Body=f.read_bytes())
 
 
-def quickstart(inp: str, out: Path, **opts) -> dict:
+def quickstart(inp: str, out: Path, **opts):
     r = recipe.load(text=QUICKSTART, input_path=inp, output_path=str(out))
     return run(r, RunOptions(workers=2, **opts))
 
