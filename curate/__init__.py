@@ -1,7 +1,7 @@
 """curate: data-curation pipelines for training data.
 
-The Python API (curate/api.py), loaded on first use so that `import curate` and `curate --help`
-stay fast (no pyarrow, polars or engine at import):
+The Python API (curate/api.py, api_recipe.py, api_run.py), loaded on first use so that `import
+curate` and `curate --help` stay fast (no pyarrow, polars or engine at import):
 
     curate.run(recipe, input=..., output=..., set={...}, workers=..., resume=..., overwrite=...) -> curate.Run
     curate.Recipe.load(path) / .from_yaml(text) / .from_dict(doc); .set(key, value), .validate(), .to_yaml()
@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 # contract, with the catalog's names() and describe()).
 _LAZY = {
     "run": "curate.api",
-    "Run": "curate.api",
-    "Recipe": "curate.api",
+    "Run": "curate.api_run",
+    "Recipe": "curate.api_recipe",
     "open_run": "curate.api",
     "CurateWarning": "curate.api",
     "CurateError": "curate.errors",

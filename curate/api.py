@@ -12,29 +12,27 @@ function (`execute`) for the run itself, so a recipe run from Python writes the 
 writes. Errors in the recipe or the data raise `curate.errors.CurateError` (RecipeError,
 InputError): the messages `curate run` prints before exiting 2.
 
+This module runs recipes and looks up operators; a recipe as an editable document (curate.Recipe)
+is api_recipe.py's, a finished run's results (curate.Run) api_run.py's.
+
 Nothing heavy is imported at module level: `import curate` and `curate --help` stay fast, and
 pyarrow, polars and the engine load when a run or a read needs them.
 """
 
 from __future__ import annotations
 
-import copy
-import math
 import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import yaml
-
-from curate.errors import CurateError, RecipeError
+from curate.api_recipe import Recipe, RecipeLike, as_overrides
+from curate.api_run import Run
+from curate.errors import CurateError
 
 if TYPE_CHECKING:  # for annotations only: importing them here would make `import curate` slow
-    import polars
-    import pyarrow
-
     from curate import recipe as recipe_module
     from curate.engine.run.runner import RunOptions
     from curate.manifest import Manifest
@@ -45,184 +43,7 @@ class CurateWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------------------------------
-# Recipes
-
-
-class Recipe:
-    """A recipe as an editable document: load it, change it, check it, save it.
-
-    The document is the YAML as a dict (`recipe.doc`), so anything a recipe file can say can be
-    set here. `validate()` is the check `curate run` makes when it loads a recipe (operators,
-    parameters and their ranges; with `data=True` also the input, as `curate validate` does).
-    Relative paths in a recipe are relative to the working directory, as for the command.
-    """
-
-    def __init__(self, doc: Mapping[str, Any] | None = None, *, source: str | Path | None = None):
-        doc = {} if doc is None else doc
-        if not isinstance(doc, Mapping):
-            raise RecipeError("", "a recipe is a YAML mapping with input, output and steps")
-        self.doc: dict[str, Any] = copy.deepcopy(dict(doc))
-        self.source = None if source is None else str(source)  # the file it came from, for messages
-
-    # -- loading -------------------------------------------------------------------------------
-
-    @classmethod
-    def load(cls, path: str | Path) -> "Recipe":
-        """A recipe file."""
-        p = Path(path)
-        if not p.is_file():
-            raise RecipeError("", f"recipe file not found: {p}")
-        return cls._from_text(p.read_text(encoding="utf-8"), source=p)
-
-    @classmethod
-    def from_yaml(cls, text: str) -> "Recipe":
-        """A recipe written as YAML text."""
-        return cls._from_text(text, source=None)
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Recipe":
-        """A recipe given as the dict its YAML would load to (copied: later edits to `doc` do not leak in)."""
-        return cls(doc)
-
-    @classmethod
-    def of(cls, recipe: "RecipeLike") -> "Recipe":
-        """Whatever `curate.run` accepts as a recipe: a Recipe (copied), a dict, a path, or YAML
-        text (a str with a line break in it; any other str is a path)."""
-        if isinstance(recipe, Recipe):
-            return recipe.copy()
-        if isinstance(recipe, Mapping):
-            return cls.from_dict(recipe)
-        if isinstance(recipe, str) and "\n" in recipe:
-            return cls.from_yaml(recipe)
-        if isinstance(recipe, (str, Path)):
-            return cls.load(recipe)
-        raise TypeError(f"a recipe is a path, YAML text, a dict or a curate.Recipe, not {type(recipe).__name__}")
-
-    @classmethod
-    def _from_text(cls, text: str, source: str | Path | None) -> "Recipe":
-        from curate.yaml_errors import yaml_error
-
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise yaml_error(source, text, e) from None
-        return cls(doc or {}, source=source)
-
-    # -- editing -------------------------------------------------------------------------------
-
-    def copy(self) -> "Recipe":
-        return Recipe(self.doc, source=self.source)
-
-    def set(self, key: str, value: Any) -> "Recipe":
-        """Set one value by its place, as `--set` does: `output.path`, `steps[1].gopher_quality.min_words`.
-        `value` is a Python value (a dict, a list, a number, ...), not YAML text. Returns the recipe."""
-        from curate.recipe import apply_override
-
-        apply_override(self.doc, f"{key}={_as_yaml(value)}")
-        return self
-
-    @property
-    def name(self) -> str:
-        return str(self.doc.get("name", "run"))
-
-    @property
-    def steps(self) -> list:
-        """The steps as written: a list of `{operator: {params}}` (edit it in place)."""
-        return self.doc.setdefault("steps", [])
-
-    def add_step(self, operator: str, index: int | None = None, /, **params: Any) -> "Recipe":
-        """Append a step (or insert it before `index`): `recipe.add_step("sample", fraction=0.1)`.
-        The operator and its parameters are checked by `validate()` and by a run."""
-        step = {operator: dict(params)}
-        if index is None:
-            self.steps.append(step)
-        else:
-            self.steps.insert(index, step)
-        return self
-
-    def remove_step(self, operator_or_index: str | int) -> "Recipe":
-        """Remove a step by its index in `steps` or by its operator's name (the first such step)."""
-        steps = self.steps
-        if isinstance(operator_or_index, int):
-            del steps[operator_or_index]
-            return self
-        for i, step in enumerate(steps):
-            name = step if isinstance(step, str) else next(iter(step), None) if isinstance(step, dict) else None
-            if name == operator_or_index:
-                del steps[i]
-                return self
-        raise KeyError(f"no step runs {operator_or_index!r} (steps: {', '.join(map(str, _step_names(steps)))})")
-
-    # -- checking and saving -------------------------------------------------------------------
-
-    def validate(
-        self,
-        *,
-        input: str | None = None,
-        output: str | None = None,  # noqa: A002 - `curate run`'s names
-        set: Mapping[str, Any] | Iterable[str] | None = None,  # noqa: A002
-        data: bool = False,
-    ) -> "recipe_module.Recipe":
-        """Check the recipe as `curate validate --no-data` does (and with `data=True` as `curate
-        validate` does: the output path, the input files and each step's columns against them).
-        Returns the validated model the engine runs; raises RecipeError / CurateError naming the place."""
-        from curate import preflight
-        from curate.recipe import load
-
-        overrides = _overrides(set)
-        text = self.to_yaml()
-        model = load(text=text, overrides=overrides, input_path=input, output_path=output)
-        preflight.check_paths(model)
-        if data:
-            preflight.check(model, preflight.inputs(model))
-        return model
-
-    def to_yaml(self) -> str:
-        """The recipe as YAML (keys in the order they were written; comments of a loaded file are not kept)."""
-        return yaml.safe_dump(self.doc, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
-
-    def save(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.write_text(self.to_yaml(), encoding="utf-8")
-        return p
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Recipe) and self.doc == other.doc
-
-    def __repr__(self) -> str:
-        where = f" from {self.source}" if self.source else ""
-        return f"curate.Recipe({self.name!r}{where}: {' -> '.join(map(str, _step_names(self.steps))) or 'no steps'})"
-
-
-RecipeLike = Union[Recipe, Mapping[str, Any], str, Path]
-
-
-def _step_names(steps: list) -> list:
-    return [s if isinstance(s, str) else next(iter(s), "?") if isinstance(s, dict) else "?" for s in steps]
-
-
-def _as_yaml(value: Any) -> str:
-    """`value` as YAML text that loads back to it (what `--set key=TEXT` parses). One line, in
-    flow style: a float keeps its exponent's dot (PyYAML reads `1e-05` as a string, `1.0e-05`
-    as a float), a string that looks like a number stays quoted."""
-    return (
-        yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=math.inf)
-        .strip()
-        .removesuffix("...")
-        .strip()
-    )
-
-
-def _overrides(set_: Mapping[str, Any] | Iterable[str] | None) -> list[str]:
-    """`set=` as `--set` assignments: a mapping of key -> Python value, or `key=YAML` strings as
-    on the command line."""
-    if set_ is None:
-        return []
-    if isinstance(set_, Mapping):
-        return [f"{key}={_as_yaml(value)}" for key, value in set_.items()]
-    if isinstance(set_, str):
-        return [set_]
-    return [str(item) for item in set_]
+# Running
 
 
 def load_recipe(
@@ -235,14 +56,10 @@ def load_recipe(
     `output` replacing the recipe's. A path is read as the command reads it (its errors name the file)."""
     from curate.recipe import load
 
-    overrides = _overrides(set)
+    overrides = as_overrides(set)
     if isinstance(recipe, (str, Path)) and not (isinstance(recipe, str) and "\n" in recipe):
         return load(Path(recipe), overrides=overrides, input_path=input, output_path=output)
     return load(text=Recipe.of(recipe).to_yaml(), overrides=overrides, input_path=input, output_path=output)
-
-
-# ---------------------------------------------------------------------------------------------
-# Running
 
 
 def input_is_local(r: "recipe_module.Recipe") -> bool:
@@ -427,197 +244,6 @@ def open_run(path: str | Path) -> "Run":
     from curate.manifest import read
 
     return Run(root, read(manifest_path.read_bytes(), str(manifest_path)), None)
-
-
-# The files of each output format that hold its rows as a table (webdataset: the metadata Parquet
-# written beside each tar; megatron holds token ids only, no table).
-_TABLE_FILES = {
-    "parquet": (".parquet",),
-    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst"),
-    "hf": (".arrow",),
-    "webdataset": (".parquet",),
-}
-
-
-@dataclass
-class Run:
-    """A finished run: where it is, its manifest, and its output and trace as tables."""
-
-    path: Any  # the run directory: a Path, or the URI of an output on a store
-    manifest: Manifest = field(repr=False)  # typed: .to_dict() gives it as written
-    recipe: "recipe_module.Recipe | None" = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        self.path = self.path if _is_uri(str(self.path)) else Path(self.path)
-
-    @property
-    def local(self) -> bool:
-        return isinstance(self.path, Path)
-
-    @property
-    def rows_in(self) -> int:
-        return self.manifest.rows_in
-
-    @property
-    def rows_out(self) -> int:
-        return self.manifest.rows_out
-
-    @property
-    def report_path(self) -> Path:
-        return self._local_path() / "report.html"
-
-    def data_files(self) -> list[str]:
-        """The output files holding the rows as a table, in the manifest's order (paths, or URIs)."""
-        fmt = self.manifest.format
-        if fmt not in _TABLE_FILES:
-            raise CurateError(
-                f"{self.path}: a {fmt} output holds token ids, not a table; read its "
-                f"data/part-NNNNN.bin/.idx with megatron-core's IndexedDataset"
-            )
-        names = [o.path for o in self.manifest.outputs]
-        return [self._join(n) for n in names if n.endswith(_TABLE_FILES[fmt])]
-
-    def to_arrow(self) -> "pyarrow.Table":
-        """The output rows as one Arrow table (read whole into memory: for a large run, read
-        `data_files()` in pieces, or `scan()` lazily)."""
-        import pyarrow as pa
-
-        tables = [self._read(f) for f in self.data_files()]
-        if not tables:
-            return pa.table({})
-        return pa.concat_tables(tables, promote_options="permissive")
-
-    def to_dataset(self) -> "pyarrow.dataset.Dataset":
-        """The output as a pyarrow dataset over its files, read lazily (filter and project before
-        reading: `run.to_dataset().to_table(columns=[...], filter=...)`)."""
-        import pyarrow.dataset as ds
-
-        if self.manifest.format in ("parquet", "webdataset"):
-            return ds.dataset(self.data_files(), format="parquet", filesystem=self._fs())
-        return ds.dataset(self.to_arrow())  # JSON lines, Arrow streams: read once, held in memory
-
-    def to_polars(self) -> "polars.DataFrame":
-        import polars as pl
-
-        frame = pl.from_arrow(self.to_arrow())
-        assert isinstance(frame, pl.DataFrame)  # what a Table gives
-        return frame
-
-    def scan(self) -> "polars.LazyFrame":
-        """The output as a lazy polars frame (Parquet outputs: read only what a query needs)."""
-        import polars as pl
-
-        if self.manifest.format in ("parquet", "webdataset"):
-            return pl.scan_parquet(self.data_files(), storage_options=self._storage_options() or None)
-        return self.to_polars().lazy()
-
-    def trace(self, step: str | None = None) -> "pyarrow.Table":
-        """The removed rows (trace/), of every step or of one (`"02_gopher_quality"`, or the
-        operator's name): _id, step, reason, detail, and the row as it was."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        names = [s.step for s in self.manifest.steps]
-        if step is not None:
-            chosen = [n for n in names if n == step or n.partition("_")[2] == step]
-            if not chosen:
-                raise KeyError(f"no step {step!r} in this run (steps: {', '.join(names)})")
-            names = chosen
-        tables = []
-        for name in names:
-            path = self._join(f"trace/{name}.parquet")
-            if self._exists(path):
-                tables.append(pq.read_table(path, filesystem=self._fs()))
-        if not tables:
-            return pa.table(
-                {
-                    "_id": pa.array([], pa.string()),
-                    "step": pa.array([], pa.string()),
-                    "reason": pa.array([], pa.string()),
-                    "detail": pa.array([], pa.string()),
-                }
-            )
-        # Each step's rows carry the row's columns as that step saw them: unify what differs
-        return pa.concat_tables(tables, promote_options="permissive")
-
-    def funnel(self) -> list[dict]:
-        """Per step: rows in and out, removed, seconds and the reasons (the manifest's `steps`)."""
-        keys = ("step", "kind", "rows_in", "rows_out", "removed", "seconds", "reasons")
-        return [{key: getattr(s, key) for key in keys} for s in self.manifest.steps]
-
-    def warnings(self) -> list[str]:
-        """What `curate run` warns about after this run (repeated ids, every row removed)."""
-        from curate.trace import emptied_by
-
-        said = []
-        if self.manifest.duplicate_ids is not None:
-            said.append(
-                f"{self.manifest.duplicate_ids.message} (manifest.json duplicate_ids; "
-                f"input.on_duplicate_id: fail refuses them)"
-            )
-        emptied = emptied_by([s.model_dump() for s in self.manifest.steps])
-        if emptied:
-            said.append(f"every row was removed: {emptied}")
-        return said
-
-    def _repr_markdown_(self) -> str:  # a notebook shows the funnel
-        def top(reasons: dict | None) -> str:
-            return ", ".join(f"{k} ({v:,})" for k, v in sorted((reasons or {}).items(), key=lambda kv: -kv[1])[:3])
-
-        rows = "\n".join(
-            f"| {s['step']} | {s['rows_in']:,} | {s['rows_out']:,} | {s['removed']:,} | {top(s['reasons'])} |"
-            for s in self.funnel()
-        )
-        return (
-            f"**{self.manifest.name}** in `{self.path}`: {self.rows_in:,} rows in, "
-            f"{self.rows_out:,} out\n\n| step | in | out | removed | top reasons |\n"
-            f"|---|---:|---:|---:|---|\n{rows}"
-        )
-
-    # -- paths on disk or on a store -----------------------------------------------------------
-
-    def _local_path(self) -> Path:
-        if not self.local:
-            raise CurateError(f"{self.path} is on a store: its report.html is there, beside data/")
-        return self.path
-
-    def _join(self, name: str) -> str:
-        return f"{str(self.path).rstrip('/')}/{name}" if not self.local else str(self.path / name)
-
-    def _storage_options(self) -> dict:
-        return dict(self.recipe.output.storage_options) if self.recipe is not None else {}
-
-    def _fs(self):
-        """None locally (pyarrow's own files); for a URI the output store's fsspec filesystem, made
-        as the run made it (output.storage_options, its retry policy)."""
-        if self.local:
-            return None
-        from curate.io.store import filesystem
-
-        return filesystem(str(self.path), self._storage_options(), side="output")[0]
-
-    def _exists(self, path: str) -> bool:
-        return Path(path).is_file() if self.local else self._fs().exists(path)
-
-    def _read(self, path: str) -> "pyarrow.Table":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if path.endswith(".parquet"):
-            return pq.read_table(path, filesystem=self._fs())
-        opened = open(path, "rb") if self.local else self._fs().open(path, "rb")
-        with opened as raw:
-            if path.endswith(".arrow"):  # datasets' save_to_disk shards are Arrow streams
-                return pa.ipc.open_stream(raw).read_all()
-            import pyarrow.json as pj
-
-            codec = "gzip" if path.endswith(".gz") else "zstd" if path.endswith(".zst") else None
-            stream = pa.CompressedInputStream(raw, codec) if codec else raw
-            return pj.read_json(stream)
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path
 
 
 # ---------------------------------------------------------------------------------------------

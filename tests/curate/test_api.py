@@ -160,7 +160,7 @@ def test_the_operator_catalog():
 def test_import_curate_loads_nothing_heavy():
     code = ("import sys, curate\n"
             "print(sorted(m for m in ('pyarrow', 'polars', 'pydantic', 'curate.api', 'curate.engine') if m in sys.modules))\n"
-            "curate.Recipe\nprint('curate.api' in sys.modules)")
+            "curate.Recipe\nprint('curate.api_recipe' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
 
