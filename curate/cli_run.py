@@ -125,7 +125,6 @@ def run(
         return
     from curate.api import execute
     from curate.engine.run.runner import RunOptions
-    from curate.manifest import Manifest
     from curate.progress import funnel_table
     from curate.trace import emptied_by
     from curate.words import count
@@ -141,19 +140,20 @@ def run(
         work_store=work_store,
         report=not no_report,
     )
-    # what curate.run() runs too: the manifest, and for a Hub output where it went (hub, run_dir)
-    result = execute(r, opts, cli_errors.err, progress_seconds)
-    manifest = Manifest.model_validate(result)
+    # what curate.run() runs too: the manifest, saying for a Hub output where it went (hub, run_dir)
+    manifest = execute(r, opts, cli_errors.err, progress_seconds)
+    staged = Path(manifest.run_dir) if _to_hub(r) and manifest.run_dir else None  # a Hub output's run
 
     out.print(funnel_table(manifest))
     if _to_hub(r):
-        published = result["hub"]
+        published = manifest.hub
+        assert published is not None and staged is not None  # the runner says both for every Hub output
         state = "held it already" if published["already"] else f"commit {published['commit']}"
         if published.get("retries"):
             state += f", {published['retries']} Hub requests retried"
         out.print(
             f"published {count(manifest.rows_out, 'row')} to {r.output.path} ({state}): {published['url']}; "
-            f"the run: {result['run_dir']}",
+            f"the run: {staged}",
             soft_wrap=True,
         )
     else:
@@ -179,9 +179,9 @@ def run(
     emptied = emptied_by([s.model_dump() for s in manifest.steps])
     if emptied:  # the recipe allows it (allow_empty: true), else the run stopped with an error
         cli_errors.err.print(f"[bold yellow]warning:[/] every row was removed: {emptied}", highlight=False)
-    if not no_report and _to_hub(r):  # beside the run in its staging directory
-        if not (Path(result["run_dir"]) / "report.html").is_file():
-            _report_after_run(Path(result["run_dir"]))
+    if not no_report and staged is not None:  # beside the run in its staging directory
+        if not (staged / "report.html").is_file():
+            _report_after_run(staged)
     elif not no_report and not _on_store(r):  # a store's was uploaded before its manifest (the runner's)
         _report_after_run(Path(r.output.path))
 
