@@ -1,5 +1,5 @@
 """Demo inputs of the recipes that the demo corpus does not feed as it is (`curate demo --for
-RECIPE DIR`): offline, from the demo corpus's own language (curate/demo.py), the same bytes for
+RECIPE DIR`): offline, from the demo corpus's own language (curate/demo_language.py), the same bytes for
 the same seed.
 
 - sft-qdc: `DIR/sft.jsonl`, instruction/response pairs with an `id`: questions answered in a few
@@ -43,9 +43,9 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def sft(directory: str | Path, rows: int = 200, seed: int = 0) -> list[Path]:
-    from curate.demo import _languages
+    from curate.demo_language import languages
 
-    lang, _ = _languages()
+    lang, _ = languages()
     rng = np.random.default_rng(seed)
     questions = [q.rstrip(".?!,") + "?" for q in lang.texts(rng, rng.integers(6, 16, rows))]
     answers = lang.texts(rng, rng.integers(20, 120, rows))
@@ -86,9 +86,9 @@ def benchmarks(directory: str | Path, corpus: str | Path = "data/demo") -> list[
 
 
 def web(directory: str | Path, docs: int = 20, seed: int = 0) -> list[Path]:
-    from curate.demo import _languages
+    from curate.demo_language import languages
 
-    lang, _ = _languages()
+    lang, _ = languages()
     rng = np.random.default_rng(seed)
     texts = lang.texts(rng, rng.integers(80, 500, docs))
     rows = [{"id": f"web-{i:04d}", "text": t} for i, t in enumerate(texts)]

@@ -8,7 +8,7 @@ import orjson
 import pyarrow.json as pjson
 import pytest
 
-from curate import demo
+from curate import demo, demo_language
 from curate.errors import CurateError
 
 
@@ -86,7 +86,7 @@ def _words(text):
 
 
 def _stop_words(text):
-    return len(set(_words(text)) & set(demo.GOPHER_STOP_WORDS))
+    return len(set(_words(text)) & set(demo_language.GOPHER_STOP_WORDS))
 
 
 def _mean_word_len(text):
