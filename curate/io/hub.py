@@ -21,38 +21,27 @@ published (replaced in the same commit, its stale files deleted; another recipe'
 503, ...) are retried a counted number of times, waiting what the Hub says (Retry-After).
 
 The token is passed to huggingface_hub only; it is never written to a file, a message or a log
-(messages are scrubbed of it, should the Hub's text ever hold it).
+(messages are scrubbed of it, should the Hub's text ever hold it). The calls to the Hub, their
+retries and errors: hub_calls.py.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote
 
 from curate.errors import CurateError
+from curate.io.hub_calls import Calls, default_endpoint, hub_api, hub_token, scrub
 from curate.manifest import Manifest, read
 
 PREFIX = "hf://"
 _URI = re.compile(r"hf://datasets/(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[^/@]+))?/?")
 FORM = "hf://datasets/ORG/NAME, or hf://datasets/ORG/NAME@REVISION"
 KEEP = (".gitattributes",)  # what a new repository holds: not "other content"
-RETRY_STATUS = (408, 429, 500, 502, 503, 504)
-RETRY_TEXT = (
-    "Too Many Requests",
-    "Service Unavailable",
-    "rate limit",
-    "maximum queue size reached",
-    "maximum time in concurrency queue reached",
-    "lfs-verify",
-)
-ATTEMPTS = int(os.environ.get("CURATE_HUB_ATTEMPTS", "6"))  # tries of one Hub call, the first included
 MAX_FILES = 25_000  # LFS files one commit may hold (create_commit's documented limit)
-MAX_WAIT = 60.0  # seconds: the longest wait between two tries, whatever the Hub asks
 
 
 class HubPathError(CurateError, ValueError):
@@ -71,7 +60,7 @@ class Target:
 
     @property
     def url(self) -> str:
-        return f"{self.endpoint or _endpoint()}/datasets/{self.repo_id}" + (
+        return f"{self.endpoint or default_endpoint()}/datasets/{self.repo_id}" + (
             f"/tree/{self.revision}" if self.revision else ""
         )
 
@@ -106,7 +95,7 @@ def target_of(output) -> Target:
         raise CurateError(
             f"output.storage_options of an hf:// output takes endpoint and token, not {', '.join(unknown)}"
         )
-    endpoint = str(output.storage_options.get("endpoint") or _endpoint()).rstrip("/")
+    endpoint = str(output.storage_options.get("endpoint") or default_endpoint()).rstrip("/")
     return Target(target.uri, target.repo_id, revision or target.revision, endpoint)
 
 
@@ -135,125 +124,6 @@ def shard_name(split: str, index: int, count: int) -> str:
     return f"data/{split}-{index:05d}-of-{count:05d}.parquet"
 
 
-# --- the Hub's API, its errors as CurateErrors -------------------------------------------------
-
-
-def _endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-
-
-def _api(target: Target):
-    try:
-        from huggingface_hub import HfApi
-    except ImportError:
-        raise CurateError("an hf:// output needs huggingface_hub: pip install 'curate[hub]'") from None
-    return HfApi(endpoint=target.endpoint or _endpoint())
-
-
-def _token(output) -> str:
-    """output.storage_options.token (a ${VAR} in the recipe), else HF_TOKEN, else the login's."""
-    from huggingface_hub import get_token
-
-    token = output.storage_options.get("token") or get_token()
-    if not token:
-        raise CurateError(
-            "publishing to the Hugging Face Hub needs a token with write access: set HF_TOKEN, or "
-            "run `hf auth login` (or give output.storage_options.token: ${VAR})"
-        )
-    return str(token)
-
-
-def _scrub(text: str, token: str | None) -> str:
-    return text.replace(token, "<token>") if token else text
-
-
-def _status(error: Exception) -> int | None:
-    response = getattr(error, "response", None)
-    return getattr(response, "status_code", None)
-
-
-def _wait(error: Exception, attempt: int) -> float:
-    """How long to wait before trying again: what the Hub said (Retry-After, RateLimit's t=),
-    else 1, 2, 4... seconds."""
-    headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    for value in (headers.get("Retry-After"), *re.findall(r"t=(\d+)", headers.get("RateLimit", ""))):
-        try:
-            if value is not None:
-                return min(float(value), MAX_WAIT)
-        except ValueError:
-            pass
-    return min(2.0**attempt, MAX_WAIT)
-
-
-def _retryable(error: Exception) -> bool:
-    if _status(error) in RETRY_STATUS:
-        return True
-    if type(error).__name__ in (
-        "ConnectError",
-        "ConnectTimeout",
-        "ReadTimeout",
-        "RemoteProtocolError",
-        "ConnectionError",
-        "Timeout",
-    ):
-        return True
-    return any(text in str(error) for text in RETRY_TEXT)
-
-
-@dataclass
-class _Calls:
-    """The Hub's calls of one publishing, each tried again on a rate limit or unavailability,
-    counted; every other error a CurateError that names what was asked."""
-
-    target: Target
-    token: str
-    status: Callable[[str], None]
-    retries: dict[str, int] = field(default_factory=dict)
-
-    def __call__(self, what: str, fn, *args, passthrough: tuple = (), **kwargs):
-        """`fn(*args, **kwargs)`, tried again while the Hub is busy; errors of the types in
-        `passthrough` are raised as they are (the caller's to read)."""
-        for attempt in range(ATTEMPTS):
-            try:
-                return fn(*args, **kwargs)
-            except passthrough:
-                raise
-            except Exception as e:  # noqa: BLE001 - the Hub's and the network's, as user errors
-                if _retryable(e) and attempt + 1 < ATTEMPTS:
-                    reason = str(_status(e) or type(e).__name__)
-                    self.retries[reason] = self.retries.get(reason, 0) + 1
-                    wait = _wait(e, attempt)
-                    self.status(
-                        f"the Hub answered {reason} to {what}; trying again in {wait:.0f}s "
-                        f"({attempt + 1} of {ATTEMPTS - 1} retries)"
-                    )
-                    time.sleep(wait)
-                    continue
-                raise self.error(what, e, attempt + 1) from None
-        raise AssertionError("unreachable")
-
-    def error(self, what: str, e: Exception, tries: int = 1) -> CurateError:
-        status = _status(e)
-        repo = self.target.repo_id
-        if status == 401:
-            why = "the Hub refused the token (HF_TOKEN, else the `hf auth login` one): set a valid token"
-        elif status == 403:
-            why = f"the token may not write to {repo}: use a token with write access to its namespace"
-        elif status == 412:
-            why = (
-                "the branch moved while publishing (someone else committed); --resume checks the repository "
-                "again and publishes"
-            )
-        elif status == 429 or (status in RETRY_STATUS and tries >= ATTEMPTS):
-            why = f"the Hub kept refusing ({status}, {tries} tries): try again later"
-        else:
-            from huggingface_hub.errors import HfHubHTTPError
-
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            why = f"{first}" if isinstance(e, HfHubHTTPError) else f"{type(e).__name__}: {first}"
-        return CurateError(_scrub(f"publishing to {self.target.uri}: {what}: {why}", self.token))
-
-
 # --- what the repository holds --------------------------------------------------------------------
 
 
@@ -269,7 +139,7 @@ class Remote:
     manifest: bytes | None
 
 
-def _remote(calls: _Calls, api, branch: str) -> Remote:
+def _remote(calls: Calls, api, branch: str) -> Remote:
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
     target = calls.target
@@ -338,7 +208,7 @@ def _refusal(target: Target, branch: str, remote: Remote, fingerprint: str, over
 class Checked:
     """What `check` found: the calls (their token), the branch, the repository as it was."""
 
-    calls: _Calls
+    calls: Calls
     api: Any  # huggingface_hub.HfApi (the hub extra)
     branch: str
     remote: Remote
@@ -349,9 +219,9 @@ def check(recipe, overwrite: bool = False, status: Callable[[str], None] = lambd
     """Before a run publishing to the Hub starts (and again at publishing): a token the Hub takes,
     with write access, and a repository that can take the run. A CurateError (exit 2) else."""
     target = target_of(recipe.output)
-    api = _api(target)
-    token = _token(recipe.output)
-    calls = _Calls(target, token, status)
+    api = hub_api(target)
+    token = hub_token(recipe.output)
+    calls = Calls(target, token, status)
     me = calls("checking the token", api.whoami, token=token)
     role = ((me.get("auth") or {}).get("accessToken") or {}).get("role")
     if role == "read":
@@ -397,7 +267,7 @@ def publish(run_dir: Path, recipe, overwrite: bool = False, status: Callable[[st
     paths = [p for _, p in pairs] + ["README.md"]
     text = card_module.card_text(run_dir, hub_paths=paths, repo_id=target.repo_id, settings=settings)
     card_module.check(text, paths)
-    card_bytes = _scrub(text, calls.token).encode()
+    card_bytes = scrub(text, calls.token).encode()
     # Our earlier run's data and trace files that this one does not replace: deleted in the same
     # commit (a file someone added beside them, a LICENSE say, stays)
     stale = (

@@ -199,7 +199,7 @@ def in_process(hub, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr("curate.io.hub.time.sleep", lambda s: None)
+    monkeypatch.setattr("curate.io.hub_calls.time.sleep", lambda s: None)
     return hub
 
 
@@ -225,9 +225,9 @@ def test_rate_limits_are_retried_and_counted(corpus, staged, in_process):
 
 def test_a_rate_limit_that_lasts_is_an_error(corpus, staged, in_process):
     from curate.errors import CurateError
-    from curate.io import hub as hub_module
+    from curate.io import hub as hub_module, hub_calls
 
-    in_process.fail("commit", *[429] * hub_module.ATTEMPTS)  # (preupload is retried by huggingface_hub itself too)
+    in_process.fail("commit", *[429] * hub_calls.ATTEMPTS)  # (preupload is retried by huggingface_hub itself too)
     with pytest.raises(CurateError, match="kept refusing"):
         hub_module.publish(staged, _recipe(corpus, "alice/throttled"))
     assert [c["message"] for c in in_process.commits("alice/throttled")] == ["initial commit"]
