@@ -113,3 +113,48 @@ def test_a_steps_trace_parts_are_merged_into_few_row_groups(tmp_path, monkeypatc
     groups = [g.num_rows for g in (pq.ParquetFile(tmp_path / "cut.parquet").metadata.row_group(k)
                                    for k in range(pq.ParquetFile(tmp_path / "cut.parquet").num_row_groups))]
     assert sum(groups) == 600 and all(100 <= n <= 102 for n in groups[:-1]) and groups[-1] <= 102
+
+
+def test_the_trace_schema_is_unify_schemas_of_the_parts_without_holding_their_schemas(tmp_path, monkeypatch):
+    """trace_schema folds the parts' schemas one at a time: the schema unify_schemas gives the
+    whole list (columns in order of first sight, types promoted, struct fields merged, the first
+    part's metadata), and no part's schema is still alive once the next part is read (a list of
+    them held 2.5 KB a part in the run's driver: 1,500 parts for 1,000 WARC files). Columns
+    whose types cannot be unified give None, as does no part."""
+    import weakref
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate import trace
+
+    tables = [
+        pa.table({"_id": ["a"], "row": [{"url": "u", "n": 1}]}).replace_schema_metadata({"first": "1"}),
+        pa.table({"_id": ["b"], "reason": ["r"], "row": [{"text": "t"}]}),
+        pa.table({"_id": ["c"], "row": pa.array([{"n": 2**40, "score": 0.5}])}),
+        pa.table({"_id": ["d"], "detail": pa.array([None], pa.null()), "row": [{"url": "v"}]}),
+        pa.table({"_id": ["e"], "detail": ["x"], "reason": ["s"]}),
+    ]
+    parts = []
+    for i, table in enumerate(tables * 3):
+        parts.append(tmp_path / f"part-{i}.parquet")
+        pq.write_table(table, parts[-1])
+    expected = pa.unify_schemas([pq.read_schema(p) for p in parts], promote_options="permissive")
+
+    alive: list[weakref.ref] = []
+    read = pq.read_schema
+
+    def read_schema(path):
+        assert sum(r() is not None for r in alive) <= 1, "the parts' schemas read before are held"
+        schema = read(path)
+        alive.append(weakref.ref(schema))
+        return schema
+
+    monkeypatch.setattr(trace.pq, "read_schema", read_schema)
+    schema = trace.trace_schema(iter(parts))
+    assert schema is not None and schema.equals(expected, check_metadata=True) and len(alive) == len(parts)
+    monkeypatch.undo()
+    clash = tmp_path / "clash.parquet"
+    pq.write_table(pa.table({"_id": ["f"], "reason": [1.5]}), clash)
+    assert trace.trace_schema([*parts, clash]) is None
+    assert trace.trace_schema([]) is None
