@@ -48,6 +48,18 @@ def write_recipe(path: Path, text: str) -> Path:
 
 
 @pytest.fixture
+def manifest_at():
+    """The manifest a run wrote (RUN_DIR/manifest.json), read through its model as curate reads it."""
+    from curate.manifest import read
+
+    def at(run_dir: Path):
+        path = Path(run_dir) / "manifest.json"
+        return read(path.read_bytes(), str(path))
+
+    return at
+
+
+@pytest.fixture
 def cli():
     """Run `curate ARGS...` in-process; returns the result (exit_code, stdout, stderr)."""
     from curate.cli import app

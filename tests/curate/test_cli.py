@@ -22,12 +22,12 @@ def recipe_file(tmp_path, steps="steps:\n  - exact_dedup: {}\n", inp=None):
     return p
 
 
-def test_run_prints_the_funnel_and_writes_the_run(cli, tmp_path):
+def test_run_prints_the_funnel_and_writes_the_run(cli, tmp_path, manifest_at):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
     res = cli("run", recipe_file(tmp_path), "--workers", "1")
     assert res.exit_code == 0, res.output
     assert "02_exact_dedup" not in res.stdout and "01_exact_dedup" in res.stdout
-    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["rows_out"] == 2
+    assert manifest_at(tmp_path / "out").rows_out == 2
 
 
 def test_input_and_output_options_replace_the_recipe(cli, tmp_path):
@@ -297,7 +297,7 @@ def test_funnel_says_step_seconds_are_summed_over_workers(cli, tmp_path):
     assert res.exit_code == 0 and "summed over workers" in flat(res.stdout)
 
 
-def test_a_run_that_removes_every_row_stops_unless_the_recipe_allows_it(cli, tmp_path):
+def test_a_run_that_removes_every_row_stops_unless_the_recipe_allows_it(cli, tmp_path, manifest_at):
     # It ended with exit 0 and a warning; an empty output is almost always a mistake.
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in ["x", "y", "x"]])
     r = recipe_file(tmp_path, "steps:\n  - exact_dedup: {}\n  - sql_filter: {where: 'length(text) > 5'}\n")
@@ -310,7 +310,7 @@ def test_a_run_that_removes_every_row_stops_unless_the_recipe_allows_it(cli, tmp
     res = cli("run", r, "-w", "1", "--resume", "--set", "allow_empty=true")
     assert res.exit_code == 0, res.output
     assert "warning: every row was removed: steps[1].sql_filter removed the last 2 rows" in flat(res.stderr)
-    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["rows_out"] == 0
+    assert manifest_at(tmp_path / "out").rows_out == 0
     assert pq.read_table(tmp_path / "out" / "trace" / "02_sql_filter.parquet").num_rows == 2
 
 

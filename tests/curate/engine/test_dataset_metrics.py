@@ -1,7 +1,6 @@
 """The run's dataset metrics (recipe `metrics:`): summaries the tasks make as they run, merged
 in the manifest, the same whatever the files, tasks, batches and workers, and after a resume."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +52,7 @@ def reference(tmp_path_factory):
     return run(recipe.load(text=config(inp, root / "out")), RunOptions(workers=1)), root / "out"
 
 
-def test_input_and_output_are_measured_in_the_manifest(reference):
+def test_input_and_output_are_measured_in_the_manifest(reference, manifest_at):
     manifest, out = reference
     m = manifest.entry("dataset_metrics")
     assert m["input"]["rows"] == manifest.rows_in == 600
@@ -69,7 +68,7 @@ def test_input_and_output_are_measured_in_the_manifest(reference):
     assert "vendi" in m["output"] and "vendi" not in m["input"]
     assert m["output"]["sample"] == m["input"]["sample"] == 40
     assert m["settings"]["sketch"] == 64 and m["cpu_seconds"] > 0
-    assert json.loads((out / "manifest.json").read_text())["dataset_metrics"] == m
+    assert manifest_at(out).entry("dataset_metrics") == m
 
 
 @pytest.mark.parametrize("files, batch_rows, workers", [(4, 64, 2), (3, 200, 1), (6, 17, 2)])
@@ -88,7 +87,7 @@ def test_off_unless_the_recipe_asks(tmp_path):
 
 
 @pytest.mark.parametrize("point", ["task-done@2", "stage-done", "fit"])
-def test_a_resumed_run_merges_the_same_summaries(reference, tmp_path, point):
+def test_a_resumed_run_merges_the_same_summaries(reference, tmp_path, point, manifest_at):
     inp = write(tmp_path / "in", 4)
     path = tmp_path / "recipe.yaml"
     path.write_text(config(inp, tmp_path / "out"))
@@ -98,7 +97,4 @@ def test_a_resumed_run_merges_the_same_summaries(reference, tmp_path, point):
     assert (tmp_path / "out" / "_work").is_dir()
     resumed = faultkit.start(path, "--resume")
     assert resumed.wait() == 0, resumed.stderr.read().decode()
-    from curate.manifest import read
-
-    written = tmp_path / "out" / "manifest.json"
-    assert measured(read(written.read_bytes(), str(written))) == measured(reference[0])
+    assert measured(manifest_at(tmp_path / "out")) == measured(reference[0])

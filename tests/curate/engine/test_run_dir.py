@@ -47,7 +47,7 @@ def test_overwrite_replaces_curates_output_and_nothing_else(tmp_path):
     ["manifest.json"],                      # killed after the traces, before the manifest
     ["manifest.json", "trace", "data"],     # killed while staging data.tmp
 ])
-def test_publishing_is_redone_by_resume_from_any_point(tmp_path, left_behind):
+def test_publishing_is_redone_by_resume_from_any_point(tmp_path, left_behind, manifest_at):
     inp = corpus(tmp_path / "in", files=3)
     reference = tmp_path / "ref"
     run(load(inp, reference), RunOptions(workers=1))
@@ -60,7 +60,7 @@ def test_publishing_is_redone_by_resume_from_any_point(tmp_path, left_behind):
         (out / "data.tmp" / "part-00000.parquet").write_bytes(b"half")
     manifest = run(load(inp, out), RunOptions(workers=2, resume=True))
     assert digest(out) == digest(reference)
-    assert manifest.rows_out == json.loads((reference / "manifest.json").read_text())["rows_out"]
+    assert manifest.rows_out == manifest_at(reference).rows_out
     assert not (out / "data.tmp").exists() and not (out / "_work").exists()
 
 

@@ -1,7 +1,6 @@
 """The runner: conservation, trace, determinism, resume and bounded stages."""
 
 import hashlib
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,7 +36,7 @@ def data_digest(out: Path) -> list[str]:
     return [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "data").glob("*.parquet"))]
 
 
-def test_run_writes_data_trace_and_a_conserving_manifest(tmp_path):
+def test_run_writes_data_trace_and_a_conserving_manifest(tmp_path, manifest_at):
     inp = corpus(tmp_path / "in")
     m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
     out = tmp_path / "out"
@@ -58,7 +57,7 @@ def test_run_writes_data_trace_and_a_conserving_manifest(tmp_path):
     filtered = pq.read_table(out / "trace" / "01_sql_filter.parquet")
     ids = set(data.column("_id").to_pylist()) | set(trace.column("_id").to_pylist()) | set(filtered.column("_id").to_pylist())
     assert len(ids) == 600  # every input row is in the output or the trace, once
-    assert json.loads((out / "manifest.json").read_text())["recipe_fingerprint"] == load(inp, out).fingerprint()
+    assert manifest_at(out).recipe_fingerprint == load(inp, out).fingerprint()
 
 
 def test_same_input_recipe_and_seed_give_identical_bytes_whatever_the_workers(tmp_path):

@@ -41,12 +41,12 @@ def data_bytes(run_dir: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_convert_then_validate_then_export(tmp_path, fmt):
+def test_convert_then_validate_then_export(tmp_path, fmt, manifest_at):
     adp = tmp_path / "alf"
     result = run("convert", "--from", "agenttuning_alfworld", FIXTURES / "agenttuning_alfworld" / "sample_raw.json",
                  "-o", adp, "--format", fmt)
     assert result.exit_code == 0 and "wrote 5 trajectories" in result.output, result.output
-    assert json.loads((adp / "manifest.json").read_text())["rows_out"] == 5
+    assert manifest_at(adp).rows_out == 5
     assert run("validate", adp / "data").exit_code == 0
     sft = tmp_path / "sft"
     result = run("export", "--to", "openhands", "--env", "agenttuning_alfworld", adp / "data", "-o", sft,

@@ -30,7 +30,7 @@ def recipe(tmp_path, inp, steps, keep="[_img, _txt]"):
     return p
 
 
-def test_images_from_bytes_and_text_through_curate_run(cli, tmp_path, tiny_clip):
+def test_images_from_bytes_and_text_through_curate_run(cli, tmp_path, tiny_clip, manifest_at):
     images = [png(RED), png(RED2), png(BLUE), png(RED), b"this is not a png", None, png(BLUE, stripe=RED)]
     captions = ["a red square", "a red square", "a blue square", "red", "broken", "nothing", "blue with a red stripe"]
     inp = tmp_path / "in.parquet"
@@ -55,8 +55,8 @@ def test_images_from_bytes_and_text_through_curate_run(cli, tmp_path, tiny_clip)
     assert trace.column("_id").to_pylist() == ["i4", "i5"]
     assert trace.column("reason").to_pylist() == ["unreadable_image", "no_image"]
     assert "not an image" in trace.column("detail")[0].as_py()
-    steps = {s["step"]: s for s in json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"]}
-    assert steps["01_embed"]["reasons"] == {"unreadable_image": 1, "no_image": 1}
+    steps = {s.step: s for s in manifest_at(tmp_path / "out").steps}
+    assert steps["01_embed"].reasons == {"unreadable_image": 1, "no_image": 1}
 
 
 def test_images_from_local_paths_and_structs(cli, tmp_path, tiny_clip):

@@ -1,7 +1,6 @@
 """The embed operator with the model-free hash backend: parameters, output column, empty rows,
 the trace, `curate run` end to end, determinism, and no heavy imports where none are needed."""
 
-import json
 import subprocess
 import sys
 
@@ -94,7 +93,7 @@ def test_bad_parameters_fail_before_any_data_is_read(tmp_path, params, message):
     assert message in str(e.value)
 
 
-def test_curate_run_end_to_end(cli, tmp_path):
+def test_curate_run_end_to_end(cli, tmp_path, manifest_at):
     rows = [{"id": f"d{i}", "text": f"document number {i} about topic {i % 3}"} for i in range(30)]
     rows += [{"id": "blank", "text": "  "}, {"id": "null", "text": None}, {"id": "dup", "text": rows[0]["text"]}]
     write_jsonl(tmp_path / "in" / "a.jsonl", rows)
@@ -109,8 +108,8 @@ def test_curate_run_end_to_end(cli, tmp_path):
     trace = pq.read_table(tmp_path / "out" / "trace" / "01_embed.parquet")
     assert sorted(trace.column("_id").to_pylist()) == ["blank", "null"]
     assert set(trace.column("reason").to_pylist()) == {"empty"}
-    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][1]
-    assert (step["rows_in"], step["rows_out"], step["removed"]) == (33, 31, 2)
+    step = manifest_at(tmp_path / "out").steps[1]
+    assert (step.rows_in, step.rows_out, step.removed) == (33, 31, 2)
 
 
 def test_same_vectors_whatever_the_batching_and_workers(tmp_path):

@@ -1,7 +1,6 @@
 """semantic_dedup then density_prune through the runner, on a Parquet input that already holds
 `_embedding` (as an embed step, or an earlier run with output.keep_columns, would leave it)."""
 
-import json
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +23,7 @@ def write_input(path, x, parts=3):
                                  "_embedding": embedding_array(x[start:stop])}), path / f"part-{i}.parquet")
 
 
-def test_semantic_dedup_then_density_prune(tmp_path):
+def test_semantic_dedup_then_density_prune(tmp_path, manifest_at):
     rng = np.random.default_rng(0)
     x = clustered(0, 2000, 16, centers=8).astype(np.float64)
     x[1800:] = x[:200] + 1e-4 * rng.normal(size=(200, 16))  # rows 1800.. copy rows 0..199
@@ -57,7 +56,7 @@ steps:
     assert pruned.column("detail")[0].as_py().startswith("cluster ")
     for step in manifest.steps:
         assert step.rows_in == step.rows_out + step.removed
-    assert json.loads((out / "manifest.json").read_text())["rows_out"] == data.num_rows
+    assert manifest_at(out).rows_out == data.num_rows
     # The fits' reports are in the manifest: kept counts per eps, the per-cluster table.
     assert dedup.summary["kept_by_eps"]["0.01"] == dedup.rows_out
     clusters = prune.summary["clusters"]

@@ -1,7 +1,6 @@
 """llm_judge: a rating per row from an LLM through the shared backends, parsed to a number on
 the scale, the raw answer kept; failures and unparsable answers are null scores, counted."""
 
-import json
 
 import pyarrow.parquet as pq
 import pytest
@@ -28,7 +27,7 @@ def test_a_number_on_the_scale_is_read_back(value, shape):
     assert parse_score(shape.format(value), 1, 10) == value
 
 
-def test_llm_judge_scores_rows_through_curate_run(cli, tmp_path, monkeypatch):
+def test_llm_judge_scores_rows_through_curate_run(cli, tmp_path, monkeypatch, manifest_at):
     from tests.curate.llm.mockkit import RunningMock
 
     server = RunningMock(api_key="k-9")
@@ -48,7 +47,7 @@ def test_llm_judge_scores_rows_through_curate_run(cli, tmp_path, monkeypatch):
     rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
     assert [r["quality_llm_judge"] for r in rows] == [8.0, 5.0, None, None, None]  # every row kept
     assert "8" in rows[0]["quality_llm_judge_raw"]  # the raw answer, kept for audit
-    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][1]
-    assert step["removed"] == 0
-    assert step["counts"]["judge_unparsed"] == 2 and step["counts"]["judge_no_text"] == 1
+    step = manifest_at(tmp_path / "out").steps[1]
+    assert step.removed == 0
+    assert step.counts["judge_unparsed"] == 2 and step.counts["judge_no_text"] == 1
     assert asked == 4  # the row with no text is not sent

@@ -4,7 +4,6 @@ accounting, determinism, and a run through `curate run` against the mock LLM."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -107,7 +106,7 @@ def test_operations_are_deterministic_and_uniform():
     assert "Use plainer words." in own.evolve_prompt("Do X.", own.operation("r", 1))
 
 
-def test_curate_run_against_the_mock(cli, tmp_path, mock_llm, monkeypatch):
+def test_curate_run_against_the_mock(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     seeds = [{"instruction": f"Explain how plants number {i} use sunlight to grow."} for i in range(8)]
     seeds += [{"instruction": "Repeat this [[same]] sentence exactly."}, {"instruction": "Rewrite [[copy]] now please."}]
@@ -123,8 +122,8 @@ steps:
     result = cli("run", recipe)
     assert result.exit_code == 0, result.output
     rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
-    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][1]
-    assert step["rows_in"] == 10 and step["expanded"] == 8 and step["removed"] == 2
-    assert step["rows_out"] == len(rows) == 16 and step["reasons"] == {"evol_eliminated": 2}
-    assert step["counts"]["eliminated_no_gain"] == 2 and step["counts"]["eliminated_copied_prompt"] == 2
+    step = manifest_at(tmp_path / "out").steps[1]
+    assert step.rows_in == 10 and step.expanded == 8 and step.removed == 2
+    assert step.rows_out == len(rows) == 16 and step.reasons == {"evol_eliminated": 2}
+    assert step.counts["eliminated_no_gain"] == 2 and step.counts["eliminated_copied_prompt"] == 2
     assert all(len(r["instruction"]) > len(r["evol_previous"]) for r in rows)

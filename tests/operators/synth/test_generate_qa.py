@@ -5,7 +5,6 @@ loopback mock LLM (with 30% injected faults losing no row)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
 import hypothesis as hyp
@@ -144,16 +143,16 @@ steps:
 
 @pytest.mark.parametrize("mock_llm", [{"fault_rate": 0.3, "faults": ["429", "500", "malformed"],
                                        "retry_after": 0.01}], indirect=True)
-def test_curate_run_against_the_mock_loses_no_row(cli, tmp_path, mock_llm, monkeypatch):
+def test_curate_run_against_the_mock_loses_no_row(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     result = cli("run", _recipe(tmp_path, mock_llm), "--workers", "1")
     assert result.exit_code == 0, result.output
     rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    step = manifest["steps"][1]
-    assert step["rows_in"] == len(DOCS) and step["expanded"] == 12 and step["removed"] == 2
-    assert step["reasons"] == {"unparseable": 1, "llm_bad_request": 1}
-    assert step["rows_out"] == len(rows) == 12 * 3
+    manifest = manifest_at(tmp_path / "out")
+    step = manifest.steps[1]
+    assert step.rows_in == len(DOCS) and step.expanded == 12 and step.removed == 2
+    assert step.reasons == {"unparseable": 1, "llm_bad_request": 1}
+    assert step.rows_out == len(rows) == 12 * 3
     assert all(r["question"].startswith("What does the text say about") for r in rows)
     assert len({r["_parent_id"] for r in rows}) == 12
     trace = pq.read_table(tmp_path / "out" / "trace" / "01_generate_qa.parquet").to_pylist()

@@ -4,7 +4,6 @@ endpoints, keys and models, a local model."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -49,7 +48,7 @@ def _trace(out: Path, step: str = "02_rephrase") -> list[dict]:
     return pq.read_table(path).to_pylist() if path.exists() else []
 
 
-def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, mock_llm, monkeypatch):
+def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-never-written")
     result = cli("run", recipe_text(tmp_path, _llm(mock_llm)), "--workers", "2")
@@ -58,10 +57,10 @@ def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, moc
     by_parent: dict[str, list[dict]] = {}
     for row in rows:
         by_parent.setdefault(row["_parent_id"], []).append(row)
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    chunk, rephrase = manifest["steps"][1], manifest["steps"][2]
-    assert len(by_parent) == chunk["rows_out"] == rephrase["rows_in"] == rephrase["expanded"]
-    assert rephrase["rows_out"] == len(rows) == 2 * len(by_parent)
+    manifest = manifest_at(tmp_path / "out")
+    chunk, rephrase = manifest.steps[1], manifest.steps[2]
+    assert len(by_parent) == chunk.rows_out == rephrase.rows_in == rephrase.expanded
+    assert rephrase.rows_out == len(rows) == 2 * len(by_parent)
     styles = set()
     for parent, children in by_parent.items():
         original, synthetic = sorted(children, key=lambda r: r["synth_style"] is not None)
@@ -70,7 +69,7 @@ def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, moc
         assert synthetic["text"] == " ".join(reversed(original["text"].split()))  # the mock's answer, cleaned
         styles.add(synthetic["synth_style"])
     assert styles == {"medium", "qa"}  # styles taken in turn
-    counters = rephrase["counts"]  # chunks repeated across docs are sent once
+    counters = rephrase.counts  # chunks repeated across docs are sent once
     assert counters["cache_misses"] + counters.get("cache_hits", 0) + counters.get("duplicates", 0) == len(by_parent)
     pairs = {(o["text"], s["synth_style"]) for o, s in (sorted(c, key=lambda r: r["synth_style"] is not None)
                                                         for c in by_parent.values())}
@@ -87,14 +86,14 @@ def test_one_original_and_one_rephrasing_per_chunk_by_default(cli, tmp_path, moc
     assert sorted(map(str, _rows(tmp_path / "again"))) == sorted(map(str, rows))
 
 
-def test_synthetic_only_in_every_style(cli, tmp_path, mock_llm, monkeypatch):
+def test_synthetic_only_in_every_style(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     text = recipe_text(tmp_path, _llm(mock_llm), "styles: [easy, hard, mine], ratio: '0:1', "
                                                  "prompts: {mine: 'Say it as a pirate:'}")
     assert cli("run", text).exit_code == 0
     rows = _rows(tmp_path / "out")
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert len(rows) == 3 * manifest["steps"][2]["rows_in"]
+    manifest = manifest_at(tmp_path / "out")
+    assert len(rows) == 3 * manifest.steps[2].rows_in
     assert {r["synth_style"] for r in rows} == {"easy", "hard", "mine"}
 
 
@@ -113,18 +112,18 @@ def test_failed_answers_send_their_row_to_the_trace_with_the_reason(cli, tmp_pat
 
 
 @pytest.mark.parametrize("mock_llm", [{"fault_rate": 0.3, "retry_after": 0, "stall_s": 3, "seed": 7}], indirect=True)
-def test_with_30_percent_faults_every_row_is_rephrased_or_traced(cli, tmp_path, mock_llm, monkeypatch):
+def test_with_30_percent_faults_every_row_is_rephrased_or_traced(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     docs = [{"text": f"Row {i} says something. It goes on for a bit."} for i in range(60)]
     result = cli("run", recipe_text(tmp_path, _llm(mock_llm, max_retries=1, timeout_s=0.5), docs=docs), "--workers", "2")
     assert result.exit_code == 0, result.output
     assert set(mock_llm.llm.injected) == {"timeout", "429", "500", "malformed", "truncated"}
-    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][2]
+    step = manifest_at(tmp_path / "out").steps[2]
     chunks = pq.read_table(tmp_path / "out" / "data").to_pylist()
     rephrased = {r["_parent_id"] for r in chunks if r["synth_style"] is None}
     traced = _trace(tmp_path / "out")
-    assert step["removed"] == len(traced) > 0 and step["expanded"] == len(rephrased) > 0
-    assert step["rows_in"] == len(rephrased) + len(traced)  # every chunk: rephrased, or traced with a reason
+    assert step.removed == len(traced) > 0 and step.expanded == len(rephrased) > 0
+    assert step.rows_in == len(rephrased) + len(traced)  # every chunk: rephrased, or traced with a reason
     assert not rephrased & {t["_id"] for t in traced}
     assert {t["reason"] for t in traced} <= {"llm_timeout", "llm_http_429", "llm_http_500", "llm_malformed",
                                             "llm_truncated_body"}
@@ -159,7 +158,7 @@ def test_ratio_styles_and_template_are_checked_when_the_recipe_loads(tmp_path):
         recipes.load(recipe_text(tmp_path, "model: m"))
 
 
-def test_a_local_transformers_model_runs_end_to_end_on_the_model_workers(cli, tmp_path, monkeypatch):
+def test_a_local_transformers_model_runs_end_to_end_on_the_model_workers(cli, tmp_path, monkeypatch, manifest_at):
     pytest.importorskip("transformers")
     from tests.curate.llm.tiny_lm import build
 
@@ -172,11 +171,11 @@ def test_a_local_transformers_model_runs_end_to_end_on_the_model_workers(cli, tm
     assert "model workers" in result.output, result.output
     result = cli("run", text, "--set", "allow_empty=true")  # random weights may give no usable answer
     assert result.exit_code == 0, result.output
-    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][2]
-    rows, traced = _rows(tmp_path / "out") if step["rows_out"] else [], _trace(tmp_path / "out")
-    assert len(rows) + len(traced) == step["rows_in"] == 2  # random weights: an answer, or a reason
+    step = manifest_at(tmp_path / "out").steps[2]
+    rows, traced = _rows(tmp_path / "out") if step.rows_out else [], _trace(tmp_path / "out")
+    assert len(rows) + len(traced) == step.rows_in == 2  # random weights: an answer, or a reason
     assert all(r["synth_model"] == str(model) for r in rows)
-    assert step["counts"]["cache_misses"] == 2
+    assert step.counts["cache_misses"] == 2
 
 
 FLAKY = {"fault_rate": 0.5, "faults": ["429", "500", "malformed", "truncated"], "retry_after": 0, "seed": 3}

@@ -8,7 +8,6 @@ transformers backend on a tiny local model."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -146,18 +145,18 @@ steps:
 
 @pytest.mark.parametrize("mock_llm", [{"fault_rate": 0.3, "faults": ["429", "500", "malformed"],
                                        "retry_after": 0.01}], indirect=True)
-def test_curate_run_best_of_n_against_the_mock_loses_no_row(cli, tmp_path, mock_llm, monkeypatch):
+def test_curate_run_best_of_n_against_the_mock_loses_no_row(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     result = cli("run", _recipe(tmp_path, mock_llm), "--workers", "1")
     assert result.exit_code == 0, result.output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    respond, judge, best = manifest["steps"][1:4]
+    manifest = manifest_at(tmp_path / "out")
+    respond, judge, best = manifest.steps[1:4]
     n_in = len(MOCK_INSTRUCTIONS) + 1
-    assert respond["rows_in"] == n_in and respond["expanded"] == 10 and respond["reasons"] == {"no_text": 1}
-    samples = respond["counts"]["samples_ok"]
-    assert samples + respond["counts"].get("sample_refused", 0) == 40  # the mock refuses now and then
-    assert respond["rows_out"] == samples == judge["rows_out"] == best["rows_in"]
-    assert best["rows_out"] == 10 and best["reasons"] == {"best_of_n": samples - 10}
+    assert respond.rows_in == n_in and respond.expanded == 10 and respond.reasons == {"no_text": 1}
+    samples = respond.counts["samples_ok"]
+    assert samples + respond.counts.get("sample_refused", 0) == 40  # the mock refuses now and then
+    assert respond.rows_out == samples == judge.rows_out == best.rows_in
+    assert best.rows_out == 10 and best.reasons == {"best_of_n": samples - 10}
     rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
     assert len(rows) == len({r["_parent_id"] for r in rows}) == 10
     trace = pq.read_table(tmp_path / "out" / "trace").to_pylist()

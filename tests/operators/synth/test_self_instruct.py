@@ -5,7 +5,6 @@ run through `curate run` against the mock (seeds + new rows, a rerun sends nothi
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 import numpy as np
@@ -130,7 +129,7 @@ def test_apply_lays_out_seeds_and_children():
     assert children.num_rows == 5 and (~verdict.keep).sum() == len(SEEDS) - len(state.children)
 
 
-def test_curate_run_against_the_mock(cli, tmp_path, mock_llm, monkeypatch):
+def test_curate_run_against_the_mock(cli, tmp_path, mock_llm, monkeypatch, manifest_at):
     monkeypatch.setenv("CURATE_CACHE_DIR", str(tmp_path / "cache"))
     write_jsonl(tmp_path / "seeds.jsonl", [{"instruction": s} for s in SEEDS])
     recipe = tmp_path / "si.yaml"
@@ -144,11 +143,11 @@ steps:
     result = cli("run", recipe)
     assert result.exit_code == 0, result.output
     rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    step = manifest["steps"][1]
-    assert step["rows_in"] == len(SEEDS) and step["rows_out"] == len(rows) == len(SEEDS) + 20
-    assert step["expanded"] == len(SEEDS) and step["added"] == 20
-    assert step["summary"]["kept"] == 20 and step["summary"]["rejected"].get("rouge_l", 0) > 0
+    manifest = manifest_at(tmp_path / "out")
+    step = manifest.steps[1]
+    assert step.rows_in == len(SEEDS) and step.rows_out == len(rows) == len(SEEDS) + 20
+    assert step.expanded == len(SEEDS) and step.added == 20
+    assert step.summary["kept"] == 20 and step.summary["rejected"].get("rouge_l", 0) > 0
     sent = sum(mock_llm.llm.received.values())
     first = sorted(pq.read_table(tmp_path / "out" / "data").column("instruction").to_pylist())
     result = cli("run", recipe, "--overwrite")
