@@ -95,12 +95,16 @@ class Execution:
             except BaseException:
                 executor.close(kill=True)
                 raise
-            executor.close()
         except BaseException:
             engine.close()
             raise
-        held = work_store.held_copies(engine.store, linked) if self.layout.remote else {}
-        manifest = self._finish(the_plan, {**entries, **engine.manifest_entries()}, held)
+        try:  # the executor's workers merge the traces (publish.py)
+            held = work_store.held_copies(engine.store, linked) if self.layout.remote else {}
+            manifest = self._finish(the_plan, {**entries, **engine.manifest_entries()}, held, executor.map)
+        except BaseException:
+            executor.close(kill=True)
+            raise
+        executor.close()
         engine.close(discard_work=not self.opts.keep_work)  # the work files are gone from _work/ too
         return manifest
 
@@ -199,7 +203,7 @@ class Execution:
         assert folded.next == len(tasks), f"stage {stage.index}: task {tasks[folded.next].name} never handed back"
         return folded.shards, folded.rows
 
-    def _finish(self, the_plan: plan.Plan, entries: dict, held: dict) -> Manifest:
+    def _finish(self, the_plan: plan.Plan, entries: dict, held: dict, map: Callable[..., list]) -> Manifest:
         recipe = self.recipe
         steps = []
         ordered = [READ_STEP] + [s.label for s in recipe.steps]
@@ -266,6 +270,7 @@ class Execution:
             content,
             self.lineage,
             self.files,
+            map,
             self.started,
             self.still_ours,
             self._report if self.opts.report else None,
