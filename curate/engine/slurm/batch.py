@@ -4,6 +4,7 @@ that ran it) and logs/. What the driver reads there, and, with a work store, fet
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pickle
@@ -22,6 +23,9 @@ class Batch:
     total: int
     cpus: int
     options: list[str]  # sbatch options of its launch script
+    # A stage's shares on a disk the driver sees: an array task, its own share done, runs those
+    # above it that no array task has started (task.py), each under a claim file it holds locked
+    steal: bool = False
     # Items whose result has been handed on (run_batch's `on_result`): the results themselves are
     # not kept, so a stage of many tasks costs the driver no memory per finished task
     done: set[int] = field(default_factory=set)
@@ -33,6 +37,20 @@ class Batch:
         """Items whose result is in and not handed on yet."""
         names = os.listdir(self.directory / "results")
         return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and int(n[:-4]) not in self.done)
+
+    def claimed(self, item: int) -> bool:
+        """Whether an array task holds `item`'s claim: it is running the item (task.py _claim)."""
+        try:
+            fd = os.open(self.directory / "claims" / str(item), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # and with it the lock this look took
+        return False
 
     def news(self) -> bool:
         """Whether a result not handed on yet, or an error, is in."""

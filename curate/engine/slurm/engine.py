@@ -158,7 +158,7 @@ class SlurmEngine(Engine):
         with self.lock:
             self.batches += 1
             directory = self.attempt / f"{self.batches:03d}-{name}"
-        for sub in ("items", "results", "errors", "progress", "logs", "where"):
+        for sub in ("items", "results", "errors", "progress", "logs", "where", "claims"):
             (directory / sub).mkdir(parents=True)
         for i, item in enumerate(items):
             (directory / "items" / f"{i}.pkl").write_bytes(pickle.dumps(item))
@@ -187,7 +187,7 @@ class SlurmEngine(Engine):
         )
         script = launch_script(self.spec, name, len(items), str(directory), options, exports)
         (directory / "launch.sh").write_text(script)
-        return Batch(name, directory, len(items), cpus, options)
+        return Batch(name, directory, len(items), cpus, options, steal=bool(shared.get("steal")))
 
     def submit(self, batch: Batch, items: list[int], parallel: int | None) -> None:
         """sbatch arrays for `items`: one per window of `max_array` item numbers, each after the
@@ -281,6 +281,8 @@ class SlurmEngine(Engine):
                     counts["running"] += 1
                 elif (batch.directory / "errors" / f"{item}.pkl").exists():
                     continue  # raised next round, once its file is whole
+                elif batch.steal and batch.claimed(item):
+                    counts["running"] += 1  # run by another array task of the batch, its own share done
                 elif (
                     name == "COMPLETED"
                     and time.monotonic() - batch.first_done.setdefault(item, time.monotonic()) < RESULT_GRACE_SECONDS
@@ -321,6 +323,8 @@ class SlurmEngine(Engine):
                 )
                 reported, last_status = summary, now
         batch.relay(seen_progress, self.progress)
+        if batch.steal:  # every share is in: the array tasks not started yet have nothing left to run
+            slurm(["scancel", "--state=PENDING", *sorted({job for job, _ in batch.element.values()})])
         self._forget(batch)
 
     def poll(self, batch, seen_progress: dict, on_result) -> None:

@@ -53,7 +53,13 @@ class SlurmExecutor(Executor):
         batch = self.engine.new_batch(
             name,
             [("tasks", [tasks[i] for i in share]) for share in shares],
-            {"ctx": "ctx.pkl", "tasks": [[tasks[i].name for i in share] for share in shares]},
+            {
+                "ctx": "ctx.pkl",
+                "tasks": [[tasks[i].name for i in share] for share in shares],
+                # an array task runs the shares no other has started once its own is done (task.py);
+                # not on nodes that share no disk (no claim is seen there), nor as srun steps
+                "steal": self.engine.store is None and not self.engine.allocation,
+            },
             cpus,
             parallel,
             mem,

@@ -205,28 +205,82 @@ def _main(directory: Path, item: int, store) -> int:
         )
     else:
         hold_worker_lock(batch["workers_lock"])  # until this process exits: a --resume waits for it
-    if not blind and not driver_alive(batch["lock"], batch["driver"]):
-        print(
-            f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
-            f"longer holds {batch['lock']}: not running item {item}",
-            file=sys.stderr,
-        )
+    if not blind and _driver_gone(batch, item):
         return DRIVER_GONE
     if not blind:
         _watch_driver(batch["lock"], batch["driver"])
     if os.path.isdir(batch["cwd"]):
         os.chdir(batch["cwd"])
-    from curate.engine.failpoints import failpoint
     from curate.engine.work.worker import use_cores
 
     use_cores(int(batch.get("threads", 1)))
+    if not batch.get("steal"):
+        return _run_item(directory, batch, item, store, out)
+    # A stage's share: claimed first (another array task, its own share done, may have taken it);
+    # then, this share done, the shares above it that no array task has started, highest first:
+    # those whose own array tasks would start last (the driver cancels them once all are in)
+    claim = _claim(directory, item)
+    if claim is None:
+        print(f"curate: item {item} of {directory.name} was run by another array task", file=sys.stderr, flush=True)
+        return 0
+    with claim:
+        status = _run_item(directory, batch, item, store, out)
+    for other in range(len(batch["tasks"]) - 1, item, -1):
+        if status:
+            break
+        if _driver_gone(batch, other):  # it may be gone since this task started: no new work then
+            return DRIVER_GONE
+        claim = _claim(directory, other)
+        if claim is not None:
+            with claim:
+                status = _run_item(directory, batch, other, store, out)
+    return status
+
+
+def _driver_gone(batch: dict, item: int) -> bool:
+    """Whether the driver that submitted the batch no longer holds the run (said in the log)."""
+    if driver_alive(batch["lock"], batch["driver"]):
+        return False
+    print(
+        f"curate: the run's driver (pid {batch['driver'].get('pid')} on {batch['driver'].get('host')}) no "
+        f"longer holds {batch['lock']}: not running item {item}",
+        file=sys.stderr,
+    )
+    return True
+
+
+def _claim(directory: Path, item: int):
+    """`item`'s claim file, locked by this process while it runs the item (the kernel lets go of
+    it when the process ends, however it ends), or None when another process holds it or the
+    item's result is in. The driver takes a held claim as the item running (engine.py)."""
+    try:
+        f = open(directory / "claims" / str(item), "a")
+    except OSError:  # the batch is gone: the driver is done with it
+        return None
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        return None
+    if (directory / "results" / f"{item}.pkl").exists():
+        f.close()
+        return None
+    return f
+
+
+def _run_item(directory: Path, batch: dict, item: int, store, out) -> int:
+    """Run one item of the batch, its result (or its error) written for the driver."""
+    blind = store is not None
+    from curate.engine.failpoints import failpoint
+
+    _finished.clear()  # while it runs, the driver's end stops this process (_watch_driver)
     print(
         f"curate: item {item} of {directory.name} on {os.uname().nodename} "
         f"(Slurm job {os.environ.get('SLURM_JOB_ID', '?')})",
         file=sys.stderr,
         flush=True,
     )
-    work = pickle.loads(item_file.read_bytes())
+    work = pickle.loads((directory / "items" / f"{item}.pkl").read_bytes())
     result: object  # the TaskResults of a share of a stage's tasks, or the results of `map` pieces
     try:
         if work[0] == "tasks":  # ("tasks", [task, ...]): a share of a stage's tasks, in turn

@@ -183,9 +183,12 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
     for line in ("#SBATCH --partition=debug", "#SBATCH --time=10:00", "#SBATCH --comment=curate-test",
                  "#SBATCH --cpus-per-task=1", "-m curate.engine.slurm.task"):
         assert line in script
-    # Slurm itself ran them as array tasks: JOB_INDEX, one a task, all completed
+    # Slurm itself ran them as array tasks: JOB_INDEX, one a share; one whose share another array
+    # task ran (its own done) completed at once, or was cancelled while pending once all were in
     ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
-    assert ran == {f"{stage0[0]['job']}_{i}": "COMPLETED" for i in range(MAX_ARRAY_SIZE)}
+    # (array tasks that never started show as the array's pending record, JOB)
+    assert set(ran) <= {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | {stage0[0]["job"]}
+    assert set(ran.values()) <= {"COMPLETED", "CANCELLED"} and ran[f"{stage0[0]['job']}_0"] == "COMPLETED"
     # The manifest records the job ids and, per task, the array task and node that ran it
     record = read_manifest((tmp_path / "slurm" / "manifest.json").read_bytes(), "manifest.json").slurm
     assert record is not None and record.driver_job is None and record.allocation is None
@@ -193,7 +196,7 @@ def test_a_run_on_slurm_gives_the_local_engines_bytes_through_job_arrays(slurm_c
         [("stage0", s["job"], s["array"]) for s in stage0]
     tasks = {t.task: t for t in record.tasks if t.batch == "stage0"}
     assert sorted(tasks) == [f"part-{i:05d}" for i in range(FILES)]
-    assert {t.job for t in tasks.values()} == {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | \
+    assert {t.job for t in tasks.values()} <= {f"{stage0[0]['job']}_{i}" for i in range(MAX_ARRAY_SIZE)} | \
         {f"{stage0[1]['job']}_0"}
     assert {t.node for t in tasks.values()} == {slurm_cluster.node} and {t.runs for t in tasks.values()} == {1}
 
@@ -226,8 +229,31 @@ def test_array_tasks_running_a_share_of_the_tasks_each_give_the_local_engines_by
     record = read_manifest((tmp_path / "slurm" / "manifest.json").read_bytes(), "manifest.json").slurm
     tasks = [(t.task, t.item) for t in record.tasks if t.batch == "stage0"]
     assert tasks == [(f"part-{i:05d}", i // 3) for i in range(12)]
+    # One at a time: the first array task, its share done, ran the others (highest first) while
+    # their own array tasks waited, and those were cancelled once every share was in
+    assert {t.job for t in record.tasks if t.batch == "stage0"} == {f"{stage0[0]['job']}_0"}
+    ran = {job: state for job, state, _ in slurm_cluster.squeue("-t", "all", "-j", stage0[0]["job"])}
+    assert ran == {f"{stage0[0]['job']}_0": "COMPLETED", stage0[0]["job"]: "CANCELLED"}  # 1-2: never started
     res = cli("run", recipe, *args, "--output", tmp_path / "dry", "-w", "1", "--engine", "slurm", "--dry-run")
     assert "stage 0: 12 tasks as 2 job arrays (a share of them each: 4 array tasks)" in res.output, res.output
+
+
+def test_a_share_s_claim_is_held_while_its_array_task_runs_it(tmp_path):
+    """What keeps two array tasks from running one share, and tells the driver that a share whose
+    own array task ended early is running elsewhere."""
+    from curate.engine.slurm.batch import Batch
+    from curate.engine.slurm.task import _claim
+
+    for sub in ("claims", "results"):
+        (tmp_path / sub).mkdir()
+    batch = Batch("stage0", tmp_path, 2, 1, [], steal=True)
+    claim = _claim(tmp_path, 1)
+    assert claim is not None and batch.claimed(1) and not batch.claimed(0)
+    assert _claim(tmp_path, 1) is None  # held: another array task does not take it
+    claim.close()  # the array task ended (or died): the kernel lets go of its lock
+    assert not batch.claimed(1)
+    (tmp_path / "results" / "1.pkl").write_bytes(b"")
+    assert _claim(tmp_path, 1) is None  # its result is in: nothing left to run
 
 
 def slow_tasks(tmp: Path) -> list[str]:
@@ -277,8 +303,8 @@ def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_clus
     assert sum(len(s["items"]) for s in resubmitted) == FILES - done
     assert digest(out) == local("quickstart")
     gone = [log for log in (out / "_work" / "slurm" / "attempt-1").glob("*/logs/*.out")
-            if "no longer holds" in log.read_text()]
-    assert len(gone) == FILES - done  # those the first driver left did not run
+            if "not running item" in log.read_text()]
+    assert gone  # the array tasks the first driver left started no work once it was gone
     record = read_manifest((out / "manifest.json").read_bytes(), "manifest.json").slurm
     by_attempt = {n: sorted(t.task for t in record.tasks if t.batch == "stage0" and t.run_attempt == n) for n in (1, 2)}
     assert len(by_attempt[1]) == done and len(by_attempt[2]) == FILES - done
@@ -493,7 +519,8 @@ def test_env_setup_and_a_python_wrapper_run_each_task_as_the_container_guide_say
     assert res.exit_code == 0, res.output
     assert digest(out) == local("quickstart")
     logs = list((out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "logs").glob("*.out"))
-    assert len(logs) == FILES and all("wrapper: ready" in log.read_text() for log in logs)
+    # each array task that ran (the first ones run the shares of those not started: steal) ran wrapped
+    assert logs and all("wrapper: ready" in log.read_text() for log in logs)
     script = (out / "_work" / "slurm" / "attempt-1" / "001-stage0" / "launch.sh").read_text()
     assert "export CURATE_TEST_SETUP=ready\n" in script and f"exec {wrapper} -m curate.engine.slurm.task" in script
 
