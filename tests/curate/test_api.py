@@ -3,7 +3,6 @@ edits, checks and dumps; curate.ops lists and describes the catalog; `import cur
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +43,7 @@ def files_of(run_dir: Path) -> dict[str, bytes]:
             for sub in ("data", "trace") for p in sorted((run_dir / sub).rglob("*")) if p.is_file()}
 
 
-def test_curate_run_writes_the_bytes_of_the_command(cli, corpus, tmp_path):
+def test_curate_run_writes_the_bytes_of_the_command(cli, corpus, tmp_path, manifest_at):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(RECIPE.format(input=f"{corpus}/*.jsonl.gz", output=tmp_path / "unused"))
     by_cli = cli("run", recipe, "--output", tmp_path / "cli", "--set", "steps[1].gopher_quality.min_words=30",
@@ -56,11 +55,11 @@ def test_curate_run_writes_the_bytes_of_the_command(cli, corpus, tmp_path):
     by_api, by_command = files_of(tmp_path / "api"), files_of(tmp_path / "cli")
     assert any(name.startswith("data/") for name in by_api) and any(name.startswith("trace/") for name in by_api)
     assert by_api == by_command
-    cli_manifest = json.loads((tmp_path / "cli" / "manifest.json").read_text())
+    cli_manifest = manifest_at(tmp_path / "cli")
     # the same recipe, --set applied alike (the output paths differ, so the fingerprints do too)
-    assert {**run.manifest.recipe, "output": None} == {**cli_manifest["recipe"], "output": None}
+    assert {**run.manifest.recipe, "output": None} == {**cli_manifest.recipe, "output": None}
     assert run.manifest.recipe["steps"][1] == {"gopher_quality": {"min_words": 30}}
-    assert [s["rows_out"] for s in run.funnel()] == [s["rows_out"] for s in cli_manifest["steps"]]
+    assert [s["rows_out"] for s in run.funnel()] == [s.rows_out for s in cli_manifest.steps]
 
 
 def test_the_run_reads_back_its_output_and_trace(corpus, tmp_path):

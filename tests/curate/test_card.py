@@ -52,8 +52,10 @@ steps:
     return root / "out"
 
 
-def _manifest(run_dir: Path) -> dict:
-    return json.loads((run_dir / "manifest.json").read_text())
+def _manifest(run_dir: Path):
+    from curate.manifest import read
+
+    return read((run_dir / "manifest.json").read_bytes(), str(run_dir / "manifest.json"))
 
 
 def test_the_front_matter_validates_with_huggingface_hub(run_dir):
@@ -73,16 +75,16 @@ def test_the_front_matter_validates_with_huggingface_hub(run_dir):
     # what it would be as DatasetCardData builds it: the same YAML mapping round-trips
     rebuilt = DatasetCardData(**data)
     assert rebuilt.to_dict() == data
-    check(text, [e["path"] for e in _manifest(run_dir)["outputs"]]
+    check(text, [e.path for e in _manifest(run_dir).outputs]
           + [f"trace/{p.name}" for p in (run_dir / "trace").glob("*.parquet")])
 
 
 def test_the_funnel_reads_back_as_the_manifest_has_it(run_dir):
     manifest = _manifest(run_dir)
     funnel = read_funnel(card_text(run_dir))
-    assert funnel == [{"step": s["step"], "op": s["op"], "kind": s["kind"], "rows_in": s["rows_in"],
-                       "rows_out": s["rows_out"], "removed": s["removed"], "reasons": s["reasons"]}
-                      for s in manifest["steps"]]
+    assert funnel == [{"step": s.step, "op": s.op, "kind": s.kind, "rows_in": s.rows_in,
+                       "rows_out": s.rows_out, "removed": s.removed, "reasons": s.reasons}
+                      for s in manifest.steps]
     assert any(step["reasons"] for step in funnel)  # a funnel with reasons, not an empty one
     for step in funnel:
         assert step["rows_in"] == step["rows_out"] + step["removed"]
@@ -91,18 +93,18 @@ def test_the_funnel_reads_back_as_the_manifest_has_it(run_dir):
 def test_tokens_metrics_recipe_lineage_and_reproduce(run_dir):
     manifest = _manifest(run_dir)
     text = card_text(run_dir)
-    [counted] = [s for s in manifest["steps"] if s.get("counts", {}).get("tokens")]
-    assert f"| {counted['step']} | {counted['counts']['tokens']:,} |" in text
+    [counted] = [s for s in manifest.steps if (s.counts or {}).get("tokens")]
+    assert f"| {counted.step} | {counted.counts['tokens']:,} |" in text
     assert "## Quality, diversity and complexity metrics" in text
-    out = manifest["dataset_metrics"]["output"]
-    assert f"| distinct_1 | {manifest['dataset_metrics']['input']['distinct_1']} | {out['distinct_1']} |" in text
+    metrics = manifest.entry("dataset_metrics")
+    assert f"| distinct_1 | {metrics['input']['distinct_1']} | {metrics['output']['distinct_1']} |" in text
     # the recipe as run: its ${VAR} stays a reference; the value it had is nowhere in the card
     assert "${SECRET_WORD}" in text and SECRET not in text
     assert "export SECRET_WORD=..." in text
-    assert f"pip install 'curate=={manifest['versions']['curate']}'" in text
-    for entry in manifest["inputs"]:
-        assert entry["path"] in text
-    assert manifest["recipe_fingerprint"] in text and manifest["run"]["started_at"] in text
+    assert f"pip install 'curate=={manifest.versions['curate']}'" in text
+    for entry in manifest.inputs:
+        assert entry.path in text
+    assert manifest.recipe_fingerprint in text and manifest.run.started_at in text
 
 
 def test_curate_card_writes_it_and_load_dataset_reads_data_alone(run_dir, tmp_path):
@@ -121,7 +123,7 @@ def test_curate_card_writes_it_and_load_dataset_reads_data_alone(run_dir, tmp_pa
 
     ds = load_dataset(str(run_dir), split="train", cache_dir=str(tmp_path / "hf"))
     manifest = _manifest(run_dir)
-    assert len(ds) == manifest["rows_out"]  # data/ alone: the trace's removed rows are not read
+    assert len(ds) == manifest.rows_out  # data/ alone: the trace's removed rows are not read
     assert "reason" not in ds.column_names
 
 

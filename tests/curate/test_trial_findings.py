@@ -158,17 +158,17 @@ def test_containment_trace_detail_reads_as_words(tmp_path):
     assert detail == "contained in id0000 (containment 1.0)", detail
 
 
-def test_blank_jsonl_lines_are_counted_in_the_manifest(cli, tmp_path):
+def test_blank_jsonl_lines_are_counted_in_the_manifest(cli, tmp_path, manifest_at):
     """Blank lines were skipped without a trace or a count: the read step's counts say how many."""
     (tmp_path / "in").mkdir()
     lines = [json.dumps(d) for d in DOCS]
     (tmp_path / "in" / "a.jsonl").write_text("\n".join([lines[0], "", lines[1], "   ", "", *lines[2:]]) + "\n\n")
     res = cli("run", recipe(tmp_path), "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    read = manifest["steps"][0]
-    assert read["op"] == "read" and read["rows_out"] == len(DOCS)
-    assert read["counts"] == {"blank_lines": 4}, read
+    manifest = manifest_at(tmp_path / "out")
+    read = manifest.steps[0]
+    assert read.op == "read" and read.rows_out == len(DOCS)
+    assert read.counts == {"blank_lines": 4}, read
 
 
 def test_the_reports_sources_name_input_files_when_the_input_has_its_own_ids(cli, tmp_path):
@@ -206,15 +206,15 @@ def _inputs_with_an_empty_file(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "parquet"])
-def test_an_empty_input_file_is_skipped_and_counted_whatever_its_format(cli, tmp_path, kind):
+def test_an_empty_input_file_is_skipped_and_counted_whatever_its_format(cli, tmp_path, kind, manifest_at):
     """An empty JSONL file stopped the run (exit 2) where an empty Parquet file did not: now
     both are skipped, counted in the manifest and warned about; `on_bad_row: fail` refuses both."""
     pattern, empty = _inputs_with_an_empty_file(tmp_path, kind)
     res = cli("run", "-w", "1", "--no-report", recipe(tmp_path), "--input", pattern)
     assert res.exit_code == 0, res.output
     assert "1 input file was empty" in one_line(res.stderr), res.stderr
-    read = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][0]
-    assert read["rows_out"] == len(DOCS) and read["counts"]["empty_files"] == 1, read
+    read = manifest_at(tmp_path / "out").steps[0]
+    assert read.rows_out == len(DOCS) and read.counts["empty_files"] == 1, read
     res = cli("run", "-w", "1", "--no-report", recipe(tmp_path), "--input", pattern, "--overwrite",
               "--set", "input.on_bad_row=fail")
     assert res.exit_code == 2, res.output

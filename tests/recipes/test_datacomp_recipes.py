@@ -4,7 +4,6 @@ output keeps only rows that pass every rule of its baseline."""
 
 from __future__ import annotations
 
-import json
 
 import pyarrow.parquet as pq
 import pytest
@@ -25,7 +24,7 @@ def prepared(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_recipe_validates_and_runs(name, prepared, cli):
+def test_recipe_validates_and_runs(name, prepared, cli, manifest_at):
     tmp, _ = prepared
     recipe = inputs.RECIPES / f"{name}.yaml"
     args = inputs.recipe_args(name, tmp)
@@ -34,11 +33,11 @@ def test_recipe_validates_and_runs(name, prepared, cli):
     out = tmp / f"out-{name}"
     res = cli("run", recipe, *args, "--output", out, "-w", "1")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((out / "manifest.json").read_text())
-    steps = manifest["steps"]
+    manifest = manifest_at(out)
+    steps = manifest.steps
     kept = pq.read_table(sorted((out / "data").glob("*.parquet"))).to_pylist()
-    assert 0 < len(kept) < 40 == steps[0]["rows_in"]
-    assert all(s["rows_in"] == s["rows_out"] + s["removed"] for s in steps)
+    assert 0 < len(kept) < 40 == steps[0].rows_in
+    assert all(s.rows_in == s.rows_out + s.removed for s in steps)
     assert sorted(p.name for p in (out / "data").glob("*.tar"))  # WebDataset shards out
     for row in kept:
         if name != "datacomp-clip-score":  # every other baseline reads the caption's language

@@ -25,17 +25,17 @@ def write_benchmarks(demo: Path, bench: Path) -> set[str]:
     return {str(r["id"]) for r in used}
 
 
-def test_decontaminate_recipe_drops_the_documents_holding_items_and_reports(cli, tmp_path, monkeypatch):
+def test_decontaminate_recipe_drops_the_documents_holding_items_and_reports(cli, tmp_path, monkeypatch, manifest_at):
     generate(tmp_path / "demo", docs=600, files=2, seed=0)
     used = write_benchmarks(tmp_path / "demo", tmp_path / "bench")
     monkeypatch.setenv("BENCH_DIR", str(tmp_path / "bench"))
     out = tmp_path / "out"
     res = cli("run", RECIPE, "--input", f"{tmp_path}/demo/*.jsonl.gz", "--output", out, "-w", "2")
     assert res.exit_code == 0, res.output
-    step = json.loads((out / "manifest.json").read_text())["steps"][1]
-    gsm, mmlu = step["summary"]["benchmarks"]
+    step = manifest_at(out).steps[1]
+    gsm, mmlu = step.summary["benchmarks"]
     assert (gsm["items"], gsm["items_found"], mmlu["items"], mmlu["items_found"], mmlu["documents"]) == (3, 3, 4, 0, 0)
-    assert gsm["documents"] == step["removed"] >= 3  # the demo corpus plants copies of some documents
+    assert gsm["documents"] == step.removed >= 3  # the demo corpus plants copies of some documents
     trace = pq.read_table(out / "trace" / "01_decontaminate.parquet")
     assert used <= set(trace.column("_id").to_pylist())
     assert set(trace.column("reason").to_pylist()) == {"contaminated"}

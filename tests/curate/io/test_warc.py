@@ -5,7 +5,6 @@ the rest of the file read."""
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -181,7 +180,7 @@ def test_read_at_a_uri(tmp_path):
     assert [r["url"] for r in rows] == [u for u, _ in reference(path)]
 
 
-def test_run_traces_bad_records_with_file_and_offset(cli, tmp_path):
+def test_run_traces_bad_records_with_file_and_offset(cli, tmp_path, manifest_at):
     data = write_warc(tmp_path / "x.warc.gz", real_records(3) + [undecodable()]).read_bytes()
     inp = tmp_path / "in"
     inp.mkdir()
@@ -196,9 +195,9 @@ def test_run_traces_bad_records_with_file_and_offset(cli, tmp_path):
     trace = pq.read_table(tmp_path / "out" / "trace").to_pylist()
     offset = member_offsets(data)[-1]
     assert [(t["reason"], t["detail"].split(":")[0]) for t in trace] == [("truncated", f"{inp / 'x.warc.gz'}, offset {offset}")]
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    read = manifest["steps"][0]
-    assert read["rows_in"] == 4 and read["removed"] == 1
+    manifest = manifest_at(tmp_path / "out")
+    read = manifest.steps[0]
+    assert read.rows_in == 4 and read.removed == 1
 
 
 def test_a_twenty_megabyte_page_between_small_ones(tmp_path):

@@ -6,7 +6,6 @@ bytes whatever the worker count, member for member equal to the input's."""
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 
 import pyarrow.parquet as pq
@@ -178,7 +177,7 @@ def wds_recipe(tmp_path, inp, out, extra=""):
     return p
 
 
-def test_round_trip_is_member_for_member_identical_and_worker_count_free(cli, tmp_path):
+def test_round_trip_is_member_for_member_identical_and_worker_count_free(cli, tmp_path, manifest_at):
     shards = [corpus(), sample("000010", "ten", size=(500, 500)) + sample("000011", "eleven", fmt="PNG")]
     for i, members in enumerate(shards):
         write_tar(tmp_path / "in" / f"{i:05d}.tar", members)
@@ -195,8 +194,8 @@ def test_round_trip_is_member_for_member_identical_and_worker_count_free(cli, tm
     meta = pq.read_table(out / "part-00000.parquet")
     assert "image" not in meta.column_names and meta.column("_key").to_pylist() == ["000000", "000001",
                                                                                    "000002", "000003"]
-    manifest = json.loads((tmp_path / "out1" / "manifest.json").read_text())
-    assert manifest["format"] == "webdataset" and manifest["data_files"] == 2
+    manifest = manifest_at(tmp_path / "out1")
+    assert manifest.format == "webdataset" and manifest.data_files == 2
     # and the output reads back as input
     rows, bad = read_all(out / "*.tar")
     assert len(rows) == 6 and bad == []
