@@ -10,12 +10,13 @@ login node; both on the same cores, one after the other. Their outputs must be b
 (data/ and trace/). Slurm's own share of the difference is measured from Slurm's records (squeue
 -t all: submit, start and end of every array task; MinJobAge raised so none is purged):
 
-- queue wait: per array, the time from its sbatch to its first task starting (the cores were free:
-  the driver submits a batch once the one before is done), summed over the arrays, which run one
-  after another: scheduling latency on the run's critical path;
-- dispatch gaps: per array task beyond the first W of its array, the time from a task ending to
-  the next one starting on the freed CPU (Slurm's scheduling interval), summed per array and
-  divided by W (the CPUs waiting in parallel);
+- Slurm scheduling: the time a core stood idle while an array task of the run waited for it
+  (submitted, not started), summed second by second over the run and divided by the cores: the
+  latency of Slurm's dispatch on the run's critical path. (An array queued behind a running one,
+  as a fit's next call is, waits for cores that are busy: that is not counted.)
+- per array: its queue wait (sbatch to its first task's start, busy cores included), the array
+  tasks that started (a stage's array tasks that find every share taken are cancelled before
+  they start) and its span;
 - the rest of the difference: each array task's start (a Python process importing curate,
   unpickling its stage), the driver's polling (slurm.poll_seconds) and the files the tasks and the
   driver exchange.
@@ -36,7 +37,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import hashlib
-import heapq
 import json
 import os
 import shutil
@@ -71,30 +71,36 @@ def _when(text: str) -> float | None:
         return None
 
 
-def slurm_timing(cluster: BenchCluster, out: Path, workers: int) -> dict:
-    """Queue wait and dispatch gaps of the run's arrays, from squeue's records of every array task
-    and the run's submissions (its _work/slurm/attempt-1/*/submissions.jsonl)."""
+def slurm_timing(cluster: BenchCluster, out: Path, cores: int) -> dict:
+    """Slurm's scheduling latency over the run (cores idle while an array task waited), and per
+    array its queue wait, started tasks and span, from squeue's records of every array task and
+    the run's submissions (its _work/slurm/attempt-1/*/submissions.jsonl)."""
     records = {}
     for line in cluster._out(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%V|%S|%e|%T"]).splitlines():
         job, submit, start, end, state = line.split("|")
         records[job] = (_when(submit), _when(start), _when(end), state)
-    arrays = []
+    arrays, ours = [], []
     for sent in sorted((out / "_work" / "slurm" / "attempt-1").glob("*/submissions.jsonl")):
         for s in map(json.loads, sent.read_text().splitlines()):
-            tasks = sorted((records[k] for k in records if k.startswith(f"{s['job']}_")),
-                           key=lambda r: r[1] or 0)
-            if not tasks or any(t[1] is None or t[2] is None for t in tasks):
+            mine = [r for k, r in records.items() if k == s["job"] or k.startswith(f"{s['job']}_")]
+            ours += mine
+            started = sorted((r for r in mine if r[1] is not None and r[2] is not None and r[1] <= r[2]),
+                             key=lambda r: r[1])
+            if not started:
                 continue
-            wait = tasks[0][1] - tasks[0][0]
-            free: list[float] = []  # end times of the tasks holding the W slots
-            gaps = 0.0
-            for _, start, end, _ in tasks:
-                if len(free) >= workers:
-                    gaps += max(0.0, start - heapq.heappop(free))
-                heapq.heappush(free, end)
-            arrays.append({"batch": sent.parent.name, "job": s["job"], "tasks": len(tasks), "wait": wait,
-                           "gaps": gaps / workers, "span": max(t[2] for t in tasks) - tasks[0][1]})
-    return {"arrays": arrays, "wait": sum(a["wait"] for a in arrays), "gaps": sum(a["gaps"] for a in arrays)}
+            arrays.append({"batch": sent.parent.name, "job": s["job"], "tasks": len(started),
+                           "wait": started[0][1] - started[0][0],
+                           "span": max(t[2] for t in started) - started[0][1]})
+    idle = 0
+    if ours:
+        first = int(min(r[0] for r in ours if r[0] is not None))
+        last = int(max(r[2] for r in ours if r[2] is not None))
+        for t in range(first, last):
+            running = sum(1 for sub, start, end, _ in ours if start is not None and end is not None and start <= t < end)
+            waiting = sum(1 for sub, start, end, _ in ours
+                          if sub is not None and sub <= t and (start is None or t < start) and (end is None or t < end))
+            idle += min(max(0, cores - running), waiting)
+    return {"arrays": arrays, "scheduling": idle / cores}
 
 
 def main() -> None:
@@ -126,7 +132,7 @@ def main() -> None:
                                    "--engine", "slurm", "--keep-work", "--set",
                                    f"slurm.poll_seconds={args.poll_seconds}"], env=env, log=runs / "slurm.log")
         h.require_ok(on_slurm, "slurm engine")
-        timing = slurm_timing(cluster, runs / "slurm", args.workers)
+        timing = slurm_timing(cluster, runs / "slurm", cluster.cpus)
         version = cluster._out(["sinfo", "--version"]).strip()
     finally:
         cluster.stop()
@@ -134,13 +140,12 @@ def main() -> None:
     if not same:
         sys.exit("slurm_bench: the Slurm engine's output differs from the local engine's")
     extra = on_slurm.seconds - local.seconds
-    slurm_part = timing["wait"] + timing["gaps"]
+    slurm_part = timing["scheduling"]
     overhead = 100 * extra / local.seconds
     rows = [["local engine", f"{local.seconds:.1f}", "", "", ""],
             ["Slurm engine", f"{on_slurm.seconds:.1f}", f"{overhead:+.1f}%", f"{slurm_part:.1f}",
              f"{100 * (extra - slurm_part) / local.seconds:+.1f}%"]]
-    per_array = [[a["batch"], a["job"], a["tasks"], f"{a['wait']:.0f}", f"{a['gaps']:.1f}", f"{a['span']:.0f}"]
-                 for a in timing["arrays"]]
+    per_array = [[a["batch"], a["job"], a["tasks"], f"{a['wait']:.0f}", f"{a['span']:.0f}"] for a in timing["arrays"]]
     ended = time.time()
     body = "\n".join([
         f"{version}, one node of {cluster.cpus} CPUs started on this machine (tests/curate/engine/slurmkit.py: "
@@ -152,11 +157,13 @@ def main() -> None:
         f"run has {args.docs:,}, sized for the 10 minutes this bench may take here, of which it took "
         f"{(ended - started) / 60:.1f}.", "",
         h.table(["engine", "wall s", "vs local", "Slurm scheduling s", "rest of the overhead"], rows), "",
-        "Slurm scheduling s: the arrays' queue waits (sbatch to first task start, summed: "
-        f"{timing['wait']:.0f} s) plus their dispatch gaps (a task's end to the next task's start on its "
-        f"CPU, per CPU: {timing['gaps']:.1f} s), from squeue's records (1 s resolution). The rest: each "
-        "array task's Python start and unpickling, the driver's polling, the result files.", "",
-        h.table(["batch", "array job", "tasks", "queue wait s", "dispatch gaps s", "span s"], per_array),
+        "Slurm scheduling s: the time a core stood idle while an array task of the run waited for it "
+        "(submitted, not started), summed second by second and divided by the cores, from squeue's records "
+        "(1 s resolution). The rest: each array task's Python start and unpickling, the driver's polling, the "
+        "result files. Per array below: queue wait is sbatch to its first task's start, cores busy with the "
+        "array before it included (a fit's next call is queued while one runs); tasks, the array tasks that "
+        "started (those that find every share of a stage taken by others are cancelled before they start).", "",
+        h.table(["batch", "array job", "tasks started", "queue wait s", "span s"], per_array),
     ])
     h.emit(args, body, [["near-dedup: Slurm engine vs local, same cores", f"{overhead:+.1f}% wall",
                          "", f"Slurm scheduling {slurm_part:.1f}s of it; {args.docs:,} docs"]])
