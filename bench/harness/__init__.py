@@ -27,6 +27,8 @@ CURATE = [sys.executable, "-m", "curate.cli"]
 
 sys.path.insert(0, str(REPO))
 
+from curate.manifest import Manifest, StepEntry, read  # noqa: E402  (curate from the repository put on the path)
+
 
 # The benches' corpus: ~1.8 GB of JSONL.gz, ~4.4 GB of JSON lines; its first files make smaller inputs.
 # BENCH_CORPUS=DOCS,FILES picks a smaller corpus for a smoke run of the scripts.
@@ -283,9 +285,15 @@ def bare_result(m: Measured, what: str) -> dict:
     return json.loads(m.output.strip().splitlines()[-1])
 
 
-def step_entry(out: Path, op: str) -> dict:
+def manifest(out: Path) -> Manifest:
+    """The manifest of the finished run at `out`, read through curate's typed model (an error names the file)."""
+    path = out / "manifest.json"
+    return read(path.read_bytes(), str(path))
+
+
+def step_entry(out: Path, op: str) -> StepEntry:
     """The manifest entry of the first `op` step of the finished run at `out`."""
-    return next(s for s in json.loads((out / "manifest.json").read_text())["steps"] if s["op"] == op)
+    return next(s for s in manifest(out).steps if s.op == op)
 
 
 def table(headers: list[str], rows: list[list]) -> str:

@@ -191,7 +191,7 @@ def main() -> None:
         m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", "1", "--no-report", *chosen],
                          log=runs / "curate.log")
         require_ok(m, "curate run")
-        return m, step_entry(runs / "out", "clip_score")["seconds"]
+        return m, step_entry(runs / "out", "clip_score").seconds
 
     default = decode_workers(None, args.device, available_cores())  # what `-w 1`'s one model worker gets
     sides = {BARE: lambda: bare_side(0), f"curate run -w 1 ({default} decode workers, the default)": lambda: curate_side(None)}

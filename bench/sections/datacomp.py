@@ -20,19 +20,20 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
-import json
 import os
 import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness import CURATE, RUNS, add_section_args, emit, load, machine, require_ok, run_measured, table  # noqa: E402
+from harness import (CURATE, RUNS, add_section_args, emit, load, machine, manifest, require_ok,  # noqa: E402
+                     run_measured, table)
 
+from curate.manifest import StepEntry  # noqa: E402
 from tests.recipes import datacomp_inputs  # noqa: E402
 
 
-def reasons(step: dict) -> str:
-    top = sorted(step.get("reasons", {}).items(), key=lambda kv: -kv[1])[:3]
+def reasons(step: StepEntry) -> str:
+    top = sorted(step.reasons.items(), key=lambda kv: -kv[1])[:3]
     return ", ".join(f"{reason} ({count:,})" for reason, count in top)
 
 
@@ -55,10 +56,10 @@ def main() -> None:
         m = run_measured([*CURATE, "run", str(recipe), *sets, "--output", str(out), "--overwrite", "-w", "2",
                           "--no-report"], log=runs / f"{name}.log")
         require_ok(m, f"curate run {name}")
-        steps = json.loads((out / "manifest.json").read_text())["steps"]
-        rows = [[s["op"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}", f"{s['seconds']:.1f}",
-                 reasons(s)] for s in steps]
-        kept = steps[-1]["rows_out"]
+        steps = manifest(out).steps
+        rows = [[s.op, f"{s.rows_in:,}", f"{s.rows_out:,}", f"{s.removed:,}", f"{s.seconds:.1f}", reasons(s)]
+                for s in steps]
+        kept = steps[-1].rows_out
         body += f"### {name}\n\nwall {m.seconds:.1f} s, CPU {m.cpu_seconds:.1f} s; kept {kept:,} of {args.pairs:,}\n\n"
         body += table(["step", "in", "out", "removed", "seconds", "top reasons"], rows) + "\n\n"
         headlines.append([f"{name} on {args.pairs:,} generated pairs", f"{m.seconds:.1f} s", f"{m.cpu_seconds:.1f} s",

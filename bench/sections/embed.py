@@ -122,7 +122,7 @@ def main() -> None:
                 m = run_measured([*CURATE, "run", str(recipe), "--overwrite", "-w", side[1:], "--no-report"],
                                  log=runs / f"curate-{side}.log")
                 require_ok(m, label)
-                inner = step_entry(runs / "out", "embed")["seconds"]
+                inner = step_entry(runs / "out", "embed").seconds
             results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner))
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, CPU {m.cpu_seconds:.1f}s, "
                   f"embed {inner:.1f}s (load {load()})", flush=True)

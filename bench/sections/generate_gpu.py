@@ -159,7 +159,7 @@ def main() -> None:
                                  env={"CURATE_CACHE_DIR": str(cache)}, log=runs / "curate.log")
                 require_ok(m, "curate run")
                 step = step_entry(runs / "out", "rephrase")
-                inner, tokens = step["seconds"], step["counts"]["tokens_out"]
+                inner, tokens = step.seconds, step.counts["tokens_out"]
             results.setdefault(label, []).append((m.seconds, m.cpu_seconds, inner, tokens))
             print(f"round {repeat + 1}: {label}: wall {m.seconds:.1f}s, generate {inner:.1f}s, {tokens} tokens "
                   f"(load {load()})", flush=True)

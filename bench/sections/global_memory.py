@@ -50,6 +50,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 import harness as h
+from curate.manifest import Manifest
 
 DOCS_PER_FILE = 15_000  # the benches' corpus: ~14.6k documents per file
 CENTERS = 2000
@@ -155,12 +156,12 @@ def cost_rows(op: str, results: dict, sizes: list[int], texts: dict, usd_per_vcp
             f"{machine_h:,.1f}", f"${machine_h * usd_per_vcpu_hour:,.2f}"]
 
 
-def structures(manifest: dict) -> str:
+def structures(manifest: Manifest) -> str:
     """The fits' on-disk structures, largest first (`name size`, what would be in memory if held):
     the manifest's `work_bytes` of each Global step, taken before the fit's intermediates were removed."""
     sizes: dict[str, int] = {}
-    for step in manifest.get("steps", []):
-        for name, size in step.get("work_bytes", {}).items():
+    for step in manifest.steps:
+        for name, size in (step.work_bytes or {}).items():
             sizes[name] = sizes.get(name, 0) + size
     top = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
     return ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in top if size)
@@ -184,11 +185,11 @@ def run(op: str, docs: int, texts: Path, embeddings: Path, args, traced: bool) -
     m = h.run_measured([h.CURATE[0], *cli, "run", str(path), "--overwrite", "--workers", str(args.workers)],
                        env={"CURATE_LOG_LEVEL": "info"}, log=h.RUNS / "global-memory" / f"{label}.log")
     h.require_ok(m, f"curate run ({label})")
-    manifest = json.loads((out / "manifest.json").read_text())
-    fit_s = [s["fit_seconds"] for s in manifest["steps"] if "fit_seconds" in s]
+    manifest = h.manifest(out)
+    fit_s = [s.fit_seconds for s in manifest.steps if s.fit_seconds is not None]
     # What the fits report of their work (containment_dedup: candidate pairs, common band keys left out)
-    found = "; ".join(f"{k} {v:,}" for st in manifest["steps"] if isinstance(st.get("summary"), dict)
-                      for k, v in st["summary"].items() if isinstance(v, int))
+    found = "; ".join(f"{k} {v:,}" for st in manifest.steps if isinstance(st.summary, dict)
+                      for k, v in st.summary.items() if isinstance(v, int))
     result = {"m": m, "fit_s": sum(fit_s) if fit_s else None, "disk": structures(manifest), "found": found}
     if traced:
         result["where"] = json.loads(where.read_text())

@@ -57,8 +57,7 @@ def _recall(out):
     kept = ds.dataset(out / "data").to_table(columns=["planted"]).column("planted")
     kept_counts = {r["values"]: r["counts"] for r in pc.value_counts(kept).to_pylist() if r["values"] is not None}
     kept_counts[None] = kept.null_count
-    manifest = json.loads((out / "manifest.json").read_text())
-    return kept_counts, manifest
+    return kept_counts, h.manifest(out)
 
 
 def run_anchor(name, inputs, work, workers):
@@ -133,8 +132,7 @@ def main():
         recall = [[k or "(good: false positives)", f"{n:,}", f"{n - kept_planted.get(k, 0):,}",
                    f"{(n - kept_planted.get(k, 0)) / n:.4f}"]
                   for k, n in sorted(planted.items(), key=lambda kv: kv[0] or "~")]
-        steps = [[s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['seconds']:.1f}"]
-                 for s in manifest.get("steps", [])]
+        steps = [[s.step, f"{s.rows_in:,}", f"{s.rows_out:,}", f"{s.seconds:.1f}"] for s in manifest.steps]
         body += ["", "curate per step (manifest.json):", "", h.table(["step", "rows in", "rows out", "seconds"], steps),
                  "", "curate recall of the planted rows (exact_dedup's default normalization, NFC + whitespace collapse, "
                  "catches the duplicate_normalized rows that differ in whitespace only; those lower-cased need "

@@ -97,12 +97,12 @@ def main() -> None:
         m = h.curate_run(recipe(folder, out), "--overwrite", "--keep-work", "--workers", str(args.workers),
                          log=h.RUNS / "prune" / f"{rows}.log")
         h.require_ok(m, f"prune run of {rows} rows")
-        steps = {s["op"]: s for s in json.loads((out / "manifest.json").read_text())["steps"]}
+        steps = {s.op: s for s in h.manifest(out).steps}
         fits = fit_summaries(out)
         sd, dp = fits["semantic_dedup"], fits["density_prune"]
         rows_out.append([f"{rows:,}", f"{m.seconds:.0f}", f"{m.cpu_seconds:.0f}", f"{m.peak_rss_gb:.2f}",
-                         f"{steps['semantic_dedup']['seconds']:.0f} (k={sd['k']}: {phases(sd)})",
-                         f"{steps['density_prune']['seconds']:.0f} (k={dp['k']}: {phases(dp)})",
+                         f"{steps['semantic_dedup'].seconds:.0f} (k={sd['k']}: {phases(sd)})",
+                         f"{steps['density_prune'].seconds:.0f} (k={dp['k']}: {phases(dp)})",
                          f"{sd['kept']:,} -> {dp['kept']:,}", h.load()])
         measured.append((rows, m.seconds, m.peak_rss_gb))
         print(rows_out[-1], flush=True)

@@ -218,8 +218,7 @@ def part_perplexity(work: Path, docs: int, repeats: int) -> tuple[str, list]:
                 m = h.run_measured([*h.CURATE, "run", str(rec), "--workers", "1", "--overwrite", "--no-report"],
                                    env=env, log=work / "ppl-curate.log")
                 h.require_ok(m, side)
-                manifest = json.loads((work / "ppl-out" / "manifest.json").read_text())
-                step_s.append(next(s["seconds"] for s in manifest["steps"] if s["op"] == "perplexity"))
+                step_s.append(h.step_entry(work / "ppl-out", "perplexity").seconds)
             else:
                 m = h.run_measured([sys.executable, str(work / "bare.py"), str(model), ",".join(map(str, files)),
                                     str(batch), str(max_len), str(work / "bare.npy")], env=env, log=work / "ppl-bare.log")
@@ -280,11 +279,11 @@ def part_report(work: Path, rows: int, workers: int) -> tuple[str, list]:
     r = h.run_measured([*h.CURATE, "report", str(work / "report-out")], log=work / "report.log")
     h.require_ok(r, "curate report")
     size = (work / "report-out" / "report.html").stat().st_size
-    manifest = json.loads((work / "report-out" / "manifest.json").read_text())
-    body = (f"A run over {rows:,} rows (5 score columns; sql_filter removes {manifest['steps'][1]['removed']:,} rows "
+    removed = h.manifest(work / "report-out").steps[1].removed
+    body = (f"A run over {rows:,} rows (5 score columns; sql_filter removes {removed:,} rows "
             f"into the trace; exact_dedup), then `curate report` on it.\n\n"
             + h.table(["rows", "rows in the trace", "report.html", "curate report wall s", "CPU s", "run wall s"],
-                      [[f"{rows:,}", f"{manifest['steps'][1]['removed']:,}", f"{size / 1e6:.2f} MB", f"{r.seconds:.1f}",
+                      [[f"{rows:,}", f"{removed:,}", f"{size / 1e6:.2f} MB", f"{r.seconds:.1f}",
                         f"{r.cpu_seconds:.1f}", f"{m.seconds:.1f}"]])
             + "\n\nThe size is plotly.js's basic bundle (1.19 MB) plus aggregated figures: it does not grow with rows.")
     return body, [[f"report.html of a {rows // 1000}k-row run", f"{size / 1e6:.2f} MB, {r.seconds:.1f} s", f"{r.cpu_seconds:.1f} s",

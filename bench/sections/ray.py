@@ -160,9 +160,9 @@ def main():
         finally:
             if cluster:
                 cluster.stop()
-        manifest = json.loads((out / "manifest.json").read_text())
+        manifest = h.manifest(out)
         runs.append({"name": name, "w": workers, "wall": m.seconds, "cpu": cpu, "start": started,
-                     "rows": manifest["rows_in"], "out_rows": manifest["rows_out"], "parts": parts(out, m.seconds),
+                     "rows": manifest.rows_in, "out_rows": manifest.rows_out, "parts": parts(out, m.seconds),
                      "digest": digest(out)})
         print(f"{name}: {m.seconds:.1f}s wall, {cpu:.1f} CPU-s, {runs[-1]['parts']}", flush=True)
 

@@ -29,7 +29,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
                *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -124,10 +123,10 @@ def main():
                                    log=work / f"{name.replace(':', '').replace('/', '')}.log")
             h.require_ok(m, name)
             cpu = m.cpu_seconds + cluster_cpu.seconds + (moto.cpu() - moto_before if name == "s3://" else 0.0)
-            manifest = json.loads((out / "manifest.json").read_text())
+            manifest = h.manifest(out)
             fetched = next((ln for ln in m.output.splitlines() if "fetched" in ln), "")
-            runs.append({"name": name, "wall": m.seconds, "cpu": cpu, "rows": manifest["rows_in"],
-                         "out_rows": manifest["rows_out"], "digest": digest(out), "fetched": fetched, "parts": {}})
+            runs.append({"name": name, "wall": m.seconds, "cpu": cpu, "rows": manifest.rows_in,
+                         "out_rows": manifest.rows_out, "digest": digest(out), "fetched": fetched, "parts": {}})
             print(f"{name}: {m.seconds:.1f}s wall, {cpu:.1f} CPU-s {fetched}", flush=True)
             shutil.rmtree(out, ignore_errors=True)
         finally:

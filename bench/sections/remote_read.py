@@ -57,6 +57,8 @@ import harness as h
 from anchors import rclone_s3
 from sections.ray_store import Moto
 
+from curate.manifest import read  # noqa: E402  (harness puts the repository on the path)
+
 DATATROVE = h.VENVS / "datatrove" / "bin" / "python"
 
 BARE = r"""
@@ -210,12 +212,13 @@ def dedup_memory(args, moto: Moto, client) -> list[dict]:
             if not listed:
                 results.append({"side": side, "unsupported": True})
                 continue
-            manifest = json.loads(client.get_object(Bucket="bench", Key="dedup-out/manifest.json")["Body"].read())
+            manifest = read(client.get_object(Bucket="bench", Key="dedup-out/manifest.json")["Body"].read(),
+                            "s3://bench/dedup-out/manifest.json")
         else:
-            manifest = json.loads((Path(out) / "manifest.json").read_text())
+            manifest = h.manifest(Path(out))
         results.append({"side": side, "wall": m.seconds, "cpu": m.cpu_seconds, "tree_gb": m.peak_rss_gb,
-                        "process_gb": m.peak_process_gb, "rows_in": manifest["rows_in"],
-                        "rows_out": manifest["rows_out"]})
+                        "process_gb": m.peak_process_gb, "rows_in": manifest.rows_in,
+                        "rows_out": manifest.rows_out})
     return results
 
 

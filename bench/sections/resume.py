@@ -22,7 +22,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import hashlib
-import json
 import random
 import shutil
 
@@ -57,7 +56,7 @@ def main():
 
     ref = h.curate_run(ref_recipe, *workers, "--overwrite", log=work / "ref.log")
     h.require_ok(ref, "uninterrupted run")
-    rows_in = json.loads((work / "ref" / "manifest.json").read_text())["rows_in"]
+    rows_in = h.manifest(work / "ref").rows_in
     print(f"uninterrupted: {rows_in:,} rows in {ref.seconds:.0f}s")
 
     attempts, spent = [], [0.0, 0.0]
@@ -79,10 +78,8 @@ def main():
     attempts.append([args.kills, "--resume", "-", f"exit {final.returncode} after {final.seconds:.1f}s"])
 
     ref_hashes, res_hashes = sha256s(work / "ref" / "data"), sha256s(work / "resumed" / "data")
-    ref_manifest = json.loads((work / "ref" / "manifest.json").read_text())
-    res_manifest = json.loads((work / "resumed" / "manifest.json").read_text())
-    same_rows = [(s["step"], s["rows_out"]) for s in ref_manifest["steps"]] == \
-                [(s["step"], s["rows_out"]) for s in res_manifest["steps"]]
+    same_rows = [(s.step, s.rows_out) for s in h.manifest(work / "ref").steps] == \
+                [(s.step, s.rows_out) for s in h.manifest(work / "resumed").steps]
     identical = ref_hashes == res_hashes and bool(ref_hashes)
     body = "\n".join([
         f"{args.files} corpus files, {rows_in:,} rows; steps {' + '.join(steps)}, --workers {args.workers}; "

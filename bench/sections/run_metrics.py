@@ -54,7 +54,7 @@ def main() -> None:
         (inputs / f.name).symlink_to(f)
     names = list(VARIANTS)
     results: dict[str, list] = {k: [] for k in names}
-    manifest = {}
+    manifest = None
     for r in range(a.repeats):
         for name in names[r % 2:] + names[:r % 2]:
             key = names.index(name)
@@ -64,14 +64,14 @@ def main() -> None:
             h.require_ok(m, name)
             results[name].append((m.seconds, m.cpu_seconds))
             if VARIANTS[name]:
-                manifest = json.loads((out / "manifest.json").read_text())
+                manifest = h.manifest(out)
     rows, heads = [], []
     for name, w, c, dw, dc in h.medians_vs_first(results):
         rows.append([name, f"{w:.1f}", f"{c:.1f}", dw, dc])
         if name != "quickstart":
             heads.append([f"metrics: true vs the quickstart ({a.docs_files * 14_583 // 1000}k docs)", dw, dc,
                           "off by default: it costs more than a few percent"])
-    dm = manifest["dataset_metrics"]
+    dm = manifest.entry("dataset_metrics")
     figures = [[k, dm["input"].get(k), dm["output"].get(k)] for k in SHOWN]
     body = (f"First {a.docs_files} demo-corpus files (~{a.docs_files * 14_583:,} docs), --workers {a.workers}, medians "
             f"of {a.repeats} rounds (order alternated); the machine's 2 cores are shared with other jobs (load "

@@ -32,6 +32,7 @@ import harness as h
 from sections.ray_store import Moto
 from sections.remote_read import inputs, stock
 
+from curate.manifest import read  # noqa: E402  (harness puts the repository on the path)
 from tests.curate.engine.faultkit import digest  # noqa: E402  (the tests' kit: the same comparison)
 from tests.curate.io.faultproxy import FaultProxy  # noqa: E402
 
@@ -49,7 +50,7 @@ def one_run(fmt: str, proxy: FaultProxy, rate: float, workers: int, env: dict) -
     m = h.run_measured([*h.CURATE, "run", str(recipe), "--overwrite", "--no-report", "--workers", str(workers)],
                        env=env, log=runs / f"{fmt}-{rate:g}.log")
     h.require_ok(m, f"curate run ({fmt}, {rate:.0%} of requests failed)")
-    store = json.loads((out / "manifest.json").read_text())["store"]
+    store = h.manifest(out).store
     return {"fmt": fmt, "rate": rate, "wall": m.seconds, "cpu": m.cpu_seconds, "requests": proxy.requests - requests,
             "faults": {k: v - faults[k] for k, v in proxy.faults.items()}, "retries": store["retries"],
             "reasons": store["retry_reasons"], "digest": digest(out)}
@@ -73,7 +74,7 @@ def output_run(files: list, proxy: FaultProxy, rate: float, workers: int, moto: 
     h.require_ok(m, f"curate run (output on S3, {rate:.0%} of requests failed)")
     fs = fsspec.filesystem("s3", endpoint_url=moto.endpoint, key="bench", secret="bench", skip_instance_cache=True)
     root = uri.removeprefix("s3://")
-    store = json.loads(fs.cat_file(f"{root}/manifest.json"))["store"]
+    store = read(fs.cat_file(f"{root}/manifest.json"), f"{uri}/manifest.json").store
     published = {p.removeprefix(root): hashlib.sha256(fs.cat_file(p)).hexdigest()
                  for d in ("data", "trace") for p in fs.find(f"{root}/{d}")}
     return {"fmt": "output", "rate": rate, "wall": m.seconds, "cpu": m.cpu_seconds,

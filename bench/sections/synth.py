@@ -68,10 +68,8 @@ def main() -> None:
     wrap.write_inputs(work, n, args.workers, lambda i: {"text": DOC.format(i=i)})
 
     def check(out: Path) -> None:
-        import json
-
-        step = json.loads((out / "manifest.json").read_text())["steps"][1]
-        assert step["expanded"] == n and step["counts"]["cache_misses"] == n, f"not every document answered: {step}"
+        step = h.manifest(out).steps[1]
+        assert step.expanded == n and step.counts["cache_misses"] == n, f"not every document answered: {step}"
         assert h.parquet_rows(out / "data") == 3 * n, "curate did not write three pairs per document"
 
     mean, rows, share = wrap.compare(n, args, work, "generate_qa", script=__file__, step=STEP, check=check,

@@ -132,7 +132,7 @@ def measure(label: str, command: list[str], env: dict, out: Path, log: Path) -> 
     m = run_measured(command, env=env, log=log)
     if label.startswith("curate"):
         require_ok(m, label)
-        tokens = step_entry(out, "tokenize")["counts"]["tokens"]
+        tokens = step_entry(out, "tokenize").counts["tokens"]
     else:
         tokens = bare_result(m, label)["tokens"]
     return m.seconds, m.cpu_seconds, tokens

@@ -20,7 +20,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import importlib.util
-import json
 import os
 
 import harness as h
@@ -69,19 +68,19 @@ def main() -> None:
     m = h.curate_run(h.REPO / "recipes" / "web-text.yaml", "--input", str(inputs / "*.jsonl.gz"), "--output", str(out),
                      "--workers", str(args.workers), "--overwrite", log=work / "curate.log")
     h.require_ok(m, "curate run recipes/web-text.yaml")
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = h.manifest(out)
     rows = []
-    for s in manifest["steps"]:
-        reasons = ", ".join(f"{r} ({n:,})" for r, n in sorted(s["reasons"].items(), key=lambda x: -x[1])[:3])
-        counts = ", ".join(f"{k} {v:,}" for k, v in s.get("counts", {}).items())
-        rows.append([s["step"], f"{s['rows_in']:,}", f"{s['rows_out']:,}", f"{s['removed']:,}",
-                     f"{s['seconds']:.1f}", "; ".join(x for x in (reasons, counts) if x)])
-    n = manifest["rows_in"]
+    for s in manifest.steps:
+        reasons = ", ".join(f"{r} ({n:,})" for r, n in sorted(s.reasons.items(), key=lambda x: -x[1])[:3])
+        counts = ", ".join(f"{k} {v:,}" for k, v in (s.counts or {}).items())
+        rows.append([s.step, f"{s.rows_in:,}", f"{s.rows_out:,}", f"{s.removed:,}",
+                     f"{s.seconds:.1f}", "; ".join(x for x in (reasons, counts) if x)])
+    n = manifest.rows_in
     body = "\n".join([
         f"`curate run recipes/web-text.yaml` over the first {n:,} documents of the demo corpus ({len(files)} files), "
         f"{args.workers} workers; load average at the end {h.load()}.", "",
         h.table(["documents in", "out", "wall s", "CPU s", "docs/s (wall)", "docs per CPU-s", "peak RSS"],
-                [[f"{n:,}", f"{manifest['rows_out']:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
+                [[f"{n:,}", f"{manifest.rows_out:,}", f"{m.seconds:.1f}", f"{m.cpu_seconds:.1f}",
                   f"{n / m.seconds:,.0f}", f"{n / m.cpu_seconds:,.0f}", f"{m.peak_rss_gb:.2f} GB"]]), "",
         "Funnel (seconds: the step's time summed over workers, with its fit for a global step):", "",
         h.table(["step", "in", "out", "removed", "seconds", "top reasons; counts"], rows), "",

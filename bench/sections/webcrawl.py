@@ -36,6 +36,8 @@ from datetime import datetime, timezone
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness import manifest  # noqa: E402
+
 
 def build(directory: Path, pages: int, files: int) -> list[str]:
     """WARC files of `pages` pages under `directory`; returns the decoded HTML as curate reads it."""
@@ -106,8 +108,7 @@ def curate_run(directory: Path, inputs: Path, name: str, step: str, workers: int
     recipe = directory / f"{name}.yaml"
     recipe.write_text(f"name: {name}\ninput:\n  path: {inputs}\noutput:\n  path: {out}\nsteps:\n  - {step}\n")
     wall, cpu, _ = timed([str(ROOT / ".venv" / "bin" / "curate"), "run", str(recipe), "-w", str(workers)])
-    manifest = json.loads((out / "manifest.json").read_text())
-    return wall, cpu, manifest["steps"][-1]["rows_out"]
+    return wall, cpu, manifest(out).steps[-1].rows_out
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def build(directory: Path, files: int, per_file: int) -> Path:
     return inputs
 
 
-def run(directory: Path, inputs: Path, workers: int, name: str, *args: str) -> tuple[h.Measured, dict]:
+def run(directory: Path, inputs: Path, workers: int, name: str, *args: str) -> tuple[h.Measured, h.Manifest]:
     """recipes/fineweb.yaml over `inputs` (a copy of the recipe with the input, the output
     (`directory`/`name`) and a block list filled in), `curate run` given `args` too; the
     measurement and the run's manifest."""
@@ -64,7 +64,7 @@ def run(directory: Path, inputs: Path, workers: int, name: str, *args: str) -> t
     recipe.write_text(text)
     m = h.curate_run(recipe, "-w", str(workers), *args, log=directory / f"{name}.log")
     h.require_ok(m, "curate run of recipes/fineweb.yaml")
-    return m, json.loads((out / "manifest.json").read_text())
+    return m, h.manifest(out)
 
 
 def main() -> None:
@@ -87,9 +87,9 @@ def main() -> None:
             inputs = build(directory, n, args.pages_per_file)
             m, manifest = run(directory, inputs, args.workers, "out")
             bare, _ = run(directory, inputs, args.workers, "no-report", "--no-report")
-        steps = manifest["steps"]
-        pages_in = steps[0]["rows_in"] if steps and "rows_in" in steps[0] else n * args.pages_per_file
-        rows_out = steps[-1]["rows_out"] if steps else 0
+        steps = manifest.steps
+        pages_in = steps[0].rows_in if steps else n * args.pages_per_file
+        rows_out = steps[-1].rows_out if steps else 0
         drivers.append(m.peak_driver_gb)
         runs.append(bare.peak_driver_gb)
         others.append(m.peak_process_other_gb)
