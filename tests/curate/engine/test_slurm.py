@@ -292,12 +292,24 @@ def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_s
 def test_a_killed_driver_resumes_submitting_only_the_unfinished_tasks(slurm_cluster, cli, tmp_path, corpus, local):
     args, recipe = corpus, RECIPES / "quickstart.yaml"
     out = tmp_path / "slurm"
-    # One array task at a time; the driver stops itself once it has two results, and is killed
-    killed_at("task-done@2", slurm_cluster, recipe, *args, "--output", str(out), "-w", "1", "--keep-work")
+    # One array task at a time, which runs every share in turn (its own, then the highest first:
+    # the others wait). It stops itself mid-way through its third share (30 batches a share); the
+    # driver is killed, that array task cancelled, and the others, started, find the driver gone
+    small = ["--set", "input.batch_rows=2"]
+    proc = start(recipe, *args, *small, "--output", str(out), "-w", "1", "--keep-work",
+                 env={"CURATE_FAILPOINT": "task-batch@65"})
+    try:
+        wait_for(lambda: stopped_array_task(out), timeout=120, what="the array task to stop at its failpoint")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    slurm_cluster.scancel(stopped_array_task(out))
+    wait_for(lambda: not slurm_cluster.squeue(), what="the killed driver's arrays to end")
     stage0 = out / "_work" / "stage-0" / "done"
     done = len(list(stage0.glob("*.json")))
-    assert 2 <= done < FILES
-    res = cli("run", recipe, *args, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume", "--keep-work")
+    assert done == 2
+    res = cli("run", recipe, *args, *small, "--output", out, "-w", "2", "--engine", "slurm", *FAST, "--resume",
+              "--keep-work")
     assert res.exit_code == 0, res.output
     resubmitted = submissions(out, attempt=2)["001-stage0"]
     assert sum(len(s["items"]) for s in resubmitted) == FILES - done
