@@ -169,7 +169,6 @@ def main():
         bare = {k: v for k, v in sides.items() if k.startswith("bare")}
         best_wall = min(bare, key=lambda k: bare[k][0].seconds)
         best_cpu = min(bare, key=lambda k: bare[k][0].cpu_seconds)
-        gb = h.size_gb(files)
         for name, (r, n_groups) in sides.items():
             rows.append([label if name.startswith("curate") else "", name, f"{r.seconds:.1f}", f"{docs / r.seconds:,.0f}",
                          f"{r.cpu_seconds:.1f}", f"{docs / r.cpu_seconds:,.0f}", f"{r.peak_rss_gb:.2f}", f"{n_groups}"])

@@ -29,7 +29,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1]),
 
 import argparse
 import json
-import shlex
 
 import numpy as np
 import pyarrow as pa
