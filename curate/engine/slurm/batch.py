@@ -84,12 +84,12 @@ class Batch:
                     progress(label, rows_in - was[0], rows_out - was[1])
             seen[name] = (stat.st_mtime_ns, totals)
 
-    def sync(self, store) -> int:
+    def sync(self, store) -> list[str]:
         """With a work store: what tasks on nodes that do not see the batch put there (their
         records, results, errors and rows counts) into the batch's directory, each once it reads
         whole (on a store whose writes are copies, a file may be caught half written); rows counts
-        again while their task runs. Returns how many results came from such nodes."""
-        blind = 0
+        again while their task runs. Returns the nodes of the results that came from such nodes."""
+        blind = []
         for sub in ("where", "results", "errors", "progress"):
             here = self.directory / sub
             have = set(os.listdir(here))
@@ -109,8 +109,8 @@ class Batch:
                 tmp = here / f".{name}.sync"
                 tmp.write_bytes(data)
                 os.replace(tmp, here / name)
-                if sub == "where" and json.loads(data).get("blind"):
-                    blind += 1
+                if sub == "where" and (ran := json.loads(data)).get("blind"):
+                    blind.append(ran["node"])
         return blind
 
     def log(self, name: str, store) -> Path:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shlex
 import shutil
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -108,6 +110,7 @@ class SlurmEngine(Engine):
         self.session = uuid.uuid4().hex  # names the mirrors and logs of this driver's tasks on nodes
         self.fetched = 0  # files of tasks on nodes that do not see _work/, fetched from the store
         self.blind = 0  # results that came from such nodes
+        self.blind_nodes: set[str] = set()  # those nodes, each with a mirror of _work/ on its own disk
         if store:
             self.store = work_store.for_run(store, layout)
             self.store.start(resume)
@@ -336,12 +339,19 @@ class SlurmEngine(Engine):
         while time.monotonic() < deadline and not (self.store is None and batch.news()):
             time.sleep(PICKUP_SECONDS)
         if self.store is not None:
-            self.blind += batch.sync(self.store)
+            self.sync(batch)
         batch.relay(seen_progress, self.progress)
         for item in batch.finished():
             on_result(item, pickle.loads((batch.directory / "results" / f"{item}.pkl").read_bytes()))
             batch.done.add(item)
         batch.raise_errors()
+
+    def sync(self, batch: Batch) -> None:
+        """With a work store: what tasks on nodes that do not see the batch put there, into its
+        directory; those nodes noted (their mirrors go at the end: _drop_mirrors)."""
+        nodes = batch.sync(self.store)
+        self.blind += len(nodes)
+        self.blind_nodes.update(nodes)
 
     def receive(self, ctx: StageContext, result: TaskResult) -> None:
         """With a work store, a task's files come to the run's `_work/` (from wherever it ran)."""
@@ -368,14 +378,33 @@ class SlurmEngine(Engine):
             slurm(["scancel", *live])
 
     def close(self, discard_work: bool = False) -> None:
+        blind, nodes = self.blind, sorted(self.blind_nodes)
+        if nodes and not self.cancelled:  # a finished run: the nodes' mirrors go, as the Ray engine's do
+            self._drop_mirrors(nodes)
         self.cancel()
-        if self.blind:
+        if blind:
             self.status(
-                f"Slurm: {count(self.blind, 'result')} came from nodes that do not see {self.layout.work}, through "
+                f"Slurm: {count(blind, 'result')} came from nodes that do not see {self.layout.work}, through "
                 f"the work store (fetched {count(self.fetched, 'file')} of their tasks)"
             )
         if discard_work and self.store is not None:
             self.store.clear()
+
+    def _drop_mirrors(self, nodes: list[str]) -> None:
+        """A node that does not see `_work/` ran its tasks in a mirror of it on its own disk
+        (work_store.mirror): a small job on each such node removes it, and this session's task logs
+        there (task.py --drop-mirror), as the Ray engine drops its nodes' mirrors. Not waited on."""
+        python = self.spec.python or sys.executable
+        work = shlex.quote(str(self.layout.work))  # the mirror's path: the run's _work/ (work_store.for_run)
+        drop = f"exec {shlex.quote(python)} -m curate.engine.slurm.task --drop-mirror {work}"
+        for node in nodes:
+            options = sbatch_options(
+                self.spec, f"curate.{self.run_name}.drop-mirror", "", 1, None, None, self.cwd, "/dev/null"
+            )
+            command = ["sbatch", "--parsable", f"--nodelist={node}", *options]
+            res = slurm([*command, f"--wrap={self.spec.env_setup or ''}\n{drop} {self.session}"])
+            if res.returncode:
+                self.status(f"Slurm: {node} keeps its copy of {self.layout.work}: {slurm_error(command, res)}")
 
 
 def _mem_asked(options: list[str]) -> str:

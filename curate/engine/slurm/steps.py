@@ -80,7 +80,7 @@ class Steps:
                     continue
                 del self.running[item]
                 if e.store is not None:
-                    e.blind += batch.sync(e.store)  # what it put in the store before it ended
+                    e.sync(batch)  # what it put in the store before it ended
                 if item in batch.done or (batch.directory / "results" / f"{item}.pkl").exists():
                     continue
                 log = batch.log(store=e.store, name=f"step_{item}_{batch.runs[item]}.out")

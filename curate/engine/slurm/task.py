@@ -1,4 +1,5 @@
-"""One Slurm array task of a run: `python -m curate.engine.slurm.task BATCH_DIR ITEM`.
+"""One Slurm array task of a run: `python -m curate.engine.slurm.task BATCH_DIR ITEM` (or, the run
+finished, `--drop-mirror WORK SESSION` on a node that mirrored `_work/`: engine.py _drop_mirrors).
 
 BATCH_DIR is a batch that the driver (engine.py) wrote under the run's `_work/slurm/`: `batch.json`
 (the run's lock files, the driver that submitted it, the working directory, the task's cores),
@@ -145,6 +146,14 @@ def where() -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "--drop-mirror":  # WORK SESSION: a finished run's leftovers on this node
+        from curate.engine.work import work_store
+
+        work_store.drop_mirror(Path(argv[1]), argv[2])
+        logs = Path(node_log(argv[2], "*"))
+        for log in logs.parent.glob(logs.name):
+            log.unlink(missing_ok=True)
+        return 0
     if len(argv) != 2:
         print("usage: python -m curate.engine.slurm.task BATCH_DIR ITEM", file=sys.stderr)
         return 2

@@ -585,6 +585,11 @@ def test_nodes_that_share_no_disk_take_the_work_files_through_the_work_store(slu
         blind = re.search(r"Slurm: (\d+) results came from nodes that do not see", res.output)
         assert blind and int(blind.group(1)) >= 5, res.output
         assert not store.exists() or not any(store.iterdir())
+        # the node's mirror of _work/ on its own disk went with the run (a small job on the node)
+        wait_for(lambda: not slurm_cluster.squeue(), what="the job removing the node's mirror to end")
+        seen = subprocess.run(["srun", "-N1", "-n1", "sh", "-c", f"test -e {out}/_work && echo kept || echo gone"],
+                              env=slurm_cluster.env, capture_output=True, text=True, timeout=120)
+        assert seen.stdout.strip() == "gone", (seen.stdout, seen.stderr)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
