@@ -27,7 +27,8 @@ class SlurmExecutor(Executor):
     worker = "Slurm array task"
     # A `map` call is a job array whose tasks start afresh (a Python process importing curate, 3-6 s
     # at 1M documents): a fit's signing pass of 128 batches went out as 32 arrays of 2 tasks of 2
-    # pieces. 8 a call: 8 arrays; the driver holds two calls' pieces at once (32 batches at -w 2).
+    # pieces. 8 a call: 8 arrays; with two calls in flight and the next window read, the driver holds
+    # three windows' pieces at once (48 batches at -w 2).
     pieces_per_call = 8
 
     @property
