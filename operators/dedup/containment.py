@@ -100,18 +100,18 @@ class ContainmentDedup(NearDedup):
             return self.none_removed(workdir, "contained")
         memory_gb, con = self.joins(workdir, parallel)
         # Larger documents first; then `prefer` (per prefer_order); then _id.
-        rank = resolve.rank_table(con, out.docs_glob, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
+        rank = resolve.rank_table(con, out.docs, f"n DESC, prefer {p.prefer_order.upper()} NULLS LAST, _id")
         candidates, common = _candidate_pairs(con, out, plan, workdir, memory_gb, parallel.threads or self.join_threads,
                                               p.max_bucket, parallel)
         n_candidates = pq.ParquetFile(candidates).metadata.num_rows
         log.info("containment_dedup: %d candidate pairs at %.1fs", n_candidates, time.monotonic() - started)
         sizes = np.zeros(len(rank), np.int64)
-        n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs_glob]).fetchnumpy()
+        n_by_ord = con.execute("SELECT _ord, n FROM read_parquet(?)", [out.docs]).fetchnumpy()
         sizes[n_by_ord["_ord"].astype(np.int64)] = n_by_ord["n"]
         edges_dir = self._verify(out.samples, out.heads, sizes, rank, candidates, workdir, parallel)
         log.info("containment_dedup: verified at %.1fs", time.monotonic() - started)
         decisions = workdir / "decisions.parquet"
-        resolve.containment_decisions(con, str(edges_dir / "*.parquet"), out.docs_glob, str(decisions))
+        resolve.containment_decisions(con, str(edges_dir / "*.parquet"), out.docs, str(decisions))
         removed = con.execute(f"SELECT count(*) FROM read_parquet('{decisions}')").fetchone()[0]
         con.close()
         log.info("containment_dedup: %d removed at %.1fs", removed, time.monotonic() - started)

@@ -87,7 +87,7 @@ class MinhashDedup(NearDedup):
         if out.rows == 0:
             return self.none_removed(workdir, "near_duplicate")
         memory_gb, con = self.joins(workdir, parallel)
-        rank = resolve.rank_table(con, out.docs_glob, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
+        rank = resolve.rank_table(con, out.docs, f"prefer {p.prefer_order.upper()} NULLS LAST, _id")
         links = workdir / "links"
         links.mkdir(exist_ok=True)
         np.save(workdir / "rank.npy", rank)
@@ -119,7 +119,7 @@ class MinhashDedup(NearDedup):
             COPY (
               SELECT x._ord,
                      json_object('duplicate_of', d._id, 'jaccard_estimate', round(x.jaccard, 4))::VARCHAR AS detail
-              FROM read_parquet('{jaccards}/*.parquet') x JOIN read_parquet('{out.docs_glob}') d ON d._ord = x.keeper
+              FROM read_parquet('{jaccards}/*.parquet') x JOIN read_parquet('{out.docs}') d ON d._ord = x.keeper
               ORDER BY x._ord
             ) TO '{decisions}' {COPY_OPTIONS}
         """)

@@ -20,11 +20,11 @@ import numpy as np
 from curate.fit_state import COPY_OPTIONS
 
 
-def rank_table(con: duckdb.DuckDBPyConnection, docs_glob: str, order_by: str) -> np.ndarray:
+def rank_table(con: duckdb.DuckDBPyConnection, docs: str, order_by: str) -> np.ndarray:
     """Create table `ranks(_ord, rank)` ordered by `order_by`; return rank indexed by _ord."""
     con.execute(
         f"CREATE OR REPLACE TABLE ranks AS SELECT _ord, (row_number() OVER (ORDER BY {order_by}) - 1) AS rank "
-        f"FROM read_parquet('{docs_glob}')"
+        f"FROM read_parquet('{docs}')"
     )
     ords, ranks = (np.asarray(x) for x in con.execute("SELECT _ord, rank FROM ranks").fetchnumpy().values())
     by_ord = np.full(int(ords.max(initial=-1)) + 1, -1, np.int64)
@@ -32,7 +32,7 @@ def rank_table(con: duckdb.DuckDBPyConnection, docs_glob: str, order_by: str) ->
     return by_ord
 
 
-def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs_glob: str, out: str) -> None:
+def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs: str, out: str) -> None:
     """Write (_ord, detail) of every removed child, detail naming the container and containment:
     `contained in <id> (containment 0.9333)`."""
     con.execute(f"""
@@ -48,7 +48,7 @@ def containment_decisions(con: duckdb.DuckDBPyConnection, edges_glob: str, docs_
           SELECT c.child AS _ord,
                  'contained in ' || d._id || ' (containment ' || CAST(round(c.containment, 4) AS VARCHAR) || ')'
                    AS detail
-          FROM choice c JOIN read_parquet('{docs_glob}') d ON d._ord = c.parent
+          FROM choice c JOIN read_parquet('{docs}') d ON d._ord = c.parent
           WHERE k = 1 ORDER BY _ord
         ) TO '{out}' {COPY_OPTIONS}
     """)

@@ -1,11 +1,12 @@
 """The one pass over the text that both near-dedup operators share.
 
 Each batch is shingled, signed and banded as one piece of the fit's `parallel` map (the run's
-worker processes or Ray tasks), which writes the batch's docs and band rows under its batch
-index and returns its samples and signatures; this process appends those to their stores in
+worker processes or Ray tasks), which writes the batch's band rows under its batch index and
+returns its docs rows, samples and signatures; this process appends those to their files in
 batch order, so the files do not depend on where or in what order pieces ran:
 
-  docs/part-N.parquet      _ord, _id, shingle count, size partition, prefer value
+  docs.parquet             _ord, _id, shingle count, prefer value: one file, DOCS_GROUP_ROWS
+                           rows a row group, however many batches
   buckets/rR-gG/part-N.parquet  band rows (r, band, key, ord, part), grouped by rows per band R
                            and band group G, so each group can be joined on its own in memory
   samples.bin (+ index)    each row's smallest `sample` shingle hashes (all of them when fewer),
@@ -41,6 +42,13 @@ BANDS_PER_GROUP = 8
 # joined in five parts reads its files about once, not five times. Within a stretch the rows
 # keep their order (by document), so `ord` delta-encodes to a byte or two a row.
 KEY_BITS = 4
+# The docs rows a row group of docs.parquet. duckdb's reads of the docs (the ranks, the decisions'
+# join with them, in the driver) hold state per file and per row group read: with a file of each
+# batch, 250 files of 2 rows (a fit over the shards of 1,000 small WARC files) peaked 4 MB above 3
+# such files, for 500 rows; one file of a row group reads as the 3 did. In this process, they hold
+# a row group's worth of rows (a few MB) until it is written.
+DOCS_GROUP_ROWS = 1 << 16
+DOCS_SCHEMA = pa.schema([("_ord", pa.int64()), ("_id", pa.string()), ("n", pa.int64()), ("prefer", pa.float64())])
 
 
 class Banding(Protocol):
@@ -53,7 +61,7 @@ class Banding(Protocol):
 
 @dataclass
 class PassOutput:
-    docs_glob: str
+    docs: str  # docs.parquet
     buckets_dir: Path
     bucket_groups: list[str]  # sub-directories of buckets_dir
     samples: RowStore | None
@@ -92,8 +100,8 @@ def run(
     the first `heads` of those again in a small file of their own, and the signatures) into
     `workdir`, a batch per piece of `parallel`."""
     workdir = Path(workdir)
-    (workdir / "docs").mkdir(parents=True, exist_ok=True)
     (workdir / "buckets").mkdir(parents=True, exist_ok=True)
+    docs_writer = _DocsWriter(workdir / "docs.parquet")
     job = _Job(workdir, spec, plan, text_column, prefer, sample, keep_sigs)
     sample_writer = RowStoreWriter(workdir / "samples.bin", SAMPLE_DTYPE) if sample else None
     # The heads: read for every candidate pair where the whole sample is read for a few. At ten
@@ -102,7 +110,8 @@ def run(
     heads_writer = RowStoreWriter(workdir / "heads.bin", SAMPLE_DTYPE) if sample and heads else None
     sig_writer = RowStoreWriter(workdir / "sigs.bin") if keep_sigs else None
     rows = 0
-    for ords, samples, sig in parallel.stream(partial(sign_batch, job), enumerate(batches)):
+    for ords, docs, samples, sig in parallel.stream(partial(sign_batch, job), enumerate(batches)):
+        docs_writer.append(docs)
         if sample_writer is not None:
             sample_writer.append(ords, *samples)
         if heads_writer is not None:
@@ -111,7 +120,7 @@ def run(
             sig_writer.append(ords, sig.reshape(-1), np.arange(len(ords) + 1, dtype=np.int64) * plan.num_perm)
         rows += len(ords)
     return PassOutput(
-        docs_glob=str(workdir / "docs" / "*.parquet"),
+        docs=str(docs_writer.close()),
         buckets_dir=workdir / "buckets",
         bucket_groups=sorted(d.name for d in (workdir / "buckets").iterdir() if d.is_dir()),
         samples=sample_writer.close() if sample_writer else None,
@@ -122,8 +131,8 @@ def run(
 
 
 def sign_batch(job: _Job, item: tuple[int, pa.RecordBatch]):
-    """One piece: batch `index`'s docs and band rows written under its index; returns its ords,
-    its samples (values, offsets) when asked, and its signatures when asked."""
+    """One piece: batch `index`'s band rows written under its index; returns its ords, its docs
+    rows, its samples (values, offsets) when asked, and its signatures when asked."""
     index, batch = item
     sets = shingle_sets(batch.column(job.text_column), job.spec)
     sig = signatures(sets, *permutations(job.plan.num_perm, job.spec.seed))
@@ -135,10 +144,37 @@ def sign_batch(job: _Job, item: tuple[int, pa.RecordBatch]):
         "_id": batch.column("_id").cast(pa.string()),
         "n": pa.array(sizes.astype(np.int64)),
         "prefer": batch.column(job.prefer).cast(pa.float64()) if job.prefer else pa.nulls(len(ords), pa.float64()),
-    })
-    pq.write_table(docs, job.workdir / "docs" / f"part-{index:06d}.parquet")
+    }, schema=DOCS_SCHEMA)
     _write_band_groups(job.plan.bucket_rows(ords[has], sig[has], sizes[has]), job.workdir / "buckets", index)
-    return ords, _head(sets, job.sample) if job.sample else None, sig if job.keep_sigs else None
+    return ords, docs, _head(sets, job.sample) if job.sample else None, sig if job.keep_sigs else None
+
+
+class _DocsWriter:
+    """docs.parquet from the batches' docs rows, in the order given, DOCS_GROUP_ROWS rows a row group."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._held: list[pa.Table] = []  # the rows of the next row group, not written yet
+        self._rows = 0
+        self._writer = pq.ParquetWriter(path, DOCS_SCHEMA)
+
+    def append(self, docs: pa.Table) -> None:
+        self._held.append(docs)
+        self._rows += docs.num_rows
+        while self._rows >= DOCS_GROUP_ROWS:
+            self._write(DOCS_GROUP_ROWS)
+
+    def _write(self, rows: int) -> None:
+        held = pa.concat_tables(self._held)
+        self._writer.write_table(held.slice(0, rows), row_group_size=rows)
+        rest = held.slice(rows)
+        self._held, self._rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def close(self) -> Path:
+        if self._rows:
+            self._write(self._rows)
+        self._writer.close()
+        return self.path
 
 
 def _write_band_groups(rows: pa.Table, root: Path, index: int) -> None:

@@ -59,3 +59,27 @@ def test_signatures_gathered_in_small_chunks_give_the_same_decisions(tmp_path, m
 def test_corpus_without_shingles(tmp_path):
     verdict, state = run(MinhashDedup(), ["", None, "  "], tmp_path)
     assert verdict.keep.all() and state.removed == 0
+
+
+def test_docs_rows_are_one_file_of_bounded_row_groups_however_many_batches(tmp_path, monkeypatch):
+    """The fit's docs rows (read by its duckdb joins in the driver) are one file, DOCS_GROUP_ROWS
+    rows a row group, not a file or a row group per batch: duckdb holds state per file and per
+    row group it reads, so the joins' memory grew with the batches (the shards of small inputs)."""
+    import pyarrow.parquet as pq
+
+    from curate_operators.dedup import signature_pass
+
+    texts = [" ".join(doc(s, 200)) for s in range(20)]
+    texts += [t.upper() for t in texts[:8]]
+    whole, _ = run(MinhashDedup(), texts, tmp_path / "a", batch_rows=1)  # 28 batches
+    docs = pq.ParquetFile(tmp_path / "a" / "docs.parquet")
+    assert docs.metadata.num_row_groups == 1 and docs.metadata.num_rows == 28
+    monkeypatch.setattr(signature_pass, "DOCS_GROUP_ROWS", 5)
+    grouped, _ = run(MinhashDedup(), texts, tmp_path / "b", batch_rows=3)
+    docs = pq.ParquetFile(tmp_path / "b" / "docs.parquet")
+    sizes = [docs.metadata.row_group(i).num_rows for i in range(docs.metadata.num_row_groups)]
+    assert sizes == [5, 5, 5, 5, 5, 3]
+    assert docs.read().column("_ord").to_pylist() == list(range(28))  # in batch order
+    assert not list(tmp_path.rglob("docs/*.parquet"))
+    assert grouped.keep.tolist() == whole.keep.tolist() and grouped.detail.to_pylist() == whole.detail.to_pylist()
+    assert (~whole.keep).sum() == 8
