@@ -60,6 +60,11 @@ class RequestCache:
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill; fsync at checkpoints
+        # A checkpoint copies the pages the WAL changed into the database. Keys are hashes, so each
+        # commit touches index pages all over the file; checkpointing every 10,000 pages instead of
+        # 1,000 copies a page once for many commits: the writer's CPU per answer 16 -> 12 us (100,000
+        # DiverseQA answers, 100 a commit). The WAL grows to ~40 MB before it is folded in.
+        db.execute("PRAGMA wal_autocheckpoint=10000")
         return db
 
     def get_many(self, keys: list[str]) -> dict[str, Answer]:

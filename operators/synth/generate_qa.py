@@ -19,8 +19,11 @@ the detail; failed, truncated, empty or refused answers are traced with that rea
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curate.llm import Answer, LLMConfig, Request
@@ -76,6 +79,7 @@ class GenerateQA(LLMBacked, Map):
         self.template = template
         self.system = system if p.system is None else (p.system or None)
         self.prompt_name = "template" if p.template is not None else p.preset
+        self.pieces = _pieces(p.text_template)
         self.shapes: dict[str, int] = {}
 
     def request(self, text: str) -> Request:
@@ -84,6 +88,16 @@ class GenerateQA(LLMBacked, Map):
         messages += ({"role": "user", "content": self.template.replace("{document}", text)},)
         return Request(messages, llm.max_tokens, llm.temperature, llm.top_p,
                        self.seed if llm.seed is None else llm.seed)
+
+    def render(self, questions: pa.Array, answers: pa.Array) -> pa.Array:
+        """text_template for every pair: joined by Arrow where the template only places {question}
+        and {answer} (the default does), else str.format a pair at a time."""
+        if self.pieces is None or not len(questions):
+            fmt = self.params.text_template
+            return pa.array([fmt.format(question=q, answer=a) for q, a in zip(questions.to_pylist(),
+                                                                             answers.to_pylist())], pa.string())
+        fields = {"question": questions, "answer": answers}
+        return pc.binary_join_element_wise(*(fields[v] if is_field else v for is_field, v in self.pieces), "")
 
     def read(self, answer: Answer) -> Read:
         """An answer's pairs (the first max_pairs) and the shape they were found in; with no pairs, the
@@ -97,7 +111,6 @@ class GenerateQA(LLMBacked, Map):
         return pairs[:self.params.max_pairs], shape, None, None
 
     async def process(self, batch: pa.RecordBatch):
-        ids = batch.column("_id").cast(pa.string()).to_pylist()
         texts = batch.column(self.text_column).to_pylist()
         asked = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]
         # Each answer is read as it arrives (every backend calls back per answer), between the event
@@ -124,21 +137,21 @@ class GenerateQA(LLMBacked, Map):
             made[i] = pairs
         for shape, n in shapes.items():  # answers per shape found, for the manifest's counts
             self.shapes[f"parsed_{shape}"] = self.shapes.get(f"parsed_{shape}", 0) + n
-        parents, questions, out_answers, index = [], [], [], []
-        for i in np.flatnonzero(keep):
-            for k, (q, a) in enumerate(made[i]):
-                parents.append(i), questions.append(q), out_answers.append(a), index.append(k)
-        rows = batch.take(pa.array(parents, pa.int64()))
+        kept = np.flatnonzero(keep).tolist()
+        counts = [len(made[i]) for i in kept]
+        pairs = [pair for i in kept for pair in made[i]]
+        parents = pa.array(np.repeat(np.array(kept, dtype=np.int64), counts))
+        questions = pa.array([q for q, _ in pairs], pa.string())
+        out_answers = pa.array([a for _, a in pairs], pa.string())
+        rows = batch.take(parents)
         columns = {n: rows.column(n) for n in rows.schema.names if n not in ("_id", "_parent_id", *self.provides)}
-        fmt = self.params.text_template
-        columns[self.text_column] = pa.array([fmt.format(question=q, answer=a) for q, a in zip(questions, out_answers)],
-                                             pa.string())
-        columns["question"] = pa.array(questions, pa.string())
-        columns["answer"] = pa.array(out_answers, pa.string())
-        columns["qa_index"] = pa.array(index, pa.int32())
-        columns["synth_prompt"] = pa.array([self.prompt_name] * len(parents), pa.string())
-        columns["synth_model"] = pa.array([self.params.llm.model] * len(parents), pa.string())
-        columns["_parent_id"] = pa.array([ids[i] for i in parents], pa.string())
+        columns[self.text_column] = self.render(questions, out_answers)
+        columns["question"] = questions
+        columns["answer"] = out_answers
+        columns["qa_index"] = pa.array([k for n in counts for k in range(n)], pa.int32())
+        columns["synth_prompt"] = pa.array([self.prompt_name] * len(pairs), pa.string())
+        columns["synth_model"] = pa.array([self.params.llm.model] * len(pairs), pa.string())
+        columns["_parent_id"] = rows.column("_id").cast(pa.string())
         return Result(pa.RecordBatch.from_pydict(columns), Verdict(keep, reasons, details))
 
     def take_counts(self) -> dict[str, int]:
@@ -146,3 +159,23 @@ class GenerateQA(LLMBacked, Map):
         counts.update(self.shapes)
         self.shapes = {}
         return counts
+
+
+def _pieces(template: str) -> list[tuple[bool, str]] | None:
+    """The template as (is a field, literal text or "question"/"answer") in order, or None where it
+    does more than place those two (a format spec, a conversion, another field, or no field at all):
+    str.format renders it then."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:  # unbalanced braces: str.format says so, naming the template
+        return None
+    pieces: list[tuple[bool, str]] = []
+    for literal, field, spec, conversion in parsed:
+        if literal:
+            pieces.append((False, literal))
+        if field is None:
+            continue
+        if field not in ("question", "answer") or spec or conversion:
+            return None
+        pieces.append((True, field))
+    return pieces if any(is_field for is_field, _ in pieces) else None

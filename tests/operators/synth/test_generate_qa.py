@@ -239,3 +239,15 @@ steps:
 """)
         result = cli("validate", path, "--no-data")
         assert result.exit_code != 0 and said in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("template", [
+    "Question: {question}\nAnswer: {answer}",  # the default: joined by Arrow
+    "{answer} <- {question}", "Q{{uoted}}: {question}", "{question}{question}",
+    "{question!r}: {answer}", "{question:>40}|{answer}", "no field at all",  # str.format's
+])
+def test_each_pair_is_rendered_as_str_format_renders_the_template(template):
+    op = GenerateQA(GenerateQAParams(llm={"model": "mock", "base_url": "http://x/v1"}, text_template=template))
+    questions, answers = ["What is A?", "Ünïcode {x}?", ""], ["A is B.", "Yes; {y}", "none"]
+    rendered = op.render(pa.array(questions, pa.string()), pa.array(answers, pa.string()))
+    assert rendered.to_pylist() == [template.format(question=q, answer=a) for q, a in zip(questions, answers)]
