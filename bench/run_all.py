@@ -137,7 +137,7 @@ SIZES = {
     "store_faults_gb": (0.25, 0.05, "store-faults: GB of JSONL.gz read through the failing proxy (and as Parquet)"),
     "remote_write_gb": (1.0, 0.25, "remote-write: GB of JSONL.gz run (no steps) with its output on S3"),
     "wrap_requests": (200_000, 100_000, "wrap: chat requests per side and round"),
-    "synth_requests": (100_000, 50_000, "synth: generate_qa chat requests per side and round"),
+    "synth_requests": (200_000, 50_000, "synth: generate_qa chat requests per side and round"),
     "qdc_docs_files": (7, 7, "qdc: quickstart overhead on the first K demo-corpus files (7 = 102k docs)"),
     "qdc_ppl_docs": (5000, 1000, "qdc: perplexity documents"),
     "qdc_report_rows": (1_000_000, 1_000_000, "qdc: rows of the run whose report is measured"),
