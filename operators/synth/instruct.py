@@ -1,11 +1,12 @@
 """Prompts and parsing shared by the synthetic instruction operators (generate_qa, self_instruct,
 evol_instruct). The prompts are the papers' and their reference repositories', verbatim (see
-../shared/specs/synth.md); every operator takes overrides of them in its parameters, and a
-prompt parameter may name a file (`@path/to/prompt.txt`) holding the text.
+../shared/specs/synth.md), each in its text file in operators/synth/prompts/ (prompts/__init__.py
+lists them); every operator takes overrides of them in its parameters, and a prompt parameter may
+name a file (`@path/to/prompt.txt`) holding the text.
 
 - Nemotron-CC DiverseQA (Su et al., arXiv 2412.02595; NVIDIA/NeMo-Curator
   `nemo_curator/synthetic/prompts.py`).
-- Q&A from text: WRAP's "qa" style (Maini et al., ACL 2024), as operators/synth/prompts.py.
+- Q&A from text: WRAP's "qa" style (Maini et al., ACL 2024), as rephrase's.
 - Self-Instruct (Wang et al., arXiv 2212.10560; yizhongw/self-instruct).
 - Evol-Instruct (Xu et al., arXiv 2304.12244; nlpxucan/WizardLM `Evol_Instruct/{depth,breadth}.py`,
   clean "\\n" line ends as distilabel's copy) and its elimination rules.
@@ -19,39 +20,10 @@ from pathlib import Path
 import orjson
 
 from curate_operators.synth.prompts import PROMPTS as WRAP_PROMPTS
+from curate_operators.synth.prompts import read
 
-NEMOTRON_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
-                   "helpful, detailed, and polite answers to the questions.")
-
-DIVERSE_QA = """Task:
-Read the text, ask questions and answer them.
-
-Follow these instructions:
-1. Ask diverse questions that require different cognitive skills or cover different aspects of the text.
-2. Ask questions in various forms such as:
-  - Yes/No questions that require determining whether a statement is true or false.
-  - Open-ended questions that begin with words like what, how, when, where, why and who.
-  - Multi-choice questions that offers two or more options to choose from. Include the options in the question.
-  - Comparison questions that compare two quantities or objects and determine the relationship between them.
-  - Reading comprehension questions that test the ability to understand and analyze the text.
-  - Problem-solving questions that test the ability to solve mathematical, physical, or logical problems.
-3. Focus on asking questions about factual information, important knowledge, or concrete details in the text.
-4. Write questions and answers using clear and concise language.
-5. Use plain text. Do not use Markdown.
-6. Each question and answer pair should be on a separate line. Tag the question with "Question:" and the answer with "Answer:".
-
-Text:
-{document}
-
-Task:
-After reading the above text, ask up to 8 questions and provide the correct answers following the instructions. Give your response in this format:
-
-Here are the questions and answers based on the provided text:
-- Question: [first question] Answer: [first answer]
-- Question: [second question] Answer: [second answer]
-...."""
-
-# WRAP's Q&A style: the style prompt, a blank line, the text.
+NEMOTRON_SYSTEM = read("diverse_qa_system")
+DIVERSE_QA = read("diverse_qa")
 QA_FROM_TEXT = WRAP_PROMPTS["qa"] + "\n\n{document}"
 
 QA_PRESETS: dict[str, tuple[str, str | None]] = {  # name -> (template with {document}, system message)
@@ -59,48 +31,12 @@ QA_PRESETS: dict[str, tuple[str, str | None]] = {  # name -> (template with {doc
     "qa_from_text": (QA_FROM_TEXT, None),
 }
 
-SELF_INSTRUCT_HEADER = "Come up with a series of tasks:"
-SELF_INSTRUCT_CLF_HEADER = ("Come up with a series of classification tasks. Try to specify the possible output "
-                            "labels when possible.")
-
-EVOL_DEPTH = """I want you act as a Prompt Rewriter.
-Your objective is to rewrite a given prompt into a more complex version to make those famous AI systems (e.g., chatgpt and GPT4) a bit harder to handle.
-But the rewritten prompt must be reasonable and must be understood and responded by humans.
-Your rewriting cannot omit the non-text parts such as the table and code in #The Given Prompt#:. Also, please do not omit the input in #The Given Prompt#.
-You SHOULD complicate the given prompt using the following method:
-{method}
-You should try your best not to make the #Rewritten Prompt# become verbose, #Rewritten Prompt# can only add 10 to 20 words into #The Given Prompt#.
-'#The Given Prompt#', '#Rewritten Prompt#', 'given prompt' and 'rewritten prompt' are not allowed to appear in #Rewritten Prompt#
-#The Given Prompt#:
-{instruction}
-#Rewritten Prompt#:
-"""
-
-EVOL_METHODS = {
-    "constraints": "Please add one more constraints/requirements into #The Given Prompt#'",
-    "deepening": "If #The Given Prompt# contains inquiries about certain issues, the depth and breadth of the "
-                 "inquiry can be increased.",
-    "concretizing": "Please replace general concepts with more specific concepts.",
-    "reasoning": "If #The Given Prompt# can be solved with just a few simple thinking processes, you can rewrite "
-                 "it to explicitly request multiple-step reasoning.",
-}
-
-EVOL_BREADTH = """I want you act as a Prompt Creator.
-Your goal is to draw inspiration from the #Given Prompt# to create a brand new prompt.
-This new prompt should belong to the same domain as the #Given Prompt# but be even more rare.
-The LENGTH and complexity of the #Created Prompt# should be similar to that of the #Given Prompt#.
-The #Created Prompt# must be reasonable and must be understood and responded by humans.
-'#Given Prompt#', '#Created Prompt#', 'given prompt' and 'created prompt' are not allowed to appear in #Created Prompt#
-#Given Prompt#:
-{instruction}
-#Created Prompt#:
-"""
-
-# Appendix G of the WizardLM paper (typo "requirments" as in its copies).
-EVOL_EQUAL = ("Here are two Instructions to ChatGPT AI, do you think they are equal to each other, which meet the "
-              "following requirements:\n1. They have same constraints and requirments.\n2. They have same depth "
-              "and breadth of the inquiry.\nThe First Prompt: {first}\nThe Second Prompt: {second}\nYour Judgement "
-              "(Just answer: Equal or Not Equal. No need to explain the reason.):")
+SELF_INSTRUCT_HEADER = read("self_instruct")
+SELF_INSTRUCT_CLF_HEADER = read("self_instruct_classification")
+EVOL_DEPTH = read("evol_depth")
+EVOL_METHODS = {method: read(f"evol_{method}") for method in ("constraints", "deepening", "concretizing", "reasoning")}
+EVOL_BREADTH = read("evol_breadth")
+EVOL_EQUAL = read("evol_equal")
 
 
 def load_prompt(value: str, slots: tuple[str, ...] = ()) -> str:

@@ -45,7 +45,8 @@ def test_the_built_in_operators_and_groups_are_registered_as_in_pyproject():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     assert registry.catalog() == declared[plugins.OPERATORS]
     assert {name: ep.value for name, ep in plugins.registered(plugins.COMMANDS).items()} == {
-        "adp": "curate_operators.agent.cli:app", "lake": "curate_lake.cli:app"}
+        "adp": "curate_operators.agent.cli:app", "lake": "curate_lake.cli:app",
+        "prompts": "curate_operators.synth.cli:app"} == declared[plugins.COMMANDS]
     for name in registry.names():  # every entry names its operator's class
         try:
             assert registry.get(name).name == name
