@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import html
 
-import pyarrow.parquet as pq
-
 from curate.report.parts import clip, section
-from curate.report.scan import Run, first_of_each, rows_at
+from curate.report.scan import Run, batches, first_of_each, rows_at
 
 PAIRS = 8
 BATCH = 1024
@@ -24,7 +22,7 @@ def kept(run: Run) -> list[tuple[str, str]]:
     per_file = -(-PAIRS // len(picked))
     out = []
     for path in picked:
-        batch = next(pq.ParquetFile(path).iter_batches(batch_size=BATCH, columns=["_id", text]), None)
+        batch = next(batches(path, BATCH, ["_id", text]), None)
         if batch is None or not batch.num_rows:
             continue
         step = max(1, batch.num_rows // per_file)

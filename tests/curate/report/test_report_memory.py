@@ -28,3 +28,23 @@ def test_the_report_reads_on_the_system_pool_and_gives_the_pool_before_back(smal
     report.write_report(run_dir)
     assert pools and set(pools) == {"system"}
     assert pa.default_memory_pool().backend_name == before.backend_name
+
+
+def test_the_report_decodes_its_rows_on_its_own_thread(small_dir, tmp_path, monkeypatch):
+    """Arrow's decoding on its pool of threads left each thread's malloc arena holding what it had
+    decoded: the report's peak grew with the traces' rows (issue 47). Every batch of rows the
+    report reads (samples, kept and removed rows) is decoded on the calling thread."""
+    import pyarrow.parquet as pq
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_dir, run_dir)
+    threaded: list[bool] = []
+    real = pq.ParquetFile.iter_batches
+
+    def recording(self, *args, **kwargs):
+        threaded.append(kwargs.get("use_threads", True))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
+    report.write_report(run_dir)
+    assert len(threaded) >= 3 and not any(threaded)
