@@ -123,3 +123,35 @@ def test_a_task_an_engine_never_hands_back_stops_the_run(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="stage 0: task part-00000 never handed back"):
         run(load(inp, tmp_path / "out"), RunOptions(workers=1, engine="losing"))
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_the_driver_keeps_no_fingerprint_of_the_input_files_while_it_runs(tmp_path, monkeypatch):
+    """The fingerprints a --resume is checked against (an entry per input file) are made for that
+    check and written to the run directory, not held by the driver while the run's stages run."""
+    from curate.engine.run import execution
+    from curate.io.sources import Source
+
+    class Print(list):  # a list that can be tracked by weak reference
+        pass
+
+    made: list[weakref.ref] = []
+    fingerprint = Source.fingerprint
+
+    def tracked(self):
+        made.append(weakref.ref(printed := Print(fingerprint(self))))
+        return printed
+
+    alive_while_running = []
+    execute = execution.Execution.execute
+
+    def executing(self):
+        gc.collect()
+        alive_while_running.append(sum(ref() is not None for ref in made))
+        return execute(self)
+
+    monkeypatch.setattr(Source, "fingerprint", tracked)
+    monkeypatch.setattr(execution.Execution, "execute", executing)
+    inp = corpus(tmp_path / "in", files=5, rows=4)
+    m = run(load(inp, tmp_path / "out"), RunOptions(workers=1))
+    assert m.rows_in == 20 and len(made) >= 5
+    assert alive_while_running == [0]
