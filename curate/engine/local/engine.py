@@ -16,7 +16,7 @@ from curate.engine.failpoints import failpoint
 from curate.engine.local.pool import ModelPool
 from curate.engine.result import TaskResult
 from curate.engine.rundir.layout import RunLayout
-from curate.engine.tasks.context import Progress, StageContext
+from curate.engine.tasks.context import Progress, StageContext, teardown
 from curate.engine.tasks.plan import Task, available_cores
 from curate.engine.tasks.steps import event_loop
 from curate.engine.tasks.task import is_async_stage, run_task, run_task_async
@@ -88,17 +88,26 @@ class LocalExecutor(PoolSlots, Executor):
 
     def run(self, ctx: StageContext, tasks: list[Task], take: Callable[[int, TaskResult], None]) -> None:
         parallel = ctx.stage.policy.parallel
-        if (self.pool is None or parallel == 1) and is_async_stage(ctx):
-            event_loop().run_until_complete(self._overlapped(ctx, tasks, take))
-        elif self.pool is None or parallel == 1:
-            for i, task in enumerate(tasks):
-                take(i, self._inline(ctx, task))
-        elif ctx.stage.policy.threads:
-            with _ThreadSlots(functools.partial(self._inline, ctx), self.progress, parallel) as threads:
-                dispatch(tasks, list(range(parallel)), threads, take)
-        else:
-            self.ctx = ctx
+        if self.pool is not None and parallel > 1 and not ctx.stage.policy.threads:
+            self.ctx = ctx  # the workers tear the stage down when the pool closes
             dispatch(tasks, list(range(parallel)), self, take)
+            return
+        try:
+            if parallel == 1 or self.pool is None:
+                if is_async_stage(ctx):
+                    event_loop().run_until_complete(self._overlapped(ctx, tasks, take))
+                else:
+                    for i, task in enumerate(tasks):
+                        take(i, self._inline(ctx, task))
+            else:
+                with _ThreadSlots(functools.partial(self._inline, ctx), self.progress, parallel) as threads:
+                    dispatch(tasks, list(range(parallel)), threads, take)
+        finally:
+            # The stage ran in this process: its operators free what they loaded now, as a worker's
+            # do when its pool closes, not at the process's exit (a model's memory through the
+            # stages after it; an LLM step's HTTP session, left for the garbage collector to find
+            # unclosed in a run from Python).
+            teardown(ctx)
 
     def _inline(self, ctx: StageContext, task: Task, progress: Progress | None = None) -> TaskResult:
         return self._stored(ctx, run_task(ctx, task, progress or self.progress))

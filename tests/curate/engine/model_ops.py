@@ -44,6 +44,13 @@ class FakeModel(Map):
         return batch.append_column("score", pc.utf8_length(batch.column(self.text_column)))
 
 
+class FakeCpuModel(FakeModel):
+    """FakeModel on the CPU pool: with one worker its stage runs in the run's own process."""
+
+    name = "fake_cpu_model"
+    resources = Resources()
+
+
 class BatchSize(Map):
     """Appends `batch_size`: the number of rows in the batch each row arrived in."""
 

@@ -1,6 +1,7 @@
 """The local executor's worker pool: the CLI starts it ahead of the run, before the input is
 listed, and its workers hold the run's worker lock only once they have work (a --resume waits
-for the workers of the run it continues, not for a pool that has done nothing)."""
+for the workers of the run it continues, not for a pool that has done nothing). A stage that
+runs in the run's own process frees what its operators loaded when it ends."""
 
 import multiprocessing
 import os
@@ -148,3 +149,17 @@ def test_a_failed_task_on_threads_stops_the_others_at_their_next_batch(tmp_path,
     assert sum(rows_of_a) < 2000  # a stopped part-way (without the stop it reads all its rows)
     assert not [t for t in threading.enumerate() if t.name.startswith("curate-task")]
     assert not (tmp_path / "out").exists()  # nothing written after the failed run was cleared away
+
+
+def test_a_stage_run_in_the_run_process_frees_what_its_operators_loaded_when_it_ends(tmp_path, monkeypatch):
+    from curate import registry
+
+    monkeypatch.setitem(registry.catalog(), "fake_cpu_model", "tests.curate.engine.model_ops:FakeCpuModel")
+    log = tmp_path / "log"
+    log.mkdir()
+    docs = write_jsonl(tmp_path / "in.jsonl", [{"text": f"document {i}"} for i in range(20)])
+    r = recipe.load(text=f"input: {{path: '{docs}'}}\noutput: {{path: '{tmp_path / 'out'}'}}\n"
+                         f"steps:\n  - fake_cpu_model: {{log_dir: '{log}'}}\n  - exact_dedup: {{}}\n")
+    run(r, RunOptions(workers=1))
+    me = str(os.getpid())
+    assert sorted(p.name for p in log.iterdir()) == [f"setup-{me}", f"teardown-{me}"]  # loaded here, freed here
