@@ -9,7 +9,6 @@ engine ends them in: a finished task leaves only its shards' paths and rows in t
 
 from __future__ import annotations
 
-import json
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -132,7 +131,7 @@ class Execution:
                 )
             if stage.index > 0:
                 the_plan = the_plan.with_tasks(stage.index, plan.shard_tasks(stage.index, shards, rows))
-            self.files.write_bytes(self.layout.plan, json.dumps(the_plan.describe(), indent=1).encode())
+            self.files.write_bytes(self.layout.plan, the_plan.json_bytes())
             tasks = the_plan.tasks[stage.index]
             assert tasks is not None  # stage 0's planned, a later one's made from the shards above
             shards, rows = self._stage(ctx, list(tasks), engine, executor)

@@ -14,6 +14,7 @@ shards they read), and any executor (local processes, model pool, Ray) runs its 
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -129,6 +130,16 @@ class Plan:
                 }
             )
         return {"stages": out}
+
+    def json_bytes(self) -> bytes:
+        """`describe()` as indented JSON (_work/plan.json), the bytes json.dumps(indent=1) gives,
+        encoded a piece at a time: json.dumps joins the pieces of every task's entry at once (2.1 MB
+        at its peak for 1,000 input files' tasks, where the bytes are 0.2 MB), and the driver writes
+        the plan at each stage's start."""
+        out = bytearray()
+        for piece in json.JSONEncoder(indent=1).iterencode(self.describe()):
+            out += piece.encode()
+        return bytes(out)
 
 
 def make(

@@ -78,3 +78,28 @@ def test_the_workers_started_ahead_are_those_the_first_stage_keeps_busy():
     # a listed input of fewer files: as many as there are files (one task each at least)
     assert plan.first_stage_workers(step(Light), None, workers=4, cores=4, files=3) == 3
     assert plan.first_stage_workers(step(Light), None, workers=4, cores=4, files=1) == 0
+
+
+def test_the_plan_json_is_json_dumps_bytes_encoded_a_piece_at_a_time():
+    """_work/plan.json, written at each stage's start, has json.dumps(indent=1)'s bytes, but its
+    encoding holds far less at its peak than json.dumps, which joins the pieces of every task's
+    entry at once (2,000 input files: a task each)."""
+    import json
+    import tracemalloc
+
+    from curate.io.sources import Source
+
+    sources = [Source(f"/data/crawl/CC-MAIN-{i:05d}.warc.gz", "warc", f"CC-MAIN-{i:05d}.warc.gz") for i in range(2000)]
+    made = plan.make([], sources, None, workers=2, cores=2)
+
+    def peak(encode) -> tuple[bytes, int]:
+        tracemalloc.start()
+        try:
+            return encode(), tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    written, written_peak = peak(made.json_bytes)
+    dumped, dumped_peak = peak(lambda: json.dumps(made.describe(), indent=1).encode())
+    assert written == dumped and len(made.describe()["stages"][0]["tasks"]) == 2000
+    assert written_peak < dumped_peak / 2, (written_peak, dumped_peak)
