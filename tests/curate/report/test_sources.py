@@ -18,6 +18,24 @@ def test_by_input_file_from_the_ids_curate_derives(small):
     assert by(small, "file") == {"lang=en/a.jsonl": [7, 3, 4], "lang=fr/b.jsonl": [3, 2, 1]}
 
 
+def test_input_files_are_named_for_the_sources_shown_only(small, monkeypatch):
+    """The table names its TOP sources: the map from `_id` prefixes to files holds those, not every
+    tail of every input file's path (1.4 MB at 1,000 files), and names them as before."""
+    monkeypatch.setattr(sources, "TOP", 1)
+    asked: list[set] = []
+    names = sources.file_names
+
+    def recording(manifest, prefixes):
+        asked.append(set(prefixes))
+        return names(manifest, prefixes)
+
+    monkeypatch.setattr(sources, "file_names", recording)
+    assert by(small, "file") == {"lang=en/a.jsonl": [7, 3, 4], sources.OTHERS: [3, 2, 1]}
+    assert len(asked) == 1 and len(asked[0]) == 2  # a.jsonl's prefix and OTHERS
+    (named,) = [k for k in asked[0] if k != sources.OTHERS]
+    assert names(small.manifest, asked[0]) == {named: "lang=en/a.jsonl"}
+
+
 def test_by_hive_partition(small):
     assert by(small, "partition") == {"lang=en": [7, 3, 4], "lang=fr": [3, 2, 1]}
 
