@@ -121,6 +121,13 @@ def stopped_array_task(out: Path) -> str:
     return ""
 
 
+def alone_in_the_queue(cluster, element: str) -> None:
+    """Wait until the stopped array task `element` is the only job left: the others have run their
+    shares and ended. One still running when `element` is cancelled would run its share in its
+    place (an array task runs the shares no other holds), and the run would not lose it."""
+    wait_for(lambda: [job for job, _, _ in cluster.squeue()] == [element], what="the other array tasks to end")
+
+
 def test_array_spec_compresses_indices_into_ranges():
     assert scripts.array_spec([0, 1, 2, 3, 4], 2) == "0-4%2"
     assert scripts.array_spec([7, 0, 2, 3, 9], None) == "0,2-3,7,9"
@@ -275,6 +282,7 @@ def test_an_array_task_cancelled_mid_task_is_resubmitted_and_the_bytes_are_the_s
     try:
         wait_for(lambda: stopped_array_task(out), what="an array task to stop at its failpoint")
         element = stopped_array_task(out)
+        alone_in_the_queue(slurm_cluster, element)
         slurm_cluster.scancel(element)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -361,6 +369,7 @@ def test_a_task_slurm_ends_more_often_than_retries_is_named_with_slurms_state(sl
     try:
         wait_for(lambda: stopped_array_task(out), what="an array task to stop at its failpoint")
         element = stopped_array_task(out)
+        alone_in_the_queue(slurm_cluster, element)
         slurm_cluster.scancel(element)
         _, err = proc.communicate(timeout=60)
     finally:
