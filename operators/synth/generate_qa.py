@@ -92,7 +92,7 @@ class GenerateQA(LLMBacked, Map):
     def render(self, questions: pa.Array, answers: pa.Array) -> pa.Array:
         """text_template for every pair: joined by Arrow where the template only places {question}
         and {answer} (the default does), else str.format a pair at a time."""
-        if self.pieces is None or not len(questions):
+        if self.pieces is None:
             fmt = self.params.text_template
             return pa.array([fmt.format(question=q, answer=a) for q, a in zip(questions.to_pylist(),
                                                                              answers.to_pylist())], pa.string())

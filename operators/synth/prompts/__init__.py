@@ -1,7 +1,7 @@
 """The synthetic-data operators' prompts, one text file each beside this module, word for word
 from the papers and their reference repositories (tests pin them to ../shared/specs/wrap.md and
 synth.md). A recipe replaces one through the parameter CATALOG names, inline or with '@path' to a
-file of its own; `curate prompt NAME > mine.txt` writes a shipped one out to start from.
+file of its own; `curate prompts show NAME > mine.txt` writes a shipped one out to start from.
 
 WRAP's rephrasing prompts (Maini et al., ACL 2024) are a fidelity parameter of the method: with a
 chat API the style prompt and the chunk together are the user message (TEMPLATE)."""
